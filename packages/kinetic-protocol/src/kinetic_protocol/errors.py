@@ -1,0 +1,81 @@
+"""Kinetic's exception hierarchy.
+
+A leaf module with no imports, so every package can raise and catch the same types. Users catch
+families (``ConfigError``, ``StorageError``, ``BackendError``); exceptions raised by the user's own
+remote code are re-raised as themselves, never wrapped in these.
+"""
+
+__all__ = [
+    "BackendError",
+    "ConfigError",
+    "CorruptRecordError",
+    "JobFailedError",
+    "JobNotFoundError",
+    "KineticError",
+    "ObjectNotFoundError",
+    "PreconditionFailedError",
+    "RemoteError",
+    "SchemaVersionError",
+    "SerializationError",
+    "StorageError",
+]
+
+
+class KineticError(Exception):
+    """Root of every error Kinetic raises on its own account."""
+
+
+class ConfigError(KineticError, ValueError):
+    """A setting or argument is invalid: an accelerator, backend, store URI, profile, ..."""
+
+
+class SerializationError(KineticError, TypeError):
+    """A function, argument or return value cannot be pickled."""
+
+
+class StorageError(KineticError):
+    """The object store failed or holds something unexpected."""
+
+
+class ObjectNotFoundError(StorageError, KeyError):
+    """A key is absent from the store."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class PreconditionFailedError(StorageError):
+    """A create-only or generation-matched write found the object changed."""
+
+
+class CorruptRecordError(StorageError):
+    """A stored record could not be decoded; the message names the object."""
+
+
+class SchemaVersionError(KineticError):
+    """A record was written by a newer Kinetic than the one reading it."""
+
+
+class BackendError(KineticError):
+    """The backend (local processes, Kubernetes) refused or failed an operation."""
+
+
+class JobNotFoundError(KineticError, LookupError):
+    """No job with that id exists in the store (or it was cleaned up)."""
+
+
+class JobFailedError(KineticError, RuntimeError):
+    """The job failed without leaving a result or a user exception to re-raise."""
+
+
+class RemoteError(KineticError):
+    """A remote exception whose own type cannot be rebuilt here.
+
+    Carries the remote type name, message and traceback so nothing is lost.
+    """
+
+    def __init__(self, exc_type: str, message: str, remote_traceback: str) -> None:
+        super().__init__(f"{exc_type}: {message}")
+        self.exc_type = exc_type
+        self.message = message
+        self.remote_traceback = remote_traceback

@@ -1,0 +1,99 @@
+"""Where everything lives in an object store: the one place that spells the keys.
+
+::
+
+    bundles/<sha256>.zip                      content-addressed code bundle, written if absent
+    jobs/<job_id>/handle.json                 JobRecord (the durable handle), create-only
+    jobs/<job_id>/call.json                   CallDescriptor
+    jobs/<job_id>/payload.pkl                 cloudpickled (function, args, kwargs)
+    jobs/<job_id>/result.msgpack              ResultEnvelope, written by the runtime
+    outputs/<job_id>/...                      KINETIC_OUTPUT_DIR default; never cleaned up
+    groups/<group_id>/manifest.json           BatchManifest, written once
+    groups/<group_id>/children/<index>-<attempt>.json   BatchChild, one per attempt
+    groups/<group_id>/errors/<index>.json     BatchSubmissionError
+    groups/<group_id>/complete.json           BatchCompletion
+"""
+
+__all__ = [
+    "CHILDREN_DIR",
+    "bundle_key",
+    "call_key",
+    "child_key",
+    "children_prefix",
+    "completion_key",
+    "group_prefix",
+    "job_prefix",
+    "job_record_key",
+    "manifest_key",
+    "output_prefix",
+    "parse_child_key",
+    "payload_key",
+    "result_key",
+    "submission_error_key",
+    "submission_errors_prefix",
+]
+
+CHILDREN_DIR = "children"
+
+
+def bundle_key(sha256: str) -> str:
+    return f"bundles/{sha256}.zip"
+
+
+def job_prefix(job_id: str) -> str:
+    return f"jobs/{job_id}/"
+
+
+def job_record_key(job_id: str) -> str:
+    return f"jobs/{job_id}/handle.json"
+
+
+def call_key(job_id: str) -> str:
+    return f"jobs/{job_id}/call.json"
+
+
+def payload_key(job_id: str) -> str:
+    return f"jobs/{job_id}/payload.pkl"
+
+
+def result_key(job_id: str) -> str:
+    return f"jobs/{job_id}/result.msgpack"
+
+
+def output_prefix(job_id: str) -> str:
+    return f"outputs/{job_id}/"
+
+
+def group_prefix(group_id: str) -> str:
+    return f"groups/{group_id}/"
+
+
+def manifest_key(group_id: str) -> str:
+    return f"groups/{group_id}/manifest.json"
+
+
+def children_prefix(group_id: str) -> str:
+    return f"groups/{group_id}/{CHILDREN_DIR}/"
+
+
+def child_key(group_id: str, index: int, attempt: int) -> str:
+    return f"{children_prefix(group_id)}{index:06d}-{attempt:03d}.json"
+
+
+def parse_child_key(key: str) -> tuple[int, int]:
+    """``(index, attempt)`` of a key made by :func:`child_key`."""
+    stem = key.rsplit("/", 1)[-1].removesuffix(".json")
+    index, attempt = stem.split("-")
+    return int(index), int(attempt)
+
+
+def submission_errors_prefix(group_id: str) -> str:
+    return f"groups/{group_id}/errors/"
+
+
+def submission_error_key(group_id: str, index: int) -> str:
+    return f"{submission_errors_prefix(group_id)}{index:06d}.json"
+
+
+def completion_key(group_id: str) -> str:
+    return f"groups/{group_id}/complete.json"

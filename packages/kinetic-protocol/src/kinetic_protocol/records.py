@@ -1,0 +1,245 @@
+"""Every record that crosses a process or machine boundary, as versioned msgspec structs.
+
+Evolution rules: new fields get defaults, nothing is renamed or removed within a major
+``schema_version``, and readers ignore fields they do not know (no ``forbid_unknown_fields``).
+Records are JSON so a person can read them in a bucket; the result envelope is msgpack because
+it carries pickled bytes.
+"""
+
+from typing import Any, TypeVar
+
+import msgspec
+
+from kinetic_protocol.errors import CorruptRecordError, SchemaVersionError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ArtifactRef",
+    "BatchChild",
+    "BatchCompletion",
+    "BatchManifest",
+    "BatchSubmissionError",
+    "CallDescriptor",
+    "Failed",
+    "JobRecord",
+    "ResultEnvelope",
+    "Succeeded",
+    "decode_json",
+    "decode_result",
+    "encode_json",
+    "encode_result",
+]
+
+SCHEMA_VERSION = 1
+"""The schema version this package writes. Readers accept this or older."""
+
+
+class JobRecord(msgspec.Struct, kw_only=True):
+    """The durable handle of one job, stored at ``layout.job_record_key``.
+
+    The first fields are exactly the public ``JobHandle`` fields of the API reference. The
+    store a job lives in is ``bucket_name`` if it holds a URI (``file:///...``), else
+    ``gs://{bucket_name}``.
+    """
+
+    job_id: str
+    backend: str
+    project: str
+    cluster_name: str
+    zone: str
+    namespace: str
+    bucket_name: str
+    k8s_name: str
+    image_uri: str
+    accelerator: str
+    func_name: str
+    display_name: str
+    created_at: str
+    group_id: str | None = None
+    group_kind: str | None = None
+    group_index: int | None = None
+    debug: bool = False
+    # Protocol extras; not part of the public handle signature.
+    schema_version: int = SCHEMA_VERSION
+    attempt: int = 0
+    spot: bool = False
+    kinetic_version: str = ""
+
+    @property
+    def store_uri(self) -> str:
+        """URI of the object store holding this job's artifacts."""
+        return self.bucket_name if "://" in self.bucket_name else f"gs://{self.bucket_name}"
+
+
+class ArtifactRef(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored blob and the sha256 the runtime verifies before using it."""
+
+    key: str
+    sha256: str
+    size: int
+
+
+class CallDescriptor(msgspec.Struct, kw_only=True):
+    """What the runtime needs to run the call, stored at ``layout.call_key``."""
+
+    job_id: str
+    func_name: str
+    payload: ArtifactRef
+    bundle: ArtifactRef | None = None
+    workdir: str = "."
+    """Working directory relative to the unpacked bundle root."""
+    sys_path: list[str] = msgspec.field(default_factory=list)
+    """Import roots relative to the bundle root, in ``sys.path`` order."""
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    """Captured environment variables, set before the payload is unpickled."""
+    output_dir: str = ""
+    python_version: str = ""
+    requirements: list[str] = msgspec.field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+
+class Succeeded(msgspec.Struct, tag="succeeded", kw_only=True):
+    """The function returned; ``value`` is its cloudpickled return value."""
+
+    job_id: str
+    value: bytes
+    started_at: str = ""
+    finished_at: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+
+class Failed(msgspec.Struct, tag="failed", kw_only=True):
+    """The job failed in ``phase`` (``fetch``, ``unpack``, ``deserialize``, ``run``, ...).
+
+    ``exception`` holds the pickled exception when it could be pickled, so the client can
+    re-raise the user's own type; the other fields always describe it in text.
+    """
+
+    job_id: str
+    phase: str
+    exc_type: str
+    message: str
+    traceback: str = ""
+    exception: bytes | None = None
+    started_at: str = ""
+    finished_at: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+
+ResultEnvelope = Succeeded | Failed
+
+
+class _EnvelopeHeader(msgspec.Struct):
+    """Decoded first, so a newer writer's unknown tag gives a clear error, not a decode crash."""
+
+    status: str
+    schema_version: int = SCHEMA_VERSION
+
+
+class BatchManifest(msgspec.Struct, kw_only=True):
+    """The header of a batch, written once before the first child is submitted."""
+
+    group_id: str
+    func_name: str
+    total_expected: int
+    backend: str
+    bucket_name: str
+    created_at: str
+    name: str | None = None
+    tags: dict[str, str] = msgspec.field(default_factory=dict)
+    retries: int = 0
+    project: str = ""
+    cluster_name: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+
+class BatchChild(msgspec.Struct, kw_only=True):
+    """One submitted attempt of one input; a new small object per attempt, never rewritten."""
+
+    group_id: str
+    index: int
+    attempt: int
+    job_id: str
+    submitted_at: str
+    schema_version: int = SCHEMA_VERSION
+
+
+class BatchSubmissionError(msgspec.Struct, kw_only=True):
+    """An input whose submission raised; kept so a reattached batch can report it."""
+
+    group_id: str
+    index: int
+    exc_type: str
+    message: str
+    schema_version: int = SCHEMA_VERSION
+
+
+class BatchCompletion(msgspec.Struct, kw_only=True):
+    """Written when the submitting process has finished submitting (or stopped trying)."""
+
+    group_id: str
+    submitted: int
+    finished_at: str
+    cancelled: bool = False
+    schema_version: int = SCHEMA_VERSION
+
+
+_T = TypeVar("_T")
+_json_encoder = msgspec.json.Encoder()
+_msgpack_encoder = msgspec.msgpack.Encoder()
+_header_decoder = msgspec.msgpack.Decoder(_EnvelopeHeader)
+_result_decoder = msgspec.msgpack.Decoder(ResultEnvelope)
+_KNOWN_RESULT_TAGS = {"succeeded", "failed"}
+
+
+def _check_version(version: int, what: str) -> None:
+    if version > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{what} has schema version {version}, newer than this Kinetic understands "
+            f"({SCHEMA_VERSION}). Upgrade kinetic on this machine to read it."
+        )
+
+
+def encode_json(record: msgspec.Struct) -> bytes:
+    """Encode a record as JSON bytes."""
+    return _json_encoder.encode(record)
+
+
+def decode_json(data: bytes, record_type: type[_T], *, what: str) -> _T:
+    """Decode ``data`` as ``record_type``; any problem names ``what`` (usually the key)."""
+    try:
+        raw: Any = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CorruptRecordError(f"{what} is not valid JSON ({exc}); it may be truncated.") from exc
+    if not isinstance(raw, dict):
+        raise CorruptRecordError(f"{what} should hold a JSON object, found {type(raw).__name__}.")
+    version = raw.get("schema_version", SCHEMA_VERSION)
+    if isinstance(version, int):
+        _check_version(version, what)
+    try:
+        return msgspec.convert(raw, record_type)
+    except msgspec.ValidationError as exc:
+        raise CorruptRecordError(f"{what} is not a valid {record_type.__name__}: {exc}") from exc
+
+
+def encode_result(envelope: ResultEnvelope) -> bytes:
+    """Encode a result envelope as msgpack bytes."""
+    return _msgpack_encoder.encode(envelope)
+
+
+def decode_result(data: bytes, *, what: str) -> ResultEnvelope:
+    """Decode a result envelope, checking its header first."""
+    try:
+        header = _header_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CorruptRecordError(f"{what} is not a valid result envelope ({exc}).") from exc
+    _check_version(header.schema_version, what)
+    if header.status not in _KNOWN_RESULT_TAGS:
+        raise SchemaVersionError(
+            f"{what} has result status {header.status!r}, unknown to this Kinetic. "
+            "Upgrade kinetic on this machine to read it."
+        )
+    try:
+        return _result_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CorruptRecordError(f"{what} is not a valid result envelope ({exc}).") from exc
