@@ -40,6 +40,11 @@ class Backend(Protocol):
         """The store this backend's jobs keep their artifacts in."""
         ...
 
+    @property
+    def poll_bounds(self) -> tuple[float, float]:
+        """Shortest and longest sensible wait between status polls, in seconds."""
+        ...
+
     def submit(self, record: JobRecord) -> None:
         """Start the job. "Already exists" for the same job id is success, not a duplicate."""
         ...

@@ -98,7 +98,7 @@ class CallDescriptor(msgspec.Struct, kw_only=True):
     schema_version: int = SCHEMA_VERSION
 
 
-class Succeeded(msgspec.Struct, tag="succeeded", kw_only=True):
+class Succeeded(msgspec.Struct, tag_field="status", tag="succeeded", kw_only=True):
     """The function returned; ``value`` is its cloudpickled return value."""
 
     job_id: str
@@ -108,7 +108,7 @@ class Succeeded(msgspec.Struct, tag="succeeded", kw_only=True):
     schema_version: int = SCHEMA_VERSION
 
 
-class Failed(msgspec.Struct, tag="failed", kw_only=True):
+class Failed(msgspec.Struct, tag_field="status", tag="failed", kw_only=True):
     """The job failed in ``phase`` (``fetch``, ``unpack``, ``deserialize``, ``run``, ...).
 
     ``exception`` holds the pickled exception when it could be pickled, so the client can

@@ -1,0 +1,70 @@
+"""Kinetic: run Python functions on remote accelerators.
+
+    @kinetic.run(accelerator="gpu-l4")
+    def train(lr): ...
+
+    train(0.1)                          # runs remotely, returns the value
+    job = train.run_async(0.1)          # a durable JobHandle
+    batch = train.run_async_map([...])  # a BatchHandle
+
+Importing this package does no I/O and configures no logging.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+from kinetic.data import Data
+from kinetic.decorator import RemoteFunction, run
+from kinetic.jobs import JobHandle, attach, list_jobs
+from kinetic_protocol import (
+    BackendError,
+    ConfigError,
+    JobFailedError,
+    JobNotFoundError,
+    JobStatus,
+    KineticError,
+    RemoteError,
+    SerializationError,
+    StorageError,
+)
+
+if TYPE_CHECKING:
+    from kinetic.batch import BatchError, BatchHandle, attach_batch
+
+try:
+    __version__ = version("kinetic")
+except PackageNotFoundError:  # a source tree that is not installed
+    __version__ = "0.0.0"
+
+__all__ = [
+    "BackendError",
+    "BatchError",
+    "BatchHandle",
+    "ConfigError",
+    "Data",
+    "JobFailedError",
+    "JobHandle",
+    "JobNotFoundError",
+    "JobStatus",
+    "KineticError",
+    "RemoteError",
+    "RemoteFunction",
+    "SerializationError",
+    "StorageError",
+    "__version__",
+    "attach",
+    "attach_batch",
+    "list_jobs",
+    "run",
+]
+
+_BATCH_NAMES = {"BatchError", "BatchHandle", "attach_batch"}
+
+
+def __getattr__(name: str) -> Any:
+    """The batch engine loads on first use, keeping ``import kinetic`` light."""
+    if name in _BATCH_NAMES:
+        from kinetic import batch
+
+        return getattr(batch, name)
+    raise AttributeError(f"module 'kinetic' has no attribute {name!r}")

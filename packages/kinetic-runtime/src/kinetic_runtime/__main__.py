@@ -1,0 +1,5 @@
+import sys
+
+from kinetic_runtime.main import main
+
+sys.exit(main())

@@ -1,0 +1,189 @@
+"""Run one job: fetch its artifacts, call the function, store a result envelope.
+
+Exit status: 0 when the function returned, 1 when it raised, 2 when the job could not run its
+function at all (a phase before ``run`` failed) or its result could not be stored.
+"""
+
+import argparse
+import hashlib
+import os
+import sys
+import tempfile
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+
+from kinetic_protocol import (
+    ArtifactRef,
+    CallDescriptor,
+    CorruptRecordError,
+    Failed,
+    ObjectStore,
+    ResultEnvelope,
+    SerializationError,
+    Succeeded,
+    layout,
+)
+from kinetic_protocol.records import decode_json, encode_result
+from kinetic_runtime.phases import Phase, PhaseError
+from kinetic_runtime.stores import open_store
+from kinetic_runtime.workspace import apply_environment, install_requirements, unpack_bundle
+
+__all__ = ["main", "run_job"]
+
+EXIT_OK, EXIT_USER_ERROR, EXIT_INFRA_ERROR = 0, 1, 2
+_REPR_LIMIT = 500
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _say(message: str) -> None:
+    print(f"[kinetic] {message}", file=sys.stderr, flush=True)
+
+
+def _fetch_verified(store: ObjectStore, ref: ArtifactRef) -> bytes:
+    data = store.read(ref.key)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != ref.sha256:
+        raise CorruptRecordError(
+            f"{ref.key} has sha256 {digest[:12]}..., expected {ref.sha256[:12]}...; "
+            "the artifact was changed or truncated after submission."
+        )
+    return data
+
+
+class _Job:
+    """The steps of one run, each wrapped so a failure records its phase."""
+
+    def __init__(self, store: ObjectStore, job_id: str, workdir: Path) -> None:
+        self.store = store
+        self.job_id = job_id
+        self.workdir = workdir
+        self.started_at = _now()
+
+    def step(self, phase: Phase, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:
+            raise PhaseError(phase, exc) from exc
+
+    def run(self) -> ResultEnvelope:
+        call_key = layout.call_key(self.job_id)
+        call = self.step(
+            Phase.FETCH,
+            lambda: decode_json(self.store.read(call_key), CallDescriptor, what=call_key),
+        )
+        payload = self.step(Phase.FETCH, _fetch_verified, self.store, call.payload)
+        if call.bundle is not None:
+            bundle = self.step(Phase.FETCH, _fetch_verified, self.store, call.bundle)
+            self.step(Phase.UNPACK, unpack_bundle, bundle, self.workdir)
+        self.step(Phase.ENVIRONMENT, self.prepare, call)
+        self.step(Phase.INSTALL, install_requirements, call.requirements)
+        fn, args, kwargs = self.step(Phase.DESERIALIZE, cloudpickle.loads, payload)
+        _say(f"job {self.job_id}: running {call.func_name}")
+        value = self.step(Phase.RUN, lambda: fn(*args, **kwargs))
+        return Succeeded(
+            job_id=self.job_id,
+            value=self.step(Phase.SERIALIZE_RESULT, _dump_value, value, call.func_name),
+            started_at=self.started_at,
+            finished_at=_now(),
+        )
+
+    def prepare(self, call: CallDescriptor) -> None:
+        default_output = self.store.url(layout.output_prefix(self.job_id).rstrip("/"))
+        apply_environment(call, self.workdir, call.output_dir or default_output)
+
+    def failed(self, error: PhaseError) -> Failed:
+        cause = error.cause
+        frames = traceback.format_exception(cause)
+        if error.phase is Phase.RUN:
+            # Drop the runtime's own frames: the user wants their traceback.
+            frames = [frames[0], *_user_frames(cause)]
+        try:
+            pickled: bytes | None = cloudpickle.dumps(cause)
+        except Exception:
+            pickled = None
+        return Failed(
+            job_id=self.job_id,
+            phase=error.phase.value,
+            exc_type=f"{type(cause).__module__}.{type(cause).__qualname__}",
+            message=str(cause),
+            traceback="".join(frames),
+            exception=pickled,
+            started_at=self.started_at,
+            finished_at=_now(),
+        )
+
+
+def _user_frames(exc: BaseException) -> list[str]:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    return traceback.format_exception(type(exc), exc, tb)[1:]
+
+
+def _dump_value(value: Any, func_name: str) -> bytes:
+    try:
+        return cloudpickle.dumps(value)
+    except Exception as exc:
+        shown = repr(value)
+        if len(shown) > _REPR_LIMIT:
+            shown = shown[:_REPR_LIMIT] + "..."
+        raise SerializationError(
+            f"{func_name} returned a value that cannot be pickled ({type(value).__name__}: "
+            f"{exc}). Value: {shown}. Return plain data, or write large or special objects "
+            "to KINETIC_OUTPUT_DIR and return their paths."
+        ) from exc
+
+
+def run_job(store_uri: str, job_id: str, workdir: Path) -> int:
+    """Run ``job_id`` from ``store_uri`` in ``workdir``; return the process exit status."""
+    begin = time.monotonic()
+    try:
+        store = open_store(store_uri)
+    except Exception as exc:
+        _say(f"job {job_id}: cannot open store {store_uri}: {exc}")
+        return EXIT_INFRA_ERROR
+    job = _Job(store, job_id, workdir)
+    envelope: ResultEnvelope
+    try:
+        try:
+            envelope = job.run()
+        except PhaseError:
+            raise
+        except Exception as exc:  # a bug of ours: still leave an envelope that says so
+            raise PhaseError(Phase.INTERNAL, exc) from exc
+        code = EXIT_OK
+    except PhaseError as error:
+        envelope = job.failed(error)
+        code = EXIT_USER_ERROR if error.phase is Phase.RUN else EXIT_INFRA_ERROR
+        if error.phase is Phase.RUN:
+            sys.stderr.write(envelope.traceback)
+        else:
+            _say(f"job {job_id}: failed in phase {error.phase.value}: {error.cause!r}")
+    try:
+        store.write(layout.result_key(job_id), encode_result(envelope))
+    except Exception as exc:
+        _say(f"job {job_id}: could not store the result: {exc!r}")
+        return EXIT_INFRA_ERROR
+    outcome = "succeeded" if isinstance(envelope, Succeeded) else f"failed ({envelope.phase})"
+    _say(f"job {job_id}: {outcome} in {time.monotonic() - begin:.2f}s")
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kinetic_runtime", description=__doc__)
+    parser.add_argument("--store", default=os.environ.get("KINETIC_STORE"), help="store URI")
+    parser.add_argument("--job", default=os.environ.get("KINETIC_JOB_ID"), help="job id")
+    parser.add_argument("--workdir", default=os.environ.get("KINETIC_WORKDIR"))
+    options = parser.parse_args(argv)
+    if not options.store or not options.job:
+        parser.error("--store and --job (or KINETIC_STORE and KINETIC_JOB_ID) are required")
+    workdir = Path(options.workdir or tempfile.mkdtemp(prefix=f"kinetic-{options.job}-"))
+    return run_job(options.store, options.job, workdir)

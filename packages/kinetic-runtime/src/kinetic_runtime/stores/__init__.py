@@ -1,0 +1,54 @@
+"""Object stores, chosen by URI: ``file://`` (a local directory) and ``gs://`` (a GCS bucket).
+
+The stores live in the runtime because the runtime, inside a pod or a local process, is the
+first thing that must read the job; the client imports them from here. Importing this package
+never imports ``google.cloud``: that happens when a ``gs://`` store is first used.
+"""
+
+import os
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from kinetic_protocol.errors import ConfigError
+from kinetic_protocol.store import ObjectStore
+
+from kinetic_runtime.stores.gcs import GCSStore
+from kinetic_runtime.stores.local import LocalStore
+
+__all__ = ["GCSStore", "LocalStore", "default_local_store_uri", "open_store"]
+
+_ACCEPTED = "gs://BUCKET[/PREFIX] (e.g. gs://my-bucket), file:///ABSOLUTE/PATH or /ABSOLUTE/PATH"
+
+
+def open_store(uri: str) -> ObjectStore:
+    """Return the store that ``uri`` names; ``ConfigError`` if it names none."""
+    if not isinstance(uri, str) or not uri:
+        raise ConfigError(f"Invalid store URI {uri!r}: expected {_ACCEPTED}.")
+    if uri.startswith("/"):
+        return LocalStore(uri)
+    parts = urlsplit(uri)
+    if parts.query or parts.fragment:
+        raise ConfigError(
+            f"Invalid store URI {uri!r}: '?' and '#' parts are not supported; expected {_ACCEPTED}."
+        )
+    if parts.scheme == "file":
+        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            raise ConfigError(
+                f"Invalid store URI {uri!r}: a file URI needs an absolute path and three "
+                f"slashes, e.g. file:///home/me/.kinetic/store; expected {_ACCEPTED}."
+            )
+        return LocalStore(unquote(parts.path))
+    if parts.scheme == "gs":
+        if not parts.netloc:
+            raise ConfigError(f"Invalid store URI {uri!r}: no bucket name; expected {_ACCEPTED}.")
+        try:
+            return GCSStore(parts.netloc, unquote(parts.path))
+        except ConfigError as exc:
+            raise ConfigError(f"Invalid store URI {uri!r}: {exc} Expected {_ACCEPTED}.") from None
+    raise ConfigError(f"Unsupported store URI {uri!r}: expected {_ACCEPTED}.")
+
+
+def default_local_store_uri() -> str:
+    """``file://$KINETIC_HOME/store``, with ``KINETIC_HOME`` defaulting to ``~/.kinetic``."""
+    home = Path(os.environ.get("KINETIC_HOME") or "~/.kinetic").expanduser()
+    return (home.absolute() / "store").as_uri()

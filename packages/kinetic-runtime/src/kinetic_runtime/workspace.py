@@ -1,0 +1,50 @@
+"""Prepare the process for the call: unpack the bundle, set env, sys.path and cwd."""
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from kinetic_protocol import CallDescriptor, ConfigError
+
+__all__ = ["apply_environment", "install_requirements", "unpack_bundle"]
+
+
+def unpack_bundle(data: bytes, dest: Path) -> None:
+    """Extract a code bundle, refusing members that would land outside ``dest``."""
+    import io
+
+    dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for member in archive.infolist():
+            target = (root / member.filename).resolve()
+            if not target.is_relative_to(root):
+                raise ConfigError(f"bundle member {member.filename!r} escapes the job directory")
+            archive.extract(member, root)
+
+
+def apply_environment(call: CallDescriptor, bundle_root: Path, output_dir: str) -> None:
+    """Make the process look like the caller's: env vars, import roots and working directory."""
+    os.environ.update(call.env)
+    os.environ["KINETIC_OUTPUT_DIR"] = output_dir
+    os.environ["KINETIC_JOB_ID"] = call.job_id
+    if "://" not in output_dir:
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+    roots = [str((bundle_root / entry).resolve()) for entry in call.sys_path]
+    sys.path[:0] = [root for root in roots if root not in sys.path]
+    workdir = (bundle_root / call.workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.chdir(workdir)
+
+
+def install_requirements(requirements: list[str]) -> None:
+    """Install a prebuilt image's missing requirements into this interpreter with uv."""
+    if not requirements:
+        return
+    command = ["uv", "pip", "install", "--python", sys.executable, *requirements]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
+        raise RuntimeError(f"installing {requirements} failed (exit {done.returncode}):\n{tail}")

@@ -1,0 +1,30 @@
+"""Build (once) the backend and store that a stored job record points at."""
+
+import functools
+
+from kinetic.backends import get_backend
+from kinetic_protocol import Backend, BackendSettings, JobRecord, ObjectStore
+
+__all__ = ["backend_for", "open_store", "store_for"]
+
+
+@functools.lru_cache(maxsize=64)
+def open_store(uri: str) -> ObjectStore:
+    from kinetic_runtime.stores import open_store as _open
+
+    return _open(uri)
+
+
+def backend_for(record: JobRecord) -> Backend:
+    settings = BackendSettings(
+        project=record.project,
+        zone=record.zone,
+        cluster=record.cluster_name,
+        namespace=record.namespace,
+        store_uri=record.store_uri,
+    )
+    return get_backend(record.backend, settings)
+
+
+def store_for(record: JobRecord) -> ObjectStore:
+    return open_store(record.store_uri)

@@ -1,0 +1,38 @@
+"""Turn a stored result envelope back into a value or the user's own exception."""
+
+from typing import Any, NoReturn
+
+import cloudpickle
+
+from kinetic_protocol import Failed, RemoteError, ResultEnvelope, Succeeded
+
+__all__ = ["rebuild_exception", "unwrap"]
+
+
+def rebuild_exception(envelope: Failed) -> BaseException:
+    """The remote exception as its own type when possible, with the remote traceback attached."""
+    exc: BaseException | None = None
+    if envelope.exception is not None:
+        try:
+            exc = cloudpickle.loads(envelope.exception)
+        except Exception:
+            exc = None
+    if not isinstance(exc, BaseException):
+        exc = RemoteError(envelope.exc_type, envelope.message, envelope.traceback)
+    where = "" if envelope.phase == "run" else f" (before your function ran: {envelope.phase})"
+    exc.add_note(f"Raised in Kinetic job {envelope.job_id}{where}. Remote traceback:\n"
+                 + envelope.traceback.rstrip())  # fmt: skip
+    exc.remote_traceback = envelope.traceback  # type: ignore[attr-defined]
+    exc.job_phase = envelope.phase  # type: ignore[attr-defined]
+    return exc
+
+
+def _raise(exc: BaseException) -> NoReturn:
+    raise exc
+
+
+def unwrap(envelope: ResultEnvelope) -> Any:
+    """The return value, or raise the remote exception."""
+    if isinstance(envelope, Succeeded):
+        return cloudpickle.loads(envelope.value)
+    _raise(rebuild_exception(envelope))

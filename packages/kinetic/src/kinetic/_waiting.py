@@ -1,0 +1,38 @@
+"""Adaptive waiting: poll fast while things change, back off while they do not."""
+
+import time
+
+__all__ = ["Backoff", "Deadline"]
+
+
+class Deadline:
+    """A monotonic deadline; ``None`` seconds means never."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self._end = None if seconds is None else time.monotonic() + seconds
+
+    def remaining(self) -> float | None:
+        return None if self._end is None else max(0.0, self._end - time.monotonic())
+
+    @property
+    def expired(self) -> bool:
+        return self._end is not None and time.monotonic() >= self._end
+
+
+class Backoff:
+    """Sleeps that double from ``low`` to ``high``; ``reset()`` after observing a change."""
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, max(low, high)
+        self._next = low
+
+    def reset(self) -> None:
+        self._next = self.low
+
+    def sleep(self, deadline: Deadline | None = None) -> None:
+        delay = self._next
+        remaining = deadline.remaining() if deadline else None
+        if remaining is not None:
+            delay = min(delay, remaining)
+        time.sleep(delay)
+        self._next = min(self._next * 2, self.high)

@@ -1,0 +1,51 @@
+"""Find backends through the ``kinetic.backends`` entry-point group and build them once."""
+
+import functools
+import threading
+from importlib.metadata import EntryPoint, entry_points
+
+from kinetic_protocol import ENTRY_POINT_GROUP, Backend, BackendSettings, ConfigError
+
+__all__ = ["available_backends", "get_backend"]
+
+_INSTALL_HINTS = {"gke": "kinetic-gke", "pathways": "kinetic-pathways"}
+_cache: dict[tuple[str, BackendSettings], Backend] = {}
+_lock = threading.Lock()
+
+
+@functools.cache
+def available_backends() -> dict[str, EntryPoint]:
+    """Every registered backend by name (read once per process)."""
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _load(name: str) -> object:
+    found = available_backends()
+    if name not in found:
+        hint = (
+            f" It needs the {_INSTALL_HINTS[name]} package: pip install {_INSTALL_HINTS[name]}."
+            if name in _INSTALL_HINTS
+            else ""
+        )
+        raise ConfigError(
+            f"Unknown backend {name!r}. Available: {', '.join(sorted(found)) or 'none'}.{hint}"
+        )
+    try:
+        return found[name].load()
+    except Exception as exc:
+        raise ConfigError(
+            f"Backend {name!r} is registered by {found[name].value} but failed to load: "
+            f"{exc!r}. Reinstall the package that provides it."
+        ) from exc
+
+
+def get_backend(name: str, settings: BackendSettings) -> Backend:
+    """The backend ``name`` built for ``settings``; built once and then reused."""
+    key = (name, settings)
+    with _lock:
+        if key not in _cache:
+            factory = _load(name)
+            if not callable(factory):
+                raise ConfigError(f"Backend entry point {name!r} is not callable: {factory!r}")
+            _cache[key] = factory(settings)
+        return _cache[key]

@@ -1,0 +1,192 @@
+"""Settings resolution: argument > ``KINETIC_*`` environment variable > active profile > default.
+
+Every resolved value remembers where it came from, so ``kinetic config show`` can explain it.
+Nothing here runs at import time.
+"""
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from kinetic._log import notice
+from kinetic_protocol import BackendSettings, ConfigError
+
+__all__ = [
+    "DEFAULT_CLUSTER",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_ZONE",
+    "Profile",
+    "ProfilesFile",
+    "ResolvedSettings",
+    "Setting",
+    "kinetic_home",
+    "load_profiles",
+    "profiles_path",
+    "resolve_settings",
+    "save_profiles",
+]
+
+DEFAULT_ZONE = "us-central1-a"
+DEFAULT_CLUSTER = "kinetic-cluster"
+DEFAULT_NAMESPACE = "default"
+
+Source = Literal["argument", "env", "profile", "default"]
+
+
+class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """A named set of defaults; unknown keys are errors because they are typos."""
+
+    project: str | None = None
+    zone: str | None = None
+    cluster: str | None = None
+    namespace: str | None = None
+    backend: str | None = None
+
+
+class ProfilesFile(msgspec.Struct, omit_defaults=True):
+    active: str | None = None
+    profiles: dict[str, Profile] = msgspec.field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One resolved value and where it came from (``env`` names the variable)."""
+
+    value: str | None
+    source: Source
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class ResolvedSettings:
+    backend: Setting
+    project: Setting
+    zone: Setting
+    cluster: Setting
+    namespace: Setting
+    store: Setting
+    profile: str | None
+
+    def backend_settings(self) -> BackendSettings:
+        return BackendSettings(
+            project=self.project.value or "",
+            zone=self.zone.value or DEFAULT_ZONE,
+            cluster=self.cluster.value or DEFAULT_CLUSTER,
+            namespace=self.namespace.value or DEFAULT_NAMESPACE,
+            store_uri=self.store.value,
+        )
+
+    def items(self) -> list[tuple[str, Setting]]:
+        return [
+            ("backend", self.backend),
+            ("project", self.project),
+            ("zone", self.zone),
+            ("cluster", self.cluster),
+            ("namespace", self.namespace),
+            ("store", self.store),
+        ]
+
+
+def kinetic_home() -> Path:
+    """``$KINETIC_HOME``, else ``~/.kinetic``; where local state and the default store live."""
+    return Path(os.environ.get("KINETIC_HOME") or Path.home() / ".kinetic").expanduser()
+
+
+def profiles_path() -> Path:
+    override = os.environ.get("KINETIC_PROFILES_FILE")
+    return Path(override).expanduser() if override else Path.home() / ".kinetic" / "profiles.json"
+
+
+def load_profiles(path: Path | None = None) -> ProfilesFile:
+    """Read the profiles file; a missing file is empty, a malformed one is a ConfigError."""
+    path = path or profiles_path()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return ProfilesFile()
+    try:
+        return msgspec.json.decode(data, type=ProfilesFile)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ConfigError(
+            f"Profiles file {path} is invalid: {exc}. Fix or delete it, or manage it with "
+            "`kinetic profile`."
+        ) from exc
+
+
+def save_profiles(profiles: ProfilesFile, path: Path | None = None) -> None:
+    path = path or profiles_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(profiles)))
+    tmp.replace(path)
+
+
+def _pick(
+    name: str,
+    argument: str | None,
+    env_vars: tuple[str, ...],
+    profile: Profile | None,
+    profile_name: str | None,
+    default: str | None,
+) -> Setting:
+    if argument:
+        return Setting(argument, "argument")
+    for var in env_vars[:1]:
+        if os.environ.get(var):
+            return Setting(os.environ[var], "env", var)
+    value = getattr(profile, name) if profile else None
+    if value:
+        return Setting(value, "profile", profile_name or "")
+    for var in env_vars[1:]:
+        if os.environ.get(var):
+            return Setting(os.environ[var], "env", var)
+    return Setting(default, "default")
+
+
+def resolve_settings(
+    *,
+    backend: str | None = None,
+    project: str | None = None,
+    zone: str | None = None,
+    cluster: str | None = None,
+    namespace: str | None = None,
+    quiet: bool = False,
+) -> ResolvedSettings:
+    """Resolve every setting. With no backend named and no project anywhere, use ``local``."""
+    profiles = load_profiles()
+    active = os.environ.get("KINETIC_PROFILE") or profiles.active
+    profile = profiles.profiles.get(active) if active else None
+    if active and profile is None:
+        raise ConfigError(
+            f"Active profile {active!r} does not exist in {profiles_path()}. Known profiles: "
+            f"{', '.join(sorted(profiles.profiles)) or 'none'}. Run `kinetic profile ls`."
+        )
+    resolved_project = _pick(
+        "project", project, ("KINETIC_PROJECT", "GOOGLE_CLOUD_PROJECT"), profile, active, None
+    )
+    chosen_backend = _pick("backend", backend, ("KINETIC_BACKEND",), profile, active, None)
+    if chosen_backend.value is None:
+        if resolved_project.value:
+            chosen_backend = Setting("gke", "default", "a GCP project is configured")
+        else:
+            chosen_backend = Setting("local", "default", "no GCP project is configured")
+            if not quiet:
+                notice(
+                    "local-backend",
+                    "kinetic: no GCP project configured; running jobs on this machine "
+                    "(backend='local'). Set KINETIC_PROJECT or pass backend= to change.",
+                )
+    return ResolvedSettings(
+        backend=chosen_backend,
+        project=resolved_project,
+        zone=_pick("zone", zone, ("KINETIC_ZONE",), profile, active, DEFAULT_ZONE),
+        cluster=_pick("cluster", cluster, ("KINETIC_CLUSTER",), profile, active, DEFAULT_CLUSTER),
+        namespace=_pick(
+            "namespace", namespace, ("KINETIC_NAMESPACE",), profile, active, DEFAULT_NAMESPACE
+        ),
+        store=_pick("store", None, ("KINETIC_STORE",), None, None, None),
+        profile=active,
+    )

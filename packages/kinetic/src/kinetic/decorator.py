@@ -1,0 +1,114 @@
+"""``@kinetic.run(...)``: the decorator and the remote function it returns."""
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+from kinetic.data import Data
+from kinetic.options import RunOptions
+
+if TYPE_CHECKING:
+    from kinetic.batch import BatchHandle
+    from kinetic.jobs import JobHandle
+
+__all__ = ["RemoteFunction", "run"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class RemoteFunction(Generic[P, R]):
+    """A function that runs remotely: call it to block for the value, or submit it detached."""
+
+    def __init__(self, fn: Callable[P, R], options: RunOptions) -> None:
+        self.__wrapped__ = fn
+        self.options = options
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run remotely and block: return the value or raise the remote exception."""
+        job = self.run_async(*args, **kwargs)
+        value: R = job.result(stream_logs=not self.options.debug)
+        return value
+
+    def run_async(self, *args: P.args, **kwargs: P.kwargs) -> "JobHandle":
+        """Submit the call and return its durable :class:`~kinetic.JobHandle` at once."""
+        from kinetic.submit import resolve_target, submit_call
+
+        target = resolve_target(self.options, self.__wrapped__)
+        return submit_call(target, self.__wrapped__, args, kwargs)
+
+    def run_async_map(
+        self,
+        inputs: Iterable[Any],
+        *,
+        input_mode: str = "auto",
+        max_concurrent: int | None = 64,
+        retries: int = 0,
+        fail_fast: bool = False,
+        cancel_running_on_fail: bool = False,
+        name: str | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> "BatchHandle":
+        """Submit one job per input and return a :class:`~kinetic.BatchHandle` at once."""
+        from kinetic.batch import run_map
+
+        return run_map(
+            self,
+            inputs,
+            input_mode=input_mode,
+            max_concurrent=max_concurrent,
+            retries=retries,
+            fail_fast=fail_fast,
+            cancel_running_on_fail=cancel_running_on_fail,
+            name=name,
+            tags=tags,
+        )
+
+    def __repr__(self) -> str:
+        return f"<kinetic remote function {self.__qualname__} on {self.options.accelerator.name}>"
+
+
+def run(
+    accelerator: str = "tpu-v5e-1",
+    container_image: str | None = None,
+    base_image_repo: str | None = None,
+    zone: str | None = None,
+    project: str | None = None,
+    capture_env_vars: list[str] | None = None,
+    cluster: str | None = None,
+    backend: str | None = None,
+    namespace: str | None = None,
+    volumes: dict[str, Data] | None = None,
+    spot: bool = False,
+    output_dir: str | None = None,
+    debug: bool = False,
+) -> Callable[[Callable[P, R]], RemoteFunction[P, R]]:
+    """Run the decorated function remotely on ``accelerator``.
+
+    Options are checked here, at decoration time, so a bad accelerator name fails before
+    anything is submitted. Settings not given fall back to ``KINETIC_*`` variables, the
+    active profile, then defaults; with no GCP project configured, jobs run locally.
+    """
+    options = RunOptions.build(
+        accelerator=accelerator,
+        capture_env_vars=capture_env_vars,
+        volumes=volumes,
+        container_image=container_image,
+        base_image_repo=base_image_repo,
+        zone=zone,
+        project=project,
+        cluster=cluster,
+        backend=backend,
+        namespace=namespace,
+        spot=spot,
+        output_dir=output_dir,
+        debug=debug,
+    )
+
+    def decorate(fn: Callable[P, R]) -> RemoteFunction[P, R]:
+        if not callable(fn):
+            raise TypeError(f"@kinetic.run(...) decorates a function, got {fn!r}.")
+        return RemoteFunction(fn, options)
+
+    return decorate

@@ -1,0 +1,136 @@
+"""Find the user's dependencies and reduce them to the lines an installer needs.
+
+The source, in order of preference: ``requirements.txt`` in the project root, else
+``[project].dependencies`` of the nearest ``pyproject.toml`` (the project root or one of its
+parents). Comments, blank lines and line continuations are resolved here and ``-r`` includes are
+inlined, so the result depends only on what would be installed, never on formatting. The same
+list feeds the bundled image's build context, the prebuilt pod-start install and the local
+isolated environment.
+"""
+
+import re
+import tomllib
+from pathlib import Path
+
+import msgspec
+
+from kinetic_protocol.errors import ConfigError
+
+__all__ = ["Requirements", "discover_requirements", "prebuilt_requirements"]
+
+_INCLUDE_RE = re.compile(r"^(?:-r|--requirement)(?:\s+|=)(?P<path>\S+)$")
+_LOCAL_RE = re.compile(r"^(?:-e|--editable)(?:\s+|=)|^(?:\.{1,2}|~)?/|^\.{1,2}$|^file:")
+_INLINE_COMMENT_RE = re.compile(r"(^|\s+)#.*$")
+_MAX_INCLUDE_DEPTH = 10
+
+
+class Requirements(msgspec.Struct, frozen=True, kw_only=True):
+    """The user's requirement lines and where they came from (for messages)."""
+
+    lines: tuple[str, ...]
+    """Requirement specifiers and pip options (``--index-url ...``), one per entry, in order."""
+    source: str
+    """``requirements.txt``, ``pyproject.toml`` (both as paths) or ``""`` when none was found."""
+
+    def file_text(self) -> str:
+        """The lines as a requirements file, exactly as it is placed in images and venvs."""
+        return "".join(f"{line}\n" for line in self.lines)
+
+
+def discover_requirements(project_root: Path) -> Requirements:
+    """The project's requirements; an empty list when it declares none."""
+    root = Path(project_root)
+    req_file = root / "requirements.txt"
+    if req_file.is_file():
+        lines = _read_requirements_file(req_file, depth=0)
+        return Requirements(lines=tuple(_check_remote(lines, req_file)), source=str(req_file))
+    pyproject = _nearest_pyproject(root)
+    if pyproject is None:
+        return Requirements(lines=(), source="")
+    deps = _pyproject_dependencies(pyproject)
+    return Requirements(lines=tuple(_check_remote(deps, pyproject)), source=str(pyproject))
+
+
+def prebuilt_requirements(project_root: Path) -> list[str]:
+    """Requirement lines for a prebuilt image, to store in ``CallDescriptor.requirements``.
+
+    Contract with the runtime: before it loads the call, the runtime writes these lines, one
+    per line, to a requirements file and runs ``uv pip install --python <its own interpreter>
+    -r <that file>`` (so pip options such as ``--index-url`` keep working). A failed install is
+    a failure of the ``setup`` phase, reported with the tail of uv's output. An empty list
+    means nothing to install. The lines never name local paths: the user's own code arrives in
+    the code bundle, not through the installer.
+    """
+    return list(discover_requirements(project_root).lines)
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Lines with continuations joined, comments removed and whitespace trimmed."""
+    out: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw
+        if line.endswith("\\"):
+            pending = line[:-1] + " "
+            continue
+        pending = ""
+        line = _INLINE_COMMENT_RE.sub("", line).strip()
+        if line:
+            out.append(" ".join(line.split()))
+    if pending.strip():
+        out.append(" ".join(_INLINE_COMMENT_RE.sub("", pending).split()))
+    return out
+
+
+def _read_requirements_file(path: Path, *, depth: int) -> list[str]:
+    if depth > _MAX_INCLUDE_DEPTH:
+        raise ConfigError(
+            f"Requirements includes nest deeper than {_MAX_INCLUDE_DEPTH} levels at {path}. "
+            "Check for a file that includes itself with -r."
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"Cannot read requirements file {path}: {exc}.") from exc
+    lines: list[str] = []
+    for line in _logical_lines(text):
+        include = _INCLUDE_RE.match(line)
+        if include:
+            lines += _read_requirements_file(path.parent / include["path"], depth=depth + 1)
+        else:
+            lines.append(line)
+    return lines
+
+
+def _nearest_pyproject(start: Path) -> Path | None:
+    for directory in (start.resolve(), *start.resolve().parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _pyproject_dependencies(path: Path) -> list[str]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"Cannot read dependencies from {path}: {exc}. Fix the file.") from exc
+    project = data.get("project", {})
+    deps = project.get("dependencies", []) if isinstance(project, dict) else []
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        raise ConfigError(
+            f"[project].dependencies in {path} must be a list of strings, got {deps!r}."
+        )
+    return [" ".join(d.split()) for d in deps if d.strip()]
+
+
+def _check_remote(lines: list[str], source: Path) -> list[str]:
+    """Reject lines that install from the local disk: the image cannot see this machine."""
+    for line in lines:
+        if _LOCAL_RE.search(line) or " @ file:" in line:
+            raise ConfigError(
+                f"Requirement {line!r} in {source} installs from a local path, which a remote "
+                "image cannot reach. Remove it: your project's code travels in the code bundle "
+                "and is importable on the remote side. List the packages it depends on instead."
+            )
+    return lines

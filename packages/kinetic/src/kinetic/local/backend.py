@@ -1,0 +1,175 @@
+"""The embedded default backend: each job is a detached supervisor process on this machine.
+
+It runs the same ``kinetic_runtime`` entrypoint, from the same stored bundle, as a pod would.
+The "backend resource" of a job is its directory under ``$KINETIC_HOME/local/jobs``: deleting
+it is what ``cancel``/``cleanup(k8s=True)`` do, after which the job is NOT_FOUND.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from kinetic.config import kinetic_home
+from kinetic.local import supervisor
+from kinetic.local.processes import group_alive, pid_alive, terminate_group
+from kinetic_protocol import BackendError, BackendSettings, ConfigError, JobRecord, JobState
+from kinetic_protocol import JobStatus as S
+from kinetic_runtime.stores import default_local_store_uri
+
+__all__ = ["LocalBackend", "local_slots"]
+
+_TERMINATE_GRACE = 3.0
+
+
+def local_slots() -> int:
+    """How many local jobs run at once: ``KINETIC_LOCAL_SLOTS``, else the CPU count."""
+    raw = os.environ.get("KINETIC_LOCAL_SLOTS")
+    if raw is None:
+        return os.cpu_count() or 1
+    try:
+        slots = int(raw)
+    except ValueError:
+        slots = 0
+    if slots < 1:
+        raise ConfigError(f"KINETIC_LOCAL_SLOTS must be a positive integer, got {raw!r}.")
+    return slots
+
+
+class LocalBackend:
+    """Runs jobs as detached local processes, at most ``local_slots()`` at a time."""
+
+    name = "local"
+    poll_bounds = (0.01, 0.25)
+
+    def __init__(self, settings: BackendSettings, *, python: str | None = None) -> None:
+        self._store_uri = settings.store_uri or default_local_store_uri()
+        self._root = kinetic_home() / "local"
+        self._jobs = self._root / "jobs"
+        self._python = python or sys.executable
+
+    @property
+    def store_uri(self) -> str:
+        return self._store_uri
+
+    def job_dir(self, job_id: str) -> Path:
+        return self._jobs / job_id
+
+    def submit(self, record: JobRecord) -> None:
+        job_dir = self.job_dir(record.job_id)
+        try:
+            job_dir.mkdir(parents=True)
+        except FileExistsError:
+            return  # submitted before: idempotent
+        launch = {
+            "job_id": record.job_id,
+            "store_uri": record.store_uri,
+            "python": self._python,
+            "slots_dir": str(self._root / "slots"),
+            "slots": local_slots(),
+        }
+        (job_dir / supervisor.LAUNCH_FILE).write_text(json.dumps(launch))
+        supervisor.write_state(job_dir, phase="PENDING")
+        with open(job_dir / "supervisor.log", "ab") as errors:
+            process = subprocess.Popen(
+                [self._python, supervisor.__file__, str(job_dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                cwd=job_dir,
+                start_new_session=True,
+            )
+        (job_dir / "supervisor.pid").write_text(str(process.pid))
+
+    def _supervisor_pid(self, job_dir: Path) -> int | None:
+        try:
+            return int((job_dir / "supervisor.pid").read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _state(self, job_id: str) -> JobState:
+        job_dir = self.job_dir(job_id)
+        state = supervisor.read_state(job_dir)
+        if state is None:
+            return JobState(status=S.NOT_FOUND if not job_dir.exists() else S.PENDING)
+        phase = S(state["phase"])
+        if phase.is_terminal:
+            return JobState(
+                status=phase, detail=state.get("detail", ""), exit_code=state.get("exit_code")
+            )
+        pid = self._supervisor_pid(job_dir)
+        if pid is not None and not pid_alive(pid):
+            again = supervisor.read_state(job_dir)  # it may have finished just now
+            if again and S(again["phase"]).is_terminal:
+                return self._state(job_id)
+            if not job_dir.exists():
+                return JobState(status=S.NOT_FOUND)
+            return JobState(
+                status=S.FAILED, detail="the local supervisor process exited unexpectedly"
+            )
+        return JobState(status=phase)
+
+    def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
+        return {record.job_id: self._state(record.job_id) for record in records}
+
+    def logs(self, record: JobRecord, *, tail: int | None = None) -> str:
+        try:
+            text = (self.job_dir(record.job_id) / supervisor.LOG_FILE).read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        if tail is None:
+            return text
+        lines = text.splitlines(keepends=True)
+        return "".join(lines[-tail:]) if tail > 0 else ""
+
+    def follow_logs(self, record: JobRecord) -> Iterator[str]:
+        path = self.job_dir(record.job_id) / supervisor.LOG_FILE
+        delay = self.poll_bounds[0]
+        handle = None
+        try:
+            while True:
+                if handle is None and path.exists():
+                    handle = open(path, errors="replace")  # noqa: SIM115
+                line = handle.readline() if handle else ""
+                if line:
+                    delay = self.poll_bounds[0]
+                    yield line
+                    continue
+                if self._state(record.job_id).status.is_terminal:
+                    if handle:
+                        yield from handle
+                    return
+                time.sleep(delay)
+                delay = min(delay * 2, self.poll_bounds[1])
+        finally:
+            if handle:
+                handle.close()
+
+    def delete(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
+        job_dir = self.job_dir(record.job_id)
+        if not job_dir.exists():
+            return
+        (job_dir / supervisor.CANCEL_MARKER).touch()
+        pid = self._supervisor_pid(job_dir)
+        if pid is not None and group_alive(pid):
+            stopped = terminate_group(
+                pid, grace=_TERMINATE_GRACE, timeout=timeout, poll_interval=poll_interval
+            )
+            if not stopped:
+                raise BackendError(
+                    f"Job {record.job_id}: its processes (group {pid}) were still alive "
+                    f"{timeout:g}s after SIGKILL. Kill them by hand: kill -9 -{pid}"
+                )
+        shutil.rmtree(job_dir, ignore_errors=True)
+        if job_dir.exists():
+            raise BackendError(f"Job {record.job_id}: could not remove {job_dir}.")
+
+    def list_job_ids(self) -> list[str]:
+        try:
+            return sorted(entry.name for entry in self._jobs.iterdir() if entry.is_dir())
+        except FileNotFoundError:
+            return []

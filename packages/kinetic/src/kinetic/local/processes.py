@@ -1,0 +1,57 @@
+"""Liveness and termination of a local job's process group, portable across Linux and macOS."""
+
+import contextlib
+import os
+import signal
+import time
+
+__all__ = ["group_alive", "pid_alive", "terminate_group"]
+
+
+def _reap(pid: int) -> None:
+    """Collect ``pid`` if it is our own exited child, so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def pid_alive(pid: int) -> bool:
+    _reap(pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def group_alive(pgid: int) -> bool:
+    _reap(pgid)
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def terminate_group(pgid: int, *, grace: float, timeout: float, poll_interval: float) -> bool:
+    """SIGTERM the group, SIGKILL it after ``grace``; True once no member is left."""
+    deadline = time.monotonic() + timeout
+    kill_at = time.monotonic() + min(grace, timeout)
+    sent = signal.SIGTERM
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sent)
+    delay = 0.005
+    while group_alive(pgid):
+        now = time.monotonic()
+        if now >= deadline:
+            return False
+        if sent is signal.SIGTERM and now >= kill_at:
+            sent = signal.SIGKILL
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, sent)
+        time.sleep(min(delay, poll_interval))
+        delay *= 2
+    return True

@@ -1,0 +1,117 @@
+"""The detached process that owns one local job: wait for a slot, run the runtime, record the exit.
+
+Run by path (``python supervisor.py JOB_DIR``) in its own session, so it outlives the submitting
+process and ``os.killpg`` on its pid stops the whole tree. Standard library only, so it starts fast.
+The job directory it manages::
+
+    launch.json   what to run (written by the client)
+    state.json    phase, pids, exit code (written atomically)
+    output.log    the job's stdout and stderr
+    cancelled     marker: the job is being deleted, do not start it
+    work/         the unpacked bundle and the job's working directory
+"""
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["read_state", "write_state"]
+
+STATE_FILE = "state.json"
+LAUNCH_FILE = "launch.json"
+LOG_FILE = "output.log"
+CANCEL_MARKER = "cancelled"
+
+
+def write_state(job_dir: Path, **state: Any) -> None:
+    """Replace ``state.json`` atomically, so readers never see half a file."""
+    state["updated_at"] = time.time()
+    tmp = job_dir / f".{STATE_FILE}.{os.getpid()}"
+    tmp.write_text(json.dumps(state))
+    os.replace(tmp, job_dir / STATE_FILE)
+
+
+def read_state(job_dir: Path) -> dict[str, Any] | None:
+    try:
+        loaded: dict[str, Any] = json.loads((job_dir / STATE_FILE).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return loaded
+
+
+def _acquire_slot(slots_dir: Path, slots: int, job_dir: Path) -> int | None:
+    """Hold one of ``slots`` lock files; None if the job was cancelled while waiting."""
+    slots_dir.mkdir(parents=True, exist_ok=True)
+    handles = [os.open(slots_dir / f"{i}.lock", os.O_CREAT | os.O_RDWR, 0o644) for i in range(slots)]
+    delay = 0.005
+    try:
+        while True:
+            for fd in handles:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                for other in handles:
+                    if other != fd:
+                        os.close(other)
+                return fd
+            if (job_dir / CANCEL_MARKER).exists():
+                return None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+    except BaseException:
+        for fd in handles:
+            os.close(fd)
+        raise
+
+
+def _describe_exit(code: int) -> str:
+    if code >= 0:
+        return "" if code == 0 else f"exit {code}"
+    name = signal.Signals(-code).name
+    hint = " (out of memory?)" if -code == signal.SIGKILL else ""
+    return f"killed by {name}{hint}"
+
+
+def supervise(job_dir: Path) -> int:
+    launch = json.loads((job_dir / LAUNCH_FILE).read_text())
+    write_state(job_dir, phase="PENDING", supervisor_pid=os.getpid())
+    slot = _acquire_slot(Path(launch["slots_dir"]), int(launch["slots"]), job_dir)
+    if slot is None or (job_dir / CANCEL_MARKER).exists():
+        return 0
+    env = {**os.environ, **launch.get("env", {}), "PYTHONUNBUFFERED": "1", "KINETIC_ENV": "local"}
+    command = [
+        launch["python"], "-m", "kinetic_runtime",
+        "--store", launch["store_uri"], "--job", launch["job_id"],
+        "--workdir", str(job_dir / "work"),
+    ]  # fmt: skip
+    with open(job_dir / LOG_FILE, "ab", buffering=0) as log:
+        child = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+            cwd=job_dir,
+        )  # fmt: skip
+        write_state(
+            job_dir, phase="RUNNING", supervisor_pid=os.getpid(), pid=child.pid,
+            started_at=time.time(),
+        )  # fmt: skip
+        code = child.wait()
+    write_state(
+        job_dir,
+        phase="SUCCEEDED" if code == 0 else "FAILED",
+        supervisor_pid=os.getpid(),
+        exit_code=code,
+        detail=_describe_exit(code),
+        finished_at=time.time(),
+    )
+    os.close(slot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(supervise(Path(sys.argv[1])))

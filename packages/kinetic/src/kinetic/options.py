@@ -1,0 +1,77 @@
+"""The validated options of one ``@kinetic.run(...)`` decoration."""
+
+import re
+from dataclasses import dataclass
+
+from kinetic.data import Data
+from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
+
+__all__ = ["RunOptions", "capture_env"]
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything the decorator was given, checked once at decoration time."""
+
+    accelerator: Accelerator
+    container_image: str | None = None
+    base_image_repo: str | None = None
+    zone: str | None = None
+    project: str | None = None
+    capture_env_vars: tuple[str, ...] = ()
+    cluster: str | None = None
+    backend: str | None = None
+    namespace: str | None = None
+    volumes: tuple[tuple[str, Data], ...] = ()
+    spot: bool = False
+    output_dir: str | None = None
+    debug: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        accelerator: str,
+        capture_env_vars: list[str] | None,
+        volumes: dict[str, Data] | None,
+        **rest: object,
+    ) -> "RunOptions":
+        patterns = tuple(capture_env_vars or ())
+        if isinstance(capture_env_vars, str):
+            raise ConfigError(
+                f"capture_env_vars must be a list of names, got the string {capture_env_vars!r}."
+                f" Did you mean [{capture_env_vars!r}]?"
+            )
+        for pattern in patterns:
+            if not isinstance(pattern, str) or not _ENV_NAME.match(pattern):
+                raise ConfigError(
+                    f"capture_env_vars entry {pattern!r} is not an environment variable name "
+                    "or a 'PREFIX*' pattern."
+                )
+        mounts: list[tuple[str, Data]] = []
+        for mount, data in (volumes or {}).items():
+            if not isinstance(mount, str) or not mount.startswith("/"):
+                raise ConfigError(f"volumes key {mount!r} must be an absolute mount path.")
+            if not isinstance(data, Data):
+                raise ConfigError(f"volumes[{mount!r}] must be a kinetic.Data, got {data!r}.")
+            mounts.append((mount, data))
+        return cls(
+            accelerator=parse_accelerator(accelerator),
+            capture_env_vars=patterns,
+            volumes=tuple(mounts),
+            **rest,  # type: ignore[arg-type]
+        )
+
+
+def capture_env(patterns: tuple[str, ...], environ: dict[str, str]) -> dict[str, str]:
+    """The variables named by ``patterns`` (exact names or ``PREFIX*``) that are set."""
+    captured: dict[str, str] = {}
+    for pattern in patterns:
+        if pattern.endswith("*"):
+            prefix = pattern[:-1]
+            captured.update({k: v for k, v in environ.items() if k.startswith(prefix)})
+        elif pattern in environ:
+            captured[pattern] = environ[pattern]
+    return captured

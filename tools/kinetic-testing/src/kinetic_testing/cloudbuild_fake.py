@@ -1,0 +1,220 @@
+"""An in-process fake of the Cloud Build v1 REST API and of a registry's manifest endpoint.
+
+The real ``google-cloud-build`` client talks to it over HTTP on 127.0.0.1 through its REST
+transport::
+
+    CloudBuildClient(
+        transport="rest",
+        client_options=ClientOptions(api_endpoint=fake.url),
+        credentials=AnonymousCredentials(),
+    )
+
+It speaks the v1 JSON mapping (camelCase fields, ``Operation`` envelopes with ``@type``-tagged
+``Any`` values, ``{"error": {...}}`` bodies) for create, get, list and cancel of builds and
+for GetOperation. Builds advance deterministically: each read of a build or its operation
+counts as one poll, and after ``polls_until_done`` polls the build ends with the outcome
+scripted for it (success by default). A successful build "pushes" its ``images``, which then
+answer ``GET /v2/{path}/manifests/{tag}`` with 200, so a second resolution sees the tag. Log
+text lives in the fake and is read through :meth:`FakeCloudBuild.read_log`, standing in for
+the log object in the real logs bucket. Only the standard library is used.
+"""
+
+import json
+import re
+import threading
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from kinetic_testing.cloudbuild_state import ApiError, BuildOutcome, FakeBuildState, image_key
+
+__all__ = ["BuildOutcome", "FakeCloudBuild"]
+
+_LOC = r"projects/(?P<project>[^/]+)(?:/locations/(?P<location>[^/]+))?"
+_ROUTES: list[tuple[str, re.Pattern[str], str]] = [
+    ("POST", re.compile(rf"^/v1/{_LOC}/builds$"), "create"),
+    ("GET", re.compile(rf"^/v1/{_LOC}/builds$"), "list"),
+    ("GET", re.compile(rf"^/v1/{_LOC}/builds/(?P<id>[^/:]+)$"), "get"),
+    ("POST", re.compile(rf"^/v1/{_LOC}/builds/(?P<id>[^/:]+):cancel$"), "cancel"),
+    ("GET", re.compile(rf"^/v1/{_LOC}/operations/(?P<op>[^/:]+)$"), "operation"),
+    ("GET", re.compile(r"^/v1/operations/(?P<opname>.+)$"), "operation"),
+    ("GET", re.compile(r"^/v2/(?P<path>.+)/manifests/(?P<ref>[^/]+)$"), "manifest"),
+    ("HEAD", re.compile(r"^/v2/(?P<path>.+)/manifests/(?P<ref>[^/]+)$"), "manifest"),
+]
+
+
+class FakeCloudBuild:
+    """A threaded HTTP server on a random 127.0.0.1 port. Use as a context manager."""
+
+    def __init__(self, *, polls_until_done: int = 1) -> None:
+        self.state = FakeBuildState(polls_until_done=polls_until_done)
+        self._errors: deque[ApiError] = deque()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> "FakeCloudBuild":
+        handler = type("_Handler", (_Handler,), {"fake": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="fake-cloudbuild", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = self._thread = None
+
+    def __enter__(self) -> "FakeCloudBuild":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``: the API endpoint and the registry endpoint."""
+        if self._server is None:
+            raise RuntimeError("FakeCloudBuild is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    # -- scripting and inspection ----------------------------------------------------------
+    def script(self, outcome: BuildOutcome) -> None:
+        """Queue the outcome of the next created build (FIFO; default is success)."""
+        with self._lock:
+            self.state.outcomes.append(outcome)
+
+    def fail_next_request(self, *, code: int, status: str, message: str) -> None:
+        """Make the next API call (any route except the registry) answer with this error."""
+        with self._lock:
+            self._errors.append(ApiError(code, status, message))
+
+    def add_image(self, uri: str) -> None:
+        """Pretend ``uri`` was pushed earlier, so the registry reports it."""
+        with self._lock:
+            self.state.images.add(image_key(uri))
+
+    def has_image(self, uri: str) -> bool:
+        with self._lock:
+            return image_key(uri) in self.state.images
+
+    @property
+    def create_calls(self) -> int:
+        with self._lock:
+            return len(self.state.create_requests)
+
+    @property
+    def create_requests(self) -> list[dict[str, Any]]:
+        """The JSON ``Build`` bodies received by create, oldest first."""
+        with self._lock:
+            return [dict(r) for r in self.state.create_requests]
+
+    def build(self, build_id: str) -> dict[str, Any]:
+        with self._lock:
+            return dict(self.state.builds[build_id])
+
+    def read_log(self, logs_bucket: str, build_id: str) -> str:
+        """The build's log text, as the object ``{logs_bucket}/log-{id}.txt`` would hold it."""
+        with self._lock:
+            if logs_bucket != self.state.logs_bucket or build_id not in self.state.logs:
+                raise FileNotFoundError(f"{logs_bucket}/log-{build_id}.txt")
+            return self.state.logs[build_id]
+
+    # -- request handling (called from server threads) ------------------------------------
+    def _handle(
+        self, method: str, path: str, query: dict[str, list[str]], body: Any
+    ) -> tuple[int, Any]:
+        for route_method, pattern, action in _ROUTES:
+            match = pattern.match(path)
+            if route_method != method or not match:
+                continue
+            groups = match.groupdict()
+            with self._lock:
+                if action == "manifest":
+                    found = f"{groups['path']}:{groups['ref']}" in self.state.images
+                    if found:
+                        return 200, {"schemaVersion": 2, "mediaType": "application/json"}
+                    return 404, {"errors": [{"code": "MANIFEST_UNKNOWN", "message": "unknown"}]}
+                if self._errors:
+                    raise self._errors.popleft()
+                return self._dispatch(action, groups, query, body)
+        raise ApiError(404, "NOT_FOUND", f"No route for {method} {path}")
+
+    def _dispatch(
+        self, action: str, groups: dict[str, str], query: dict[str, list[str]], body: Any
+    ) -> tuple[int, Any]:
+        state = self.state
+        location = groups.get("location") or "global"
+        if action == "create":
+            if not isinstance(body, dict):
+                raise ApiError(400, "INVALID_ARGUMENT", "Request body must be a Build")
+            return 200, state.create(groups["project"], location, body, self.url)
+        if action == "list":
+            size = int(query.get("pageSize", ["0"])[0] or 0)
+            token = query.get("pageToken", [""])[0]
+            flt = query.get("filter", [""])[0]
+            try:
+                return 200, state.list(groups["project"], location, flt, size, token)
+            except ValueError as exc:
+                raise ApiError(400, "INVALID_ARGUMENT", str(exc)) from exc
+        if action == "operation":
+            op_id = groups.get("op") or groups["opname"].rsplit("/", 1)[-1]
+            if op_id not in state.operations:
+                raise ApiError(404, "NOT_FOUND", f"Operation {op_id} not found")
+            return 200, state.operation(op_id)
+        build_id = groups["id"]
+        if build_id not in state.builds:
+            raise ApiError(404, "NOT_FOUND", f"Build {build_id} not found")
+        if action == "cancel":
+            return 200, state.cancel(build_id)
+        return 200, state.poll(build_id)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeCloudBuild
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+    def _serve(self, method: str) -> None:
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+            status, payload = self.fake._handle(method, parts.path, parse_qs(parts.query), body)
+        except json.JSONDecodeError as exc:
+            status, payload = 400, _error_body(400, "INVALID_ARGUMENT", f"Bad JSON: {exc}")
+        except ApiError as exc:
+            status, payload = exc.code, _error_body(exc.code, exc.status, exc.message)
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if method != "HEAD":
+            self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_HEAD(self) -> None:
+        self._serve("HEAD")
+
+
+def _error_body(code: int, status: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "status": status}}
+
