@@ -1,8 +1,10 @@
 """LocalStore and GCSStore pass the shared store contract; open_store parses URIs strictly."""
 
+import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -202,3 +204,14 @@ def test_importing_stores_does_not_import_google_cloud_storage() -> None:
         [sys.executable, "-I", "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert result.stdout.strip() == ""
+
+
+@pytest.mark.gcs
+def test_fake_gcs_server_answers_inside_its_block_and_is_gone_after() -> None:
+    with FakeGcsServer() as server:
+        server.create_bucket("kinetic-lifecycle")
+        with urllib.request.urlopen(f"{server.endpoint}/storage/v1/b/kinetic-lifecycle") as resp:
+            assert json.load(resp)["name"] == "kinetic-lifecycle"
+        process = server._process
+        assert process is not None
+    assert process.poll() is not None

@@ -8,7 +8,7 @@
     jobs/<job_id>/payload.pkl                 cloudpickled (function, args, kwargs)
     jobs/<job_id>/result.msgpack              ResultEnvelope, written by the runtime
     outputs/<job_id>/...                      KINETIC_OUTPUT_DIR default; never cleaned up
-    groups/<group_id>/manifest.json           BatchManifest, written once
+    batches/<group_id>.json                   BatchManifest, written once (listable cheaply)
     groups/<group_id>/children/<index>-<attempt>.json   BatchChild, one per attempt
     groups/<group_id>/errors/<index>.json     BatchSubmissionError
     groups/<group_id>/complete.json           BatchCompletion
@@ -16,6 +16,7 @@
 
 __all__ = [
     "CHILDREN_DIR",
+    "MANIFESTS_PREFIX",
     "bundle_key",
     "call_key",
     "child_key",
@@ -68,8 +69,11 @@ def group_prefix(group_id: str) -> str:
     return f"groups/{group_id}/"
 
 
+MANIFESTS_PREFIX = "batches/"
+
+
 def manifest_key(group_id: str) -> str:
-    return f"groups/{group_id}/manifest.json"
+    return f"{MANIFESTS_PREFIX}{group_id}.json"
 
 
 def children_prefix(group_id: str) -> str:

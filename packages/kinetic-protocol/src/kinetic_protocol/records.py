@@ -137,20 +137,42 @@ class _EnvelopeHeader(msgspec.Struct):
 
 
 class BatchManifest(msgspec.Struct, kw_only=True):
-    """The header of a batch, written once before the first child is submitted."""
+    """The header of a batch, written once (create-only) before the first child is submitted.
+
+    ``job_template`` holds the fields every child shares, and a child's id is
+    ``{job_id_prefix}-{index}`` (``-r{attempt}`` appended for retries), so a reader rebuilds
+    every child handle from this header plus one listing of ``children/``, without a read per
+    child.
+    """
 
     group_id: str
     func_name: str
     total_expected: int
-    backend: str
-    bucket_name: str
+    job_id_prefix: str
+    job_template: JobRecord
     created_at: str
     name: str | None = None
     tags: dict[str, str] = msgspec.field(default_factory=dict)
     retries: int = 0
-    project: str = ""
-    cluster_name: str = ""
+    max_concurrent: int | None = None
+    fail_fast: bool = False
+    input_mode: str = "auto"
     schema_version: int = SCHEMA_VERSION
+
+    def child_job_id(self, index: int, attempt: int) -> str:
+        return f"{self.job_id_prefix}-{index}" + (f"-r{attempt}" if attempt else "")
+
+    def child_record(self, index: int, attempt: int) -> JobRecord:
+        job_id = self.child_job_id(index, attempt)
+        return msgspec.structs.replace(
+            self.job_template,
+            job_id=job_id,
+            k8s_name=job_id,
+            group_id=self.group_id,
+            group_kind="map",
+            group_index=index,
+            attempt=attempt,
+        )
 
 
 class BatchChild(msgspec.Struct, kw_only=True):

@@ -10,7 +10,6 @@
 Importing this package does no I/O and configures no logging.
 """
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from kinetic.data import Data
@@ -30,11 +29,6 @@ from kinetic_protocol import (
 
 if TYPE_CHECKING:
     from kinetic.batch import BatchError, BatchHandle, attach_batch
-
-try:
-    __version__ = version("kinetic")
-except PackageNotFoundError:  # a source tree that is not installed
-    __version__ = "0.0.0"
 
 __all__ = [
     "BackendError",
@@ -62,9 +56,16 @@ _BATCH_NAMES = {"BatchError", "BatchHandle", "attach_batch"}
 
 
 def __getattr__(name: str) -> Any:
-    """The batch engine loads on first use, keeping ``import kinetic`` light."""
+    """The batch engine and the version load on first use, keeping ``import kinetic`` light."""
     if name in _BATCH_NAMES:
         from kinetic import batch
 
         return getattr(batch, name)
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("kinetic")
+        except PackageNotFoundError:  # a source tree that is not installed
+            return "0.0.0"
     raise AttributeError(f"module 'kinetic' has no attribute {name!r}")

@@ -36,3 +36,11 @@ class Backoff:
             delay = min(delay, remaining)
         time.sleep(delay)
         self._next = min(self._next * 2, self.high)
+
+    @property
+    def next_delay(self) -> float:
+        return self._next
+
+    def advance(self) -> None:
+        """Grow the next delay as if :meth:`sleep` had run (for callers that wait elsewhere)."""
+        self._next = min(self._next * 2, self.high)

@@ -20,6 +20,7 @@ from kinetic_protocol import (
     JobState,
     JobStatus,
     ObjectNotFoundError,
+    ResultEnvelope,
     layout,
 )
 from kinetic_protocol.records import decode_json, decode_result
@@ -211,7 +212,8 @@ class JobHandle:
 
     # -- collection ----------------------------------------------------------------------
 
-    def _read_result(self) -> Any:
+    def read_envelope(self) -> ResultEnvelope:
+        """The stored result envelope; ``ObjectNotFoundError`` if the job left none."""
         key = layout.result_key(self.job_id)
         data = store_for(self._record).read(key)
         return decode_result(data, what=f"{self._record.store_uri}/{key}")
@@ -262,22 +264,24 @@ class JobHandle:
         A successful collection cleans up (unless ``cleanup=False`` or a debug job); a failed
         job is kept so its logs can be read.
         """
-        if cleanup is None:
-            cleanup = not self.debug
         streamer = _LogStreamer(self) if stream_logs else None
         try:
             state = self.wait(timeout, on_status_change)
         finally:
             if streamer:
                 streamer.stop()
-        try:
-            envelope = self._read_result()
-        except ObjectNotFoundError:
-            raise self._no_result_error(state) from None
+        envelope = self.outcome(state)
         value = unwrap(envelope)  # raises the user's exception for a failed job
-        if cleanup:
+        if cleanup if cleanup is not None else not self.debug:
             self.cleanup(cleanup_timeout=cleanup_timeout, cleanup_poll_interval=cleanup_poll_interval)
         return value
+
+    def outcome(self, state: JobState) -> ResultEnvelope:
+        """The stored envelope of a terminal job, or the error that explains its absence."""
+        try:
+            return self.read_envelope()
+        except ObjectNotFoundError:
+            raise self._no_result_error(state) from None
 
     def _no_result_error(self, state: JobState) -> Exception:
         if state.status is JobStatus.NOT_FOUND and not self._has_record():

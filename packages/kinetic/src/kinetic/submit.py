@@ -38,7 +38,17 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import encode_json
 
-__all__ = ["Group", "Target", "new_job_id", "resolve_target", "submit_call", "upload_bundle"]
+__all__ = [
+    "Group",
+    "Target",
+    "child_id_prefix",
+    "func_name_of",
+    "job_record",
+    "new_job_id",
+    "resolve_target",
+    "submit_call",
+    "upload_bundle",
+]
 
 log = _log.get_logger(__name__)
 _MAX_NAME = 63
@@ -75,14 +85,16 @@ def _slug(name: str, limit: int) -> str:
     return (slug[:limit].rstrip("-") or "job") if slug and slug[0].isalpha() else f"job-{slug}"[:limit]
 
 
-def new_job_id(func_name: str, *, group: Group | None = None, attempt: int = 0) -> str:
-    """A DNS-safe id: ``<func>-<utc time>-<random>``, or ``<func>-<group>-<index>[-r<n>]``."""
-    if group is not None:
-        suffix = f"-{group.group_id.removeprefix('grp-')}-{group.index}"
-        suffix += f"-r{attempt}" if attempt else ""
-    else:
-        suffix = f"-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(4)[:7]}"
+def new_job_id(func_name: str) -> str:
+    """A DNS-1123 label: ``<func>-<utc time>-<random>``."""
+    suffix = f"-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(4)[:7]}"
     return _slug(func_name, _MAX_NAME - len(suffix)) + suffix
+
+
+def child_id_prefix(func_name: str, group_id: str) -> str:
+    """Children are ``<prefix>-<index>[-r<attempt>]``; room is left for both within 63."""
+    suffix = f"-{group_id.removeprefix('grp-')}"
+    return _slug(func_name, _MAX_NAME - len(suffix) - len("-999999-r99")) + suffix
 
 
 def _source_dir(fn: Callable[..., Any]) -> Path:
@@ -155,36 +167,31 @@ def _ref(key: str, data: bytes) -> ArtifactRef:
     return ArtifactRef(key=key, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
 
-def submit_call(
+def job_record(
     target: Target,
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
+    func_name: str,
+    job_id: str,
     *,
     group: Group | None = None,
     attempt: int = 0,
-    job_id: str | None = None,
-) -> JobHandle:
-    """Write the call's artifacts (bundle first, if new) and submit it."""
-    func_name = getattr(fn, "__qualname__", getattr(fn, "__name__", "function"))
-    payload = serialize_call(fn, args, kwargs)
-    upload_bundle(target.store, target.bundle)
-    job_id = job_id or new_job_id(getattr(fn, "__name__", "job"), group=group, attempt=attempt)
-    options, settings, store = target.options, target.settings, target.store
-    record = JobRecord(
+    created_at: str | None = None,
+) -> JobRecord:
+    """The durable record of a job about to be submitted to ``target``."""
+    options, settings = target.options, target.settings
+    return JobRecord(
         job_id=job_id,
         backend=target.backend_name,
         project=settings.project.value or "",
         cluster_name=settings.cluster.value or "",
         zone=settings.zone.value or "",
         namespace=settings.namespace.value or "",
-        bucket_name=_bucket_name(store.uri),
+        bucket_name=_bucket_name(target.store.uri),
         k8s_name=job_id,
         image_uri=target.image_uri,
         accelerator=options.accelerator.name,
         func_name=func_name,
         display_name=f"{func_name} on {options.accelerator.name}",
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        created_at=created_at or datetime.now(UTC).isoformat(timespec="seconds"),
         group_id=group.group_id if group else None,
         group_kind=group.kind if group else None,
         group_index=group.index if group else None,
@@ -193,15 +200,37 @@ def submit_call(
         spot=options.spot,
         kinetic_version=_version(),
     )
+
+
+def func_name_of(fn: Callable[..., Any]) -> str:
+    return str(getattr(fn, "__qualname__", getattr(fn, "__name__", "function")))
+
+
+def submit_call(
+    target: Target,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    record: JobRecord | None = None,
+) -> JobHandle:
+    """Pickle the call, write its artifacts (the bundle first, if new) and submit it.
+
+    ``record`` defaults to a fresh single job; a batch passes each child's record.
+    """
+    payload = serialize_call(fn, args, kwargs)
+    if record is None:
+        record = job_record(target, func_name_of(fn), new_job_id(getattr(fn, "__name__", "job")))
+    upload_bundle(target.store, target.bundle)
+    job_id, store = record.job_id, target.store
     call = CallDescriptor(
         job_id=job_id,
-        func_name=func_name,
+        func_name=record.func_name,
         payload=_ref(layout.payload_key(job_id), payload),
         bundle=target.bundle.ref,
         workdir=target.bundle.workdir,
         sys_path=target.bundle.sys_path,
-        env=capture_env(options.capture_env_vars, dict(os.environ)),
-        output_dir=options.output_dir or "",
+        env=capture_env(target.options.capture_env_vars, dict(os.environ)),
+        output_dir=target.options.output_dir or "",
         python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
         requirements=list(target.requirements),
     )

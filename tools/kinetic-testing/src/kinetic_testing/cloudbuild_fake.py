@@ -49,7 +49,8 @@ class FakeCloudBuild:
 
     def __init__(self, *, polls_until_done: int = 1) -> None:
         self.state = FakeBuildState(polls_until_done=polls_until_done)
-        self._errors: deque[ApiError] = deque()
+        self._errors: deque[ApiError | None] = deque()
+        self._registry_errors: deque[int] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -60,7 +61,10 @@ class FakeCloudBuild:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="fake-cloudbuild", daemon=True
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-cloudbuild",
+            daemon=True,
         )
         self._thread.start()
         return self
@@ -93,10 +97,20 @@ class FakeCloudBuild:
         with self._lock:
             self.state.outcomes.append(outcome)
 
-    def fail_next_request(self, *, code: int, status: str, message: str) -> None:
-        """Make the next API call (any route except the registry) answer with this error."""
+    def fail_next_request(self, *, code: int, status: str, message: str, skip: int = 0) -> None:
+        """Make an API call (any route except the registry) answer with this error.
+
+        ``skip`` lets that many calls through first (``skip=1``: fail the first poll after a
+        create). Queued failures apply in order.
+        """
         with self._lock:
+            self._errors.extend([None] * skip)
             self._errors.append(ApiError(code, status, message))
+
+    def fail_next_registry_check(self, code: int) -> None:
+        """Make the next manifest request answer with HTTP ``code`` (e.g. 403)."""
+        with self._lock:
+            self._registry_errors.append(code)
 
     def add_image(self, uri: str) -> None:
         """Pretend ``uri`` was pushed earlier, so the registry reports it."""
@@ -111,6 +125,11 @@ class FakeCloudBuild:
     def create_calls(self) -> int:
         with self._lock:
             return len(self.state.create_requests)
+
+    @property
+    def manifest_requests(self) -> int:
+        with self._lock:
+            return self.state.manifest_requests
 
     @property
     def create_requests(self) -> list[dict[str, Any]]:
@@ -140,12 +159,18 @@ class FakeCloudBuild:
             groups = match.groupdict()
             with self._lock:
                 if action == "manifest":
+                    self.state.manifest_requests += 1
+                    if self._registry_errors:
+                        code = self._registry_errors.popleft()
+                        return code, {"errors": [{"code": "DENIED", "message": "denied"}]}
                     found = f"{groups['path']}:{groups['ref']}" in self.state.images
                     if found:
                         return 200, {"schemaVersion": 2, "mediaType": "application/json"}
                     return 404, {"errors": [{"code": "MANIFEST_UNKNOWN", "message": "unknown"}]}
                 if self._errors:
-                    raise self._errors.popleft()
+                    error = self._errors.popleft()
+                    if error is not None:
+                        raise error
                 return self._dispatch(action, groups, query, body)
         raise ApiError(404, "NOT_FOUND", f"No route for {method} {path}")
 
@@ -182,6 +207,7 @@ class FakeCloudBuild:
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeCloudBuild
     protocol_version = "HTTP/1.1"
+    timeout = 10  # idle keep-alive connections end instead of lingering
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         return
@@ -217,4 +243,3 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _error_body(code: int, status: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "status": status}}
-

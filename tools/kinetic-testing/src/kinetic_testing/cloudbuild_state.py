@@ -64,6 +64,7 @@ class FakeBuildState:
     logs: dict[str, str] = field(default_factory=dict)
     images: set[str] = field(default_factory=set)
     create_requests: list[dict[str, Any]] = field(default_factory=list)
+    manifest_requests: int = 0
 
     def create(
         self, project: str, location: str, body: dict[str, Any], base_url: str
@@ -92,7 +93,7 @@ class FakeBuildState:
         self.polls[build_id] = 0
         self.scripted[build_id] = self.outcomes.popleft() if self.outcomes else BuildOutcome()
         self.logs[build_id] = "".join(
-            f'Step #{i}: Pulling image: {s.get("name", "")}\n' for i, s in enumerate(steps)
+            f"Step #{i}: Pulling image: {s.get('name', '')}\n" for i, s in enumerate(steps)
         )
         return self._operation_json(op_id, project, location)
 

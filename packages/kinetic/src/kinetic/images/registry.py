@@ -11,7 +11,6 @@ import urllib.request
 from collections.abc import Callable
 
 import msgspec
-
 from kinetic_protocol.errors import BackendError, ConfigError
 
 __all__ = ["ImageReference", "RegistryClient", "google_access_token", "parse_image_reference"]
@@ -25,7 +24,9 @@ _MANIFEST_TYPES = ", ".join(
     ]
 )
 _HOST_RE = re.compile(r"^(?:localhost|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+)(?::\d+)?$|^localhost:\d+$")
-_PATH_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$")
+_PATH_RE = re.compile(
+    r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$"
+)
 _TAG_RE = re.compile(r"^\w[\w.-]{0,127}$")
 _DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$")
 
@@ -73,7 +74,7 @@ def google_access_token() -> str | None:
     import google.auth.transport.requests
 
     credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
-    credentials.refresh(google.auth.transport.requests.Request())
+    credentials.refresh(google.auth.transport.requests.Request())  # type: ignore[no-untyped-call]
     token = credentials.token
     return str(token) if token else None
 
@@ -106,7 +107,7 @@ class RegistryClient:
         url = self.manifest_url(image)
         if not url.startswith(("https://", "http://")):
             raise ConfigError(f"Registry endpoint must be an http(s) URL, got {url!r}.")
-        request = urllib.request.Request(url, method="GET")
+        request = urllib.request.Request(url, method="GET")  # noqa: S310 (scheme checked above)
         request.add_header("Accept", _MANIFEST_TYPES)
         token = self._token()
         if token:

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -83,6 +84,9 @@ class LocalBackend:
                 cwd=job_dir,
                 start_new_session=True,
             )
+        # Reap the detached supervisor when it exits: no zombie, and no "still running"
+        # ResourceWarning when the Popen object is dropped.
+        threading.Thread(target=process.wait, name="kinetic-reap", daemon=True).start()
         (job_dir / "supervisor.pid").write_text(str(process.pid))
 
     def _supervisor_pid(self, job_dir: Path) -> int | None:

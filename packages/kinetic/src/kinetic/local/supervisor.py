@@ -46,29 +46,35 @@ def read_state(job_dir: Path) -> dict[str, Any] | None:
 
 
 def _acquire_slot(slots_dir: Path, slots: int, job_dir: Path) -> int | None:
-    """Hold one of ``slots`` lock files; None if the job was cancelled while waiting."""
+    """Hold one of ``slots`` lock files; None if the job was cancelled while waiting.
+
+    Waiting jobs queue on one blocking lock, so only the head of the queue polls the slots
+    (briefly); the kernel wakes the next waiter when the head gets its slot.
+    """
     slots_dir.mkdir(parents=True, exist_ok=True)
+    queue = os.open(slots_dir / "queue.lock", os.O_CREAT | os.O_RDWR, 0o644)
     handles = [os.open(slots_dir / f"{i}.lock", os.O_CREAT | os.O_RDWR, 0o644) for i in range(slots)]
-    delay = 0.005
+    acquired: int | None = None
     try:
-        while True:
+        fcntl.flock(queue, fcntl.LOCK_EX)
+        delay = 0.001
+        while acquired is None and not (job_dir / CANCEL_MARKER).exists():
             for fd in handles:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     continue
-                for other in handles:
-                    if other != fd:
-                        os.close(other)
-                return fd
-            if (job_dir / CANCEL_MARKER).exists():
-                return None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
-    except BaseException:
+                acquired = fd
+                break
+            else:
+                time.sleep(delay)
+                delay = min(delay * 2, 0.01)
+    finally:
+        os.close(queue)
         for fd in handles:
-            os.close(fd)
-        raise
+            if fd != acquired:
+                os.close(fd)
+    return acquired
 
 
 def _describe_exit(code: int) -> str:

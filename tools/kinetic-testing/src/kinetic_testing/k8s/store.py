@@ -10,7 +10,7 @@ import copy
 import random
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .resources import ResourceType
@@ -47,8 +47,17 @@ class ObjectStore:
         self.changed.set()
         return str(self._revision)
 
-    def create(self, res: ResourceType, namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
-        """Store a new object, filling the server-owned metadata; returns a copy."""
+    def create(
+        self,
+        res: ResourceType,
+        namespace: str,
+        obj: dict[str, Any],
+        prepare: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Store a new object, filling the server-owned metadata; returns a copy.
+
+        `prepare` runs once the object has its name and uid, before it becomes visible.
+        """
         with self.lock:
             if namespace not in self.namespaces:
                 raise ApiError.not_found("namespaces", "", namespace)
@@ -66,6 +75,8 @@ class ObjectStore:
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = now_rfc3339()
             meta["generation"] = 1
+            if prepare is not None:
+                prepare(obj)
             meta["resourceVersion"] = self._next_revision()
             table[(namespace, name)] = obj
             return copy.deepcopy(obj)

@@ -1,0 +1,140 @@
+"""Rebuild a batch's handle from its stored records, from any process or machine."""
+
+import threading
+from dataclasses import dataclass
+
+from kinetic import _log
+from kinetic._context import open_store
+from kinetic.backends import get_backend
+from kinetic.batch.handle import BatchHandle
+from kinetic.batch.records import BatchListing, BatchRecords
+from kinetic.batch.state import BatchState
+from kinetic.batch.submitter import FailurePolicy
+from kinetic.config import resolve_settings
+from kinetic.jobs import JobHandle
+from kinetic_protocol import Backend, BatchManifest, RemoteError, layout
+from kinetic_protocol.records import decode_json
+
+__all__ = ["BatchSummary", "attach_batch", "list_batches"]
+
+log = _log.get_logger(__name__)
+
+
+def _backend(project: str | None, cluster: str | None, backend: str | None) -> Backend:
+    settings = resolve_settings(backend=backend, project=project, cluster=cluster, quiet=True)
+    return get_backend(settings.backend.value or "local", settings.backend_settings())
+
+
+def _apply(state: BatchState, manifest: BatchManifest, listing: BatchListing) -> None:
+    """Bring ``state`` up to date with what the store lists."""
+    with state.lock:
+        for index, attempt in listing.latest_attempts.items():
+            current = state.jobs[index]
+            if current is None or current.attempt < attempt:
+                state.jobs[index] = JobHandle.from_record(manifest.child_record(index, attempt))
+        for index, error in listing.submission_errors.items():
+            state.submission_errors.setdefault(
+                index, RemoteError(error.exc_type, error.message, "")
+            )
+    state.notify()
+
+
+def _known(listing: BatchListing) -> int:
+    return len(set(listing.latest_attempts) | set(listing.submission_errors))
+
+
+def _poll_until_complete(
+    state: BatchState,
+    manifest: BatchManifest,
+    records: BatchRecords,
+    poll_interval: float,
+    poll_timeout: float | None,
+) -> None:
+    stop_at = None if poll_timeout is None else threading.Event()
+    if stop_at is not None and poll_timeout is not None:
+        threading.Timer(poll_timeout, stop_at.set).start()
+    while not state.stopping.wait(poll_interval):
+        listing = records.listing()
+        _apply(state, manifest, listing)
+        if listing.complete or _known(listing) >= manifest.total_expected:
+            break
+        if stop_at is not None and stop_at.is_set():
+            log.warning("attach_batch stopped polling", group_id=manifest.group_id)
+            break
+    state.submission_done.set()
+    state.notify()
+
+
+def attach_batch(
+    group_id: str,
+    project: str | None = None,
+    cluster: str | None = None,
+    poll_interval: float = 10.0,
+    poll_timeout: float | None = None,
+    *,
+    backend: str | None = None,
+) -> BatchHandle:
+    """Reattach to batch ``group_id``: one manifest read and one listing of its children.
+
+    ``jobs`` keeps input order, with ``None`` for inputs not (yet) submitted. While the original
+    process is still submitting, a background thread picks up new children every
+    ``poll_interval`` seconds until submission ends or ``poll_timeout`` passes.
+    """
+    chosen = _backend(project, cluster, backend)
+    records = BatchRecords(open_store(chosen.store_uri), group_id)
+    manifest = records.read_manifest()
+    listing = records.listing()
+    total = manifest.total_expected
+    state = BatchState(total=total, retries=manifest.retries, jobs=[None] * total)
+    _apply(state, manifest, listing)
+    complete = listing.complete is not None or _known(listing) >= total
+    state.more_attempts_possible = lambda: not state.submission_done.is_set()
+    if _known(listing) < total:
+        log.warning(
+            f"Batch {group_id} has {_known(listing)} of {total} children"
+            + ("; its submission ended early." if complete else "; it is still submitting.")
+        )
+    policy = FailurePolicy(state, fail_fast=False, cancel_running=False)
+    handle = BatchHandle(
+        manifest=manifest, state=state, backend=chosen, records=records, policy=policy
+    )
+    if complete:
+        state.submission_done.set()
+    else:
+        threading.Thread(
+            target=_poll_until_complete,
+            args=(state, manifest, records, poll_interval, poll_timeout),
+            name=f"kinetic-attach-{group_id}",
+            daemon=True,
+        ).start()
+    return handle
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """One stored batch, as ``kinetic batch list`` shows it."""
+
+    group_id: str
+    name: str | None
+    func_name: str
+    total_expected: int
+    created_at: str
+    tags: dict[str, str]
+
+
+def list_batches(
+    project: str | None = None, cluster: str | None = None, *, backend: str | None = None
+) -> list[BatchSummary]:
+    """Every batch whose manifest is in the store, newest first."""
+    store = open_store(_backend(project, cluster, backend).store_uri)
+    summaries = []
+    for key in store.list(layout.MANIFESTS_PREFIX):
+        manifest = decode_json(store.read(key), BatchManifest, what=f"{store.uri}/{key}")
+        summaries.append(
+            BatchSummary(
+                group_id=manifest.group_id, name=manifest.name, func_name=manifest.func_name,
+                total_expected=manifest.total_expected, created_at=manifest.created_at,
+                tags=dict(manifest.tags),
+            )  # fmt: skip
+        )
+    return sorted(summaries, key=lambda s: (s.created_at, s.group_id), reverse=True)

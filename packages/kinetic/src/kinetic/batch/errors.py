@@ -1,0 +1,41 @@
+"""Errors of a batch as a whole."""
+
+from typing import TYPE_CHECKING, Any
+
+from kinetic_protocol import KineticError
+
+if TYPE_CHECKING:
+    from kinetic.jobs import JobHandle
+
+__all__ = ["BatchError", "SkippedInputError"]
+
+
+class BatchError(Exception):
+    """Raised by ``BatchHandle.results()`` when children failed.
+
+    ``partial_results`` is aligned with the inputs: results where children succeeded, ``None``
+    where they failed, were never submitted, or their submission raised.
+    ``submission_failures`` maps the indices whose submission raised to the exception.
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        failures: list["JobHandle"],
+        partial_results: list[Any],
+        submission_failures: dict[int, Exception] | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.failures = failures
+        self.partial_results = partial_results
+        self.submission_failures = dict(submission_failures or {})
+        parts = [f"{len(failures)} of {len(partial_results)} jobs failed"]
+        if self.submission_failures:
+            parts.append(f"{len(self.submission_failures)} could not be submitted")
+        shown = ", ".join(job.job_id for job in failures[:3])
+        more = f" (e.g. {shown}; `kinetic batch failures {group_id}` shows their logs)" if shown else ""
+        super().__init__(f"Batch {group_id}: {'; '.join(parts)}{more}")
+
+
+class SkippedInputError(KineticError):
+    """An input that was never submitted because the batch stopped first (fail-fast, cancel)."""

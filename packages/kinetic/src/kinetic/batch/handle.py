@@ -1,0 +1,261 @@
+"""``BatchHandle``: observe, collect, cancel and clean up a batch as one thing."""
+
+import collections
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from kinetic import _log
+from kinetic._results import rebuild_exception, unwrap
+from kinetic._waiting import Backoff, Deadline
+from kinetic.batch.errors import BatchError, SkippedInputError
+from kinetic.batch.records import BatchRecords
+from kinetic.batch.state import BatchState, Decision, effective_state
+from kinetic.batch.submitter import FailurePolicy
+from kinetic.jobs import JobHandle
+from kinetic_protocol import Backend, BatchManifest, JobStatus, Succeeded, layout
+
+__all__ = ["BatchHandle"]
+
+log = _log.get_logger(__name__)
+_PARALLEL_CLEANUPS = 16
+
+
+class BatchHandle:
+    """Handle for the children of one ``run_async_map`` call, in input order.
+
+    ``jobs[i]`` is the handle of input ``i``'s latest attempt, or ``None`` while (or if) it is
+    not submitted. Built by ``run_async_map()`` or :func:`kinetic.attach_batch`.
+    """
+
+    def __init__(
+        self,
+        *,
+        manifest: BatchManifest,
+        state: BatchState,
+        backend: Backend,
+        records: BatchRecords,
+        policy: FailurePolicy,
+    ) -> None:
+        self.group_id = manifest.group_id
+        self.name = manifest.name
+        self.tags = dict(manifest.tags)
+        self._manifest = manifest
+        self._state = state
+        self._backend = backend
+        self._records = records
+        self._policy = policy
+        self._collected: dict[int, Any] = {}
+        self._cached_failures: list[JobHandle] | None = None
+        policy.cancel_siblings = self._cancel_running
+
+    @property
+    def jobs(self) -> list[JobHandle | None]:
+        with self._state.lock:
+            return list(self._state.jobs)
+
+    @property
+    def submission_failures(self) -> dict[int, Exception]:
+        """Inputs whose submission raised (their ``jobs`` slot stays ``None``)."""
+        with self._state.lock:
+            return dict(self._state.submission_errors)
+
+    def __repr__(self) -> str:
+        return f"BatchHandle(group_id={self.group_id!r}, jobs={len(self._state.jobs)})"
+
+    # -- observation -----------------------------------------------------------------------
+
+    def _observe(self) -> None:
+        """One backend call for every unsettled child; settle what is done."""
+        pending = self._state.unsettled_jobs()
+        if not pending:
+            return
+        states = self._backend.statuses([job.record for job in pending.values()])
+        for index, job in pending.items():
+            state = effective_state(job, states[job.job_id])
+            with self._state.lock:
+                self._state.states[index] = state
+            decision = self._state.decide(job, state)
+            if decision in (Decision.SUCCEEDED, Decision.FAILED):
+                settled = self._state.settle(index, job, state)
+                if settled and decision is Decision.FAILED:
+                    self._policy.on_failure()
+
+    def statuses(self) -> list[tuple[int, JobStatus]]:
+        """``(index, status)`` of every submitted child; unsubmitted slots are skipped."""
+        jobs = [(i, job) for i, job in enumerate(self.jobs) if job is not None]
+        if not jobs:
+            return []
+        states = self._backend.statuses([job.record for _, job in jobs])
+        return [(i, states[job.job_id].status) for i, job in jobs]
+
+    def status_counts(self) -> dict[str, int]:
+        """How many children are in each status, e.g. ``{"RUNNING": 2, "SUCCEEDED": 1}``."""
+        return dict(collections.Counter(status.value for _, status in self.statuses()))
+
+    def _settled_stream(self, timeout: float | None, poll_interval: float) -> Iterator[int]:
+        """Indices in the order their children settle; ends when the batch has."""
+        deadline = Deadline(timeout)
+        low, high = self._backend.poll_bounds
+        backoff = Backoff(min(low, poll_interval), min(high, poll_interval))
+        seen = 0
+        while True:
+            if not self._state.submitter_retries:
+                self._observe()
+            with self._state.lock:
+                fresh = self._state.settle_order[seen:]
+                seen += len(fresh)
+            if fresh:
+                backoff.reset()
+                yield from fresh
+                continue
+            if self._state.all_settled():
+                return
+            if deadline.expired:
+                raise TimeoutError(
+                    f"Batch {self.group_id} is not done after {timeout:g}s "
+                    f"({self.status_counts()}); its jobs keep running. Call batch.cancel() to stop them."
+                )
+            remaining = deadline.remaining()
+            delay = backoff.next_delay if remaining is None else min(backoff.next_delay, remaining)
+            self._state.wait_for_change(delay)
+            backoff.advance()
+
+    def wait(self, *, timeout: float | None = None) -> None:
+        """Block until every child is terminal (after its last retry)."""
+        for _ in self._settled_stream(timeout, poll_interval=5.0):
+            pass
+
+    def as_completed(
+        self, *, poll_interval: float = 5.0, timeout: float | None = None
+    ) -> Iterator[JobHandle]:
+        """Yield each child's handle as it finishes, while submission may still be going on.
+
+        ``poll_interval`` caps the wait between polls; polling is faster while children change.
+        """
+        for index in self._settled_stream(timeout, poll_interval):
+            job = self._state.jobs[index]
+            if job is not None:
+                yield job
+
+    # -- collection ------------------------------------------------------------------------
+
+    def _outcome(self, index: int, cleanup: bool) -> tuple[Any, bool]:
+        """``(value or exception, failed)`` for a settled child; cleans up a success."""
+        if index in self._collected:
+            return self._collected[index], False
+        job = self._state.jobs[index]
+        assert job is not None
+        state = self._state.settled[index]
+        try:
+            envelope = job.outcome(state)
+        except Exception as exc:
+            return exc, True
+        if isinstance(envelope, Succeeded):
+            value = unwrap(envelope)
+            self._collected[index] = value
+            if cleanup:
+                job.cleanup(cleanup_timeout=60, cleanup_poll_interval=0.5)
+            return value, False
+        return rebuild_exception(envelope), True
+
+    def results(
+        self,
+        *,
+        timeout: float | None = None,
+        ordered: bool = True,
+        cleanup: bool = True,
+        return_exceptions: bool = False,
+    ) -> list[Any]:
+        """Every child's result, in input order (or completion order with ``ordered=False``).
+
+        Raises :class:`BatchError` if any child failed, unless ``return_exceptions``, which puts
+        the exception at the failed positions. A ``TimeoutError`` leaves the jobs running.
+        """
+        outcomes: dict[int, Any] = {}
+        completion: list[int] = []
+        failed: list[int] = []
+        for index in self._settled_stream(timeout, poll_interval=5.0):
+            outcomes[index], is_failure = self._outcome(index, cleanup)
+            completion.append(index)
+            if is_failure:
+                failed.append(index)
+        failed_jobs = [job for i in failed if (job := self._state.jobs[i]) is not None]
+        self._cached_failures = [
+            job for i, job in zip(failed, failed_jobs, strict=True)
+            if self._state.settled[i].status is JobStatus.FAILED
+        ]  # fmt: skip
+        submission_errors = self.submission_failures
+        for index in range(self._state.total):
+            if index not in outcomes:
+                outcomes[index] = submission_errors.get(index) or SkippedInputError(
+                    f"Input {index} of batch {self.group_id} was never submitted: the batch "
+                    "stopped first (fail_fast or cancel)."
+                )
+                completion.append(index)
+                failed.append(index)
+        if failed and not return_exceptions:
+            failed_set = set(failed)
+            partial = [None if i in failed_set else outcomes[i] for i in range(self._state.total)]
+            raise BatchError(self.group_id, failed_jobs, partial, submission_errors)
+        return [outcomes[i] for i in (range(self._state.total) if ordered else completion)]
+
+    def failures(self) -> list[JobHandle]:
+        """Children whose status is FAILED (NOT_FOUND is ambiguous and left out).
+
+        After ``results()``, the failures it saw, which stay accurate after its cleanup.
+        """
+        if self._cached_failures is not None:
+            return list(self._cached_failures)
+        jobs = self.jobs
+        return [jobs[i] for i, status in self.statuses() if status is JobStatus.FAILED]  # type: ignore[misc]
+
+    # -- teardown --------------------------------------------------------------------------
+
+    def _stop_submitting(self) -> None:
+        self._state.stopping.set()
+        self._state.notify()
+
+    def _cancel_running(self) -> None:
+        pending = self._state.unsettled_jobs()
+        if not pending:
+            return
+        states = self._backend.statuses([job.record for job in pending.values()])
+        running = [job for job in pending.values() if not states[job.job_id].status.is_terminal]
+        self._in_parallel(lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), running)
+
+    def cancel(self) -> None:
+        """Stop submitting and retrying, and cancel every child that has not finished.
+
+        Stored artifacts are kept for debugging.
+        """
+        self._stop_submitting()
+        self._cancel_running()
+
+    def cleanup(self, *, k8s: bool = True, gcs: bool = True) -> None:
+        """Delete every child's backend resource (``k8s``) and stored artifacts plus the
+        batch's own records (``gcs``); a batch cleaned with ``gcs`` cannot be reattached."""
+        self._stop_submitting()
+        listing = self._records.listing()
+        attempts = [
+            self._manifest.child_record(index, attempt)
+            for index, latest in listing.latest_attempts.items()
+            for attempt in range(latest + 1)
+        ]
+        handles = [JobHandle.from_record(record) for record in attempts]
+        if k8s:
+            self._in_parallel(lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), handles)
+        if gcs:
+            store = self._records.store
+            self._in_parallel(lambda job: store.delete_prefix(layout.job_prefix(job.job_id)), handles)
+            self._records.delete_all()
+
+    @staticmethod
+    def _in_parallel(action: Any, jobs: list[JobHandle]) -> None:
+        if not jobs:
+            return
+        with ThreadPoolExecutor(min(_PARALLEL_CLEANUPS, len(jobs))) as pool:
+            for future in [pool.submit(action, job) for job in jobs]:
+                error = future.exception()
+                if error is not None:
+                    log.warning("batch cleanup step failed", error=repr(error))

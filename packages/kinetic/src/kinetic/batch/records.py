@@ -1,0 +1,98 @@
+"""A batch's records in the object store: one header, then one small object per event.
+
+Nothing here rewrites an object per child: the manifest is written once, each submitted
+attempt adds its own ``children/<index>-<attempt>.json``, and a reader needs one manifest read
+plus one listing to rebuild every child's handle.
+"""
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from kinetic_protocol import (
+    BatchChild,
+    BatchCompletion,
+    BatchManifest,
+    BatchSubmissionError,
+    JobNotFoundError,
+    ObjectNotFoundError,
+    ObjectStore,
+    layout,
+)
+from kinetic_protocol.records import decode_json, encode_json
+
+__all__ = ["BatchListing", "BatchRecords"]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class BatchListing:
+    """What the store says about a batch at one moment."""
+
+    latest_attempts: dict[int, int] = field(default_factory=dict)
+    submission_errors: dict[int, BatchSubmissionError] = field(default_factory=dict)
+    complete: BatchCompletion | None = None
+
+
+class BatchRecords:
+    """Reads and writes the records of one batch in one store."""
+
+    def __init__(self, store: ObjectStore, group_id: str) -> None:
+        self.store = store
+        self.group_id = group_id
+
+    def write_manifest(self, manifest: BatchManifest) -> None:
+        self.store.write(layout.manifest_key(self.group_id), encode_json(manifest), if_absent=True)
+
+    def read_manifest(self) -> BatchManifest:
+        key = layout.manifest_key(self.group_id)
+        try:
+            data = self.store.read(key)
+        except ObjectNotFoundError:
+            raise JobNotFoundError(
+                f"No batch {self.group_id!r} in {self.store.uri}: it never existed or was "
+                "cleaned up. `kinetic batch list` shows the batches that exist."
+            ) from None
+        return decode_json(data, BatchManifest, what=f"{self.store.uri}/{key}")
+
+    def add_child(self, index: int, attempt: int, job_id: str) -> None:
+        child = BatchChild(
+            group_id=self.group_id, index=index, attempt=attempt, job_id=job_id,
+            submitted_at=_now(),
+        )  # fmt: skip
+        self.store.write(layout.child_key(self.group_id, index, attempt), encode_json(child))
+
+    def add_submission_error(self, index: int, exc: BaseException) -> None:
+        error = BatchSubmissionError(
+            group_id=self.group_id, index=index, exc_type=type(exc).__name__, message=str(exc)
+        )
+        self.store.write(layout.submission_error_key(self.group_id, index), encode_json(error))
+
+    def mark_complete(self, submitted: int, *, cancelled: bool) -> None:
+        done = BatchCompletion(
+            group_id=self.group_id, submitted=submitted, finished_at=_now(), cancelled=cancelled
+        )
+        self.store.write(layout.completion_key(self.group_id), encode_json(done))
+
+    def listing(self) -> BatchListing:
+        listing = BatchListing()
+        for key in self.store.list(layout.children_prefix(self.group_id)):
+            index, attempt = layout.parse_child_key(key)
+            if attempt >= listing.latest_attempts.get(index, -1):
+                listing.latest_attempts[index] = attempt
+        for key in self.store.list(layout.submission_errors_prefix(self.group_id)):
+            error = decode_json(self.store.read(key), BatchSubmissionError, what=key)
+            listing.submission_errors[error.index] = error
+        try:
+            data = self.store.read(layout.completion_key(self.group_id))
+        except ObjectNotFoundError:
+            pass
+        else:
+            listing.complete = decode_json(data, BatchCompletion, what="completion record")
+        return listing
+
+    def delete_all(self) -> None:
+        self.store.delete_prefix(layout.group_prefix(self.group_id))
+        self.store.delete(layout.manifest_key(self.group_id))

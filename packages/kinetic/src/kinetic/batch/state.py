@@ -1,0 +1,108 @@
+"""The state a batch's handle and its submitter share, and the one rule for when a child is done.
+
+A child is *settled* when its latest attempt is terminal and no further attempt will follow.
+Both the submitting thread and the handle's own polling decide this with :meth:`decide`, so
+they never disagree about a retry.
+"""
+
+import enum
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kinetic.jobs import JobHandle
+from kinetic_protocol import JobState, JobStatus, ObjectNotFoundError, Succeeded
+
+__all__ = ["BatchState", "Decision", "effective_state"]
+
+
+class Decision(enum.Enum):
+    WAIT = "wait"
+    """Not terminal yet, or terminal but another attempt may follow."""
+    RETRY = "retry"
+    """Terminal failure that this process's submitter will retry."""
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+def effective_state(handle: JobHandle, state: JobState) -> JobState:
+    """NOT_FOUND with a stored successful result counts as SUCCEEDED (it was collected)."""
+    if state.status is not JobStatus.NOT_FOUND:
+        return state
+    try:
+        envelope = handle.read_envelope()
+    except ObjectNotFoundError:
+        return state
+    if isinstance(envelope, Succeeded):
+        return JobState(status=JobStatus.SUCCEEDED, detail="result collected")
+    return state
+
+
+@dataclass
+class BatchState:
+    """Everything about a batch that changes while it runs; guarded by ``lock``."""
+
+    total: int
+    retries: int
+    jobs: list[JobHandle | None]
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    submission_errors: dict[int, Exception] = field(default_factory=dict)
+    states: dict[int, JobState] = field(default_factory=dict)
+    settled: dict[int, JobState] = field(default_factory=dict)
+    settle_order: list[int] = field(default_factory=list)
+    submission_done: threading.Event = field(default_factory=threading.Event)
+    stopping: threading.Event = field(default_factory=threading.Event)
+    submitter_retries: bool = False
+    """True while a live submitter in this process will retry failures."""
+    more_attempts_possible: Callable[[], bool] = lambda: False
+    """For attached batches: whether the original submitter may still add attempts."""
+
+    def __post_init__(self) -> None:
+        self.changed = threading.Condition(self.lock)
+
+    def notify(self) -> None:
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait_for_change(self, timeout: float) -> None:
+        with self.changed:
+            self.changed.wait(timeout)
+
+    def decide(self, handle: JobHandle, state: JobState) -> Decision:
+        if not state.status.is_terminal:
+            return Decision.WAIT
+        if state.status is JobStatus.SUCCEEDED:
+            return Decision.SUCCEEDED
+        may_retry = handle.attempt < self.retries and not self.stopping.is_set()
+        if may_retry and self.submitter_retries:
+            return Decision.RETRY
+        if may_retry and self.more_attempts_possible():
+            return Decision.WAIT
+        return Decision.FAILED
+
+    def settle(self, index: int, handle: JobHandle, state: JobState) -> bool:
+        """Record ``index`` as done if ``handle`` is still its latest attempt."""
+        with self.lock:
+            if index in self.settled or self.jobs[index] is not handle:
+                return False
+            self.settled[index] = state
+            self.settle_order.append(index)
+        self.notify()
+        return True
+
+    def unsettled_jobs(self) -> dict[int, JobHandle]:
+        with self.lock:
+            return {
+                index: job
+                for index, job in enumerate(self.jobs)
+                if job is not None and index not in self.settled
+            }
+
+    def all_settled(self) -> bool:
+        """Submission has ended and every submitted child is settled."""
+        if not self.submission_done.is_set():
+            return False
+        with self.lock:
+            return all(
+                job is None or index in self.settled for index, job in enumerate(self.jobs)
+            )

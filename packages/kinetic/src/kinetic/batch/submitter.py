@@ -1,0 +1,218 @@
+"""Submit a batch's children in parallel, bounded by ``max_concurrent``, with retries and
+fail-fast; optionally watching the children from a background thread.
+
+One backend ``statuses`` call per poll covers every active child; polls come fast while
+children change and slow down while nothing does.
+"""
+
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from kinetic import _log
+from kinetic._waiting import Backoff
+from kinetic.batch.records import BatchRecords
+from kinetic.batch.state import BatchState, Decision, effective_state
+from kinetic.jobs import JobHandle
+from kinetic.submit import Target, submit_call
+from kinetic_protocol import BatchManifest
+
+__all__ = ["FailurePolicy", "Submitter"]
+
+log = _log.get_logger(__name__)
+_MAX_PARALLEL_SUBMISSIONS = 16
+Call = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+def _caller_interrupted() -> bool:
+    """The main thread has ended because of Ctrl-C: stop submitting instead of going on."""
+    main = threading.main_thread()
+    return not main.is_alive() and isinstance(getattr(sys, "last_value", None), KeyboardInterrupt)
+
+
+class FailurePolicy:
+    """What a final failure does to the rest of the batch (the spec's fail-fast table)."""
+
+    def __init__(self, state: BatchState, *, fail_fast: bool, cancel_running: bool) -> None:
+        self.state = state
+        self.fail_fast = fail_fast
+        self.cancel_running = fail_fast and cancel_running
+        self.cancel_siblings: Callable[[], None] = lambda: None
+        self.tripped = threading.Event()
+
+    def on_failure(self) -> None:
+        if not self.fail_fast or self.tripped.is_set():
+            return
+        self.tripped.set()
+        log.warning("batch.fail_fast", cancelling_running=self.cancel_running)
+        if self.cancel_running:
+            self.cancel_siblings()
+
+
+class Submitter:
+    """Runs the submission loop, in the calling thread or in a background thread."""
+
+    def __init__(
+        self,
+        *,
+        state: BatchState,
+        target: Target,
+        fn: Callable[..., Any],
+        calls: list[Call],
+        manifest: BatchManifest,
+        records: BatchRecords,
+        max_concurrent: int | None,
+        policy: FailurePolicy,
+    ) -> None:
+        self.state = state
+        self.target = target
+        self.fn = fn
+        self.calls = calls
+        self.manifest = manifest
+        self.records = records
+        self.limit = max_concurrent
+        self.policy = policy
+        self.queue: deque[tuple[int, int]] = deque((index, 0) for index in range(len(calls)))
+        self.inflight: dict[Future[JobHandle], tuple[int, int]] = {}
+        self.active: dict[int, JobHandle] = {}
+        self.thread: threading.Thread | None = None
+
+    # -- entry points ----------------------------------------------------------------------
+
+    def start_background(self) -> None:
+        self.state.submitter_retries = self.state.retries > 0
+        self.thread = threading.Thread(
+            target=self.run, name=f"kinetic-batch-{self.manifest.group_id}", daemon=False
+        )
+        self.thread.start()
+
+    def run(self, *, watch: bool = True) -> None:
+        cancelled = False
+        try:
+            cancelled = self._loop(watch=watch)
+        except BaseException:
+            log.exception("batch submitter crashed", group_id=self.manifest.group_id)
+            cancelled = True
+            raise
+        finally:
+            self.state.submitter_retries = False
+            try:
+                submitted = sum(1 for job in self.state.jobs if job is not None)
+                self.records.mark_complete(submitted, cancelled=cancelled)
+            finally:
+                self.state.submission_done.set()
+                self.state.notify()
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def _can_launch(self) -> bool:
+        if not self.queue or self.policy.tripped.is_set() or self.state.stopping.is_set():
+            return False
+        return self.limit is None or len(self.active) + len(self.inflight) < self.limit
+
+    def _must_watch(self) -> bool:
+        """Whether active children still need this thread once nothing is left to submit."""
+        return self.state.retries > 0 or self.policy.cancel_running
+
+    def _loop(self, *, watch: bool) -> bool:
+        """Returns True if submission stopped early (cancel, Ctrl-C)."""
+        backoff = Backoff(*self.target.backend.poll_bounds)
+        workers = min(_MAX_PARALLEL_SUBMISSIONS, self.limit or _MAX_PARALLEL_SUBMISSIONS)
+        with ThreadPoolExecutor(workers, thread_name_prefix="kinetic-submit") as pool:
+            while True:
+                if self.state.stopping.is_set() or _caller_interrupted():
+                    for future in self.inflight:
+                        future.cancel()
+                    return True
+                while self._can_launch():
+                    index, attempt = self.queue.popleft()
+                    future = pool.submit(self._submit_one, index, attempt)
+                    self.inflight[future] = (index, attempt)
+                changed = self._collect_submissions()
+                if watch and self.active and (self.queue or self._must_watch()):
+                    changed |= self._watch()
+                if not self.queue and not self.inflight:
+                    if not watch or not self.active or not self._must_watch():
+                        return False
+                if self.queue and self.policy.tripped.is_set() and not self.inflight:
+                    if not self.active or not self._must_watch():
+                        return False
+                if changed:
+                    backoff.reset()
+                self._pause(backoff)
+
+    def _pause(self, backoff: Backoff) -> None:
+        """Wait for a submission to finish, a stop, or the next poll, whichever comes first."""
+        if self.inflight:
+            wait(list(self.inflight), timeout=backoff.next_delay, return_when=FIRST_COMPLETED)
+        else:
+            self.state.stopping.wait(backoff.next_delay)
+        backoff.advance()
+
+    def _submit_one(self, index: int, attempt: int) -> JobHandle:
+        args, kwargs = self.calls[index]
+        record = self.manifest.child_record(index, attempt)
+        handle = submit_call(self.target, self.fn, args, kwargs, record)
+        self.records.add_child(index, attempt, handle.job_id)
+        return handle
+
+    def _collect_submissions(self) -> bool:
+        done = [future for future in self.inflight if future.done()]
+        for future in done:
+            index, _attempt = self.inflight.pop(future)
+            error = future.exception()
+            if error is None:
+                handle = future.result()
+                with self.state.lock:
+                    self.state.jobs[index] = handle
+                self.active[index] = handle
+            elif isinstance(error, Exception):
+                with self.state.lock:
+                    self.state.submission_errors[index] = error
+                try:
+                    self.records.add_submission_error(index, error)
+                except Exception:
+                    log.warning("could not record a submission error", index=index, exc_info=True)
+                self.policy.on_failure()
+            else:
+                raise error
+        if done:
+            self.state.notify()
+        return bool(done)
+
+    def _watch(self) -> bool:
+        """One poll of every active child; settles, retries and applies fail-fast."""
+        handles = list(self.active.items())
+        states = self.target.backend.statuses([job.record for _, job in handles])
+        changed = False
+        for index, job in handles:
+            state = effective_state(job, states[job.job_id])
+            with self.state.lock:
+                if self.state.states.get(index) != state:
+                    self.state.states[index] = state
+                    changed = True
+            decision = self.state.decide(job, state)
+            if decision is Decision.WAIT:
+                continue
+            del self.active[index]
+            if decision is Decision.RETRY:
+                self._retry(index, job)
+                continue
+            self.state.settle(index, job, state)
+            if decision is Decision.FAILED:
+                self.policy.on_failure()
+        if changed:
+            self.state.notify()
+        return changed
+
+    def _retry(self, index: int, job: JobHandle) -> None:
+        """Free the failed attempt's backend resource (its stored artifacts stay) and requeue."""
+        log.info("batch.retry", group_id=self.manifest.group_id, index=index, attempt=job.attempt + 1)
+        try:
+            job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5)
+        except Exception:
+            log.warning("could not remove a failed attempt", job_id=job.job_id, exc_info=True)
+        self.queue.appendleft((index, job.attempt + 1))

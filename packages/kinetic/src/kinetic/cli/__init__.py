@@ -1,0 +1,133 @@
+"""The ``kinetic`` command line: jobs, batches, settings, profiles and the accelerator catalogue.
+
+The root group loads each subcommand module only when it is used (or listed by ``--help``), and
+those modules import the library inside their command bodies, so ``kinetic --help`` stays fast
+and never imports Kubernetes or Google Cloud clients. Commands are thin: parse, call the public
+library API, render.
+"""
+
+import importlib
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+from kinetic.cli.context import CliContext
+from kinetic.cli.errors import print_traceback, translate
+
+__all__ = ["LazyGroup", "cli", "main"]
+
+_SUBCOMMANDS = {
+    "jobs": "kinetic.cli.jobs:jobs",
+    "batch": "kinetic.cli.batch:batch",
+    "config": "kinetic.cli.config:config",
+    "profile": "kinetic.cli.config:profile",
+    "accelerators": "kinetic.cli.accelerators:accelerators",
+}
+
+_EPILOG = """\b
+Exit codes:
+  0  success
+  1  the job or batch failed, was not found, or the backend/storage failed
+  2  usage or configuration error
+  3  a --timeout ran out (the job keeps running)
+"""
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are ``"module:attribute"`` strings imported on first use."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            module_name, attribute = self.lazy[cmd_name].split(":")
+            command = getattr(importlib.import_module(module_name), attribute)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"{self.lazy[cmd_name]} is not a click command: {command!r}")
+            return command
+        return super().get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; any non-click exception becomes one error line and an exit code."""
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            state = ctx.find_object(CliContext)
+            if state is not None and state.debug:
+                print_traceback(exc)
+            raise translate(exc, job_id=state.job_id if state else None) from exc
+
+
+class _StderrHandler(logging.Handler):
+    """Writes to whatever ``sys.stderr`` is at the time of each record."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:
+            self.handleError(record)
+
+
+def _configure_logging(debug: bool) -> Callable[[], None]:
+    """Library events to stderr (WARNING, or INFO with ``--debug``); returns the undo."""
+    root = logging.getLogger()
+    handler = _StderrHandler()
+    fmt = "%(levelname)s %(name)s: %(message)s" if debug else "%(message)s"
+    handler.setFormatter(logging.Formatter(fmt))
+    previous = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO if debug else logging.WARNING)
+
+    def undo() -> None:
+        root.removeHandler(handler)
+        root.setLevel(previous)
+
+    return undo
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy=_SUBCOMMANDS,
+    epilog=_EPILOG,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.option("--backend", help="Backend: local, gke or pathways. [default: resolved]")
+@click.option("--project", help="GCP project. [default: KINETIC_PROJECT, profile, ...]")
+@click.option("--zone", help="GCP zone of the cluster.")
+@click.option("--cluster", help="GKE cluster name.")
+@click.option("--namespace", help="Kubernetes namespace.")
+@click.option("--debug", is_flag=True, help="Log at INFO and show tracebacks of errors.")
+@click.version_option(package_name="kinetic", prog_name="kinetic")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    *,
+    backend: str | None,
+    project: str | None,
+    zone: str | None,
+    cluster: str | None,
+    namespace: str | None,
+    debug: bool,
+) -> None:
+    """Run, watch and collect Kinetic jobs and batches from a shell.
+
+    Settings not given here fall back to KINETIC_* environment variables, the active profile,
+    then defaults (see `kinetic config show`). Read commands take --json for scripts.
+    """
+    ctx.obj = CliContext(backend, project, zone, cluster, namespace, debug)
+    ctx.call_on_close(_configure_logging(debug))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point (``kinetic``, ``python -m kinetic``)."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="kinetic")

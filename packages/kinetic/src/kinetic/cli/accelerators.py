@@ -1,0 +1,66 @@
+"""``kinetic accelerators``: every name ``@kinetic.run(accelerator=...)`` accepts."""
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kinetic.cli import render
+
+if TYPE_CHECKING:
+    from kinetic_protocol.accelerators import Accelerator
+
+__all__ = ["accelerators"]
+
+
+@click.command()
+@click.option(
+    "--category",
+    type=click.Choice(["cpu", "gpu", "tpu"]),
+    help="Only this kind of accelerator.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def accelerators(category: str | None, as_json: bool) -> None:
+    """List the accelerator catalogue: category, GPUs or TPU chips, topology and hosts.
+
+    GPU names also take the bare type (`l4` means `gpu-l4`); TPU names also take a topology
+    (`tpu-v5litepod-2x4` means `tpu-v5e-8`). v3, v4 and v5p sizes count TensorCores (two per
+    chip), as Cloud TPU names do.
+    """
+    from kinetic_protocol.accelerators import parse_accelerator, valid_accelerator_names
+
+    catalogue = [parse_accelerator(name) for name in valid_accelerator_names()]
+    if category:
+        catalogue = [acc for acc in catalogue if acc.category == category]
+    if as_json:
+        render.emit_json([_document(acc) for acc in catalogue])
+        return
+    rows = [
+        [
+            acc.name,
+            acc.category,
+            str(acc.count) if acc.count else "",
+            acc.topology,
+            str(acc.hosts),
+            acc.k8s_accelerator,
+        ]
+        for acc in catalogue
+    ]
+    render.table(
+        ["NAME", "CATEGORY", "GPUS/CHIPS", "TOPOLOGY", "HOSTS", "GKE ACCELERATOR"],
+        rows,
+        empty="No accelerators match.",
+    )
+
+
+def _document(acc: "Accelerator") -> dict[str, Any]:
+    return {
+        "name": acc.name,
+        "category": acc.category,
+        "type": acc.type,
+        "count": acc.count,
+        "topology": acc.topology,
+        "hosts": acc.hosts,
+        "chips_per_host": acc.chips_per_host,
+        "multi_host": acc.multi_host,
+        "k8s_accelerator": acc.k8s_accelerator,
+    }

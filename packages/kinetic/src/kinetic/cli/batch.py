@@ -1,0 +1,336 @@
+"""``kinetic batch``: observe, collect, cancel and clean up the batches of ``run_async_map``.
+
+A batch is named by its group id (``grp-...``); every command reattaches to it from storage,
+so it works from any shell on any machine with access to the same project.
+"""
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kinetic.cli import render
+from kinetic.cli.context import CliContext, pass_cli
+from kinetic.cli.errors import Failed
+
+if TYPE_CHECKING:
+    from kinetic.batch import BatchHandle
+
+__all__ = ["batch"]
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+TIMEOUT_OPTION = click.option(
+    "--timeout", type=click.FloatRange(min=0), help="Give up after S seconds (exit 3)."
+)
+
+
+@click.group()
+def batch() -> None:
+    """Observe, collect, cancel and clean up batches (run_async_map)."""
+
+
+@batch.command("list")
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=20, show_default=True,
+    help="Show at most N batches, newest first (0: all).",
+)  # fmt: skip
+@JSON_OPTION
+@pass_cli
+def list_(cli: CliContext, limit: int, as_json: bool) -> None:
+    """List recent batches from storage (finished ones too, until cleaned up)."""
+    summaries = cli.list_batches()
+    summaries = sorted(summaries, key=lambda s: (s.created_at, s.group_id), reverse=True)
+    if limit:
+        summaries = summaries[:limit]
+    if as_json:
+        render.emit_json(
+            [
+                {
+                    "group_id": s.group_id,
+                    "name": s.name,
+                    "func_name": s.func_name,
+                    "total_expected": s.total_expected,
+                    "created_at": s.created_at,
+                    "tags": dict(s.tags),
+                }
+                for s in summaries
+            ]
+        )
+        return
+    rows = [
+        [
+            s.group_id,
+            s.name or "",
+            s.func_name,
+            str(s.total_expected),
+            s.created_at,
+            ",".join(f"{k}={v}" for k, v in sorted(s.tags.items())),
+        ]
+        for s in summaries
+    ]
+    render.table(
+        ["GROUP ID", "NAME", "FUNCTION", "INPUTS", "CREATED", "TAGS"],
+        rows,
+        empty="No batches found.",
+    )
+
+
+def _header(handle: "BatchHandle") -> dict[str, Any]:
+    return {"group_id": handle.group_id, "name": handle.name, "tags": dict(handle.tags)}
+
+
+@batch.command()
+@click.argument("group_id")
+@JSON_OPTION
+@pass_cli
+def status(cli: CliContext, group_id: str, as_json: bool) -> None:
+    """Count the inputs of GROUP_ID by state (exit 0 whatever they are)."""
+    from kinetic.cli.progress import tally
+
+    handle = cli.attach_batch(group_id)
+    counts, per_input = tally(handle)
+    if as_json:
+        jobs = handle.jobs
+        render.emit_json(
+            _header(handle)
+            | {
+                "counts": counts.as_dict(),
+                "jobs": [
+                    {"index": i, "job_id": job.job_id if job else None, "status": state}
+                    for (i, state), job in zip(per_input, jobs, strict=True)
+                ],
+            }
+        )
+        return
+    pairs = {"Batch": handle.group_id + (f" ({handle.name})" if handle.name else "")}
+    pairs["Inputs"] = str(counts.total)
+    render.key_values(pairs)
+    by_state = [
+        ("SUCCEEDED", counts.succeeded),
+        ("RUNNING", counts.running),
+        ("PENDING", counts.pending),
+        ("FAILED", counts.failed),
+        ("NOT_FOUND", counts.gone),
+        ("UNSUBMITTED", counts.unsubmitted),
+    ]
+    render.table(
+        ["STATE", "COUNT"],
+        [[state, str(n)] for state, n in by_state if n],
+        empty="The batch has no inputs.",
+        status_column=0,
+    )
+
+
+@batch.command()
+@click.argument("group_id")
+@click.option(
+    "--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+    help="Longest wait between refreshes, in seconds.",
+)  # fmt: skip
+@TIMEOUT_OPTION
+@JSON_OPTION
+@pass_cli
+def watch(
+    cli: CliContext, group_id: str, interval: float, timeout: float | None, as_json: bool
+) -> None:
+    """Show the progress of GROUP_ID live until it ends (exit 1 if any input failed).
+
+    On a terminal this is a progress bar; otherwise one plain line per change. With --json,
+    nothing is shown until the end, then the final counts.
+    """
+    from kinetic._waiting import Deadline
+    from kinetic.cli.progress import WatchDisplay, tally
+
+    handle = cli.attach_batch(group_id, follow=True)
+    deadline = Deadline(timeout)
+    display = WatchDisplay(handle.group_id, len(handle.jobs), live=False if as_json else None)
+    with display:
+        counts, _ = tally(handle)
+        if not as_json:
+            display.update(counts)
+        finished = False
+        while not finished:
+            remaining = deadline.remaining()
+            step = interval if remaining is None else min(interval, remaining)
+            try:
+                handle.wait(timeout=step)
+                finished = True
+            except TimeoutError:
+                if deadline.expired:
+                    raise TimeoutError(
+                        f"Batch {group_id} is still running after {timeout:g}s "
+                        f"({counts.summary()}); its jobs keep running."
+                    ) from None
+            counts, _ = tally(handle)
+            if not as_json:
+                display.update(counts)
+    if as_json:
+        render.emit_json(_header(handle) | {"counts": counts.as_dict(), "elapsed": display.elapsed})
+    else:
+        display.finish(counts)
+    if counts.failed:
+        raise Failed(f"{counts.failed} of {counts.total} inputs of batch {group_id} failed. "
+                     f"See: kinetic batch failures {group_id}")  # fmt: skip
+
+
+def _error_document(exc: BaseException) -> dict[str, str]:
+    return {
+        "type": getattr(exc, "exc_type", None) or type(exc).__name__,
+        "message": getattr(exc, "message", None) or str(exc),
+    }
+
+
+def _result_item(index: int, job_id: str | None, value: Any) -> dict[str, Any]:
+    item: dict[str, Any] = {"index": index, "job_id": job_id}
+    if isinstance(value, BaseException):
+        return item | {"ok": False, "error": _error_document(value)}
+    if render.jsonable(value):
+        return item | {"ok": True, "value": value}
+    return item | {"ok": True, "value": None, "repr": repr(value)}
+
+
+@batch.command()
+@click.argument("group_id")
+@TIMEOUT_OPTION
+@click.option(
+    "--cleanup/--no-cleanup", default=True, show_default=True,
+    help="Delete each successful child's resource and artifacts once its result is read.",
+)  # fmt: skip
+@click.option(
+    "--out", "out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write the results to FILE as JSON instead of printing them.",
+)  # fmt: skip
+@JSON_OPTION
+@pass_cli
+def results(
+    cli: CliContext,
+    group_id: str,
+    *,
+    timeout: float | None,
+    cleanup: bool,
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    """Wait for GROUP_ID and print every input's result, in input order.
+
+    Failed inputs show their exception; the command then exits 1. Values that JSON cannot
+    hold are shown (and written) as their repr.
+    """
+    handle = cli.attach_batch(group_id, follow=True)
+    values = handle.results(timeout=timeout, cleanup=cleanup, return_exceptions=True)
+    jobs = handle.jobs
+    items = [
+        _result_item(i, job.job_id if job else None, value)
+        for i, (job, value) in enumerate(zip(jobs, values, strict=True))
+    ]
+    failed = [item for item in items if not item["ok"]]
+    document = _header(handle) | {"results": items}
+    if out is not None:
+        out.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    if as_json:
+        render.emit_json(document)
+    elif out is not None:
+        click.echo(f"Wrote {len(items)} results ({len(failed)} failed) to {out}.")
+    else:
+        rows = [
+            [
+                str(item["index"]),
+                "SUCCEEDED" if item["ok"] else "FAILED",
+                render.format_value(value, compact=True)
+                if item["ok"]
+                else "{type}: {message}".format(**item["error"]),
+            ]
+            for item, value in zip(items, values, strict=True)
+        ]
+        render.table(["INPUT", "STATUS", "RESULT"], rows, empty="The batch has no inputs.",
+                     status_column=1)  # fmt: skip
+    if failed:
+        raise Failed(f"{len(failed)} of {len(items)} inputs of batch {group_id} failed. "
+                     f"See: kinetic batch failures {group_id}")  # fmt: skip
+
+
+@batch.command()
+@click.argument("group_id")
+@click.option(
+    "--tail", "-n", type=click.IntRange(min=0), default=20, show_default=True,
+    help="Log lines to show per failed job.",
+)  # fmt: skip
+@JSON_OPTION
+@pass_cli
+def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
+    """Show each failed input of GROUP_ID with the tail of its logs."""
+    handle = cli.attach_batch(group_id)
+    entries: list[dict[str, Any]] = []
+    for job in handle.failures():
+        state = job.status_detail()
+        entries.append(
+            {
+                "index": job.group_index,
+                "job_id": job.job_id,
+                "status": state.status.value,
+                "description": state.describe(),
+                "logs": job.tail(tail) if tail else "",
+            }
+        )
+    for index, exc in sorted(handle.submission_failures.items()):
+        entries.append(
+            {
+                "index": index,
+                "job_id": None,
+                "status": "SUBMISSION_FAILED",
+                "description": "could not be submitted",
+                "error": _error_document(exc),
+                "logs": "",
+            }
+        )
+    entries.sort(key=lambda e: (e["index"] is None, e["index"] or 0))
+    if as_json:
+        render.emit_json(_header(handle) | {"failures": entries})
+        return
+    if not entries:
+        click.echo(f"No failed inputs in batch {group_id}.", err=True)
+        return
+    styled = render.is_terminal()
+    for entry in entries:
+        title = f"[{entry['index']}] {entry['job_id'] or '(not submitted)'}  {entry['description']}"
+        click.echo(click.style(title, bold=True, fg="red") if styled else title)
+        if "error" in entry:
+            click.echo("    {type}: {message}".format(**entry["error"]))
+        for line in entry["logs"].rstrip("\n").splitlines():
+            click.echo(f"    {line}")
+        if entry["job_id"]:
+            click.echo(f"    (full output: kinetic jobs logs {entry['job_id']})")
+
+
+@batch.command()
+@click.argument("group_id")
+@pass_cli
+def cancel(cli: CliContext, group_id: str) -> None:
+    """Cancel every unfinished job of GROUP_ID; stored artifacts are kept."""
+    handle = cli.attach_batch(group_id)
+    handle.cancel()
+    click.echo(
+        f"Cancelled the unfinished jobs of batch {group_id}. Artifacts are kept; remove "
+        f"everything with `kinetic batch cleanup {group_id}`."
+    )
+
+
+@batch.command()
+@click.argument("group_id")
+@click.option("--k8s/--no-k8s", default=True, help="Delete each child's backend resource.")
+@click.option(
+    "--gcs/--no-gcs", default=True,
+    help="Delete each child's artifacts and the batch's records (it cannot be reattached).",
+)  # fmt: skip
+@pass_cli
+def cleanup(cli: CliContext, group_id: str, k8s: bool, gcs: bool) -> None:
+    """Delete what GROUP_ID left behind."""
+    if not (k8s or gcs):
+        raise click.UsageError("--no-k8s together with --no-gcs leaves nothing to clean up.")
+    handle = cli.attach_batch(group_id)
+    handle.cleanup(k8s=k8s, gcs=gcs)
+    removed = " and ".join(
+        what for what, on in (("backend resources", k8s), ("stored records", gcs)) if on
+    )
+    click.echo(f"Cleaned up batch {group_id}: removed its {removed}.")

@@ -1,0 +1,186 @@
+"""``kinetic jobs``: every JobHandle operation of the "Python and CLI side by side" table.
+
+====================  ===========================================
+Python                CLI
+====================  ===========================================
+kinetic.attach(id)    (every command below takes the job id)
+kinetic.list_jobs()   kinetic jobs list
+job.status()          kinetic jobs status ID
+job.tail(n=N)         kinetic jobs logs ID --tail N
+job.logs(follow=True) kinetic jobs logs ID --follow
+job.result()          kinetic jobs result ID [--timeout S] [--no-cleanup]
+job.cancel()          kinetic jobs cancel ID
+job.cleanup(...)      kinetic jobs cleanup ID [--no-k8s] [--no-gcs]
+====================  ===========================================
+"""
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kinetic.cli import render
+from kinetic.cli.context import CliContext, pass_cli
+
+if TYPE_CHECKING:
+    from kinetic_protocol import JobState
+
+    from kinetic.jobs import JobHandle
+
+__all__ = ["jobs"]
+
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+
+
+@click.group()
+def jobs() -> None:
+    """Observe, collect, cancel and clean up detached jobs."""
+
+
+def _job_document(job: "JobHandle", state: "JobState | None") -> dict[str, Any]:
+    document = job.to_dict()
+    if state is not None:
+        document.update(
+            status=state.status.value,
+            status_detail=state.detail,
+            exit_code=state.exit_code,
+            description=state.describe(),
+        )
+    return document
+
+
+@jobs.command("list")
+@JSON_OPTION
+@pass_cli
+def list_(cli: CliContext, as_json: bool) -> None:
+    """List the jobs the backend still holds, with their status."""
+    found = sorted(cli.list_jobs(), key=lambda job: (job.created_at, job.job_id), reverse=True)
+    states = [(job, job.status_detail()) for job in found]
+    if as_json:
+        render.emit_json([_job_document(job, state) for job, state in states])
+        return
+    rows = [
+        [
+            job.job_id,
+            job.func_name,
+            job.accelerator,
+            state.describe(),
+            job.created_at,
+            f"{job.group_id}[{job.group_index}]" if job.group_id else "",
+        ]
+        for job, state in states
+    ]
+    render.table(
+        ["JOB ID", "FUNCTION", "ACCELERATOR", "STATUS", "CREATED", "BATCH"],
+        rows,
+        empty="No jobs found.",
+        status_column=3,
+    )
+
+
+@jobs.command()
+@click.argument("job_id")
+@JSON_OPTION
+@pass_cli
+def status(cli: CliContext, job_id: str, as_json: bool) -> None:
+    """Show the status of JOB_ID and the backend's reason for it (exit 0 whatever it is)."""
+    job = cli.attach(job_id)
+    state = job.status_detail()
+    if as_json:
+        render.emit_json(_job_document(job, state))
+        return
+    pairs = {
+        "Job": job.job_id,
+        "Status": state.describe(),
+        "Function": job.func_name,
+        "Accelerator": job.accelerator,
+        "Backend": job.backend,
+        "Created": job.created_at,
+    }
+    if job.group_id:
+        pairs["Batch"] = f"{job.group_id} (input {job.group_index})"
+    render.key_values(pairs)
+
+
+@jobs.command()
+@click.argument("job_id")
+@click.option("--follow", "-f", is_flag=True, help="Stream the output until the job ends.")
+@click.option("--tail", "-n", type=click.IntRange(min=0), help="Only the last N lines.")
+@JSON_OPTION
+@pass_cli
+def logs(cli: CliContext, job_id: str, follow: bool, tail: int | None, as_json: bool) -> None:
+    """Print the output of JOB_ID (stdout and stderr of the job)."""
+    if follow and (tail is not None or as_json):
+        raise click.UsageError("--follow streams the output; it cannot be combined with "
+                               "--tail or --json.")  # fmt: skip
+    job = cli.attach(job_id)
+    if follow:
+        job.logs(follow=True)
+        return
+    text = job.tail(tail) if tail is not None else (job.logs() or "")
+    if as_json:
+        render.emit_json({"job_id": job.job_id, "logs": text})
+    elif text:
+        click.echo(text, nl=not text.endswith("\n"))
+    else:
+        click.echo(f"Job {job.job_id} has no output (yet).", err=True)
+
+
+@jobs.command()
+@click.argument("job_id")
+@click.option("--timeout", type=click.FloatRange(min=0), help="Give up after S seconds (exit 3).")
+@click.option(
+    "--cleanup/--no-cleanup",
+    default=None,
+    help="Delete the job's resource and artifacts after a successful collection. "
+    "[default: cleanup, except for debug jobs]",
+)
+@JSON_OPTION
+@pass_cli
+def result(
+    cli: CliContext, job_id: str, timeout: float | None, cleanup: bool | None, as_json: bool
+) -> None:
+    """Wait for JOB_ID and print its return value.
+
+    A failed job prints the remote exception and the tail of its traceback, and exits 1.
+    Values that JSON cannot hold print as their repr.
+    """
+    job = cli.attach(job_id)
+    value = job.result(timeout=timeout, cleanup=cleanup)
+    if as_json:
+        ok = render.jsonable(value)
+        render.emit_json(
+            {"job_id": job.job_id, "value": value if ok else None}
+            | ({} if ok else {"repr": repr(value)})
+        )
+        return
+    click.echo(render.format_value(value))
+
+
+@jobs.command()
+@click.argument("job_id")
+@pass_cli
+def cancel(cli: CliContext, job_id: str) -> None:
+    """Stop JOB_ID and delete its backend resource; stored artifacts are kept."""
+    job = cli.attach(job_id)
+    job.cancel()
+    click.echo(
+        f"Cancelled {job.job_id}. Its stored artifacts are kept; remove them with "
+        f"`kinetic jobs cleanup {job.job_id}`."
+    )
+
+
+@jobs.command()
+@click.argument("job_id")
+@click.option("--k8s/--no-k8s", default=True, help="Delete the backend resource (Job/pod).")
+@click.option("--gcs/--no-gcs", default=True, help="Delete the stored artifacts.")
+@pass_cli
+def cleanup(cli: CliContext, job_id: str, k8s: bool, gcs: bool) -> None:
+    """Delete what JOB_ID left behind. Files under KINETIC_OUTPUT_DIR are always kept."""
+    if not (k8s or gcs):
+        raise click.UsageError("--no-k8s together with --no-gcs leaves nothing to clean up.")
+    job = cli.attach(job_id)
+    job.cleanup(k8s=k8s, gcs=gcs)
+    removed = " and ".join(
+        what for what, on in (("backend resource", k8s), ("stored artifacts", gcs)) if on
+    )
+    click.echo(f"Cleaned up {job.job_id}: removed its {removed}.")

@@ -1,0 +1,140 @@
+"""The generated Dockerfile and build context: bases, layer order, uv, no project code."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from kinetic.images import BASE_IMAGES, build_context, discover_requirements
+from kinetic.images.dockerfile import CUDA_BASE_IMAGE, LIBTPU_FIND_LINKS, Category
+from kinetic.images.requirements import Requirements
+from kinetic_protocol.errors import ConfigError
+
+WriteFiles = Callable[[Path, dict[str, str]], Path]
+"""The ``write`` fixture: create files (relative path -> text) under a root, return it."""
+
+
+def _reqs(*lines: str) -> Requirements:
+    return Requirements(lines=lines, source="test")
+
+
+def _instructions(dockerfile: str) -> list[str]:
+    """Instruction keywords in order, ignoring comments and continuation lines."""
+    out = []
+    for line in dockerfile.splitlines():
+        if line and not line.startswith(("#", " ")):
+            out.append(line.split()[0])
+    return out
+
+
+def test_choice_table_is_explicit_for_every_category() -> None:
+    assert set(BASE_IMAGES) == {"cpu", "gpu", "tpu"}
+    assert BASE_IMAGES["gpu"] == CUDA_BASE_IMAGE
+    assert CUDA_BASE_IMAGE.startswith("nvidia/cuda:12.")
+    assert "-runtime-" in CUDA_BASE_IMAGE
+
+
+@pytest.mark.parametrize(
+    ("category", "base"),
+    [
+        ("cpu", "python:3.12-slim"),
+        ("tpu", "python:3.12-slim"),
+        ("gpu", "nvidia/cuda:12.4.1-runtime-ubuntu22.04"),
+    ],
+)
+def test_each_category_starts_from_its_base_image(category: Category, base: str) -> None:
+    ctx = build_context(
+        _reqs("numpy"), category=category, kinetic_version="1.2.3", python_version="3.12.4"
+    )
+    assert ctx.dockerfile.splitlines()[2] == f"FROM {base}"
+    assert ctx.base_image == base
+    assert ctx.python_version == "3.12"
+
+
+def test_gpu_image_installs_the_users_python_with_uv() -> None:
+    ctx = build_context(_reqs(), category="gpu", kinetic_version="1.0", python_version="3.11")
+    assert "RUN uv python install 3.11 && uv venv /opt/venv --python 3.11" in ctx.dockerfile
+
+
+def test_cpu_image_uses_the_base_images_python() -> None:
+    ctx = build_context(_reqs(), category="cpu", kinetic_version="1.0", python_version="3.11")
+    assert "uv venv /opt/venv --python /usr/local/bin/python3.11" in ctx.dockerfile
+    assert "uv python install" not in ctx.dockerfile
+
+
+def test_layers_run_heavy_first_and_runtime_is_pinned_with_the_user_requirements() -> None:
+    ctx = build_context(
+        _reqs("torch==2.3.0"), category="gpu", kinetic_version="0.4.2", python_version="3.11"
+    )
+    text = ctx.dockerfile
+    assert _instructions(text) == [
+        "FROM",
+        "COPY",  # uv binary
+        "ENV",
+        "RUN",  # apt: certificates
+        "RUN",  # python + venv
+        "COPY",  # requirements
+        "RUN",  # one install: requirements + runtime
+        "WORKDIR",
+        "CMD",
+    ]
+    assert text.index("FROM") < text.index("uv python install") < text.index("COPY requirements")
+    install = next(line for line in text.splitlines() if "uv pip install" in line)
+    assert "-r /opt/kinetic/requirements.txt" in install
+    assert "'kinetic-runtime[gcs]==0.4.2'" in install
+    assert "COPY --from=ghcr.io/astral-sh/uv:" in text
+    assert "pip install" not in text.replace("uv pip install", "")
+
+
+def test_build_context_holds_only_the_dockerfile_and_requirements(
+    write: WriteFiles, tmp_path: Path
+) -> None:
+    write(
+        tmp_path,
+        {
+            "requirements.txt": "numpy\n",
+            "train.py": "print('hello')\n",
+            "pkg/__init__.py": "",
+        },
+    )
+    ctx = build_context(discover_requirements(tmp_path), category="cpu", kinetic_version="1.0")
+    assert set(ctx.files) == {"Dockerfile", "requirements.txt"}
+    assert ctx.files["requirements.txt"] == b"numpy\n"
+    for instruction in ("COPY . ", "ADD ", "train.py", "pkg/"):
+        assert instruction not in ctx.dockerfile
+
+
+def test_without_requirements_there_is_no_requirements_file() -> None:
+    ctx = build_context(_reqs(), category="cpu", kinetic_version="1.0")
+    assert set(ctx.files) == {"Dockerfile"}
+    assert "-r " not in ctx.dockerfile
+    assert "kinetic-runtime[gcs]==1.0" in ctx.dockerfile
+
+
+@pytest.mark.parametrize(
+    ("lines", "expect_index"),
+    [(("jax[tpu]>=0.4",), True), (("libtpu-nightly",), True), (("jax",), False), ((), False)],
+)
+def test_tpu_adds_the_libtpu_index_only_when_requirements_ask(
+    lines: tuple[str, ...], expect_index: bool
+) -> None:
+    ctx = build_context(_reqs(*lines), category="tpu", kinetic_version="1.0")
+    assert (LIBTPU_FIND_LINKS in ctx.dockerfile) is expect_index
+    # Kinetic never adds jax itself: it only reaches the image through requirements.txt.
+    assert "jax" not in ctx.dockerfile.replace(LIBTPU_FIND_LINKS, "")
+
+
+def test_cpu_never_adds_the_libtpu_index() -> None:
+    ctx = build_context(_reqs("jax[tpu]"), category="cpu", kinetic_version="1.0")
+    assert LIBTPU_FIND_LINKS not in ctx.dockerfile
+
+
+def test_python_version_defaults_to_this_interpreter() -> None:
+    import sys
+
+    ctx = build_context(_reqs(), category="cpu", kinetic_version="1.0")
+    assert ctx.python_version == f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def test_bad_python_version_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="'three'"):
+        build_context(_reqs(), category="cpu", kinetic_version="1.0", python_version="three")

@@ -1,0 +1,127 @@
+"""Requirements discovery: requirements.txt first, else the nearest pyproject.toml."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from kinetic.images import discover_requirements, prebuilt_requirements
+from kinetic_protocol.errors import ConfigError
+
+WriteFiles = Callable[[Path, dict[str, str]], Path]
+"""The ``write`` fixture: create files (relative path -> text) under a root, return it."""
+
+
+def test_requirements_txt_drops_comments_blank_lines_and_joins_continuations(
+    write: WriteFiles,
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path,
+        {
+            "requirements.txt": (
+                "# a comment\n\nnumpy==1.26.4  # pinned\n"
+                "  requests>=2 \\\n   ; python_version >= '3.8'\n"
+                "--extra-index-url https://example.com/simple\n"
+                "pkg @ https://example.com/pkg.whl#sha256=abc\n"
+            ),
+        },
+    )
+    reqs = discover_requirements(tmp_path)
+    assert reqs.lines == (
+        "numpy==1.26.4",
+        "requests>=2 ; python_version >= '3.8'",
+        "--extra-index-url https://example.com/simple",
+        "pkg @ https://example.com/pkg.whl#sha256=abc",
+    )
+    assert reqs.source == str(tmp_path / "requirements.txt")
+
+
+def test_requirements_txt_wins_over_pyproject(write: WriteFiles, tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "requirements.txt": "from-requirements\n",
+            "pyproject.toml": '[project]\nname = "x"\ndependencies = ["from-pyproject"]\n',
+        },
+    )
+    assert prebuilt_requirements(tmp_path) == ["from-requirements"]
+
+
+def test_pyproject_dependencies_are_used_without_requirements_txt(
+    write: WriteFiles, tmp_path: Path
+) -> None:
+    write(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                '[project]\nname = "x"\n'
+                'dependencies = ["jax[tpu]>=0.4", "  optax  ", ""]\n'
+                '[project.optional-dependencies]\ndev = ["pytest"]\n'
+            )
+        },
+    )
+    assert prebuilt_requirements(tmp_path) == ["jax[tpu]>=0.4", "optax"]
+
+
+def test_nearest_pyproject_in_a_parent_directory_is_found(
+    write: WriteFiles, tmp_path: Path
+) -> None:
+    write(tmp_path, {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["parent-dep"]\n'})
+    sub = tmp_path / "src" / "app"
+    sub.mkdir(parents=True)
+    assert prebuilt_requirements(sub) == ["parent-dep"]
+
+
+def test_no_requirements_anywhere_gives_an_empty_list(tmp_path: Path) -> None:
+    assert not any((d / "pyproject.toml").exists() for d in (tmp_path, *tmp_path.parents))
+    reqs = discover_requirements(tmp_path)
+    assert reqs.lines == ()
+    assert reqs.source == ""
+
+
+def test_pyproject_without_dependencies_gives_an_empty_list(
+    write: WriteFiles, tmp_path: Path
+) -> None:
+    write(tmp_path, {"pyproject.toml": '[project]\nname = "x"\n'})
+    assert prebuilt_requirements(tmp_path) == []
+
+
+def test_includes_are_inlined(write: WriteFiles, tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "requirements.txt": "-r base.txt\nlocal-top\n",
+            "base.txt": "# base\nbase-dep==1\n--requirement=more/extra.txt\n",
+            "more/extra.txt": "extra-dep\n",
+        },
+    )
+    assert prebuilt_requirements(tmp_path) == ["base-dep==1", "extra-dep", "local-top"]
+
+
+def test_a_self_including_file_is_reported(write: WriteFiles, tmp_path: Path) -> None:
+    write(tmp_path, {"requirements.txt": "-r requirements.txt\n"})
+    with pytest.raises(ConfigError, match="includes itself"):
+        discover_requirements(tmp_path)
+
+
+@pytest.mark.parametrize("line", ["-e .", ".", "./libs/mine", "/abs/pkg", "file:///x/y"])
+def test_local_path_requirements_are_rejected_with_advice(
+    write: WriteFiles, tmp_path: Path, line: str
+) -> None:
+    write(tmp_path, {"requirements.txt": f"ok-dep\n{line}\n"})
+    with pytest.raises(ConfigError, match="local path") as info:
+        discover_requirements(tmp_path)
+    assert repr(line) in str(info.value)
+    assert "code bundle" in str(info.value)
+
+
+def test_malformed_pyproject_is_a_clear_config_error(write: WriteFiles, tmp_path: Path) -> None:
+    write(tmp_path, {"pyproject.toml": "[project\n"})
+    with pytest.raises(ConfigError, match=r"pyproject\.toml"):
+        discover_requirements(tmp_path)
+
+
+def test_non_list_dependencies_are_rejected(write: WriteFiles, tmp_path: Path) -> None:
+    write(tmp_path, {"pyproject.toml": '[project]\nname = "x"\ndependencies = "numpy"\n'})
+    with pytest.raises(ConfigError, match="list of strings"):
+        discover_requirements(tmp_path)

@@ -1,0 +1,107 @@
+"""User functions for the scenario suite, as a user's own module would define them.
+
+The jobs import this module by name (``scenario_funcs``) from the code bundle, exactly as they
+would import a module of a user's project, so nothing here may import test-only packages.
+Functions that wait take a *gate*: a file path the test creates when the job may go on, so a
+test observes a running job without sleeping.
+"""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ScenarioError",
+    "add",
+    "env_snapshot",
+    "fail_with",
+    "hold",
+    "print_then_hold",
+    "return_generator",
+    "return_lock",
+    "spawn_child_and_hold",
+    "write_output",
+]
+
+GATE_TIMEOUT_S = 60.0
+"""A job never waits longer than this for its gate, so a broken test cannot leave it behind."""
+
+
+class ScenarioError(Exception):
+    """A user-defined exception type that the client must re-raise as itself."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message, code)
+        self.code = code
+
+    def __str__(self) -> str:
+        return f"{self.args[0]} (code {self.code})"
+
+
+def _wait_for(gate: str) -> None:
+    deadline = time.monotonic() + GATE_TIMEOUT_S
+    while not os.path.exists(gate):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gate {gate} never opened")
+        time.sleep(0.005)
+
+
+def add(a: int, b: int = 0) -> int:
+    return a + b
+
+
+def hold(gate: str, value: Any = None, started: str | None = None) -> Any:
+    """Mark ``started`` (if given), wait for ``gate``, return ``value``."""
+    if started:
+        Path(started).write_text(str(os.getpid()))
+    _wait_for(gate)
+    return value
+
+
+def print_then_hold(lines: list[str], gate: str) -> int:
+    for line in lines:
+        print(line, flush=True)
+    _wait_for(gate)
+    print("after the gate", flush=True)
+    return len(lines)
+
+
+def fail_with(message: str, code: int) -> None:
+    raise ScenarioError(message, code)
+
+
+def spawn_child_and_hold(pid_file: str) -> None:
+    """Start a grandchild process, publish both pids, then run until killed."""
+    child = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(1)"])
+    tmp = pid_file + ".tmp"
+    Path(tmp).write_text(f"{os.getpid()} {child.pid}")
+    os.replace(tmp, pid_file)
+    deadline = time.monotonic() + GATE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.kill()
+
+
+def env_snapshot(prefix: str) -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith(prefix)}
+
+
+def write_output(name: str, text: str) -> dict[str, str]:
+    """Write a file into ``KINETIC_OUTPUT_DIR`` and say where it went."""
+    out = os.environ["KINETIC_OUTPUT_DIR"]
+    path = Path(out, name)
+    path.write_text(text)
+    return {"output_dir": out, "path": str(path), "job_id": os.environ.get("KINETIC_JOB_ID", "")}
+
+
+def return_generator() -> Iterator[int]:
+    return (i for i in range(3))
+
+
+def return_lock() -> Any:
+    return threading.Lock()

@@ -1,0 +1,112 @@
+"""Helpers shared by the scenario tests: waiting on conditions, processes, scripts, the store."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import kinetic
+from kinetic.backends import get_backend
+from kinetic.config import resolve_settings
+from kinetic_protocol import ObjectStore
+from kinetic_runtime.stores import open_store
+
+__all__ = [
+    "ScenarioBackend",
+    "pid_gone",
+    "run_script",
+    "wait_until",
+]
+
+_T = TypeVar("_T")
+DEFAULT_DEADLINE_S = 30.0
+
+
+def wait_until(
+    condition: Callable[[], _T], what: str, *, timeout: float = DEFAULT_DEADLINE_S
+) -> _T:
+    """Poll ``condition`` until it returns something truthy; fail naming ``what`` at the deadline."""
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+def pid_gone(pid: int) -> bool:
+    """True when ``pid`` has exited; a zombie awaiting its reaper counts as exited."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    except OSError:  # no procfs (macOS): ask the kernel instead
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state in {"Z", "X"}
+
+
+@dataclass(frozen=True)
+class ScenarioBackend:
+    """The backend a scenario runs against; scenarios only use ``name`` and the methods here."""
+
+    name: str
+
+    def decorate(self, **options: Any) -> Callable[[Callable[..., Any]], Any]:
+        """``kinetic.run(accelerator="cpu", backend=<name>, **options)``."""
+        return kinetic.run(**{"accelerator": "cpu", "backend": self.name, **options})
+
+    def store(self) -> ObjectStore:
+        """The object store this backend's jobs keep their artifacts in (as resolved now)."""
+        settings = resolve_settings(backend=self.name, quiet=True)
+        return open_store(get_backend(self.name, settings.backend_settings()).store_uri)
+
+
+def run_script(
+    source: str, cwd: Path, *, name: str = "script.py", timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Write ``source`` (dedented) to ``cwd/name`` and run it with this interpreter.
+
+    The script inherits the test's environment (``KINETIC_HOME`` and friends). A non-zero exit
+    fails the test with the script's output.
+    """
+    cwd.mkdir(parents=True, exist_ok=True)
+    path = cwd / name
+    path.write_text(textwrap.dedent(source))
+    done = subprocess.run(
+        [sys.executable, str(path)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise AssertionError(
+            f"{name} exited {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+        )
+    return done
+
+
+def local_job_pids(kinetic_home: Path) -> Iterator[int]:
+    """Supervisor pids (= process group ids) of every local job under ``kinetic_home``."""
+    jobs = kinetic_home / "local" / "jobs"
+    if not jobs.is_dir():
+        return
+    for job_dir in jobs.iterdir():
+        with suppress(FileNotFoundError, ValueError):
+            yield int((job_dir / "supervisor.pid").read_text())
