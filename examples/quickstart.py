@@ -41,7 +41,7 @@ def main() -> None:
 
     # 2. A small sweep: one job per input, results in input order.
     batch = train.run_async_map([0.01, 0.05, 0.1, 0.2], max_concurrent=2, name="lr-sweep")
-    print(f"batch {batch.group_id}: {batch.status_counts()}")
+    print(f"batch {batch.group_id}: {len(batch.jobs)} inputs, at most 2 running at once")
     losses = [r["final_loss"] for r in batch.results()]
     print(f"sweep losses: {losses}")
     print("done")

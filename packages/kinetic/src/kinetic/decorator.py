@@ -1,5 +1,6 @@
 """``@kinetic.run(...)``: the decorator and the remote function it returns."""
 
+import copy
 import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
@@ -64,6 +65,11 @@ class RemoteFunction(Generic[P, R]):
             name=name,
             tags=tags,
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the plain function: inside a job, a call to another remote function runs
+        inline, and the job needs only ``kinetic-runtime``, not ``kinetic``, to load it."""
+        return (copy.copy, (self.__wrapped__,))
 
     def __repr__(self) -> str:
         return f"<kinetic remote function {self.__qualname__} on {self.options.accelerator.name}>"

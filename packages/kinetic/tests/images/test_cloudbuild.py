@@ -5,7 +5,6 @@ import gzip
 import hashlib
 import io
 import tarfile
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -213,6 +212,7 @@ def test_a_build_that_outlives_the_timeout_is_cancelled(cloudbuild_client: Any) 
         with pytest.raises(ImageBuildError) as info:
             impatient.build(_ctx(), URI)
         assert info.value.status == "TIMEOUT"
+        assert "was cancelled" in str(info.value)
         [build] = slow.state.builds.values()
         assert build["status"] == "CANCELLED"
 

@@ -1,6 +1,7 @@
 """``BatchHandle``: observe, collect, cancel and clean up a batch as one thing."""
 
 import collections
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -99,9 +100,12 @@ class BatchHandle:
         low, high = self._backend.poll_bounds
         backoff = Backoff(min(low, poll_interval), min(high, poll_interval))
         seen = 0
+        poll_cost = 0.0
         while True:
             if not self._state.submitter_retries:
+                began = time.monotonic()
                 self._observe()
+                poll_cost = time.monotonic() - began
             with self._state.lock:
                 fresh = self._state.settle_order[seen:]
                 seen += len(fresh)
@@ -116,8 +120,10 @@ class BatchHandle:
                     f"Batch {self.group_id} is not done after {timeout:g}s "
                     f"({self.status_counts()}); its jobs keep running. Call batch.cancel() to stop them."
                 )
+            # Never spend more than about half the time polling, however many children.
+            delay = max(backoff.next_delay, poll_cost)
             remaining = deadline.remaining()
-            delay = backoff.next_delay if remaining is None else min(backoff.next_delay, remaining)
+            delay = delay if remaining is None else min(delay, remaining)
             self._state.wait_for_change(delay)
             backoff.advance()
 

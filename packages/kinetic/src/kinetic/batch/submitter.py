@@ -7,6 +7,7 @@ children change and slow down while nothing does.
 
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -79,6 +80,7 @@ class Submitter:
         self.inflight: dict[Future[JobHandle], tuple[int, int]] = {}
         self.active: dict[int, JobHandle] = {}
         self.thread: threading.Thread | None = None
+        self.poll_cost = 0.0
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -146,10 +148,11 @@ class Submitter:
 
     def _pause(self, backoff: Backoff) -> None:
         """Wait for a submission to finish, a stop, or the next poll, whichever comes first."""
+        delay = max(backoff.next_delay, self.poll_cost)  # polling stays under half the time
         if self.inflight:
-            wait(list(self.inflight), timeout=backoff.next_delay, return_when=FIRST_COMPLETED)
+            wait(list(self.inflight), timeout=delay, return_when=FIRST_COMPLETED)
         else:
-            self.state.stopping.wait(backoff.next_delay)
+            self.state.stopping.wait(delay)
         backoff.advance()
 
     def _submit_one(self, index: int, attempt: int) -> JobHandle:
@@ -186,7 +189,9 @@ class Submitter:
     def _watch(self) -> bool:
         """One poll of every active child; settles, retries and applies fail-fast."""
         handles = list(self.active.items())
+        began = time.monotonic()
         states = self.target.backend.statuses([job.record for _, job in handles])
+        self.poll_cost = time.monotonic() - began
         changed = False
         for index, job in handles:
             state = effective_state(job, states[job.job_id])

@@ -59,8 +59,8 @@ class LazyGroup(click.Group):
         """Run the command; any non-click exception becomes one error line and an exit code."""
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise
+        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
+            raise  # click reports these itself (a closed pipe exits quietly)
         except Exception as exc:
             state = ctx.find_object(CliContext)
             if state is not None and state.debug:

@@ -20,8 +20,9 @@ __all__ = ["accelerators"]
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def accelerators(category: str | None, as_json: bool) -> None:
-    """List the accelerator catalogue: category, GPUs or TPU chips, topology and hosts.
+    """List every accelerator name and its shape.
 
+    Shows category, GPUs or TPU chips, topology and hosts.
     GPU names also take the bare type (`l4` means `gpu-l4`); TPU names also take a topology
     (`tpu-v5litepod-2x4` means `tpu-v5e-8`). v3, v4 and v5p sizes count TensorCores (two per
     chip), as Cloud TPU names do.

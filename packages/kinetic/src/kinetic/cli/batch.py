@@ -5,6 +5,7 @@ so it works from any shell on any machine with access to the same project.
 """
 
 import json
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ TIMEOUT_OPTION = click.option(
 
 @click.group()
 def batch() -> None:
-    """Observe, collect, cancel and clean up batches (run_async_map)."""
+    """Observe, collect, cancel and clean up batches (from run_async_map)."""
 
 
 @batch.command("list")
@@ -38,7 +39,10 @@ def batch() -> None:
 @JSON_OPTION
 @pass_cli
 def list_(cli: CliContext, limit: int, as_json: bool) -> None:
-    """List recent batches from storage (finished ones too, until cleaned up)."""
+    """List recent batches from storage.
+
+    Finished batches are listed too, until they are cleaned up.
+    """
     summaries = cli.list_batches()
     summaries = sorted(summaries, key=lambda s: (s.created_at, s.group_id), reverse=True)
     if limit:
@@ -85,7 +89,10 @@ def _header(handle: "BatchHandle") -> dict[str, Any]:
 @JSON_OPTION
 @pass_cli
 def status(cli: CliContext, group_id: str, as_json: bool) -> None:
-    """Count the inputs of GROUP_ID by state (exit 0 whatever they are)."""
+    """Count the inputs of GROUP_ID by state.
+
+    Exits 0 whatever the states are: the read worked.
+    """
     from kinetic.cli.progress import tally
 
     handle = cli.attach_batch(group_id)
@@ -134,16 +141,16 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
 def watch(
     cli: CliContext, group_id: str, interval: float, timeout: float | None, as_json: bool
 ) -> None:
-    """Show the progress of GROUP_ID live until it ends (exit 1 if any input failed).
+    """Show live progress of GROUP_ID until it ends.
 
+    Exits 1 if any input failed.
     On a terminal this is a progress bar; otherwise one plain line per change. With --json,
     nothing is shown until the end, then the final counts.
     """
-    from kinetic._waiting import Deadline
     from kinetic.cli.progress import WatchDisplay, tally
 
     handle = cli.attach_batch(group_id, follow=True)
-    deadline = Deadline(timeout)
+    stop_at = None if timeout is None else time.monotonic() + timeout
     display = WatchDisplay(handle.group_id, len(handle.jobs), live=False if as_json else None)
     with display:
         counts, _ = tally(handle)
@@ -151,13 +158,14 @@ def watch(
             display.update(counts)
         finished = False
         while not finished:
-            remaining = deadline.remaining()
-            step = interval if remaining is None else min(interval, remaining)
+            step = (
+                interval if stop_at is None else max(0.0, min(interval, stop_at - time.monotonic()))
+            )
             try:
                 handle.wait(timeout=step)
                 finished = True
             except TimeoutError:
-                if deadline.expired:
+                if stop_at is not None and time.monotonic() >= stop_at:
                     raise TimeoutError(
                         f"Batch {group_id} is still running after {timeout:g}s "
                         f"({counts.summary()}); its jobs keep running."
@@ -212,8 +220,9 @@ def results(
     out: Path | None,
     as_json: bool,
 ) -> None:
-    """Wait for GROUP_ID and print every input's result, in input order.
+    """Wait for GROUP_ID and print each input's result.
 
+    Results are in input order.
     Failed inputs show their exception; the command then exits 1. Values that JSON cannot
     hold are shown (and written) as their repr.
     """
@@ -307,7 +316,10 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
 @click.argument("group_id")
 @pass_cli
 def cancel(cli: CliContext, group_id: str) -> None:
-    """Cancel every unfinished job of GROUP_ID; stored artifacts are kept."""
+    """Cancel the unfinished jobs of GROUP_ID.
+
+    Stored artifacts are kept for debugging.
+    """
     handle = cli.attach_batch(group_id)
     handle.cancel()
     click.echo(

@@ -33,7 +33,12 @@ def config() -> None:
 @JSON_OPTION
 @pass_cli
 def show(cli: CliContext, as_json: bool) -> None:
-    """Every resolved setting and where it came from (argument, env, profile or default)."""
+    """Show every setting and where it came from.
+
+    Sources: argument (a global option), env, profile or default.
+    Exits 2 if the resolved backend is not installed.
+    """
+    from kinetic.backends import available_backends
     from kinetic.config import kinetic_home, profiles_path
 
     settings = cli.resolve()
@@ -48,14 +53,21 @@ def show(cli: CliContext, as_json: bool) -> None:
     }
     if as_json:
         render.emit_json(document)
-        return
-    rows = [
-        [name, s.value or "", s.source, _origin(s.source, s.origin)] for name, s in settings.items()
-    ]
-    render.table(["SETTING", "VALUE", "SOURCE", "FROM"], rows)
-    active = settings.profile or "none"
-    click.echo(f"\nActive profile: {active}  (profiles file: {profiles_path()})")
-    click.echo(f"Kinetic home: {kinetic_home()}")
+    else:
+        rows = [
+            [name, s.value or "(not set)", s.source, _origin(s.source, s.origin)]
+            for name, s in settings.items()
+        ]
+        render.table(["SETTING", "VALUE", "SOURCE", "FROM"], rows)
+        click.echo(f"\nActive profile: {settings.profile or 'none'}  (file: {profiles_path()})")
+        click.echo(f"Kinetic home: {kinetic_home()}")
+    known = available_backends()
+    backend = settings.backend
+    if backend.value not in known:
+        raise ConfigProblem(
+            f"Backend {backend.value!r} (from {_origin(backend.source, backend.origin)}) is not "
+            f"installed. Available: {', '.join(sorted(known))}."
+        )
 
 
 def _origin(source: str, origin: str) -> str:
@@ -65,12 +77,12 @@ def _origin(source: str, origin: str) -> str:
         return f"${origin}"
     if source == "profile":
         return f"profile {origin!r}"
-    return origin or "built-in default"
+    return origin or "default"
 
 
 @click.group()
 def profile() -> None:
-    """Create, list, activate, show and remove named settings profiles."""
+    """Manage named settings profiles."""
 
 
 def _check_name(name: str) -> str:
@@ -217,7 +229,10 @@ def show_profile(name: str | None, as_json: bool) -> None:
 @profile.command()
 @click.argument("name")
 def rm(name: str) -> None:
-    """Remove the profile NAME (if active, no profile is active afterwards)."""
+    """Remove the profile NAME.
+
+    If it was active, no profile is active afterwards.
+    """
     from kinetic.config import load_profiles, save_profiles
 
     profiles = load_profiles()

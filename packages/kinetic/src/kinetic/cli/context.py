@@ -4,7 +4,7 @@ Commands receive it with :data:`pass_cli`. It is the only place that turns the g
 into library calls, so every command attaches, lists and resolves the same way.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
@@ -30,17 +30,13 @@ class CliContext:
     cluster: str | None = None
     namespace: str | None = None
     debug: bool = False
-    subject: list[str] = field(default_factory=list)
-    """Job ids the running command attached to, so an error can name its job."""
-
-    @property
-    def job_id(self) -> str | None:
-        return self.subject[-1] if self.subject else None
+    job_id: str | None = None
+    """The job the running command attached to, so an error can name it."""
 
     def attach(self, job_id: str) -> "JobHandle":
         import kinetic
 
-        self.subject.append(job_id)
+        self.job_id = job_id
         return kinetic.attach(job_id, self.project, self.cluster, backend=self.backend)
 
     def list_jobs(self) -> "list[JobHandle]":

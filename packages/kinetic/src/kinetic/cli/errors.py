@@ -48,10 +48,10 @@ class CliError(click.ClickException):
         self.details = details
 
     def show(self, file: IO[Any] | None = None) -> None:
-        stream = click.get_text_stream("stderr") if file is None else file
-        click.echo(f"Error: {self.format_message()}", file=stream)
+        text = f"Error: {self.format_message()}"
         if self.details:
-            click.echo(self.details.rstrip("\n"), file=stream)
+            text += "\n" + self.details.rstrip("\n")
+        click.echo(text, file=file, err=file is None)
 
 
 class Failed(CliError):

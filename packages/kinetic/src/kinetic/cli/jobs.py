@@ -82,7 +82,10 @@ def list_(cli: CliContext, as_json: bool) -> None:
 @JSON_OPTION
 @pass_cli
 def status(cli: CliContext, job_id: str, as_json: bool) -> None:
-    """Show the status of JOB_ID and the backend's reason for it (exit 0 whatever it is)."""
+    """Show the status of JOB_ID and its reason.
+
+    Exits 0 whatever the status is: the read worked.
+    """
     job = cli.attach(job_id)
     state = job.status_detail()
     if as_json:
@@ -160,7 +163,10 @@ def result(
 @click.argument("job_id")
 @pass_cli
 def cancel(cli: CliContext, job_id: str) -> None:
-    """Stop JOB_ID and delete its backend resource; stored artifacts are kept."""
+    """Stop JOB_ID and delete its backend resource.
+
+    Stored artifacts are kept; `kinetic jobs cleanup` removes them.
+    """
     job = cli.attach(job_id)
     job.cancel()
     click.echo(
@@ -175,7 +181,10 @@ def cancel(cli: CliContext, job_id: str) -> None:
 @click.option("--gcs/--no-gcs", default=True, help="Delete the stored artifacts.")
 @pass_cli
 def cleanup(cli: CliContext, job_id: str, k8s: bool, gcs: bool) -> None:
-    """Delete what JOB_ID left behind. Files under KINETIC_OUTPUT_DIR are always kept."""
+    """Delete what JOB_ID left behind.
+
+    Files written under KINETIC_OUTPUT_DIR are always kept.
+    """
     if not (k8s or gcs):
         raise click.UsageError("--no-k8s together with --no-gcs leaves nothing to clean up.")
     job = cli.attach(job_id)

@@ -260,12 +260,22 @@ class ImageBuilder:
     def _failure(self, uri: str, build: Any, status: str, why: str) -> ImageBuildError:
         tail = self._log_tail(build.logs_bucket, build.id)
         detail = why or build.status_detail or build.failure_info.detail or ""
+        if status == "TIMEOUT":
+            advice = (
+                f"The build ran longer than {self._timeout:.0f} s and was cancelled. Large "
+                "dependencies take time to install: retry, or use container_image='prebuilt'."
+            )
+        else:
+            advice = (
+                "Usually a requirement failed to install: fix it in requirements.txt or "
+                "pyproject.toml and run again. If the push failed because repository "
+                f"'{uri.split('/')[2] if uri.count('/') >= 3 else uri}' is missing, run "
+                "`kinetic up` to create it."
+            )
         message = (
             f"Image build {build.id} for {uri} ended with status {status}"
             + (f" ({detail})" if detail else "")
-            + f".\nLast lines of the build log:\n{tail}\nFull log: {build.log_url}\n"
-            "Fix the dependency named in the log (requirements.txt or pyproject.toml) and run "
-            "again, or use container_image='prebuilt'."
+            + f".\nLast lines of the build log:\n{tail}\nFull log: {build.log_url}\n{advice}"
         )
         return ImageBuildError(
             message, build_id=build.id, status=status, log_url=build.log_url, log_tail=tail

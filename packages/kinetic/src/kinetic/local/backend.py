@@ -45,7 +45,7 @@ class LocalBackend:
     """Runs jobs as detached local processes, at most ``local_slots()`` at a time."""
 
     name = "local"
-    poll_bounds = (0.01, 0.25)
+    poll_bounds = (0.005, 0.05)  # a poll is one small file read per job
 
     def __init__(self, settings: BackendSettings, *, python: str | None = None) -> None:
         self._store_uri = settings.store_uri or default_local_store_uri()

@@ -344,7 +344,7 @@ class Kubelet:
         phase = "Succeeded" if code == 0 and rt.outcome is None else "Failed"
         out = ps.terminated(
             pod, status, exit_code=code, reason=reason, started_at=started_at, now=now,
-            phase=phase, message=message, restarts=rt.restarts,
+            phase=phase, message=message, restarts=rt.restarts, last_state=rt.last_state,
         )  # fmt: skip
         if rt.outcome is not None:
             out["reason"], out["message"] = rt.outcome

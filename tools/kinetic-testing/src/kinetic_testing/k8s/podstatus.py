@@ -188,6 +188,7 @@ def terminated(
     phase: str,
     message: str | None = None,
     restarts: int = 0,
+    last_state: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The container finished (or was killed); the pod takes `phase`."""
     term: dict[str, Any] = {
@@ -205,7 +206,8 @@ def terminated(
         "conditions": _readiness(status, pod, False, now, "PodCompleted"),
         "startTime": status.get("startTime") or started_at or now,
         "containerStatuses": _statuses(
-            pod, {"terminated": term}, ready=False, started=False, restarts=restarts
+            pod, {"terminated": term}, ready=False, started=False, restarts=restarts,
+            last_state=last_state,
         ),
     }
     if phase in ("Succeeded", "Failed"):

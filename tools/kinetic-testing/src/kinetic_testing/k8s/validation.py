@@ -61,6 +61,8 @@ class Validator:
             causes += self._check_lws(body)
         else:
             causes += self._schema(body, prefix="")
+        if causes:
+            return causes  # like the API server: a body that does not decode is not validated
         causes += _check_metadata(body.get("metadata") or {}, res)
         spec = body.get("spec") or {}
         if res is PODS:

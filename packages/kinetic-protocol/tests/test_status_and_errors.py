@@ -1,0 +1,72 @@
+"""Job statuses and the exception hierarchy users catch."""
+
+import pytest
+from kinetic_protocol import (
+    TERMINAL_STATUSES,
+    BackendError,
+    ConfigError,
+    CorruptRecordError,
+    JobFailedError,
+    JobNotFoundError,
+    JobState,
+    JobStatus,
+    KineticError,
+    ObjectNotFoundError,
+    PreconditionFailedError,
+    RemoteError,
+    SchemaVersionError,
+    SerializationError,
+    StorageError,
+)
+
+
+def test_statuses_have_the_spec_values_and_terminal_states() -> None:
+    assert [s.value for s in JobStatus] == [
+        "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "NOT_FOUND",
+    ]  # fmt: skip
+    assert {s for s in JobStatus if s.is_terminal} == TERMINAL_STATUSES
+    assert not JobStatus.PENDING.is_terminal and not JobStatus.RUNNING.is_terminal
+
+
+@pytest.mark.parametrize(
+    ("state", "text"),
+    [
+        (JobState(status=JobStatus.RUNNING), "RUNNING"),
+        (JobState(status=JobStatus.FAILED, exit_code=1), "FAILED (exit 1)"),
+        (JobState(status=JobStatus.FAILED, detail="OOMKilled", exit_code=137), "FAILED (OOMKilled, exit 137)"),
+        (JobState(status=JobStatus.FAILED, detail="exit 2", exit_code=2), "FAILED (exit 2)"),
+    ],
+)
+def test_a_state_describes_itself_in_one_line(state: JobState, text: str) -> None:
+    assert state.describe() == text
+
+
+@pytest.mark.parametrize(
+    ("error", "bases"),
+    [
+        (ConfigError, (KineticError, ValueError)),
+        (SerializationError, (KineticError, TypeError)),
+        (ObjectNotFoundError, (StorageError, KeyError)),
+        (PreconditionFailedError, (StorageError,)),
+        (CorruptRecordError, (StorageError,)),
+        (SchemaVersionError, (KineticError,)),
+        (BackendError, (KineticError,)),
+        (JobNotFoundError, (KineticError, LookupError)),
+        (JobFailedError, (KineticError, RuntimeError)),
+        (RemoteError, (KineticError,)),
+    ],
+)
+def test_every_error_belongs_to_its_family(error: type[Exception], bases: tuple[type, ...]) -> None:
+    assert issubclass(error, bases)
+
+
+def test_object_not_found_prints_its_message_not_a_repr() -> None:
+    assert str(ObjectNotFoundError("No object 'a/b' in store x")) == "No object 'a/b' in store x"
+
+
+def test_a_remote_error_keeps_type_message_and_traceback() -> None:
+    error = RemoteError("mymod.Gone", "went away", "Traceback ...")
+    assert str(error) == "mymod.Gone: went away"
+    assert (error.exc_type, error.message, error.remote_traceback) == (
+        "mymod.Gone", "went away", "Traceback ...",
+    )  # fmt: skip

@@ -1,0 +1,52 @@
+"""Functions the CLI tests submit as real jobs on the local backend.
+
+Imported by name from this directory (the conftest puts it on ``sys.path``), so the job's
+bundle carries it and the detached runtime process imports it the same way.
+"""
+
+import os
+import time
+
+import kinetic
+
+GATE_TIMEOUT = 60.0
+
+
+@kinetic.run(accelerator="cpu", backend="local")
+def add(a: int, b: int) -> int:
+    print(f"adding {a} and {b}")
+    print("done adding")
+    return a + b
+
+
+@kinetic.run(accelerator="cpu", backend="local")
+def fail(message: str) -> None:
+    print("about to fail")
+    raise ValueError(message)
+
+
+@kinetic.run(accelerator="cpu", backend="local")
+def opaque() -> set[int]:
+    """A value JSON cannot hold."""
+    return {1, 2, 3}
+
+
+@kinetic.run(accelerator="cpu", backend="local")
+def gated(gate: str) -> str:
+    """Runs until the file ``gate`` exists, so a test decides when the job ends."""
+    print("waiting for the gate", flush=True)
+    deadline = time.monotonic() + GATE_TIMEOUT
+    while not os.path.exists(gate):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"nobody created {gate}")
+        time.sleep(0.01)
+    print("gate opened", flush=True)
+    return "opened"
+
+
+@kinetic.run(accelerator="cpu", backend="local")
+def square_unless_two(x: int) -> int:
+    if x == 2:
+        print("two is refused")
+        raise RuntimeError("two is not allowed")
+    return x * x

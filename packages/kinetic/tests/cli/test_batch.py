@@ -1,0 +1,188 @@
+"""``kinetic batch ...`` against real batches on the local backend."""
+
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+pytest.importorskip("kinetic.batch")
+
+from kinetic import JobStatus
+
+pytestmark = pytest.mark.usefixtures("kinetic_env")
+
+
+@pytest.fixture(scope="module")
+def mixed(funcs: ModuleType) -> Any:
+    """A finished batch of four inputs whose input 2 failed."""
+    batch = funcs.square_unless_two.run_async_map([0, 1, 2, 3], name="squares", tags={"k": "v"})
+    batch.wait(timeout=60)
+    return batch
+
+
+@pytest.fixture(scope="module")
+def clean(funcs: ModuleType) -> Any:
+    """A finished batch where every input succeeded."""
+    batch = funcs.add.run_async_map([(1, 2), (3, 4)])
+    batch.wait(timeout=60)
+    return batch
+
+
+def _json(result: Any) -> Any:
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_list_shows_stored_batches(invoke, mixed, clean) -> None:
+    result = invoke("batch", "list")
+    assert result.exit_code == 0
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[1:]}
+    assert rows[mixed.group_id][1:4] == ["squares", "square_unless_two", "4"]
+    assert rows[clean.group_id][1:3] == ["add", "2"]
+    listed = {b["group_id"]: b for b in _json(invoke("batch", "list", "--json"))}
+    assert listed[mixed.group_id]["tags"] == {"k": "v"}
+    assert listed[mixed.group_id]["total_expected"] == 4
+
+
+def test_list_limit_caps_the_number_of_batches(invoke, mixed, clean) -> None:
+    listed = _json(invoke("batch", "list", "--json", "--limit", "1"))
+    assert len(listed) == 1
+
+
+def test_status_counts_inputs_by_state(invoke, mixed) -> None:
+    document = _json(invoke("batch", "status", mixed.group_id, "--json"))
+    assert document["counts"]["succeeded"] == 3
+    assert document["counts"]["failed"] == 1
+    assert document["counts"]["finished"] == 4
+    assert [j["status"] for j in document["jobs"]] == ["SUCCEEDED"] * 2 + ["FAILED", "SUCCEEDED"]
+    human = invoke("batch", "status", mixed.group_id)
+    assert human.exit_code == 0  # a read: failed children do not make it fail
+    assert "SUCCEEDED  3" in human.stdout
+    assert "FAILED     1" in human.stdout
+
+
+def test_an_unknown_batch_is_exit_1_with_one_error_line(invoke) -> None:
+    result = invoke("batch", "status", "grp-00000000")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: No batch 'grp-00000000'")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_watch_of_a_batch_with_a_failure_ends_with_exit_1(invoke, mixed) -> None:
+    result = invoke("batch", "watch", mixed.group_id)
+    assert result.exit_code == 1
+    assert f"{mixed.group_id}: 4/4 finished (3 done, 0 running, 0 pending, 1 failed)" in (
+        result.stdout
+    )
+    assert f"Batch {mixed.group_id} finished in" in result.stdout
+    assert "\x1b[" not in result.stdout
+    assert f"kinetic batch failures {mixed.group_id}" in result.stderr
+
+
+def test_watch_json_reports_the_final_counts(invoke, clean) -> None:
+    document = _json(invoke("batch", "watch", clean.group_id, "--json"))
+    assert document["counts"]["succeeded"] == 2
+    assert document["counts"]["failed"] == 0
+
+
+def test_watch_on_a_terminal_draws_a_progress_bar(invoke, clean) -> None:
+    result = invoke("batch", "watch", clean.group_id, env={"TTY_COMPATIBLE": "1"})
+    assert result.exit_code == 0
+    assert "\x1b[" in result.stdout  # rich drew it
+    assert "2/2" in result.stdout
+    assert f"Batch {clean.group_id} finished in" in result.stdout
+
+
+def test_failures_show_each_failed_input_with_its_log_tail(invoke, mixed) -> None:
+    result = invoke("batch", "failures", mixed.group_id)
+    assert result.exit_code == 0
+    failed_id = mixed.jobs[2].job_id
+    assert f"[2] {failed_id}  FAILED (exit 1)" in result.stdout
+    assert "    two is refused" in result.stdout
+    assert "RuntimeError: two is not allowed" in result.stdout
+    document = _json(invoke("batch", "failures", mixed.group_id, "--json", "--tail", "3"))
+    [entry] = document["failures"]
+    assert (entry["index"], entry["job_id"], entry["status"]) == (2, failed_id, "FAILED")
+    assert len(entry["logs"].splitlines()) == 3
+
+
+def test_results_print_in_input_order_and_exit_1_on_a_failure(invoke, mixed) -> None:
+    result = invoke("batch", "results", mixed.group_id, "--no-cleanup")
+    assert result.exit_code == 1
+    rows = [line.split(None, 2) for line in result.stdout.splitlines()[1:]]
+    assert rows == [
+        ["0", "SUCCEEDED", "0"],
+        ["1", "SUCCEEDED", "1"],
+        ["2", "FAILED", "RuntimeError: two is not allowed"],
+        ["3", "SUCCEEDED", "9"],
+    ]
+    assert result.stderr.startswith(f"Error: 1 of 4 inputs of batch {mixed.group_id} failed")
+
+
+def test_results_json_and_out_file_hold_the_same_document(invoke, mixed, tmp_path) -> None:
+    out = tmp_path / "results.json"
+    result = invoke("batch", "results", mixed.group_id, "--no-cleanup", "--json", "--out", str(out))
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    assert json.loads(out.read_text()) == document
+    items = document["results"]
+    assert [item.get("value") for item in items] == [0, 1, None, 9]
+    assert items[2]["error"] == {"type": "RuntimeError", "message": "two is not allowed"}
+    assert mixed.jobs[0].status() is JobStatus.SUCCEEDED  # --no-cleanup kept them
+
+
+def test_results_out_writes_the_file_and_says_so(invoke, clean, tmp_path) -> None:
+    out = tmp_path / "r.json"
+    result = invoke("batch", "results", clean.group_id, "--no-cleanup", "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == f"Wrote 2 results (0 failed) to {out}.\n"
+    assert [item["value"] for item in json.loads(out.read_text())["results"]] == [3, 7]
+
+
+def test_results_clean_up_each_child_by_default(invoke, funcs) -> None:
+    batch = funcs.add.run_async_map([(5, 5)])
+    result = invoke("batch", "results", batch.group_id)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[1].split() == ["0", "SUCCEEDED", "10"]
+    assert batch.jobs[0].status() is JobStatus.NOT_FOUND
+
+
+def test_timeouts_exit_3_then_cancel_then_cleanup(invoke, funcs, tmp_path, wait_until) -> None:
+    gate = str(tmp_path / "never")
+    batch = funcs.gated.run_async_map([gate, gate], input_mode="single")
+    wait_until(lambda: all(job is not None for job in batch.jobs), "both inputs submitted")
+    for waiting in (["watch"], ["results"]):
+        timed_out = invoke("batch", *waiting, batch.group_id, "--timeout", "0.1")
+        assert timed_out.exit_code == 3, timed_out.stderr
+        assert "keep running" in timed_out.stderr
+    result = invoke("batch", "cancel", batch.group_id)
+    assert result.exit_code == 0, result.stderr
+    assert [status for _, status in batch.statuses()] == [JobStatus.NOT_FOUND] * 2
+    result = invoke("batch", "cleanup", batch.group_id)
+    assert result.exit_code == 0, result.stderr
+    gone = invoke("batch", "status", batch.group_id)
+    assert gone.exit_code == 1
+    assert "No batch" in gone.stderr
+
+
+def test_cleanup_of_nothing_is_a_usage_error(invoke, clean) -> None:
+    assert invoke("batch", "cleanup", clean.group_id, "--no-k8s", "--no-gcs").exit_code == 2
+
+
+def test_subprocess_watch_follows_a_running_batch_to_its_end(
+    funcs, tmp_path: Path, popen_cli
+) -> None:
+    gate = tmp_path / "gate"
+    batch = funcs.gated.run_async_map([str(gate)] * 2, input_mode="single")
+    process = popen_cli("batch", "watch", batch.group_id, "--interval", "0.1")
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    assert first.startswith(f"{batch.group_id}: 0/2 finished")
+    assert process.poll() is None
+    gate.touch()
+    rest, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert f"{batch.group_id}: 2/2 finished (2 done" in rest
+    assert rest.rstrip().splitlines()[-1].startswith(f"Batch {batch.group_id} finished in")

@@ -1,0 +1,74 @@
+"""Decorator options are checked at decoration time; env capture takes names and PREFIX* patterns."""
+
+import pytest
+
+import kinetic
+from kinetic.options import RunOptions, capture_env
+from kinetic_protocol import ConfigError
+
+ENVIRON = {
+    "WANDB_API_KEY": "k",
+    "WANDB_PROJECT": "p",
+    "HF_TOKEN": "t",
+    "HOME": "/root",
+    "WANDBX": "not a prefix match",
+}
+
+
+@pytest.mark.parametrize(
+    ("patterns", "expected"),
+    [
+        ((), {}),
+        (("HF_TOKEN",), {"HF_TOKEN": "t"}),
+        (("WANDB_*",), {"WANDB_API_KEY": "k", "WANDB_PROJECT": "p"}),
+        (("WANDB_*", "HF_TOKEN"), {"WANDB_API_KEY": "k", "WANDB_PROJECT": "p", "HF_TOKEN": "t"}),
+        (("NOT_SET", "NOPE_*"), {}),
+        (("WANDB",), {}),
+    ],
+    ids=["none", "exact", "prefix", "both", "unset", "exact-is-not-a-prefix"],
+)
+def test_capture_env_takes_exact_names_and_prefix_patterns(
+    patterns: tuple[str, ...], expected: dict[str, str]
+) -> None:
+    assert capture_env(patterns, ENVIRON) == expected
+
+
+def test_a_single_string_instead_of_a_list_is_refused_with_a_hint() -> None:
+    with pytest.raises(ConfigError, match=r"Did you mean \['HF_TOKEN'\]"):
+        kinetic.run(accelerator="cpu", capture_env_vars="HF_TOKEN")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["1ABC", "A-B", "*", "A*B", "", "A B"])
+def test_a_pattern_that_is_not_a_variable_name_is_refused(bad: str) -> None:
+    with pytest.raises(ConfigError, match=repr(bad).replace("*", r"\*")):
+        RunOptions.build(accelerator="cpu", capture_env_vars=[bad], volumes=None)
+
+
+def test_an_unknown_accelerator_fails_at_decoration_not_at_call() -> None:
+    with pytest.raises(ConfigError, match="Unknown accelerator 'gpu-x9000'"):
+        kinetic.run(accelerator="gpu-x9000")
+
+
+def test_volumes_need_absolute_mount_paths_and_data_objects() -> None:
+    with pytest.raises(ConfigError, match="'data'"):
+        kinetic.run(accelerator="cpu", volumes={"data": kinetic.Data("/tmp")})
+    with pytest.raises(ConfigError, match=r"volumes\['/data'\]"):
+        kinetic.run(accelerator="cpu", volumes={"/data": "/tmp"})  # type: ignore[dict-item]
+
+
+def test_the_decorated_function_keeps_its_name_and_stays_callable_as_a_remote_function() -> None:
+    def train(lr: float) -> float:
+        """Train."""
+        return lr
+
+    remote = kinetic.run(accelerator="gpu-l4")(train)
+    assert isinstance(remote, kinetic.RemoteFunction)
+    assert remote.__name__ == "train" and remote.__doc__ == "Train."
+    assert remote.__wrapped__ is train
+    assert remote.options.accelerator.name == "gpu-l4"
+    assert "gpu-l4" in repr(remote)
+
+
+def test_decorating_something_that_is_not_callable_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="decorates a function"):
+        kinetic.run(accelerator="cpu")(42)  # type: ignore[arg-type]

@@ -1,0 +1,138 @@
+"""Batch overhead on this machine: Kinetic's local backend against submitit and a process pool.
+
+Runs the same trivial function over N inputs with ``run_async_map`` (a detached process per
+item), submitit's ``LocalExecutor.map_array`` (also a process per item) and
+``concurrent.futures.ProcessPoolExecutor`` (reused workers, the floor), then measures
+``attach_batch`` over a stored 10,000-child batch. Prints one JSON object.
+
+    python -m uv run tools/bench/batch_local.py --n 200
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import tracemalloc
+from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+
+
+def square(x: int) -> int:
+    """The trivial function every runner executes (pickled by value: it lives in __main__)."""
+    return x * x
+
+
+def _summary(n: int, wall: float, submitted_after: float) -> dict[str, float]:
+    return {
+        "wall_s": round(wall, 3),
+        "submissions_per_s": round(n / submitted_after, 1) if submitted_after else None,
+        "per_item_overhead_ms": round(1000 * wall / n, 2),
+    }
+
+
+def bench_kinetic(n: int, slots: int) -> dict[str, Any]:
+    import kinetic
+
+    remote = kinetic.run(accelerator="cpu", backend="local")(square)
+    start = time.perf_counter()
+    batch = remote.run_async_map(range(n), max_concurrent=None)  # synchronous submission
+    submitted = time.perf_counter() - start
+    results = batch.results()
+    wall = time.perf_counter() - start
+    assert results == [x * x for x in range(n)]
+    return {**_summary(n, wall, submitted), "slots": slots}
+
+
+def bench_submitit(n: int, folder: Path) -> dict[str, Any]:
+    import submitit
+
+    executor = submitit.LocalExecutor(folder=folder)
+    executor.update_parameters(timeout_min=10)
+    start = time.perf_counter()
+    jobs = executor.map_array(square, range(n))
+    submitted = time.perf_counter() - start
+    results = [job.result() for job in jobs]
+    wall = time.perf_counter() - start
+    assert results == [x * x for x in range(n)]
+    return _summary(n, wall, submitted)
+
+
+def bench_pool(n: int, workers: int) -> dict[str, Any]:
+    start = time.perf_counter()
+    with ProcessPoolExecutor(workers) as pool:
+        futures = [pool.submit(square, x) for x in range(n)]
+        submitted = time.perf_counter() - start
+        results = [f.result() for f in futures]
+    wall = time.perf_counter() - start
+    assert results == [x * x for x in range(n)]
+    return {**_summary(n, wall, submitted), "workers": workers}
+
+
+def bench_attach(children: int) -> dict[str, Any]:
+    """Write a batch's records (no jobs) and time attach_batch over them."""
+    import msgspec
+
+    import kinetic
+    from kinetic_protocol import BatchManifest, JobRecord, layout
+    from kinetic_protocol.records import encode_json
+    from kinetic_runtime.stores import open_store
+
+    store = open_store(os.environ["KINETIC_STORE"])
+    group_id = "grp-0badcafe"
+    template = JobRecord(
+        job_id="", backend="local", project="", cluster_name="", zone="", namespace="default",
+        bucket_name=store.uri, k8s_name="", image_uri="", accelerator="cpu", func_name="square",
+        display_name="square on cpu", created_at=datetime.now(UTC).isoformat(),
+    )  # fmt: skip
+    manifest = BatchManifest(
+        group_id=group_id, func_name="square", total_expected=children,
+        job_id_prefix="square-0badcafe", job_template=template, created_at=template.created_at,
+    )  # fmt: skip
+    store.write(layout.manifest_key(group_id), encode_json(manifest))
+    for index in range(children):
+        child = {"group_id": group_id, "index": index, "attempt": 0, "job_id": "", "submitted_at": ""}
+        store.write(layout.child_key(group_id, index, 0), msgspec.json.encode(child))
+    tracemalloc.start()
+    start = time.perf_counter()
+    handle = kinetic.attach_batch(group_id, backend="local")
+    elapsed = time.perf_counter() - start
+    current, _peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert sum(job is not None for job in handle.jobs) == children
+    return {
+        "children": children,
+        "attach_s": round(elapsed, 3),
+        "handle_memory_mib": round(current / 2**20, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--attach-children", type=int, default=10_000)
+    parser.add_argument("--skip", nargs="*", default=[], choices=["kinetic", "submitit", "pool", "attach"])
+    options = parser.parse_args()
+    slots = os.cpu_count() or 1
+    report: dict[str, Any] = {"n": options.n, "cpus": slots, "python": sys.version.split()[0]}
+    with tempfile.TemporaryDirectory(prefix="kinetic-bench-") as tmp:
+        os.environ["KINETIC_HOME"] = str(Path(tmp, "home"))
+        os.environ["KINETIC_STORE"] = f"file://{tmp}/store"
+        if "kinetic" not in options.skip:
+            report["kinetic_local"] = bench_kinetic(options.n, slots)
+        if "submitit" not in options.skip:
+            report["submitit_local"] = bench_submitit(options.n, Path(tmp, "submitit"))
+        if "pool" not in options.skip:
+            report["process_pool"] = bench_pool(options.n, slots)
+        if "attach" not in options.skip:
+            os.environ["KINETIC_STORE"] = f"file://{tmp}/attach-store"
+            report["attach_batch"] = bench_attach(options.attach_children)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

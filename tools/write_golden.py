@@ -1,0 +1,185 @@
+"""Write the golden files of every wire record: ``tests/golden/<record>/v<N>.json`` (``.msgpack``
+for result envelopes), from fixed example values.
+
+A golden file freezes how a released schema version looks on the wire. ``tests/golden`` checks
+that every one of them still decodes, and that today's encoding of the examples below still
+produces the current version's bytes. So: when a record changes compatibly, today's bytes
+change and the test says so; bump ``SCHEMA_VERSION`` (or, before the version is released,
+rewrite it with ``--force``) and run this tool again. Old versions' files are never rewritten.
+
+    uv run python tools/write_golden.py            # write missing files, refuse to change any
+    uv run python tools/write_golden.py --check    # exit 1 if a file is missing or differs
+    uv run python tools/write_golden.py --force    # rewrite the current version's files
+"""
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from kinetic_protocol import (
+    SCHEMA_VERSION,
+    ArtifactRef,
+    BatchChild,
+    BatchCompletion,
+    BatchManifest,
+    BatchSubmissionError,
+    CallDescriptor,
+    Failed,
+    JobRecord,
+    Succeeded,
+)
+from kinetic_protocol.records import encode_json, encode_result
+
+__all__ = ["EXAMPLES", "GOLDEN_DIR", "encode", "golden_path", "main"]
+
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "tests" / "golden"
+
+_JOB_ID = "train-20260417-153012-abc1234"
+_RECORD = JobRecord(
+    job_id=_JOB_ID,
+    backend="gke",
+    project="my-project",
+    cluster_name="kinetic-cluster",
+    zone="us-central1-a",
+    namespace="default",
+    bucket_name="my-bucket",
+    k8s_name=_JOB_ID,
+    image_uri="us-docker.pkg.dev/my-project/kinetic/bundled:3f2a",
+    accelerator="tpu-v5e-8",
+    func_name="train",
+    display_name="train on tpu-v5e-8",
+    created_at="2026-04-17T15:30:12+00:00",
+    group_id="grp-a1b2c3d4",
+    group_kind="map",
+    group_index=3,
+    debug=True,
+    attempt=1,
+    spot=True,
+    kinetic_version="0.1.0",
+)
+_PAYLOAD = ArtifactRef(key=f"jobs/{_JOB_ID}/payload.pkl", sha256="a" * 64, size=812)
+
+EXAMPLES: dict[str, msgspec.Struct] = {
+    "job_record": _RECORD,
+    "artifact_ref": _PAYLOAD,
+    "call_descriptor": CallDescriptor(
+        job_id=_JOB_ID,
+        func_name="train",
+        payload=_PAYLOAD,
+        bundle=ArtifactRef(key=f"bundles/{'b' * 64}.zip", sha256="b" * 64, size=40960),
+        workdir="scripts",
+        sys_path=["scripts", "src", "."],
+        env={"WANDB_API_KEY": "secret", "WANDB_PROJECT": "kinetic"},
+        output_dir="gs://my-bucket/outputs/" + _JOB_ID,
+        python_version="3.11",
+        requirements=["numpy==2.1.0", "jax[tpu]==0.4.35"],
+    ),
+    "batch_manifest": BatchManifest(
+        group_id="grp-a1b2c3d4",
+        func_name="train",
+        total_expected=100,
+        job_id_prefix="train-a1b2c3d4",
+        job_template=msgspec.structs.replace(_RECORD, group_id=None, group_kind=None),
+        created_at="2026-04-17T15:30:12+00:00",
+        name="sweep",
+        tags={"team": "research"},
+        retries=2,
+        max_concurrent=16,
+        fail_fast=True,
+        input_mode="kwargs",
+    ),
+    "batch_child": BatchChild(
+        group_id="grp-a1b2c3d4",
+        index=3,
+        attempt=1,
+        job_id="train-a1b2c3d4-3-r1",
+        submitted_at="2026-04-17T15:30:14+00:00",
+    ),
+    "batch_submission_error": BatchSubmissionError(
+        group_id="grp-a1b2c3d4",
+        index=7,
+        exc_type="kinetic_protocol.errors.SerializationError",
+        message="Argument 0 of train() cannot be pickled",
+    ),
+    "batch_completion": BatchCompletion(
+        group_id="grp-a1b2c3d4",
+        submitted=99,
+        finished_at="2026-04-17T15:31:00+00:00",
+        cancelled=True,
+    ),
+    "result_succeeded": Succeeded(
+        job_id=_JOB_ID,
+        value=b"\x80\x05\x95\x0b\x00\x00\x00\x00\x00\x00\x00}\x94\x8c\x04loss\x94G?\xbf|\xed\x91h"
+        b"r\xb0s.",
+        started_at="2026-04-17T15:30:20.000+00:00",
+        finished_at="2026-04-17T16:30:20.000+00:00",
+    ),
+    "result_failed": Failed(
+        job_id=_JOB_ID,
+        phase="run",
+        exc_type="mymodel.DivergedError",
+        message="loss is nan at step 1200",
+        traceback=(
+            "Traceback (most recent call last):\n"
+            '  File "/work/mymodel/train.py", line 42, in train\n'
+            '    raise DivergedError("loss is nan at step 1200")\n'
+            "mymodel.DivergedError: loss is nan at step 1200\n"
+        ),
+        exception=b"\x80\x05pickled-exception-bytes",
+        started_at="2026-04-17T15:30:20.000+00:00",
+        finished_at="2026-04-17T15:45:02.500+00:00",
+    ),
+}
+"""One fixed example per record; the result envelope is msgpack, every other record JSON."""
+
+
+def _is_envelope(value: msgspec.Struct) -> bool:
+    return isinstance(value, Succeeded | Failed)
+
+
+def encode(value: msgspec.Struct) -> bytes:
+    """Today's wire bytes of ``value``, exactly as Kinetic writes them to a store."""
+    if isinstance(value, Succeeded | Failed):
+        return encode_result(value)
+    return encode_json(value)
+
+
+def golden_path(name: str, version: int = SCHEMA_VERSION) -> Path:
+    suffix = ".msgpack" if _is_envelope(EXAMPLES[name]) else ".json"
+    return GOLDEN_DIR / name / f"v{version}{suffix}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="only compare; exit 1 on a difference")
+    mode.add_argument("--force", action="store_true", help="rewrite the current version's files")
+    options = parser.parse_args(argv)
+    say: Callable[[str], None] = print
+    problems = 0
+    for name, value in EXAMPLES.items():
+        path, data = golden_path(name), encode(value)
+        current = path.read_bytes() if path.exists() else None
+        if current == data:
+            continue
+        if options.check or (current is not None and not options.force):
+            problems += 1
+            state = "is missing" if current is None else "differs from today's encoding"
+            say(f"{path.relative_to(GOLDEN_DIR.parent.parent)} {state}.")
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        say(f"wrote {path.relative_to(GOLDEN_DIR.parent.parent)}")
+    if problems and not options.check:
+        say(
+            "A released schema's golden file must not change: bump SCHEMA_VERSION for an "
+            "incompatible change, or pass --force while this version is unreleased."
+        )
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
