@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
-
 from kinetic_testing.k8s import KubernetesSimulator
 from kinetic_testing.k8s.fixtures import k8s_sim  # noqa: F401
+from kubernetes import client
 
 JobFactory = Callable[..., dict[str, Any]]
 
@@ -30,8 +29,9 @@ class Kube:
 @pytest.fixture
 def kube(k8s_sim: KubernetesSimulator) -> Iterator[Kube]:  # noqa: F811
     with k8s_sim.api_client() as api:
-        yield Kube(k8s_sim, client.BatchV1Api(api), client.CoreV1Api(api),
-                   client.CustomObjectsApi(api))  # fmt: skip
+        yield Kube(
+            k8s_sim, client.BatchV1Api(api), client.CoreV1Api(api), client.CustomObjectsApi(api)
+        )
 
 
 def python_job(
@@ -59,8 +59,11 @@ def python_job(
             "backoffLimit": backoff_limit,
             "template": {
                 "metadata": {"labels": labels or {}},
-                "spec": {"restartPolicy": "Never", "containers": [container],
-                         "terminationGracePeriodSeconds": 1},  # fmt: skip
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [container],
+                    "terminationGracePeriodSeconds": 1,
+                },
             },
             **spec,
         },

@@ -6,7 +6,6 @@ import re
 import sys
 
 import pytest
-
 from kinetic_testing.k8s import KubernetesSimulator
 
 pytestmark = pytest.mark.k8s
@@ -33,7 +32,7 @@ STUBBORN = (
 
 def _started(sim, selector):
     pods = sim.pods(selector=selector)
-    if pods and "started" in sim.pod_log(pods[0]["metadata"]["name"]) or any(
+    if (pods and "started" in sim.pod_log(pods[0]["metadata"]["name"])) or any(
         "child" in sim.pod_log(p["metadata"]["name"]) for p in pods
     ):
         return pods[0]
@@ -46,7 +45,8 @@ def test_background_delete_kills_process_group_and_removes_pods(kube, make_job, 
     log = kube.sim.pod_log(pod["metadata"]["name"])
     grandchild = int(re.search(r"child (\d+)", log).group(1))
     [main] = kube.sim.running_pids()
-    assert alive(main) and alive(grandchild)
+    assert alive(main)
+    assert alive(grandchild)
 
     status = kube.batch.delete_namespaced_job("family", "default", propagation_policy="Background")
     assert status["status"] == "Success"  # the client returns this union type as a dict
@@ -70,11 +70,15 @@ def test_foreground_delete_keeps_job_until_pods_are_gone(tmp_path, make_job):
             "fg", "default", propagation_policy="Foreground"
         )
         assert code == 202  # accepted, not yet deleted
-        pod = sim.wait_for(lambda: "got SIGTERM" in sim.pod_log(sim.pods()[0]["metadata"]["name"])
-                           and sim.pods()[0])  # fmt: skip
+        pod = sim.wait_for(
+            lambda: (
+                "got SIGTERM" in sim.pod_log(sim.pods()[0]["metadata"]["name"]) and sim.pods()[0]
+            )
+        )
         assert pod["metadata"]["deletionTimestamp"]
         job = sim.job("fg")  # the pod's process is still alive, so the Job must still be here
-        assert job is not None and job["metadata"]["finalizers"] == ["foregroundDeletion"]
+        assert job is not None
+        assert job["metadata"]["finalizers"] == ["foregroundDeletion"]
         assert job["metadata"]["deletionTimestamp"]
         go.touch()
         sim.wait_for(lambda: not sim.jobs() and not sim.pods(), message="job and pod gone")
@@ -100,8 +104,9 @@ def test_default_delete_orphans_the_pods(kube, make_job, loop_code, alive):
     assert code == 202
     assert "child pods are preserved" in headers["Warning"]
     kube.sim.wait_for(lambda: not kube.sim.jobs(), message="job gone")
-    kube.sim.wait_for(lambda: not kube.sim.pod(pod["metadata"]["name"])["metadata"].get(
-        "ownerReferences"))  # fmt: skip
+    kube.sim.wait_for(
+        lambda: not kube.sim.pod(pod["metadata"]["name"])["metadata"].get("ownerReferences")
+    )
     assert alive(pid)  # an orphaned pod keeps running
     kube.core.delete_namespaced_pod(pod["metadata"]["name"], "default")
     kube.sim.wait_for(lambda: not kube.sim.pods() and not alive(pid))
@@ -109,8 +114,9 @@ def test_default_delete_orphans_the_pods(kube, make_job, loop_code, alive):
 
 def test_delete_collection_by_label(kube, make_job, loop_code):
     for name, group in (("c1", "doomed"), ("c2", "doomed"), ("c3", "kept")):
-        kube.batch.create_namespaced_job("default", make_job(name, loop_code,
-                                                             labels={"group": group}))  # fmt: skip
+        kube.batch.create_namespaced_job(
+            "default", make_job(name, loop_code, labels={"group": group})
+        )
     kube.sim.wait_for(lambda: len(kube.sim.running_pids()) == 3, message="three pods running")
     kube.batch.delete_collection_namespaced_job(
         "default", label_selector="group=doomed", propagation_policy="Background"
@@ -149,3 +155,31 @@ def test_stop_kills_every_process(make_job, loop_code, alive):
         sim.stop()
     assert not any(alive(pid) for pid in pids)
     assert sys.executable  # the interpreter the pods ran is ours
+
+
+CRASHING_TEST_PROCESS = """
+import sys, os
+from kinetic_testing.k8s import KubernetesSimulator
+sim = KubernetesSimulator().start()
+from kubernetes import client
+body = {"metadata": {"name": "orphan-risk"}, "spec": {"restartPolicy": "Never", "containers": [
+    {"name": "main", "image": "python", "command": [sys.executable, "-c", sys.argv[1]]}]}}
+client.CoreV1Api(sim.api_client()).create_namespaced_pod("default", body)
+[pid] = sim.wait_for(sim.running_pids)
+print(pid, flush=True)
+os._exit(1)  # die without stop(), atexit or finalizers, like a test run killed outright
+"""
+
+
+def test_pod_processes_die_with_a_crashed_simulator(alive, loop_code, k8s_sim):
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", CRASHING_TEST_PROCESS, loop_code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    pid = int(out.stdout.split()[0])
+    k8s_sim.wait_for(lambda: not alive(pid), message=f"orphaned pod process {pid} to die")

@@ -6,9 +6,6 @@ import json
 import time
 
 import pytest
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
 from kinetic_testing.k8s import (
     ApiFailure,
     Eviction,
@@ -20,6 +17,8 @@ from kinetic_testing.k8s import (
     SlowApi,
     Unschedulable,
 )
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 pytestmark = pytest.mark.k8s
 
@@ -67,8 +66,12 @@ def _started_pod(sim, job):
 def test_image_pull_failure_keeps_pod_pending_until_lifted(kube, make_job, true_condition):
     fault = kube.sim.inject(ImagePullFailure(job_name="pull", image="gcr.io/p/missing:v1"))
     kube.batch.create_namespaced_job("default", make_job("pull", "print('ran')"))
-    pod = kube.sim.wait_for(lambda: _waiting_reason(_first_pod(kube.sim, "pull")) == "ErrImagePull"
-                            and _first_pod(kube.sim, "pull"))  # fmt: skip
+    pod = kube.sim.wait_for(
+        lambda: (
+            _waiting_reason(_first_pod(kube.sim, "pull")) == "ErrImagePull"
+            and _first_pod(kube.sim, "pull")
+        )
+    )
     waiting = pod["status"]["containerStatuses"][0]["state"]["waiting"]
     assert "gcr.io/p/missing:v1" in waiting["message"]
     assert pod["status"]["phase"] == "Pending"
@@ -105,8 +108,9 @@ def test_one_shot_oom_kill_then_retry_succeeds(kube, make_job, tmp_path, true_co
     kube.batch.create_namespaced_job("default", body)
     first = kube.sim.wait_for(lambda: _started_pod(kube.sim, "oom"))
     fault = kube.sim.inject(OOMKill(selector="tier=big", times=1))
-    job = kube.sim.wait_for(lambda: true_condition(kube.sim.job("oom"), "Complete")
-                            and kube.sim.job("oom"))  # fmt: skip
+    job = kube.sim.wait_for(
+        lambda: true_condition(kube.sim.job("oom"), "Complete") and kube.sim.job("oom")
+    )
     assert (job["status"]["failed"], job["status"]["succeeded"]) == (1, 1)
     [killed] = fault.hits
     assert killed == first
@@ -119,7 +123,7 @@ def test_one_shot_oom_kill_then_retry_succeeds(kube, make_job, tmp_path, true_co
 
 def test_eviction_fails_the_pod_with_reason_evicted(kube, make_job, loop_code, true_condition):
     kube.batch.create_namespaced_job("default", make_job("ev", loop_code))
-    kube.sim.wait_for(lambda: kube.sim.running_pids())
+    kube.sim.wait_for(kube.sim.running_pids)
     kube.sim.inject(Eviction(job_name="ev"))
     failed = kube.sim.wait_for(lambda: true_condition(kube.sim.job("ev"), "Failed"))
     assert failed["reason"] == "BackoffLimitExceeded"
@@ -130,16 +134,27 @@ def test_eviction_fails_the_pod_with_reason_evicted(kube, make_job, loop_code, t
     assert kube.sim.running_pids() == []
 
 
-def test_spot_preemption_is_ignored_by_pod_failure_policy(kube, make_job, tmp_path,
-                                                          true_condition):  # fmt: skip
-    body = _once_then_ok(make_job, "spot", tmp_path, backoff_limit=0, podFailurePolicy={"rules": [
-        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
-    ]})  # fmt: skip
+def test_spot_preemption_is_ignored_by_pod_failure_policy(kube, make_job, tmp_path, true_condition):
+    body = _once_then_ok(
+        make_job,
+        "spot",
+        tmp_path,
+        backoff_limit=0,
+        podFailurePolicy={
+            "rules": [
+                {
+                    "action": "Ignore",
+                    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                }
+            ]
+        },
+    )
     kube.batch.create_namespaced_job("default", body)
     first = kube.sim.wait_for(lambda: _started_pod(kube.sim, "spot"))
     kube.sim.inject(Preemption(job_name="spot", times=1))
-    job = kube.sim.wait_for(lambda: true_condition(kube.sim.job("spot"), "Complete")
-                            and kube.sim.job("spot"))  # fmt: skip
+    job = kube.sim.wait_for(
+        lambda: true_condition(kube.sim.job("spot"), "Complete") and kube.sim.job("spot")
+    )
     assert "failed" not in job["status"]  # the disruption did not count against backoffLimit
     preempted = kube.sim.pod(first)
     assert (preempted["status"]["phase"], preempted["status"]["reason"]) == ("Failed", "Terminated")
@@ -156,14 +171,21 @@ def test_scheduler_preemption_deletes_the_pod_and_job_replaces_it(make_job, tmp_
         client.BatchV1Api(api).create_namespaced_job("default", body)
         first = sim.wait_for(lambda: _started_pod(sim, "victim"))
         fault = sim.inject(Preemption(job_name="victim", by="scheduler", times=1))
-        victim = sim.wait_for(lambda: (sim.pod(first) or {}).get("metadata", {}).get(
-            "deletionTimestamp") and sim.pod(first))  # fmt: skip
+        victim = sim.wait_for(
+            lambda: (
+                (sim.pod(first) or {}).get("metadata", {}).get("deletionTimestamp")
+                and sim.pod(first)
+            )
+        )
         cond = next(c for c in victim["status"]["conditions"] if c["type"] == "DisruptionTarget")
         assert cond["reason"] == "PreemptionByScheduler"
         sim.remove_fault(fault)
         go.touch()  # let the victim finish its SIGTERM handler
-        job = sim.wait_for(lambda: (sim.job("victim") or {}).get("status", {}).get("succeeded")
-                           and sim.job("victim"))  # fmt: skip
+        job = sim.wait_for(
+            lambda: (
+                (sim.job("victim") or {}).get("status", {}).get("succeeded") and sim.job("victim")
+            )
+        )
         assert job["status"]["failed"] == 1
         assert sim.pod(victim["metadata"]["name"]) is None
 
@@ -178,11 +200,14 @@ def test_node_loss(kube, make_job, loop_code, alive, delete_pod):
     if delete_pod:
         kube.sim.wait_for(lambda: kube.sim.pod(first) is None, message="PodGC deleted the pod")
     else:
-        pod = kube.sim.wait_for(lambda: kube.sim.pod(first)["status"]["phase"] == "Failed"
-                                and kube.sim.pod(first))  # fmt: skip
+        pod = kube.sim.wait_for(
+            lambda: kube.sim.pod(first)["status"]["phase"] == "Failed" and kube.sim.pod(first)
+        )
         cond = next(c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget")
-        assert (cond["reason"], cond["message"]) == ("DeletionByPodGC",
-                                                     "PodGC: node no longer exists")  # fmt: skip
+        assert (cond["reason"], cond["message"]) == (
+            "DeletionByPodGC",
+            "PodGC: node no longer exists",
+        )
         state = pod["status"]["containerStatuses"][0]["state"]["terminated"]
         assert state["reason"] == "ContainerStatusUnknown"
     # The Job counts the lost pod as failed and starts a replacement.

@@ -32,7 +32,8 @@ def test_job_runs_to_complete_and_log_is_tailable(kube, make_job):
         ),
     )
     created = kube.batch.create_namespaced_job("default", job)
-    assert created.metadata.uid and created.metadata.resource_version
+    assert created.metadata.uid
+    assert created.metadata.resource_version
     assert created.spec.selector.match_labels == {
         "batch.kubernetes.io/controller-uid": created.metadata.uid
     }
@@ -44,19 +45,24 @@ def test_job_runs_to_complete_and_log_is_tailable(kube, make_job):
     status = kube.sim.wait_for(complete, message="job hello to complete")
     assert status.succeeded == 1
     assert status.failed is None  # zero counts are omitted, as on a real cluster
-    assert status.completion_time is not None and status.start_time is not None
+    assert status.completion_time is not None
+    assert status.start_time is not None
     assert [c.type for c in status.conditions] == ["SuccessCriteriaMet", "Complete"]
 
     pods = kube.core.list_namespaced_pod("default", label_selector="job-name=hello").items
     assert len(pods) == 1
     pod = pods[0]
-    assert pod.metadata.name.startswith("hello-") and len(pod.metadata.name) == len("hello-") + 5
+    assert pod.metadata.name.startswith("hello-")
+    assert len(pod.metadata.name) == len("hello-") + 5
     assert pod.metadata.labels["batch.kubernetes.io/job-name"] == "hello"
     assert pod.metadata.labels["controller-uid"] == created.metadata.uid
     owner = pod.metadata.owner_references[0]
     assert (owner.kind, owner.name, owner.uid, owner.controller) == (
-        "Job", "hello", created.metadata.uid, True,
-    )  # fmt: skip
+        "Job",
+        "hello",
+        created.metadata.uid,
+        True,
+    )
     assert pod.status.phase == "Succeeded"
     terminated = pod.status.container_statuses[0].state.terminated
     assert (terminated.exit_code, terminated.reason) == (0, "Completed")
@@ -89,8 +95,11 @@ def test_failing_job_respects_backoff_limit(kube, make_job, true_condition):
 
 def test_env_working_dir_and_var_expansion(kube, make_job, tmp_path, true_condition):
     code = "import os, sys; print(os.getcwd(), os.environ['GREETING'], sys.argv[1])"
-    body = make_job("envy", code, env=[{"name": "WHO", "value": "pod"},
-                                        {"name": "GREETING", "value": "hello-$(WHO)"}])  # fmt: skip
+    body = make_job(
+        "envy",
+        code,
+        env=[{"name": "WHO", "value": "pod"}, {"name": "GREETING", "value": "hello-$(WHO)"}],
+    )
     container = body["spec"]["template"]["spec"]["containers"][0]
     container["args"] = ["$(GREETING)"]
     container["workingDir"] = str(tmp_path)
@@ -130,8 +139,10 @@ def test_duplicate_create_is_409_already_exists(kube, make_job):
         kube.batch.create_namespaced_job("default", make_job("twice", "pass"))
     assert err.value.status == 409
     body = json.loads(err.value.body)
-    assert body["kind"] == "Status" and body["status"] == "Failure"
-    assert body["reason"] == "AlreadyExists" and body["code"] == 409
+    assert body["kind"] == "Status"
+    assert body["status"] == "Failure"
+    assert body["reason"] == "AlreadyExists"
+    assert body["code"] == 409
     assert body["details"] == {"name": "twice", "group": "batch", "kind": "jobs"}
 
 
@@ -184,23 +195,25 @@ def _post_raw(kube, body):
 def test_invalid_body_is_422_and_recorded(kube, make_job, mutate, fragment, raw):
     body = make_job("bad", "pass")
     mutate(body)
+    send = _post_raw if raw else lambda k, b: k.batch.create_namespaced_job("default", b)
     with pytest.raises(ApiException) as err:
-        if raw:
-            _post_raw(kube, body)
-        else:
-            kube.batch.create_namespaced_job("default", body)
+        send(kube, body)
     assert err.value.status == 422
     status = json.loads(err.value.body)
-    assert status["reason"] == "Invalid" and fragment in status["message"]
-    assert status["details"]["kind"] == "Job" and status["details"]["causes"]
+    assert status["reason"] == "Invalid"
+    assert fragment in status["message"]
+    assert status["details"]["kind"] == "Job"
+    assert status["details"]["causes"]
     [failure] = kube.sim.validation_errors
-    assert failure.kind == "Job" and any(fragment in m for m in failure.messages)
+    assert failure.kind == "Job"
+    assert any(fragment in m for m in failure.messages)
     assert kube.sim.jobs() == []
 
 
 def test_ttl_after_finished_removes_job_and_pods(kube, make_job):
-    kube.batch.create_namespaced_job("default", make_job("brief", "pass",
-                                                         ttlSecondsAfterFinished=0))  # fmt: skip
+    kube.batch.create_namespaced_job(
+        "default", make_job("brief", "pass", ttlSecondsAfterFinished=0)
+    )
     kube.sim.wait_for(lambda: kube.sim.requests and not kube.sim.jobs(), message="job removed")
     kube.sim.wait_for(lambda: not kube.sim.pods(), message="pods removed")
     with pytest.raises(ApiException) as err:
@@ -218,9 +231,14 @@ def test_active_deadline_fails_the_job(kube, make_job, loop_code, true_condition
 
 
 def test_pod_failure_policy_fail_job_on_exit_code(kube, make_job, true_condition):
-    body = make_job("fatal", "import sys; sys.exit(42)", backoff_limit=5, podFailurePolicy={
-        "rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]
-    })  # fmt: skip
+    body = make_job(
+        "fatal",
+        "import sys; sys.exit(42)",
+        backoff_limit=5,
+        podFailurePolicy={
+            "rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]
+        },
+    )
     kube.batch.create_namespaced_job("default", body)
     failed = kube.sim.wait_for(lambda: true_condition(kube.sim.job("fatal") or {}, "Failed"))
     assert failed["reason"] == "PodFailurePolicy"
@@ -233,3 +251,26 @@ def test_missing_namespace_is_404(kube, make_job):
         kube.batch.create_namespaced_job("nowhere", make_job("x", "pass"))
     assert err.value.status == 404
     assert json.loads(err.value.body)["message"] == 'namespaces "nowhere" not found'
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"command": ["/no/such/binary"]}, "'/no/such/binary'"),
+        ({"workingDir": "/no/such/dir"}, "'/no/such/dir'"),
+        ({"command": None, "args": ["--flag"]}, "give the container an explicit `command`"),
+    ],
+)
+def test_container_that_cannot_start_fails_with_start_error(kube, make_job, change, fragment):
+    body = make_job("nostart", "pass")
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    container.update(change)
+    if container["command"] is None:
+        del container["command"]
+    kube.batch.create_namespaced_job("default", body)
+    pod = kube.sim.wait_for(
+        lambda: [p for p in kube.sim.pods() if p["status"]["phase"] == "Failed"]
+    )
+    terminated = pod[0]["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["reason"], terminated["exitCode"]) == ("StartError", 128)
+    assert fragment in terminated["message"]

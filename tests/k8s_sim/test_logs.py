@@ -6,9 +6,8 @@ import json
 import sys
 
 import pytest
-from kubernetes.client.exceptions import ApiException
-
 from kinetic_testing.k8s import ImagePullFailure
+from kubernetes.client.exceptions import ApiException
 
 pytestmark = pytest.mark.k8s
 
@@ -36,8 +35,9 @@ def _container(name, code, *args):
 
 def test_follow_streams_lines_as_they_are_printed(kube, tmp_path):
     go = tmp_path / "go"
-    kube.core.create_namespaced_pod("default", _pod("talker", [_container("main", TWO_STEP,
-                                                                          str(go))]))  # fmt: skip
+    kube.core.create_namespaced_pod(
+        "default", _pod("talker", [_container("main", TWO_STEP, str(go))])
+    )
     kube.sim.wait_for(lambda: "first" in kube.sim.pod_log("talker"), message="first line")
     response = kube.core.read_namespaced_pod_log(
         "talker", "default", follow=True, _preload_content=False
@@ -110,8 +110,9 @@ def test_on_failure_restarts_in_place_and_keeps_previous_log(kube, tmp_path):
 
 
 def test_limit_bytes_and_tail_zero(kube):
-    kube.core.create_namespaced_pod("default", _pod("chatty", [_container("main",
-                                                    "print('abcdef'); print('ghi')")]))  # fmt: skip
+    kube.core.create_namespaced_pod(
+        "default", _pod("chatty", [_container("main", "print('abcdef'); print('ghi')")])
+    )
     kube.sim.wait_for(lambda: kube.sim.pod("chatty")["status"]["phase"] == "Succeeded")
     assert kube.core.read_namespaced_pod_log("chatty", "default", limit_bytes=3) == "abc"
     assert kube.core.read_namespaced_pod_log("chatty", "default", tail_lines=0) == ""

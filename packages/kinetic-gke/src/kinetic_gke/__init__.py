@@ -1,13 +1,36 @@
-"""Kinetic's GKE backend: each job is a Kubernetes Job. Placeholder until the GKE issue lands."""
+"""Kinetic's GKE backend: each job runs as one Kubernetes Job.
 
-from kinetic_protocol import Backend, BackendSettings, ConfigError
+Usable without the ``kinetic`` client: :func:`submit_job` starts a job whose record and
+artifacts (``kinetic_protocol.layout``) are already in its bucket.
+"""
 
-__all__ = ["create_backend"]
+from kinetic_gke.backend import GKEBackend, default_bucket_name
+from kinetic_gke.manifests import job_manifest
+from kinetic_protocol import Backend, BackendSettings, JobRecord
+
+__all__ = ["GKEBackend", "create_backend", "default_bucket_name", "job_manifest", "submit_job"]
 
 
 def create_backend(settings: BackendSettings) -> Backend:
-    """Entry point of the ``gke`` backend."""
-    raise ConfigError(
-        "The 'gke' backend is not implemented in this version of kinetic-gke. "
-        "Use backend='local' to run on this machine."
+    """Entry point of the ``gke`` backend (group ``kinetic.backends``)."""
+    return GKEBackend(settings)
+
+
+def submit_job(record: JobRecord, settings: BackendSettings | None = None) -> GKEBackend:
+    """Submit a prepared job to its cluster and return the backend to observe it with.
+
+    ``record`` must already be stored with its call descriptor, payload and bundle, as the
+    ``kinetic`` client writes them; ``settings`` default to the record's own cluster.
+    """
+    backend = GKEBackend(
+        settings
+        or BackendSettings(
+            project=record.project,
+            zone=record.zone,
+            cluster=record.cluster_name,
+            namespace=record.namespace,
+            store_uri=record.store_uri,
+        )
     )
+    backend.submit(record)
+    return backend

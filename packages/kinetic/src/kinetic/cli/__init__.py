@@ -101,8 +101,8 @@ def _configure_logging(debug: bool) -> Callable[[], None]:
     epilog=_EPILOG,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.option("--backend", help="Backend: local, gke or pathways. [default: resolved]")
-@click.option("--project", help="GCP project. [default: KINETIC_PROJECT, profile, ...]")
+@click.option("--backend", help="Backend: local, gke or pathways.")
+@click.option("--project", help="GCP project.")
 @click.option("--zone", help="GCP zone of the cluster.")
 @click.option("--cluster", help="GKE cluster name.")
 @click.option("--namespace", help="Kubernetes namespace.")

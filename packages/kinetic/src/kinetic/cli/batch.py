@@ -28,7 +28,7 @@ TIMEOUT_OPTION = click.option(
 
 @click.group()
 def batch() -> None:
-    """Observe, collect, cancel and clean up batches (from run_async_map)."""
+    """Observe, collect, cancel and clean up batches."""
 
 
 @batch.command("list")

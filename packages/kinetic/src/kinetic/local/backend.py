@@ -48,14 +48,21 @@ class LocalBackend:
     poll_bounds = (0.005, 0.05)  # a poll is one small file read per job
 
     def __init__(self, settings: BackendSettings, *, python: str | None = None) -> None:
-        self._store_uri = settings.store_uri or default_local_store_uri()
-        self._root = kinetic_home() / "local"
-        self._jobs = self._root / "jobs"
+        self._settings = settings
         self._python = python or sys.executable
 
+    # Read from the environment on each use: a backend is cached per process, KINETIC_HOME not.
     @property
     def store_uri(self) -> str:
-        return self._store_uri
+        return self._settings.store_uri or default_local_store_uri()
+
+    @property
+    def _root(self) -> Path:
+        return kinetic_home() / "local"
+
+    @property
+    def _jobs(self) -> Path:
+        return self._root / "jobs"
 
     def job_dir(self, job_id: str) -> Path:
         return self._jobs / job_id

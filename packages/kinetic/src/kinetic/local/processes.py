@@ -25,7 +25,29 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def _linux_group_members(pgid: int) -> bool | None:
+    """Whether a live (non-zombie) process is in group ``pgid``; None without ``/proc``."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue  # exited while we looked
+        state, group = fields[0], int(fields[2])
+        if group == pgid and state not in (b"Z", b"X"):
+            return True
+    return False
+
+
 def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` still runs; zombies waiting to be reaped by
+    someone else count as gone."""
     _reap(pgid)
     try:
         os.killpg(pgid, 0)
@@ -33,7 +55,8 @@ def group_alive(pgid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    members = _linux_group_members(pgid)
+    return True if members is None else members
 
 
 def terminate_group(pgid: int, *, grace: float, timeout: float, poll_interval: float) -> bool:

@@ -73,9 +73,7 @@ class Api:
             )
         causes = self._validator.check(res, body)
         if meta.get("resourceVersion"):
-            causes.append(
-                ("metadata.resourceVersion", "Invalid value: must not be set on create")
-            )
+            causes.append(("metadata.resourceVersion", "Invalid value: must not be set on create"))
         if causes:
             name = str(meta.get("name") or meta.get("generateName") or "")
             self._on_invalid(
@@ -94,7 +92,9 @@ class Api:
         """GET one object (also serves the `/status` subresource)."""
         return Result(200, self._store.get(res, namespace, name))
 
-    def list(self, res: ResourceType, namespace: str | None, query: dict[str, str]) -> Result:
+    def list_collection(
+        self, res: ResourceType, namespace: str | None, query: dict[str, str]
+    ) -> Result:
         """GET a collection: label/field selectors, `limit` and `continue`."""
         if query.get("watch") in ("true", "1"):
             raise ApiError.bad_request(
@@ -119,8 +119,12 @@ class Api:
             for item in items:
                 item.pop("apiVersion", None)
                 item.pop("kind", None)
-        return {"apiVersion": res.api_version, "kind": res.list_kind, "metadata": meta,
-                "items": items}  # fmt: skip
+        return {
+            "apiVersion": res.api_version,
+            "kind": res.list_kind,
+            "metadata": meta,
+            "items": items,
+        }
 
     def _select(
         self, res: ResourceType, namespace: str | None, query: dict[str, str]
@@ -181,8 +185,12 @@ class Api:
                     headers["Warning"] = _ORPHAN_WARNING
             if policy == "Background":
                 self._store.remove(res, namespace, name)
-                details = {"name": name, "group": res.group, "kind": res.plural,
-                           "uid": obj["metadata"]["uid"]}  # fmt: skip
+                details = {
+                    "name": name,
+                    "group": res.group,
+                    "kind": res.plural,
+                    "uid": obj["metadata"]["uid"],
+                }
                 return Result(200, success_status(details), headers)
             obj["metadata"]["deletionTimestamp"] = now_rfc3339()
             obj["metadata"]["deletionGracePeriodSeconds"] = 0
@@ -208,8 +216,9 @@ class Api:
         """DELETE a collection: every selected object, with the same options."""
         with self._store.lock:
             items = self._select(res, namespace, query)
-            options = {k: v for k, v in query.items() if k not in ("labelSelector",
-                                                                    "fieldSelector")}  # fmt: skip
+            options = {
+                k: v for k, v in query.items() if k not in ("labelSelector", "fieldSelector")
+            }
             headers: dict[str, str] = {}
             for item in items:
                 result = self.delete(res, namespace, item["metadata"]["name"], options, body)
@@ -224,5 +233,8 @@ def _decode_continue(token: str | None) -> int:
     try:
         return int(base64.b64decode(token).decode())
     except ValueError:
-        raise ApiError(410, f"the continue token {token!r} is not valid; start the LIST again",
-                       reason="Expired") from None  # fmt: skip
+        raise ApiError(
+            410,
+            f"the continue token {token!r} is not valid; start the LIST again",
+            reason="Expired",
+        ) from None

@@ -53,8 +53,12 @@ def _pod_spec(spec: dict[str, Any], *, bare_pod: bool) -> None:
         spec.setdefault(
             "tolerations",
             [
-                {"key": f"node.kubernetes.io/{taint}", "operator": "Exists",
-                 "effect": "NoExecute", "tolerationSeconds": 300}  # fmt: skip
+                {
+                    "key": f"node.kubernetes.io/{taint}",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                }
                 for taint in ("not-ready", "unreachable")
             ],
         )

@@ -97,7 +97,9 @@ class Eviction(PodFault):
     """Node-pressure eviction by the kubelet: phase Failed, reason `Evicted`."""
 
     after: float = 0.0
-    message: str = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 42Mi."
+    message: str = (
+        "The node was low on resource: memory. Threshold quantity: 100Mi, available: 42Mi."
+    )
 
 
 @dataclass(kw_only=True, eq=False)

@@ -83,8 +83,9 @@ class JobController:
         terminating = [p for p in pods if _phase(p) not in _TERMINAL and _deleting(p)]
         conds = status.get("conditions") or []
         if spec.get("suspend"):
-            conds = ps.set_condition(conds, "Suspended", "True", now, "JobSuspended",
-                                     "Job suspended")  # fmt: skip
+            conds = ps.set_condition(
+                conds, "Suspended", "True", now, "JobSuspended", "Job suspended"
+            )
         else:
             status.setdefault("startTime", now)
             if tr.target is None:
@@ -98,8 +99,11 @@ class JobController:
         if not conds:
             del status["conditions"]
         ready = sum(1 for p in active if _is_true(p, "Ready"))
-        for key, value in (("active", len(active)), ("succeeded", tr.succeeded),
-                           ("failed", tr.failed)):  # fmt: skip
+        for key, value in (
+            ("active", len(active)),
+            ("succeeded", tr.succeeded),
+            ("failed", tr.failed),
+        ):
             if value:
                 status[key] = value
             else:
@@ -171,8 +175,8 @@ class JobController:
         spec = job["spec"]
         completions = spec.get("completions") or 1
         want = min(int(spec.get("parallelism", 1)), completions - tr.succeeded) - active
-        if want <= 0 or tr.failed and time.monotonic() < tr.last_failure + self._backoff * 2 ** (
-            tr.failed - 1
+        if want <= 0 or (
+            tr.failed and time.monotonic() < tr.last_failure + self._backoff * 2 ** (tr.failed - 1)
         ):
             return []
         return [self._create_pod(job) for _ in range(want)]
@@ -188,9 +192,15 @@ class JobController:
                     "batch.kubernetes.io/job-tracking": "",
                 },
                 "ownerReferences": [
-                    {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
-                     "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
-                ],  # fmt: skip
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
             },
             "spec": copy.deepcopy(template["spec"]),
         }
@@ -217,7 +227,6 @@ class JobController:
             job["metadata"]["deletionTimestamp"] = now_rfc3339()
             job["metadata"]["finalizers"] = ["foregroundDeletion"]
             self._store.bump(job)
-
 
 
 def _phase(pod: dict[str, Any]) -> str:

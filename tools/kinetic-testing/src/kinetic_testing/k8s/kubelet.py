@@ -174,14 +174,14 @@ class Kubelet:
         mono = time.monotonic()
         if mono < rt.seen + self._start_delay or mono < rt.next_start:
             reason = "CrashLoopBackOff" if rt.restarts else "ContainerCreating"
-            message = (
+            backoff = (
                 f"back-off restarting failed container={container['name']} "
                 f"pod={pod['metadata']['name']}"
                 if rt.restarts
                 else None
             )
             self._set_status(
-                pod, ps.waiting(pod, status, reason, message, now, rt.restarts, rt.last_state)
+                pod, ps.waiting(pod, status, reason, backoff, now, rt.restarts, rt.last_state)
             )
             return
         try:
@@ -206,21 +206,25 @@ class Kubelet:
         log_path = rt.sandbox / f"{container['name']}-{rt.restarts}.log"
         rt.logs.append(log_path)
         log_path.touch()
-        if not container.get("command"):
-            self._start_failed(pod, rt, status, now, (
-                f"the simulator cannot run the entrypoint of image {container.get('image')!r}: "
-                "give the container an explicit `command`"
-            ))  # fmt: skip
-            return
         cwd = Path(container.get("workingDir") or rt.sandbox)
         env = {**os.environ, "HOSTNAME": pod["metadata"]["name"], **declared}
-        try:
-            rt.process = start(argv, env=env, cwd=cwd, log_path=log_path)
-        except OSError as exc:
-            self._start_failed(pod, rt, status, now, (
-                f"failed to create containerd task: exec: {argv[0]!r}: {exc.strerror} "
-                f"(cwd {str(cwd)!r})"
-            ))  # fmt: skip
+        if not container.get("command"):
+            image = container.get("image")
+            problem = (
+                f"the simulator cannot run the entrypoint of image {image!r}: "
+                "give the container an explicit `command`"
+            )
+        else:
+            try:
+                rt.process = start(argv, env=env, cwd=cwd, log_path=log_path)
+                problem = ""
+            except OSError as exc:
+                problem = (
+                    f"failed to create containerd task: exec: {exc.filename!r}: {exc.strerror}"
+                )
+        if rt.process is None:
+            # Like a container runtime's StartError: the pod fails with exit code 128.
+            self._finish(pod, rt, status, 128, "StartError", None, now, problem)
             return
         ip = status.get("podIP") or f"10.4.0.{self._next_ip}"
         self._next_ip += 1
@@ -228,11 +232,6 @@ class Kubelet:
             pod,
             ps.running(pod, status, rt.process.started_at, now, ip, rt.restarts, rt.last_state),
         )
-
-    def _start_failed(
-        self, pod: dict[str, Any], rt: PodRuntime, status: dict[str, Any], now: str, msg: str
-    ) -> None:
-        self._finish(pod, rt, status, 128, "StartError", None, now, msg)
 
     def _sync_running(self, pod: dict[str, Any], rt: PodRuntime) -> None:
         assert rt.process is not None
@@ -295,19 +294,30 @@ class Kubelet:
         rt.finished = True
         conds = status.get("conditions") or []
         if fault.phase == "Unknown":
-            conds = ps.set_condition(conds, "Ready", "False", now, "NodeLost", "node is unreachable")
+            conds = ps.set_condition(
+                conds, "Ready", "False", now, "NodeLost", "node is unreachable"
+            )
             self._set_status(pod, {**status, "phase": "Unknown", "conditions": conds})
         else:
             out = ps.terminated(
-                pod, status, exit_code=137, reason="ContainerStatusUnknown", now=now,
-                started_at=rt.process.started_at if rt.process else None, phase="Failed",
+                pod,
+                status,
+                exit_code=137,
+                reason="ContainerStatusUnknown",
+                now=now,
+                started_at=rt.process.started_at if rt.process else None,
+                phase="Failed",
                 message="The container could not be located when the pod was terminated",
                 restarts=rt.restarts,
-            )  # fmt: skip
+            )
             out["conditions"] = ps.set_condition(
-                out["conditions"], "DisruptionTarget", "True", now, "DeletionByPodGC",
+                out["conditions"],
+                "DisruptionTarget",
+                "True",
+                now,
+                "DeletionByPodGC",
                 "PodGC: node no longer exists",
-            )  # fmt: skip
+            )
             self._set_status(pod, out)
         if fault.delete_pod:
             pod["metadata"]["deletionTimestamp"] = now
@@ -328,8 +338,12 @@ class Kubelet:
         policy = pod["spec"].get("restartPolicy", "Always")
         restart = policy == "Always" or (policy == "OnFailure" and code != 0)
         if restart and not rt.no_restart and rt.outcome is None:
-            term = {"exitCode": code, "reason": reason, "startedAt": started_at or now,
-                    "finishedAt": now}  # fmt: skip
+            term = {
+                "exitCode": code,
+                "reason": reason,
+                "startedAt": started_at or now,
+                "finishedAt": now,
+            }
             rt.last_state = {"terminated": term}
             rt.restarts += 1
             backoff = min(self._restart_backoff * 2 ** (rt.restarts - 1), 5.0)
@@ -337,15 +351,25 @@ class Kubelet:
             rt.process = None
             container = pod["spec"]["containers"][0]["name"]
             msg = f"back-off restarting failed container={container} pod={pod['metadata']['name']}"
-            self._set_status(pod, ps.waiting(pod, status, "CrashLoopBackOff", msg, now,
-                                             rt.restarts, rt.last_state))  # fmt: skip
+            self._set_status(
+                pod,
+                ps.waiting(pod, status, "CrashLoopBackOff", msg, now, rt.restarts, rt.last_state),
+            )
             return
         rt.finished = True
         phase = "Succeeded" if code == 0 and rt.outcome is None else "Failed"
         out = ps.terminated(
-            pod, status, exit_code=code, reason=reason, started_at=started_at, now=now,
-            phase=phase, message=message, restarts=rt.restarts, last_state=rt.last_state,
-        )  # fmt: skip
+            pod,
+            status,
+            exit_code=code,
+            reason=reason,
+            started_at=started_at,
+            now=now,
+            phase=phase,
+            message=message,
+            restarts=rt.restarts,
+            last_state=rt.last_state,
+        )
         if rt.outcome is not None:
             out["reason"], out["message"] = rt.outcome
         self._set_status(pod, out)
@@ -370,5 +394,13 @@ class Kubelet:
         elif leader_phase in _TERMINAL or leader is None:
             ok = leader_phase == "Succeeded"
             msg = None if ok else "stopped by the simulator because the group's leader failed"
-            self._finish(pod, rt, status, 0 if ok else 137, "Completed" if ok else "Error",
-                         status.get("startTime"), now, msg)  # fmt: skip
+            self._finish(
+                pod,
+                rt,
+                status,
+                0 if ok else 137,
+                "Completed" if ok else "Error",
+                status.get("startTime"),
+                now,
+                msg,
+            )

@@ -137,10 +137,17 @@ def open_log(
         previous = query.get("previous") == "true"
         if rt is None or not rt.logs:
             statuses = (pod.get("status") or {}).get("containerStatuses") or []
-            waiting = next(
-                (s["state"].get("waiting", {}).get("reason") for s in statuses if s["name"] ==
-                 container), None,
-            ) or "ContainerCreating"  # fmt: skip
+            waiting = (
+                next(
+                    (
+                        s["state"].get("waiting", {}).get("reason")
+                        for s in statuses
+                        if s["name"] == container
+                    ),
+                    None,
+                )
+                or "ContainerCreating"
+            )
             raise ApiError.bad_request(
                 f'container "{container}" in pod "{name}" is waiting to start: {waiting}'
             )
@@ -148,7 +155,7 @@ def open_log(
             raise ApiError.bad_request(
                 f'previous terminated container "{container}" in pod "{name}" not found'
             )
-        path = rt.logs[-2] if previous else rt.logs[-1]
+        path: Path | None = rt.logs[-2] if previous else rt.logs[-1]
         if container != names[0]:
             path = None  # only the first container runs a process; the others print nothing
     return PodLog(store, kubelet, namespace, name, uid, path, tail, limit, previous)

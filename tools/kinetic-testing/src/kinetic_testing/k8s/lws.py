@@ -51,9 +51,7 @@ class LwsController:
         size = int(template.get("size", 1))
         uid = lws["metadata"]["uid"]
         for group in range(replicas):
-            if (uid, group) not in self._created and self._create_group(
-                lws, template, group, size
-            ):
+            if (uid, group) not in self._created and self._create_group(lws, template, group, size):
                 self._created.add((uid, group))
         pods = dependents(self._store, lws)
         self._store.set_field(lws, "status", self._status(lws, pods, replicas))
@@ -71,28 +69,36 @@ class LwsController:
         phases = {p["metadata"]["name"]: (p.get("status") or {}).get("phase") for p in pods}
         failed = sorted(n for n, phase in phases.items() if phase == "Failed")
         ready_groups = sum(
-            1
-            for members in groups.values()
-            if all(_ready(p) for p in members) and members
+            1 for members in groups.values() if all(_ready(p) for p in members) and members
         )
         if failed:
             conds = _cond(conds, "Failed", "True", now, "PodFailed", f"pod {failed[0]} failed")
-            conds = _cond(conds, "Available", "False", now, "GroupFailed",
-                          f"group of pod {failed[0]} failed")  # fmt: skip
+            conds = _cond(
+                conds, "Available", "False", now, "GroupFailed", f"group of pod {failed[0]} failed"
+            )
             conds = _cond(conds, "Progressing", "False", now, "GroupFailed", "a group failed")
         elif pods and all(phase == "Succeeded" for phase in phases.values()):
-            conds = _cond(conds, "Available", "False", now, "GroupsCompleted",
-                          "every group's leader ran to completion")  # fmt: skip
+            conds = _cond(
+                conds,
+                "Available",
+                "False",
+                now,
+                "GroupsCompleted",
+                "every group's leader ran to completion",
+            )
             conds = _cond(conds, "Progressing", "False", now, "GroupsCompleted", "done")
         elif replicas and ready_groups == replicas:
-            conds = _cond(conds, "Available", "True", now, "AllGroupsReady",
-                          "All replicas are ready")  # fmt: skip
+            conds = _cond(
+                conds, "Available", "True", now, "AllGroupsReady", "All replicas are ready"
+            )
             conds = _cond(conds, "Progressing", "False", now, "Ready", "Replicas are ready")
         else:
-            conds = _cond(conds, "Progressing", "True", now, "GroupsProgressing",
-                          "Replicas are progressing")  # fmt: skip
-            conds = _cond(conds, "Available", "False", now, "GroupsProgressing",
-                          "Not all replicas are ready")  # fmt: skip
+            conds = _cond(
+                conds, "Progressing", "True", now, "GroupsProgressing", "Replicas are progressing"
+            )
+            conds = _cond(
+                conds, "Available", "False", now, "GroupsProgressing", "Not all replicas are ready"
+            )
         status.update(
             replicas=replicas,
             readyReplicas=ready_groups,
@@ -148,9 +154,15 @@ class LwsController:
                     "labels": labels,
                     "annotations": annotations,
                     "ownerReferences": [
-                        {"apiVersion": LWS.api_version, "kind": LWS.kind, "name": name,
-                         "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}
-                    ],  # fmt: skip
+                        {
+                            "apiVersion": LWS.api_version,
+                            "kind": LWS.kind,
+                            "name": name,
+                            "uid": meta["uid"],
+                            "controller": True,
+                            "blockOwnerDeletion": True,
+                        }
+                    ],
                 },
                 "spec": spec,
             }

@@ -85,8 +85,13 @@ def unschedulable(status: dict[str, Any], message: str, now: str) -> dict[str, A
 def scheduled(status: dict[str, Any], now: str) -> dict[str, Any]:
     """Pending but bound to a node."""
     conds = set_condition(status.get("conditions") or [], "PodScheduled", "True", now)
-    return {**status, "phase": "Pending", "conditions": conds, "hostIP": HOST_IP,
-            "hostIPs": [{"ip": HOST_IP}]}  # fmt: skip
+    return {
+        **status,
+        "phase": "Pending",
+        "conditions": conds,
+        "hostIP": HOST_IP,
+        "hostIPs": [{"ip": HOST_IP}],
+    }
 
 
 def _container_id(pod: dict[str, Any], name: str, restart: int) -> str:
@@ -95,7 +100,7 @@ def _container_id(pod: dict[str, Any], name: str, restart: int) -> str:
 
 
 def _image_id(image: str) -> str:
-    return f"{image.split(':')[0]}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+    return f"{image.split(':', maxsplit=1)[0]}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
 
 
 def _statuses(
@@ -142,9 +147,14 @@ def _readiness(
 
 
 def waiting(
-    pod: dict[str, Any], status: dict[str, Any], reason: str, message: str | None, now: str,
-    restarts: int = 0, last_state: dict[str, Any] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    pod: dict[str, Any],
+    status: dict[str, Any],
+    reason: str,
+    message: str | None,
+    now: str,
+    restarts: int = 0,
+    last_state: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Pending (or restarting) with every container waiting for `reason`."""
     state: dict[str, Any] = {"waiting": {"reason": reason}}
     if message:
@@ -159,9 +169,14 @@ def waiting(
 
 
 def running(
-    pod: dict[str, Any], status: dict[str, Any], started_at: str, now: str, pod_ip: str,
-    restarts: int = 0, last_state: dict[str, Any] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    pod: dict[str, Any],
+    status: dict[str, Any],
+    started_at: str,
+    now: str,
+    pod_ip: str,
+    restarts: int = 0,
+    last_state: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Running and ready."""
     state = {"running": {"startedAt": started_at}}
     return {
@@ -206,11 +221,16 @@ def terminated(
         "conditions": _readiness(status, pod, False, now, "PodCompleted"),
         "startTime": status.get("startTime") or started_at or now,
         "containerStatuses": _statuses(
-            pod, {"terminated": term}, ready=False, started=False, restarts=restarts,
+            pod,
+            {"terminated": term},
+            ready=False,
+            started=False,
+            restarts=restarts,
             last_state=last_state,
         ),
     }
     if phase in ("Succeeded", "Failed"):
-        out["conditions"] = set_condition(out["conditions"], "PodReadyToStartContainers", "False",
-                                          now)  # fmt: skip
+        out["conditions"] = set_condition(
+            out["conditions"], "PodReadyToStartContainers", "False", now
+        )
     return out

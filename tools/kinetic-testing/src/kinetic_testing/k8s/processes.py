@@ -6,8 +6,11 @@ command spawned, just as tearing down a container does.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -20,6 +23,7 @@ from .status import now_rfc3339
 __all__ = ["ContainerConfigError", "ContainerProcess", "container_env", "expand", "start"]
 
 _REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+_SETPRIV = shutil.which("setpriv")
 _FIELD_INDEX = re.compile(r"^metadata\.(labels|annotations)\['(.+)'\]$")
 
 
@@ -117,10 +121,8 @@ class ContainerProcess:
         """Send `sig` to the whole process group; a vanished group is not an error."""
         if self.group_gone:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def terminate(self, grace: float) -> None:
         """SIGTERM now, SIGKILL once `grace` seconds pass (see `enforce_deadline`)."""
@@ -146,10 +148,8 @@ class ContainerProcess:
     def reap(self, timeout: float = 5.0) -> None:
         """Kill and wait, for shutdown; never leaves a zombie behind."""
         self.signal(signal.SIGKILL)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pass
         self.group_gone = True
 
 
@@ -163,11 +163,20 @@ def start(
     """Start `argv` in a new session with stdout and stderr both appended to `log_path`.
 
     Raises OSError (missing executable, bad directory) for the kubelet to report as StartError.
+    Where util-linux's `setpriv` exists, the process also gets SIGKILL if the thread that
+    started it dies, so even a test run killed outright leaves no container process behind.
     """
+    exe = argv[0]
+    found = exe if "/" in exe else shutil.which(exe, path=env.get("PATH"))
+    if found is None or not os.access(found, os.X_OK):
+        raise FileNotFoundError(errno.ENOENT, "executable file not found in $PATH", exe)
+    if not cwd.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "working directory does not exist", str(cwd))
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    prefix = [_SETPRIV, "--pdeathsig", "KILL", "--"] if _SETPRIV else []
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            argv,
+            [*prefix, *argv],
             env=env,
             cwd=cwd,
             stdin=subprocess.DEVNULL,

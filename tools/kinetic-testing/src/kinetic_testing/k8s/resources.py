@@ -101,9 +101,7 @@ def discovery_document(path: str, address: str, kubernetes_version: str) -> Any 
         groups = []
         for group, version in (("batch", "v1"), (LWS_GROUP, LWS_VERSION)):
             gv = {"groupVersion": f"{group}/{version}", "version": version}
-            groups.append(
-                {"name": group, "versions": [gv], "preferredVersion": gv}
-            )
+            groups.append({"name": group, "versions": [gv], "preferredVersion": gv})
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
     if path == "/api/v1":
         return _resource_list("v1", [(PODS, ""), (PODS, "log"), (PODS, "status")])

@@ -81,7 +81,8 @@ class LabelSelector:
             op = ops.get(str(expr.get("operator")))
             if op is None:
                 raise SelectorError(
-                    f"matchExpressions operator {expr.get('operator')!r} is not one of {sorted(ops)}"
+                    f"matchExpressions operator {expr.get('operator')!r} is not one of "
+                    f"{sorted(ops)}"
                 )
             reqs.append(Requirement(str(expr["key"]), op, frozenset(expr.get("values") or [])))
         return cls(tuple(reqs))
@@ -146,7 +147,8 @@ def _check_key(key: str, clause: str) -> str:
     if not _KEY.match(key) or len(key.rsplit("/", 1)[-1]) > 63:
         raise SelectorError(
             f"unable to parse requirement {clause!r}: invalid label key {key!r} "
-            "(a qualified name: optional DNS prefix, '/', then at most 63 alphanumerics, '-', '_', '.')"
+            "(a qualified name: optional DNS prefix and '/', then at most 63 characters of "
+            "alphanumerics, '-', '_', '.')"
         )
     return key
 

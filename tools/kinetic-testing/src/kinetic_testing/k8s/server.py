@@ -6,6 +6,7 @@ A stdlib `ThreadingHTTPServer` speaking HTTP/1.1 (keep-alive, chunked log stream
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -83,10 +84,8 @@ class _HTTPServer(ThreadingHTTPServer):
         """Hang up on idle keep-alive clients so their handler threads end."""
         with self.connections_lock:
             for conn in list(self.connections):
-                try:
+                with contextlib.suppress(OSError):
                     conn.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -164,7 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(404, _NOT_FOUND)
         if ns is None:
             if method == "GET" and name is None:
-                return ctx.api.list(res, None, query)
+                return ctx.api.list_collection(res, None, query)
             raise ApiError(404, _NOT_FOUND)
         return self._namespaced(ctx, res, method, ns, name, sub, query, body)
 
@@ -182,7 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
         api = ctx.api
         if name is None:
             verbs: dict[str, Callable[[], Result]] = {
-                "GET": lambda: api.list(res, ns, query),
+                "GET": lambda: api.list_collection(res, ns, query),
                 "POST": lambda: api.create(res, ns, body),
                 "DELETE": lambda: api.delete_collection(res, ns, query, body),
             }
@@ -208,14 +207,25 @@ class _Handler(BaseHTTPRequestHandler):
     @staticmethod
     def _namespaces(ctx: ServerContext, name: str | None) -> Result:
         def doc(ns: str) -> dict[str, Any]:
-            return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns},
-                    "status": {"phase": "Active"}}  # fmt: skip
+            return {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": ns},
+                "status": {"phase": "Active"},
+            }
 
         with ctx.store.lock:
             known = sorted(ctx.store.namespaces)
         if name is None:
-            return Result(200, {"apiVersion": "v1", "kind": "NamespaceList", "metadata": {},
-                                "items": [doc(n) for n in known]})  # fmt: skip
+            return Result(
+                200,
+                {
+                    "apiVersion": "v1",
+                    "kind": "NamespaceList",
+                    "metadata": {},
+                    "items": [doc(n) for n in known],
+                },
+            )
         if name not in known:
             raise ApiError.not_found("namespaces", "", name)
         return Result(200, doc(name))
@@ -265,9 +275,11 @@ class SimulatorServer:
         self.port = int(port)
         self._httpd.server_address_text = f"127.0.0.1:{self.port}"
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-            name=f"k8s-sim-http-{self.port}", daemon=True,
-        )  # fmt: skip
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"k8s-sim-http-{self.port}",
+            daemon=True,
+        )
 
     def start(self) -> None:
         """Serve in a background thread."""
@@ -279,4 +291,3 @@ class SimulatorServer:
         self._httpd.close_connections()
         self._httpd.server_close()
         self._thread.join(timeout=5)
-

@@ -64,9 +64,13 @@ class KubernetesSimulator:
         self._store = ObjectStore(namespaces)
         self._faults = FaultRegistry()
         self._kubelet = Kubelet(
-            self._store, self._faults, self.workdir, start_delay=pod_start_delay,
-            grace_cap=grace_period_cap, restart_backoff=restart_backoff_seconds,
-        )  # fmt: skip
+            self._store,
+            self._faults,
+            self.workdir,
+            start_delay=pod_start_delay,
+            grace_cap=grace_period_cap,
+            restart_backoff=restart_backoff_seconds,
+        )
         self._jobs = JobController(self._store, backoff_seconds=job_backoff_seconds)
         self._lws = LwsController(self._store, self._kubelet)
         self._log_lock = threading.Lock()
@@ -77,9 +81,15 @@ class KubernetesSimulator:
         self._stopping = threading.Event()
         api = Api(self._store, self._validator, self._kubelet, self._record_invalid)
         context = ServerContext(
-            api, self._store, self._kubelet, self._faults, kubernetes_version,
-            self._record_request, self._report_error, self._stopping,
-        )  # fmt: skip
+            api,
+            self._store,
+            self._kubelet,
+            self._faults,
+            kubernetes_version,
+            self._record_request,
+            self._report_error,
+            self._stopping,
+        )
         self._server = SimulatorServer(context)
         self._controller = threading.Thread(
             target=self._control_loop, name=f"k8s-sim-controllers-{self.port}", daemon=True
@@ -166,8 +176,9 @@ class KubernetesSimulator:
         self._clients.append(api)
         return api
 
-    def kubeconfig(self, path: Path | str, *, namespace: str = "default",
-                   context: str = "sim") -> Path:  # fmt: skip
+    def kubeconfig(
+        self, path: Path | str, *, namespace: str = "default", context: str = "sim"
+    ) -> Path:
         """Write a kubeconfig whose `context` (current) points here; returns the path.
 
         Load it with `kubernetes.config.new_client_from_config(config_file=path,
@@ -178,8 +189,12 @@ class KubernetesSimulator:
             "kind": "Config",
             "clusters": [{"name": context, "cluster": {"server": self.host}}],
             "users": [{"name": context, "user": {"token": "kinetic-simulator"}}],
-            "contexts": [{"name": context, "context": {"cluster": context, "user": context,
-                                                       "namespace": namespace}}],  # fmt: skip
+            "contexts": [
+                {
+                    "name": context,
+                    "context": {"cluster": context, "user": context, "namespace": namespace},
+                }
+            ],
             "current-context": context,
             "preferences": {},
         }
@@ -213,22 +228,26 @@ class KubernetesSimulator:
 
     # -- inspection --------------------------------------------------------------------------
 
-    def _objects(self, res: ResourceType, namespace: str | None, selector: str | None
-                 ) -> list[dict[str, Any]]:  # fmt: skip
+    def _objects(
+        self, res: ResourceType, namespace: str | None, selector: str | None
+    ) -> list[dict[str, Any]]:
         return self._store.list(res, namespace, LabelSelector.parse(selector))
 
-    def jobs(self, namespace: str | None = "default", selector: str | None = None
-             ) -> list[dict[str, Any]]:  # fmt: skip
+    def jobs(
+        self, namespace: str | None = "default", selector: str | None = None
+    ) -> list[dict[str, Any]]:
         """Snapshots of the Jobs (all namespaces if `namespace` is None)."""
         return self._objects(JOBS, namespace, selector)
 
-    def pods(self, namespace: str | None = "default", selector: str | None = None
-             ) -> list[dict[str, Any]]:  # fmt: skip
+    def pods(
+        self, namespace: str | None = "default", selector: str | None = None
+    ) -> list[dict[str, Any]]:
         """Snapshots of the Pods matching the label selector string."""
         return self._objects(PODS, namespace, selector)
 
-    def leaderworkersets(self, namespace: str | None = "default", selector: str | None = None
-                         ) -> list[dict[str, Any]]:  # fmt: skip
+    def leaderworkersets(
+        self, namespace: str | None = "default", selector: str | None = None
+    ) -> list[dict[str, Any]]:
         """Snapshots of the LeaderWorkerSets."""
         return self._objects(LWS, namespace, selector)
 

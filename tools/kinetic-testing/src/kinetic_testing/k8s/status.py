@@ -98,9 +98,7 @@ class ApiError(Exception):
         )
 
     @classmethod
-    def invalid(
-        cls, kind: str, group: str, name: str, causes: list[tuple[str, str]]
-    ) -> ApiError:
+    def invalid(cls, kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
         """422 with one cause per `(field, message)`, like field validation errors."""
         qualified = f"{kind}.{group}" if group else kind
         summary = "; ".join(f"{f}: {m}" if f else m for f, m in causes)

@@ -23,10 +23,21 @@ Cause = tuple[str, str]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LWS_SPEC_KEYS = {"replicas", "leaderWorkerTemplate", "rolloutStrategy", "startupPolicy",
-                  "networkConfig"}  # fmt: skip
-_LWS_TEMPLATE_KEYS = {"leaderTemplate", "workerTemplate", "size", "restartPolicy",
-                      "subGroupPolicy", "resourcePolicy"}  # fmt: skip
+_LWS_SPEC_KEYS = {
+    "replicas",
+    "leaderWorkerTemplate",
+    "rolloutStrategy",
+    "startupPolicy",
+    "networkConfig",
+}
+_LWS_TEMPLATE_KEYS = {
+    "leaderTemplate",
+    "workerTemplate",
+    "size",
+    "restartPolicy",
+    "subGroupPolicy",
+    "resourcePolicy",
+}
 
 
 @dataclass(frozen=True)
@@ -66,7 +77,9 @@ class Validator:
         causes += _check_metadata(body.get("metadata") or {}, res)
         spec = body.get("spec") or {}
         if res is PODS:
-            causes += _check_pod_spec(spec, "spec", allowed_restart={"Always", "OnFailure", "Never"})
+            causes += _check_pod_spec(
+                spec, "spec", allowed_restart={"Always", "OnFailure", "Never"}
+            )
         elif res is JOBS:
             causes += _check_job_spec(spec)
         return causes
@@ -116,7 +129,9 @@ class Validator:
             causes += self._schema(wrapped, prefix=f"{base}.{key}")
             # The pods belong to StatefulSets, which only accept restartPolicy Always.
             causes += _check_pod_spec(
-                (tmpl[key] or {}).get("spec") or {}, f"{base}.{key}.spec", allowed_restart={"Always"}
+                (tmpl[key] or {}).get("spec") or {},
+                f"{base}.{key}.spec",
+                allowed_restart={"Always"},
             )
         return causes
 
@@ -197,7 +212,7 @@ def _check_job_spec(spec: dict[str, Any]) -> list[Cause]:
         causes.append(
             (
                 "spec.template.spec.restartPolicy",
-                f"Required value: valid values: \"OnFailure\", \"Never\" (got {restart!r})",
+                f'Required value: valid values: "OnFailure", "Never" (got {restart!r})',
             )
         )
     # The restart policy was checked above; the shared check covers the containers.

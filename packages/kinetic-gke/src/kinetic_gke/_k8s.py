@@ -1,0 +1,188 @@
+"""All contact with the ``kubernetes`` package: building a client from the user's kubeconfig
+(read, never modified) and the few API calls the backend makes, returning plain dicts.
+
+Reads use ``_preload_content=False`` and decode the JSON once, which is much faster than the
+client's model objects for a LIST of thousands of Jobs.
+"""
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kinetic_protocol import BackendError, ConfigError
+
+__all__ = ["KubeApi", "NotFound", "kube_context_name"]
+
+Obj = dict[str, Any]
+_BODY_LIMIT = 300
+
+
+class NotFound(BackendError):
+    """The object does not exist (HTTP 404)."""
+
+
+def kube_context_name(project: str, zone: str, cluster: str) -> str:
+    """The context ``gcloud container clusters get-credentials`` writes for a GKE cluster."""
+    return f"gke_{project}_{zone}_{cluster}"
+
+
+def _kubeconfig_path() -> Path:
+    first = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    return Path(first).expanduser() if first else Path.home() / ".kube" / "config"
+
+
+def _translate(exc: Exception, doing: str) -> BackendError:
+    from kubernetes.client.exceptions import ApiException
+
+    if isinstance(exc, ApiException):
+        body = (exc.body or "")
+        body = body.decode() if isinstance(body, bytes) else str(body)
+        try:
+            message = json.loads(body).get("message", body)
+        except ValueError:
+            message = body
+        message = message[:_BODY_LIMIT]
+        if exc.status == 404:
+            return NotFound(f"{doing}: not found ({message})")
+        if exc.status in (401, 403):
+            return BackendError(
+                f"{doing}: permission denied ({message}). Check that your credentials can reach "
+                "the cluster: gcloud auth login, and the IAM role roles/container.developer."
+            )
+        return BackendError(f"{doing}: Kubernetes API error {exc.status} ({message})")
+    return BackendError(f"{doing}: cannot reach the Kubernetes API ({exc})")
+
+
+class KubeApi:
+    """A namespaced view of one cluster through the official client."""
+
+    def __init__(self, api_client: Any, namespace: str) -> None:
+        from kubernetes import client
+
+        self.namespace = namespace
+        self._batch = client.BatchV1Api(api_client)
+        self._core = client.CoreV1Api(api_client)
+
+    @classmethod
+    def from_kubeconfig(
+        cls, *, context: str, namespace: str, config_file: Path | None = None
+    ) -> "KubeApi":
+        """Build a client for ``context`` without touching the global config or the file."""
+        from kubernetes import config
+
+        path = config_file or _kubeconfig_path()
+        if not path.exists():
+            raise ConfigError(
+                f"No kubeconfig at {path}. Fetch the cluster's credentials first, e.g. "
+                "`gcloud container clusters get-credentials CLUSTER --zone ZONE --project PROJECT`."
+            )
+        try:
+            contexts, _active = config.list_kube_config_contexts(config_file=str(path))
+        except config.ConfigException as exc:
+            raise ConfigError(f"Kubeconfig {path} is invalid: {exc}") from exc
+        names = [c["name"] for c in contexts]
+        if context not in names:
+            raise ConfigError(
+                f"Kubeconfig {path} has no context {context!r} (it has: {', '.join(names) or 'none'})."
+                " Fetch it with `gcloud container clusters get-credentials CLUSTER --zone ZONE "
+                "--project PROJECT`, or set KINETIC_KUBE_CONTEXT to the context to use."
+            )
+        api_client = config.new_client_from_config(
+            config_file=str(path), context=context, persist_config=False
+        )
+        return cls(api_client, namespace)
+
+    def _call(self, doing: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise _translate(exc, doing) from exc
+
+    def _read(self, doing: str, fn: Any, *args: Any, **kwargs: Any) -> Obj:
+        response = self._call(doing, fn, *args, _preload_content=False, **kwargs)
+        data: Obj = json.loads(response.data)
+        return data
+
+    def create_job(self, body: Obj) -> bool:
+        """Create the Job; False if one with that name already exists (idempotent submit)."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self._batch.create_namespaced_job(self.namespace, body, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise _translate(exc, f"creating Job {body['metadata']['name']}") from exc
+        except Exception as exc:
+            raise _translate(exc, f"creating Job {body['metadata']['name']}") from exc
+        return True
+
+    def get_job(self, name: str) -> Obj | None:
+        try:
+            return self._read(f"reading Job {name}", self._batch.read_namespaced_job, name, self.namespace)
+        except NotFound:
+            return None
+
+    def list_jobs(self, selector: str) -> list[Obj]:
+        listing = self._read(
+            "listing Jobs", self._batch.list_namespaced_job, self.namespace, label_selector=selector
+        )
+        return list(listing.get("items") or [])
+
+    def list_pods(self, selector: str) -> list[Obj]:
+        listing = self._read(
+            "listing pods", self._core.list_namespaced_pod, self.namespace, label_selector=selector
+        )
+        return list(listing.get("items") or [])
+
+    def delete_job(self, name: str) -> None:
+        try:
+            self._call(
+                f"deleting Job {name}",
+                self._batch.delete_namespaced_job,
+                name,
+                self.namespace,
+                propagation_policy="Foreground",
+                _preload_content=False,
+            )
+        except NotFound:
+            pass
+
+    def pod_log(self, pod: str, *, tail: int | None = None) -> str:
+        kwargs: dict[str, Any] = {"tail_lines": tail} if tail is not None else {}
+        try:
+            response = self._call(
+                f"reading the log of pod {pod}",
+                self._core.read_namespaced_pod_log,
+                pod,
+                self.namespace,
+                _preload_content=False,
+                **kwargs,
+            )
+        except NotFound:
+            return ""
+        text: str = response.data.decode("utf-8", errors="replace")
+        return text
+
+    def follow_pod_log(self, pod: str) -> Iterator[str]:
+        response = self._call(
+            f"following the log of pod {pod}",
+            self._core.read_namespaced_pod_log,
+            pod,
+            self.namespace,
+            follow=True,
+            _preload_content=False,
+        )
+        try:
+            pending = b""
+            for chunk in response.stream(4096, decode_content=True):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    yield line.decode("utf-8", errors="replace") + "\n"
+            if pending:
+                yield pending.decode("utf-8", errors="replace")
+        finally:
+            response.release_conn()

@@ -1,0 +1,36 @@
+"""The labels Kinetic puts on every Kubernetes object, so jobs can be found without a database."""
+
+from kinetic_protocol import JobRecord
+
+__all__ = [
+    "APP",
+    "ATTEMPT",
+    "GROUP_ID",
+    "GROUP_INDEX",
+    "JOB_ID",
+    "group_selector",
+    "job_labels",
+    "job_selector",
+]
+
+APP = "app"
+JOB_ID = "kinetic.dev/job-id"
+GROUP_ID = "kinetic.dev/group-id"
+GROUP_INDEX = "kinetic.dev/group-index"
+ATTEMPT = "kinetic.dev/attempt"
+
+
+def job_labels(record: JobRecord, app: str = "kinetic") -> dict[str, str]:
+    labels = {APP: app, JOB_ID: record.job_id, ATTEMPT: str(record.attempt)}
+    if record.group_id:
+        labels[GROUP_ID] = record.group_id
+        labels[GROUP_INDEX] = str(record.group_index)
+    return labels
+
+
+def job_selector(job_id: str, app: str = "kinetic") -> str:
+    return f"{APP}={app},{JOB_ID}={job_id}"
+
+
+def group_selector(group_id: str, app: str = "kinetic") -> str:
+    return f"{APP}={app},{GROUP_ID}={group_id}"

@@ -1,0 +1,70 @@
+"""The Kubernetes Job a Kinetic job becomes: a pure function of the record, so it can be
+unit-tested and schema-validated without a cluster."""
+
+from typing import Any
+
+from kinetic_gke.labels import job_labels
+from kinetic_gke.scheduling import scheduling_for
+from kinetic_protocol import JobRecord, parse_accelerator
+
+__all__ = ["DEFAULT_TTL_SECONDS", "RUNTIME_COMMAND", "job_manifest"]
+
+RUNTIME_COMMAND = ("python", "-m", "kinetic_runtime")
+DEFAULT_TTL_SECONDS = 7 * 24 * 3600
+"""Finished Jobs are kept a week for their logs, then Kubernetes deletes them."""
+
+
+def job_manifest(
+    record: JobRecord,
+    *,
+    service_account: str | None = None,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    command: tuple[str, ...] = RUNTIME_COMMAND,
+    extra_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A batch/v1 Job that runs ``record`` once; Kinetic, not Kubernetes, does retries."""
+    placed = scheduling_for(parse_accelerator(record.accelerator), spot=record.spot)
+    labels = job_labels(record)
+    env = {
+        "KINETIC_STORE": record.store_uri,
+        "KINETIC_JOB_ID": record.job_id,
+        "KINETIC_ENV": "gke",
+        "PYTHONUNBUFFERED": "1",
+        **(extra_env or {}),
+    }
+    container: dict[str, Any] = {
+        "name": "kinetic",
+        "image": record.image_uri,
+        "command": list(command),
+        "args": ["--store", record.store_uri, "--job", record.job_id],
+        "env": [{"name": name, "value": value} for name, value in env.items()],
+        "resources": {"limits": placed.limits, "requests": placed.requests},
+    }
+    if not placed.limits:
+        del container["resources"]["limits"]
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [container],
+        "terminationGracePeriodSeconds": 30,
+    }
+    if placed.node_selector:
+        pod_spec["nodeSelector"] = placed.node_selector
+    if placed.tolerations:
+        pod_spec["tolerations"] = placed.tolerations
+    if service_account:
+        pod_spec["serviceAccountName"] = service_account
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": record.k8s_name,
+            "namespace": record.namespace,
+            "labels": labels,
+            "annotations": {"kinetic.dev/func": record.func_name[:250]},
+        },
+        "spec": {
+            "backoffLimit": 0,
+            "ttlSecondsAfterFinished": ttl_seconds,
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+        },
+    }

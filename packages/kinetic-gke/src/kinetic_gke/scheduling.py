@@ -1,0 +1,50 @@
+"""How an accelerator is asked for on GKE: node selectors, tolerations and resource limits."""
+
+from typing import Any
+
+from kinetic_protocol import Accelerator
+
+__all__ = ["Scheduling", "scheduling_for"]
+
+GPU_RESOURCE = "nvidia.com/gpu"
+TPU_RESOURCE = "google.com/tpu"
+_SPOT_LABEL = "cloud.google.com/gke-spot"
+
+
+class Scheduling:
+    """The pod-spec fragments that place a job on the right nodes."""
+
+    def __init__(self) -> None:
+        self.node_selector: dict[str, str] = {}
+        self.tolerations: list[dict[str, Any]] = []
+        self.limits: dict[str, str] = {}
+        self.requests: dict[str, str] = {}
+
+
+def _toleration(key: str, value: str | None = None) -> dict[str, Any]:
+    if value is None:
+        return {"key": key, "operator": "Exists", "effect": "NoSchedule"}
+    return {"key": key, "operator": "Equal", "value": value, "effect": "NoSchedule"}
+
+
+def scheduling_for(accelerator: Accelerator, *, spot: bool = False) -> Scheduling:
+    """GKE's scheduling terms for ``accelerator`` (one host's share, for a multi-host slice)."""
+    placed = Scheduling()
+    if accelerator.category == "gpu":
+        placed.node_selector["cloud.google.com/gke-accelerator"] = accelerator.k8s_accelerator
+        placed.limits[GPU_RESOURCE] = str(accelerator.count)
+        placed.requests[GPU_RESOURCE] = str(accelerator.count)
+        placed.tolerations.append(_toleration(GPU_RESOURCE))
+    elif accelerator.category == "tpu":
+        placed.node_selector["cloud.google.com/gke-tpu-accelerator"] = accelerator.k8s_accelerator
+        placed.node_selector["cloud.google.com/gke-tpu-topology"] = accelerator.topology
+        placed.limits[TPU_RESOURCE] = str(accelerator.chips_per_host)
+        placed.requests[TPU_RESOURCE] = str(accelerator.chips_per_host)
+        placed.tolerations.append(_toleration(TPU_RESOURCE))
+    else:
+        placed.requests["cpu"] = "500m"
+        placed.requests["memory"] = "1Gi"
+    if spot:
+        placed.node_selector[_SPOT_LABEL] = "true"
+        placed.tolerations.append(_toleration(_SPOT_LABEL, "true"))
+    return placed

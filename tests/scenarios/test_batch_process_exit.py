@@ -1,0 +1,109 @@
+"""What happens to a batch when the submitting script ends: normally, or with Ctrl-C."""
+
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from scenario_support import ScenarioBackend, run_script, wait_until
+
+import kinetic
+from kinetic import JobStatus
+from kinetic_protocol import layout
+
+SCENARIOS_DIR = str(Path(__file__).resolve().parent)
+
+
+@pytest.fixture(autouse=True)
+def _four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "4")
+
+
+def test_a_script_that_returns_right_after_run_async_map_still_submits_every_input(
+    local_backend: ScenarioBackend, tmp_path: Path
+) -> None:
+    """The submitter is a non-daemon thread so that the interpreter waits for it at exit; it
+    must still be able to submit after the main thread has finished."""
+    done = run_script(
+        f"""
+        import sys
+        sys.path.insert(0, {SCENARIOS_DIR!r})
+        import kinetic
+        import batch_userfuncs as uf
+
+        square = kinetic.run(accelerator="cpu", backend="local")(uf.square)
+        batch = square.run_async_map([1, 2, 3], max_concurrent=1)
+        print(batch.group_id, flush=True)
+        """,
+        tmp_path / "early-exit",
+    )
+    group_id = done.stdout.split()[-1]
+    assert "Traceback" not in done.stderr, done.stderr
+    attached = kinetic.attach_batch(group_id, backend="local")
+    assert attached.results(timeout=60) == [1, 4, 9]
+
+
+def test_ctrl_c_stops_the_submitting_script_and_its_submissions(
+    local_backend: ScenarioBackend, tmp_path: Path
+) -> None:
+    """SIGINT while ``results()`` waits: the script exits (the running job is left alone, as
+    for a single job) and no further input is submitted, even once the running job ends."""
+    started, gate = tmp_path / "started", tmp_path / "gate"
+    script = tmp_path / "sweep.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os
+            import sys
+            import time
+            sys.path.insert(0, {SCENARIOS_DIR!r})
+            import kinetic
+            import batch_userfuncs as uf
+
+            started, gate = sys.argv[1], sys.argv[2]
+            step = kinetic.run(accelerator="cpu", backend="local")(uf.step)
+            inputs = [{{"value": 0, "create": started, "wait_for": gate}}]
+            inputs += [{{"value": i, "wait_for": gate}} for i in range(1, 8)]
+            batch = step.run_async_map(inputs, max_concurrent=1)
+            deadline = time.monotonic() + 60
+            while not os.path.exists(started):
+                if time.monotonic() > deadline:
+                    sys.exit("the first job never started")
+                time.sleep(0.01)
+            print("ready", batch.group_id, flush=True)
+            batch.results()
+            """
+        )
+    )
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(started), str(gate)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        ready = process.stdout.readline().split()
+        assert ready[:1] == ["ready"], process.communicate(timeout=30)
+        group_id = ready[1]
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=30)  # generous bound; not a timing assertion
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert "KeyboardInterrupt" in errors, errors
+
+    store = local_backend.store()
+    children = store.list(layout.children_prefix(group_id))
+    assert [layout.parse_child_key(key) for key in children] == [(0, 0)]
+
+    # The running job is not the script's to stop; once it ends, nothing submits input 1.
+    first = kinetic.attach_batch(group_id, backend="local").jobs[0]
+    assert first is not None and first.status() is JobStatus.RUNNING
+    gate.touch()
+    wait_until(lambda: first.status() is JobStatus.SUCCEEDED, "input 0 to finish")
+    assert store.list(layout.children_prefix(group_id)) == children

@@ -1,0 +1,95 @@
+"""What a batch writes to the object store: the bundle once, each record once, nothing twice.
+
+Every write the client makes is recorded by wrapping the local store's ``write``; the jobs'
+own processes (which write only their result) are not wrapped.
+"""
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import batch_userfuncs as uf
+import pytest
+from scenario_support import ScenarioBackend
+
+import kinetic.batch
+from kinetic_protocol import layout
+from kinetic_runtime.stores.local import LocalStore
+
+
+@pytest.fixture(autouse=True)
+def _four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "4")
+
+
+@pytest.fixture
+def written_keys(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every key written through a LocalStore in this process, in order, repeats included."""
+    keys: list[str] = []
+    lock = threading.Lock()
+    real_write = LocalStore.write
+
+    def recording_write(self: LocalStore, key: str, data: bytes, **options: Any) -> None:
+        with lock:
+            keys.append(key)
+        real_write(self, key, data, **options)
+
+    monkeypatch.setattr(LocalStore, "write", recording_write)
+    return keys
+
+
+def _batch_keys(keys: list[str], group_id: str) -> list[str]:
+    return [
+        key
+        for key in keys
+        if key.startswith(layout.group_prefix(group_id)) or key == layout.manifest_key(group_id)
+    ]
+
+
+def test_two_batches_of_unchanged_code_upload_one_bundle_and_write_each_record_once(
+    local_backend: ScenarioBackend, tmp_path: Path, written_keys: list[str]
+) -> None:
+    step = local_backend.decorate()(uf.step)
+    first = step.run_async_map([{"value": 0}, {"value": 1}, {"value": 2}])
+    assert first.results(cleanup=False) == [0, 1, 2]
+    second = step.run_async_map(
+        [{"value": "again", "fail_first": str(tmp_path / "failed-once")}, {"value": "once"}],
+        retries=1,
+    )
+    assert second.results(cleanup=False) == ["again", "once"]
+
+    store = local_backend.store()
+    assert len(store.list("bundles/")) == 1
+    assert [key for key in written_keys if key.startswith("bundles/")] == store.list("bundles/"), (
+        "the bundle is uploaded once for the first batch and not at all for the second"
+    )
+
+    for batch, attempts in (
+        (first, [(0, 0), (1, 0), (2, 0)]),
+        (second, [(0, 0), (0, 1), (1, 0)]),
+    ):
+        mine = _batch_keys(written_keys, batch.group_id)
+        assert len(mine) == len(set(mine)), f"an object was written twice: {sorted(mine)}"
+        assert mine[0] == layout.manifest_key(batch.group_id), "the manifest comes first"
+        children = sorted(
+            layout.parse_child_key(key)
+            for key in mine
+            if key.startswith(layout.children_prefix(batch.group_id))
+        )
+        assert children == attempts, "one child record per submitted attempt"
+
+    job_keys = [key for key in written_keys if key.startswith("jobs/")]
+    assert len(job_keys) == len(set(job_keys)), "a job artifact was written twice"
+
+
+def test_list_batches_lists_every_stored_batch(local_backend: ScenarioBackend) -> None:
+    square = local_backend.decorate()(uf.square)
+    first = square.run_async_map([1], name="one", tags={"k": "v"}, max_concurrent=None)
+    second = square.run_async_map([2, 3], max_concurrent=None)
+    listed = {summary.group_id: summary for summary in kinetic.batch.list_batches(backend="local")}
+    assert set(listed) == {first.group_id, second.group_id}
+    assert (listed[first.group_id].name, listed[first.group_id].tags) == ("one", {"k": "v"})
+    assert [s.total_expected for s in (listed[first.group_id], listed[second.group_id])] == [1, 2]
+    assert listed[second.group_id].func_name == "square"
+    assert first.results() == [1]
+    assert second.results() == [4, 9]
