@@ -64,6 +64,8 @@ class JobRecord(msgspec.Struct, kw_only=True):
     attempt: int = 0
     spot: bool = False
     kinetic_version: str = ""
+    local_python: str = ""
+    """Local backend only: the interpreter to run in (an isolated venv), else the client's."""
 
     @property
     def store_uri(self) -> str:

@@ -84,7 +84,7 @@ class _Job:
             bundle = self.step(Phase.FETCH, _fetch_verified, self.store, call.bundle)
             self.step(Phase.UNPACK, unpack_bundle, bundle, self.workdir)
         self.step(Phase.ENVIRONMENT, self.prepare, call)
-        self.step(Phase.INSTALL, install_requirements, call.requirements)
+        self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
         fn, args, kwargs = self.step(Phase.DESERIALIZE, cloudpickle.loads, payload)
         _say(f"job {self.job_id}: running {call.func_name}")
         value = self.step(Phase.RUN, lambda: fn(*args, **kwargs))

@@ -39,11 +39,16 @@ def apply_environment(call: CallDescriptor, bundle_root: Path, output_dir: str) 
     os.chdir(workdir)
 
 
-def install_requirements(requirements: list[str]) -> None:
-    """Install a prebuilt image's missing requirements into this interpreter with uv."""
+def install_requirements(requirements: list[str], workdir: Path) -> None:
+    """Install a prebuilt image's requirements into this interpreter with uv.
+
+    They go through a requirements file, so pip options such as ``--index-url`` keep working.
+    """
     if not requirements:
         return
-    command = ["uv", "pip", "install", "--python", sys.executable, *requirements]
+    listing = workdir / ".kinetic-requirements.txt"
+    listing.write_text("\n".join(requirements) + "\n")
+    command = ["uv", "pip", "install", "--python", sys.executable, "-r", str(listing)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])

@@ -89,12 +89,18 @@ def run(
     spot: bool = False,
     output_dir: str | None = None,
     debug: bool = False,
+    *,
+    isolate: bool = False,
 ) -> Callable[[Callable[P, R]], RemoteFunction[P, R]]:
     """Run the decorated function remotely on ``accelerator``.
 
     Options are checked here, at decoration time, so a bad accelerator name fails before
     anything is submitted. Settings not given fall back to ``KINETIC_*`` variables, the
     active profile, then defaults; with no GCP project configured, jobs run locally.
+
+    ``isolate=True`` (local backend) runs jobs in a cached virtual environment of the project's
+    requirements instead of the caller's interpreter, so missing dependencies show up locally
+    before a cloud image is built.
     """
     options = RunOptions.build(
         accelerator=accelerator,
@@ -110,6 +116,7 @@ def run(
         spot=spot,
         output_dir=output_dir,
         debug=debug,
+        isolate=isolate,
     )
 
     def decorate(fn: Callable[P, R]) -> RemoteFunction[P, R]:

@@ -28,6 +28,7 @@ class RunOptions:
     spot: bool = False
     output_dir: str | None = None
     debug: bool = False
+    isolate: bool = False
 
     @classmethod
     def build(

@@ -74,6 +74,7 @@ class Target:
     bundle: CodeBundle
     image_uri: str
     requirements: tuple[str, ...] = ()
+    local_python: str = ""
 
     @property
     def backend_name(self) -> str:
@@ -129,7 +130,13 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
                 "volumes are not supported on the local backend: pass the kinetic.Data (or "
                 "its path) as a function argument instead, which works on every backend."
             )
-        return Target(options, settings, backend, store, bundle, image_uri="")
+        python = ""
+        if options.isolate:
+            from kinetic.config import kinetic_home
+            from kinetic.images import ensure_isolated_env
+
+            python = str(ensure_isolated_env(bundle.root, cache_root=kinetic_home() / "envs"))
+        return Target(options, settings, backend, store, bundle, image_uri="", local_python=python)
     from kinetic.images import resolve_image
 
     image = resolve_image(
@@ -199,6 +206,7 @@ def job_record(
         attempt=attempt,
         spot=options.spot,
         kinetic_version=_version(),
+        local_python=target.local_python,
     )
 
 

@@ -56,7 +56,7 @@ def prebuilt_requirements(project_root: Path) -> list[str]:
     Contract with the runtime: before it loads the call, the runtime writes these lines, one
     per line, to a requirements file and runs ``uv pip install --python <its own interpreter>
     -r <that file>`` (so pip options such as ``--index-url`` keep working). A failed install is
-    a failure of the ``setup`` phase, reported with the tail of uv's output. An empty list
+    a failure of the ``install`` phase, reported with the tail of uv's output. An empty list
     means nothing to install. The lines never name local paths: the user's own code arrives in
     the code bundle, not through the installer.
     """

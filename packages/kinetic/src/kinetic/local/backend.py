@@ -76,7 +76,7 @@ class LocalBackend:
         launch = {
             "job_id": record.job_id,
             "store_uri": record.store_uri,
-            "python": self._python,
+            "python": record.local_python or self._python,
             "slots_dir": str(self._root / "slots"),
             "slots": local_slots(),
         }

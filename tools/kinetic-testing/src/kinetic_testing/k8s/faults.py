@@ -47,6 +47,11 @@ class PodFault:
     def __post_init__(self) -> None:
         self._selector = LabelSelector.parse(self.selector)
 
+    def seconds_since_hit(self, uid: str) -> float:
+        """How long ago this fault first hit the pod with `uid` (0 if it never did)."""
+        first = self._first_hit.get(uid)
+        return 0.0 if first is None else time.monotonic() - first
+
     def matches(self, pod: dict[str, Any]) -> bool:
         """Whether the pod is one this fault is aimed at (ignoring `times`)."""
         meta = pod["metadata"]

@@ -29,7 +29,8 @@ _TERMINAL = ("Succeeded", "Failed")
 class _Tracking:
     """Per-Job bookkeeping the real controller keeps with pod finalizers."""
 
-    known: set[str] = field(default_factory=set)
+    #: Every pod seen, by uid, as last seen (to judge a pod that vanished before finishing).
+    known: dict[str, dict[str, Any]] = field(default_factory=dict)
     counted: set[str] = field(default_factory=set)
     succeeded: int = 0
     failed: int = 0
@@ -118,25 +119,28 @@ class JobController:
         for pod in pods:
             uid = pod["metadata"]["uid"]
             present.add(uid)
-            tr.known.add(uid)
+            tr.known[uid] = pod
             if uid in tr.counted or _phase(pod) not in _TERMINAL:
                 continue
             tr.counted.add(uid)
             if _phase(pod) == "Succeeded":
                 tr.succeeded += 1
-                continue
-            action, message = _failure_policy(job, pod)
-            if action == "Ignore":
-                continue
-            tr.failed += 1
-            tr.last_failure = time.monotonic()
-            if action == "FailJob" and tr.target is None:
-                tr.target = ("Failed", "PodFailurePolicy", message)
+            else:
+                self._count_failure(job, tr, pod)
         # A pod that vanished before reaching a terminal phase (deleted, preempted) failed.
-        for uid in tr.known - present - tr.counted:
+        for uid in set(tr.known) - present - tr.counted:
             tr.counted.add(uid)
-            tr.failed += 1
-            tr.last_failure = time.monotonic()
+            self._count_failure(job, tr, tr.known[uid])
+
+    @staticmethod
+    def _count_failure(job: dict[str, Any], tr: _Tracking, pod: dict[str, Any]) -> None:
+        action, message = _failure_policy(job, pod)
+        if action == "Ignore":
+            return
+        tr.failed += 1
+        tr.last_failure = time.monotonic()
+        if action == "FailJob" and tr.target is None:
+            tr.target = ("Failed", "PodFailurePolicy", message)
 
     def _decide(self, spec: dict[str, Any], tr: _Tracking) -> tuple[str, str, str] | None:
         completions = spec.get("completions") or 1

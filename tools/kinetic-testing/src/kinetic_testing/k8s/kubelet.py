@@ -160,8 +160,8 @@ class Kubelet:
         pull = self._faults.pod_fault((ImagePullFailure,), pod)
         if isinstance(pull, ImagePullFailure):
             image = pull.image or str(container.get("image"))
-            elapsed = time.monotonic() - pull._first_hit.get(pod["metadata"]["uid"], 0.0)
-            if elapsed % 2.0 < 0.5:
+            # Like the kubelet: ErrImagePull on each attempt, ImagePullBackOff in between.
+            if pull.seconds_since_hit(pod["metadata"]["uid"]) % 2.0 < 0.5:
                 reason = "ErrImagePull"
                 message = (
                     f'failed to pull and unpack image "{image}": failed to resolve reference '
