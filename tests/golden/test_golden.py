@@ -20,7 +20,9 @@ VERSIONED_FILE = re.compile(r"^v(?P<version>\d+)\.(?P<format>json|msgpack)$")
 
 
 def _load_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("write_golden", ROOT / "tools" / "write_golden.py")
+    spec = importlib.util.spec_from_file_location(
+        "write_golden", ROOT / "tools" / "write_golden.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("write_golden", module)

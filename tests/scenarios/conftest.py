@@ -21,8 +21,9 @@ import pytest
 # bundle), the way a user's own module would be.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import kinetic.backends  # noqa: E402
-from scenario_support import ScenarioBackend, local_job_pids  # noqa: E402
+from scenario_support import ScenarioBackend, local_job_pids
+
+import kinetic.backends
 
 SCENARIO_BACKENDS = ["local"]
 

@@ -31,7 +31,7 @@ DEFAULT_DEADLINE_S = 30.0
 def wait_until(
     condition: Callable[[], _T], what: str, *, timeout: float = DEFAULT_DEADLINE_S
 ) -> _T:
-    """Poll ``condition`` until it returns something truthy; fail naming ``what`` at the deadline."""
+    """Poll ``condition`` until it returns something truthy; else fail naming ``what``."""
     deadline = time.monotonic() + timeout
     delay = 0.002
     while True:

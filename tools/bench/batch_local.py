@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 
-
 def square(x: int) -> int:
     """The trivial function every runner executes (pickled by value: it lives in __main__)."""
     return x * x
@@ -95,7 +94,13 @@ def bench_attach(children: int) -> dict[str, Any]:
     )  # fmt: skip
     store.write(layout.manifest_key(group_id), encode_json(manifest))
     for index in range(children):
-        child = {"group_id": group_id, "index": index, "attempt": 0, "job_id": "", "submitted_at": ""}
+        child = {
+            "group_id": group_id,
+            "index": index,
+            "attempt": 0,
+            "job_id": "",
+            "submitted_at": "",
+        }
         store.write(layout.child_key(group_id, index, 0), msgspec.json.encode(child))
     tracemalloc.start()
     start = time.perf_counter()
@@ -115,7 +120,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--attach-children", type=int, default=10_000)
-    parser.add_argument("--skip", nargs="*", default=[], choices=["kinetic", "submitit", "pool", "attach"])
+    parser.add_argument(
+        "--skip", nargs="*", default=[], choices=["kinetic", "submitit", "pool", "attach"]
+    )
     options = parser.parse_args()
     slots = os.cpu_count() or 1
     report: dict[str, Any] = {"n": options.n, "cpus": slots, "python": sys.version.split()[0]}

@@ -1,6 +1,7 @@
 """Accelerator names parse to what they mean; bad names are refused with the nearest valid ones."""
 
 import pytest
+
 from kinetic_protocol import ConfigError, parse_accelerator, valid_accelerator_names
 
 

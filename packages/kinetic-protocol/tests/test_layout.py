@@ -1,6 +1,7 @@
 """The storage layout: one spelling of every key, shared by client and runtime."""
 
 import pytest
+
 from kinetic_protocol import layout
 
 JOB = "train-20260417-153012-abc1234"

@@ -1,9 +1,10 @@
-"""Records survive the wire, tolerate newer writers' extra fields and refuse what they cannot read."""
+"""Records survive the wire, ignore a newer writer's extra fields, refuse what they cannot read."""
 
 import json
 
 import msgspec
 import pytest
+
 from kinetic_protocol import (
     SCHEMA_VERSION,
     ArtifactRef,
@@ -81,9 +82,14 @@ def test_a_job_record_spells_the_public_handle_fields_first() -> None:
 
 @pytest.mark.parametrize(
     ("bucket_name", "store_uri"),
-    [("my-bucket", "gs://my-bucket"), ("file:///home/me/.kinetic/store", "file:///home/me/.kinetic/store")],
+    [
+        ("my-bucket", "gs://my-bucket"),
+        ("file:///home/me/.kinetic/store", "file:///home/me/.kinetic/store"),
+    ],
 )
-def test_the_store_uri_of_a_record_comes_from_its_bucket_name(bucket_name: str, store_uri: str) -> None:
+def test_the_store_uri_of_a_record_comes_from_its_bucket_name(
+    bucket_name: str, store_uri: str
+) -> None:
     assert msgspec.structs.replace(RECORD, bucket_name=bucket_name).store_uri == store_uri
 
 
@@ -120,7 +126,7 @@ def test_a_newer_schema_version_names_the_object_and_what_to_upgrade() -> None:
     ids=["empty", "garbage", "truncated", "binary"],
 )
 def test_corrupt_json_raises_corrupt_record_error_naming_the_object(data: bytes) -> None:
-    with pytest.raises(CorruptRecordError, match="jobs/j/handle.json"):
+    with pytest.raises(CorruptRecordError, match=r"jobs/j/handle\.json"):
         decode_json(data, JobRecord, what="jobs/j/handle.json")
 
 
@@ -133,7 +139,9 @@ def test_json_that_is_not_an_object_is_corrupt(data: bytes) -> None:
 def test_a_field_of_the_wrong_type_is_corrupt_and_named() -> None:
     raw = json.loads(encode_json(RECORD))
     raw["group_index"] = "three"
-    with pytest.raises(CorruptRecordError, match=r"handle\.json is not a valid JobRecord") as caught:
+    with pytest.raises(
+        CorruptRecordError, match=r"handle\.json is not a valid JobRecord"
+    ) as caught:
         decode_json(json.dumps(raw).encode(), JobRecord, what="handle.json")
     assert "group_index" in str(caught.value)
 
@@ -185,8 +193,10 @@ def test_an_unknown_envelope_tag_asks_to_upgrade() -> None:
 
 
 def test_a_newer_envelope_version_asks_to_upgrade() -> None:
-    with pytest.raises(SchemaVersionError, match="jobs/j/result.msgpack"):
-        decode_result(_envelope_bytes(schema_version=SCHEMA_VERSION + 1), what="jobs/j/result.msgpack")
+    with pytest.raises(SchemaVersionError, match=r"jobs/j/result\.msgpack"):
+        decode_result(
+            _envelope_bytes(schema_version=SCHEMA_VERSION + 1), what="jobs/j/result.msgpack"
+        )
 
 
 def test_unknown_envelope_fields_are_ignored() -> None:
@@ -199,5 +209,5 @@ def test_unknown_envelope_fields_are_ignored() -> None:
     ids=["empty", "garbage", "truncated", "missing-fields"],
 )
 def test_a_corrupt_envelope_names_the_object(data: bytes) -> None:
-    with pytest.raises(CorruptRecordError, match="jobs/j/result.msgpack"):
+    with pytest.raises(CorruptRecordError, match=r"jobs/j/result\.msgpack"):
         decode_result(data, what="jobs/j/result.msgpack")

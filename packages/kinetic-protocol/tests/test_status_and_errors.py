@@ -1,6 +1,7 @@
 """Job statuses and the exception hierarchy users catch."""
 
 import pytest
+
 from kinetic_protocol import (
     TERMINAL_STATUSES,
     BackendError,
@@ -33,7 +34,10 @@ def test_statuses_have_the_spec_values_and_terminal_states() -> None:
     [
         (JobState(status=JobStatus.RUNNING), "RUNNING"),
         (JobState(status=JobStatus.FAILED, exit_code=1), "FAILED (exit 1)"),
-        (JobState(status=JobStatus.FAILED, detail="OOMKilled", exit_code=137), "FAILED (OOMKilled, exit 137)"),
+        (
+            JobState(status=JobStatus.FAILED, detail="OOMKilled", exit_code=137),
+            "FAILED (OOMKilled, exit 137)",
+        ),
         (JobState(status=JobStatus.FAILED, detail="exit 2", exit_code=2), "FAILED (exit 2)"),
     ],
 )

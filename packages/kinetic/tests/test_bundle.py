@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kinetic.packaging import bundle as bundle_module
 from kinetic.packaging import build_bundle, find_project_root
+from kinetic.packaging import bundle as bundle_module
 
 FILES = {
     "pyproject.toml": '[project]\nname = "proj"\nversion = "0"\n',
@@ -107,7 +107,7 @@ def test_workdir_and_import_roots_are_relative_to_the_project(
     assert bundle.workdir == "scripts"
     assert bundle.sys_path[:2] == ["src", "scripts"]
     assert "." in bundle.sys_path
-    assert not any(entry.startswith("..") or entry.startswith("/") for entry in bundle.sys_path)
+    assert not any(entry.startswith(("..", "/")) for entry in bundle.sys_path)
     assert build_bundle(root, cwd=outside).workdir == "."
 
 

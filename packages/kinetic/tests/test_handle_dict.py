@@ -1,4 +1,4 @@
-"""``JobHandle.to_dict`` / ``from_dict``: a plain, JSON-safe description that rebuilds the handle."""
+"""``JobHandle.to_dict``/``from_dict``: a plain, JSON-safe description that rebuilds a handle."""
 
 import json
 from typing import Any
@@ -62,7 +62,7 @@ def test_from_dict_names_every_missing_field() -> None:
         JobHandle.from_dict(partial)
     message = str(caught.value)
     assert "zone" in message and "created_at" in message
-    assert "job_id" not in message.split("missing", 1)[1].split(".")[0]
+    assert "job_id" not in message.split("missing", 1)[1].split(".", maxsplit=1)[0]
 
 
 def test_from_dict_refuses_a_field_of_the_wrong_type() -> None:

@@ -104,10 +104,16 @@ def test_an_unpicklable_closure_variable_is_named() -> None:
 def test_an_unpicklable_global_is_named() -> None:
     namespace: dict[str, Any] = {"__name__": "not_importable_module"}
     exec(  # a function of a module cloudpickle must pickle by value, like __main__'s
-        "import threading\nLOCK = threading.Lock()\ndef guarded():\n    with LOCK:\n        return 1\n",
+        "import threading\n"
+        "LOCK = threading.Lock()\n"
+        "def guarded():\n"
+        "    with LOCK:\n"
+        "        return 1\n",
         namespace,
     )
-    with pytest.raises(SerializationError, match=r"Function guarded cannot be pickled: its global 'LOCK'"):
+    with pytest.raises(
+        SerializationError, match=r"Function guarded cannot be pickled: its global 'LOCK'"
+    ):
         serialize_call(namespace["guarded"], (), {})
 
 

@@ -1,4 +1,4 @@
-"""Decorator options are checked at decoration time; env capture takes names and PREFIX* patterns."""
+"""Options are checked at decoration time; env capture takes names and PREFIX* patterns."""
 
 import pytest
 

@@ -5,6 +5,7 @@ Reads use ``_preload_content=False`` and decode the JSON once, which is much fas
 client's model objects for a LIST of thousands of Jobs.
 """
 
+import contextlib
 import json
 import os
 from collections.abc import Iterator
@@ -37,8 +38,8 @@ def _translate(exc: Exception, doing: str) -> BackendError:
     from kubernetes.client.exceptions import ApiException
 
     if isinstance(exc, ApiException):
-        body = (exc.body or "")
-        body = body.decode() if isinstance(body, bytes) else str(body)
+        raw: object = exc.body or ""  # typed str, but bytes when the body was not preloaded
+        body = raw.decode() if isinstance(raw, bytes) else str(raw)
         try:
             message = json.loads(body).get("message", body)
         except ValueError:
@@ -79,17 +80,20 @@ class KubeApi:
                 "`gcloud container clusters get-credentials CLUSTER --zone ZONE --project PROJECT`."
             )
         try:
-            contexts, _active = config.list_kube_config_contexts(config_file=str(path))
+            contexts, _active = config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
+                config_file=str(path)
+            )
         except config.ConfigException as exc:
             raise ConfigError(f"Kubeconfig {path} is invalid: {exc}") from exc
         names = [c["name"] for c in contexts]
         if context not in names:
             raise ConfigError(
-                f"Kubeconfig {path} has no context {context!r} (it has: {', '.join(names) or 'none'})."
+                f"Kubeconfig {path} has no context {context!r} "
+                f"(it has: {', '.join(names) or 'none'})."
                 " Fetch it with `gcloud container clusters get-credentials CLUSTER --zone ZONE "
                 "--project PROJECT`, or set KINETIC_KUBE_CONTEXT to the context to use."
             )
-        api_client = config.new_client_from_config(
+        api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
             config_file=str(path), context=context, persist_config=False
         )
         return cls(api_client, namespace)
@@ -110,7 +114,8 @@ class KubeApi:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            self._batch.create_namespaced_job(self.namespace, body, _preload_content=False)
+            # The client accepts a plain dict body as well as its V1Job model.
+            self._batch.create_namespaced_job(self.namespace, body, _preload_content=False)  # type: ignore[arg-type]
         except ApiException as exc:
             if exc.status == 409:
                 return False
@@ -121,7 +126,9 @@ class KubeApi:
 
     def get_job(self, name: str) -> Obj | None:
         try:
-            return self._read(f"reading Job {name}", self._batch.read_namespaced_job, name, self.namespace)
+            return self._read(
+                f"reading Job {name}", self._batch.read_namespaced_job, name, self.namespace
+            )
         except NotFound:
             return None
 
@@ -138,7 +145,7 @@ class KubeApi:
         return list(listing.get("items") or [])
 
     def delete_job(self, name: str) -> None:
-        try:
+        with contextlib.suppress(NotFound):  # already gone: deleting is idempotent
             self._call(
                 f"deleting Job {name}",
                 self._batch.delete_namespaced_job,
@@ -147,8 +154,6 @@ class KubeApi:
                 propagation_policy="Foreground",
                 _preload_content=False,
             )
-        except NotFound:
-            pass
 
     def pod_log(self, pod: str, *, tail: int | None = None) -> str:
         kwargs: dict[str, Any] = {"tail_lines": tail} if tail is not None else {}

@@ -96,7 +96,8 @@ def job_state(
     unschedulable_timeout: float,
     now: datetime | None = None,
 ) -> JobState:
-    """The state of one Job; ``pods`` may be None when :func:`needs_pods` said so not."""
+    """The state of one Job; ``pods`` may be empty when :func:`needs_pods` said they add
+    nothing."""
     if job is None or job.get("metadata", {}).get("deletionTimestamp"):
         return JobState(status=JobStatus.NOT_FOUND)
     status = job.get("status", {})
@@ -104,15 +105,25 @@ def job_state(
         return JobState(status=JobStatus.SUCCEEDED)
     pod = _newest(pods or [])
     if _condition(job, "Failed") or status.get("failed"):
-        detail, code = _terminated_reason(pod) if pod else ("", None)
-        if not detail and not pod:
-            failed = _condition(job, "Failed") or {}
-            detail = failed.get("reason", "") if failed.get("reason") != "BackoffLimitExceeded" else ""
-        return JobState(status=JobStatus.FAILED, detail=detail, exit_code=code)
+        return _failed_state(job, pod)
     if status.get("ready"):
         return JobState(status=JobStatus.RUNNING)
     if pod is None:
         return JobState(status=JobStatus.PENDING, detail="waiting for the Job's pod")
+    return _pod_state(pod, unschedulable_timeout, now or datetime.now(UTC))
+
+
+def _failed_state(job: Obj, pod: Obj | None) -> JobState:
+    if pod is not None:
+        detail, code = _terminated_reason(pod)
+        return JobState(status=JobStatus.FAILED, detail=detail, exit_code=code)
+    reason = (_condition(job, "Failed") or {}).get("reason", "")
+    detail = "" if reason == "BackoffLimitExceeded" else reason
+    return JobState(status=JobStatus.FAILED, detail=detail)
+
+
+def _pod_state(pod: Obj, unschedulable_timeout: float, now: datetime) -> JobState:
+    """The state of a Job that is neither finished nor ready, read off its newest pod."""
     phase = pod.get("status", {}).get("phase")
     if phase == "Failed":
         detail, code = _terminated_reason(pod)
@@ -123,14 +134,13 @@ def job_state(
     if phase == "Running":
         return JobState(status=JobStatus.RUNNING)
     unschedulable = _unschedulable(pod)
-    if unschedulable is not None:
-        message = unschedulable.get("message", "")
-        since = _parse_time(unschedulable.get("lastTransitionTime"))
-        waited = ((now or datetime.now(UTC)) - since).total_seconds() if since else 0.0
-        if waited >= unschedulable_timeout:
-            return JobState(
-                status=JobStatus.FAILED,
-                detail=f"Unschedulable for {waited:.0f}s: {message}",
-            )
-        return JobState(status=JobStatus.PENDING, detail=f"Unschedulable: {message}")
-    return JobState(status=JobStatus.PENDING, detail=reason)
+    if unschedulable is None:
+        return JobState(status=JobStatus.PENDING, detail=reason)
+    message = unschedulable.get("message", "")
+    since = _parse_time(unschedulable.get("lastTransitionTime"))
+    waited = (now - since).total_seconds() if since else 0.0
+    if waited >= unschedulable_timeout:
+        return JobState(
+            status=JobStatus.FAILED, detail=f"Unschedulable for {waited:.0f}s: {message}"
+        )
+    return JobState(status=JobStatus.PENDING, detail=f"Unschedulable: {message}")

@@ -264,6 +264,7 @@ def decode_result(data: bytes, *, what: str) -> ResultEnvelope:
             "Upgrade kinetic on this machine to read it."
         )
     try:
-        return _result_decoder.decode(data)
+        envelope: ResultEnvelope = _result_decoder.decode(data)
     except msgspec.DecodeError as exc:
         raise CorruptRecordError(f"{what} is not a valid result envelope ({exc}).") from exc
+    return envelope

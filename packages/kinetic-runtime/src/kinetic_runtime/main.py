@@ -130,7 +130,7 @@ def _user_frames(exc: BaseException) -> list[str]:
 
 def _dump_value(value: Any, func_name: str) -> bytes:
     try:
-        return cloudpickle.dumps(value)
+        data: bytes = cloudpickle.dumps(value)
     except Exception as exc:
         shown = repr(value)
         if len(shown) > _REPR_LIMIT:
@@ -140,6 +140,7 @@ def _dump_value(value: Any, func_name: str) -> bytes:
             f"{exc}). Value: {shown}. Return plain data, or write large or special objects "
             "to KINETIC_OUTPUT_DIR and return their paths."
         ) from exc
+    return data
 
 
 def run_job(store_uri: str, job_id: str, workdir: Path) -> int:

@@ -72,7 +72,8 @@ class RemoteFunction(Generic[P, R]):
         return (copy.copy, (self.__wrapped__,))
 
     def __repr__(self) -> str:
-        return f"<kinetic remote function {self.__qualname__} on {self.options.accelerator.name}>"
+        name = getattr(self.__wrapped__, "__qualname__", repr(self.__wrapped__))
+        return f"<kinetic remote function {name} on {self.options.accelerator.name}>"
 
 
 def run(

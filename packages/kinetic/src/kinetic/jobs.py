@@ -153,7 +153,9 @@ class JobHandle:
         return self._record.attempt
 
     def __repr__(self) -> str:
-        return f"JobHandle(job_id={self.job_id!r}, backend={self.backend!r}, func={self.func_name!r})"
+        return (
+            f"JobHandle(job_id={self.job_id!r}, backend={self.backend!r}, func={self.func_name!r})"
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, JobHandle) and other._record == self._record
@@ -273,7 +275,9 @@ class JobHandle:
         envelope = self.outcome(state)
         value = unwrap(envelope)  # raises the user's exception for a failed job
         if cleanup if cleanup is not None else not self.debug:
-            self.cleanup(cleanup_timeout=cleanup_timeout, cleanup_poll_interval=cleanup_poll_interval)
+            self.cleanup(
+                cleanup_timeout=cleanup_timeout, cleanup_poll_interval=cleanup_poll_interval
+            )
         return value
 
     def outcome(self, state: JobState) -> ResultEnvelope:

@@ -5,6 +5,7 @@ first write, and a backend that refuses the job gets its artifacts removed, so a
 submission leaves nothing half-made in the store.
 """
 
+import contextlib
 import hashlib
 import os
 import re
@@ -83,7 +84,9 @@ class Target:
 
 def _slug(name: str, limit: int) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return (slug[:limit].rstrip("-") or "job") if slug and slug[0].isalpha() else f"job-{slug}"[:limit]
+    return (
+        (slug[:limit].rstrip("-") or "job") if slug and slug[0].isalpha() else f"job-{slug}"[:limit]
+    )
 
 
 def new_job_id(func_name: str) -> str:
@@ -147,9 +150,7 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
         project=settings.project.value or "",
         zone=settings.zone.value or "",
     )
-    return Target(
-        options, settings, backend, store, bundle, image.uri, tuple(image.requirements)
-    )
+    return Target(options, settings, backend, store, bundle, image.uri, tuple(image.requirements))
 
 
 _uploaded: set[tuple[str, str]] = set()
@@ -163,10 +164,9 @@ def upload_bundle(store: ObjectStore, bundle: CodeBundle) -> None:
         if key in _uploaded:
             return
         if not store.exists(bundle.ref.key):
-            try:
+            # PreconditionFailed: another submitter stored the same bytes first.
+            with contextlib.suppress(PreconditionFailedError):
                 store.write(bundle.ref.key, bundle.data, if_absent=True)
-            except PreconditionFailedError:
-                pass  # another submitter stored the same bytes first
         _uploaded.add(key)
 
 
@@ -247,7 +247,9 @@ def submit_call(
         store.write(layout.call_key(job_id), encode_json(call), if_absent=True)
         store.write(layout.job_record_key(job_id), encode_json(record), if_absent=True)
     except PreconditionFailedError as exc:
-        raise BackendError(f"Job id {job_id} already exists in {store.uri}; not resubmitted.") from exc
+        raise BackendError(
+            f"Job id {job_id} already exists in {store.uri}; not resubmitted."
+        ) from exc
     try:
         target.backend.submit(record)
     except BaseException as exc:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
 import pytest
 
 import kinetic
@@ -20,24 +21,33 @@ from kinetic.decorator import RemoteFunction
 from kinetic.options import RunOptions
 from kinetic.packaging import CodeBundle
 from kinetic.submit import Target
-from kinetic_protocol import ArtifactRef, JobRecord, JobState, JobStatus, layout
+from kinetic_protocol import ArtifactRef, JobRecord, JobState, JobStatus, Succeeded, layout
+from kinetic_protocol.records import encode_result
 from kinetic_runtime.stores.local import LocalStore
 
 
 class FakeBackend:
-    """Accepts every job and reports it SUCCEEDED; remembers what it was given."""
+    """Runs each call in-process as it is submitted, stores its result, reports SUCCEEDED.
+
+    It remembers every record it was given, in submission order.
+    """
 
     name = "fake"
     poll_bounds = (0.001, 0.01)
 
-    def __init__(self, store_uri: str) -> None:
-        self.store_uri = store_uri
+    def __init__(self, store: LocalStore) -> None:
+        self.store = store
+        self.store_uri = store.uri
         self.submitted: list[JobRecord] = []
         self._lock = threading.Lock()
 
     def submit(self, record: JobRecord) -> None:
         with self._lock:
             self.submitted.append(record)
+        fn, args, kwargs = cloudpickle.loads(self.store.read(layout.payload_key(record.job_id)))
+        value = cloudpickle.dumps(fn(*args, **kwargs))
+        envelope = Succeeded(job_id=record.job_id, value=value)
+        self.store.write(layout.result_key(record.job_id), encode_result(envelope))
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         return {record.job_id: JobState(status=JobStatus.SUCCEEDED) for record in records}
@@ -80,7 +90,7 @@ def fake_backend(
 
     Any batch thread still running at the end is joined, so no test leaks one.
     """
-    backend = FakeBackend(store.uri)
+    backend = FakeBackend(store)
     data = b"not really a zip"
     digest = hashlib.sha256(data).hexdigest()
     bundle = CodeBundle(

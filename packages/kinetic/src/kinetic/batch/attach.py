@@ -132,9 +132,12 @@ def list_batches(
         manifest = decode_json(store.read(key), BatchManifest, what=f"{store.uri}/{key}")
         summaries.append(
             BatchSummary(
-                group_id=manifest.group_id, name=manifest.name, func_name=manifest.func_name,
-                total_expected=manifest.total_expected, created_at=manifest.created_at,
+                group_id=manifest.group_id,
+                name=manifest.name,
+                func_name=manifest.func_name,
+                total_expected=manifest.total_expected,
+                created_at=manifest.created_at,
                 tags=dict(manifest.tags),
-            )  # fmt: skip
+            )
         )
     return sorted(summaries, key=lambda s: (s.created_at, s.group_id), reverse=True)

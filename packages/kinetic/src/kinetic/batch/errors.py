@@ -33,7 +33,11 @@ class BatchError(Exception):
         if self.submission_failures:
             parts.append(f"{len(self.submission_failures)} could not be submitted")
         shown = ", ".join(job.job_id for job in failures[:3])
-        more = f" (e.g. {shown}; `kinetic batch failures {group_id}` shows their logs)" if shown else ""
+        more = (
+            f" (e.g. {shown}; `kinetic batch failures {group_id}` shows their logs)"
+            if shown
+            else ""
+        )
         super().__init__(f"Batch {group_id}: {'; '.join(parts)}{more}")
 
 

@@ -31,7 +31,9 @@ def new_group_id() -> str:
 
 def _check_limits(max_concurrent: int | None, retries: int) -> None:
     if max_concurrent is not None and (
-        isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int) or max_concurrent < 1
+        isinstance(max_concurrent, bool)
+        or not isinstance(max_concurrent, int)
+        or max_concurrent < 1
     ):
         raise ValueError(
             f"max_concurrent must be a positive integer or None (no limit); got {max_concurrent!r}."

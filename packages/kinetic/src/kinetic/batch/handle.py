@@ -118,7 +118,8 @@ class BatchHandle:
             if deadline.expired:
                 raise TimeoutError(
                     f"Batch {self.group_id} is not done after {timeout:g}s "
-                    f"({self.status_counts()}); its jobs keep running. Call batch.cancel() to stop them."
+                    f"({self.status_counts()}); its jobs keep running. Call batch.cancel() "
+                    "to stop them."
                 )
             # Never spend more than about half the time polling, however many children.
             delay = max(backoff.next_delay, poll_cost)
@@ -228,7 +229,9 @@ class BatchHandle:
             return
         states = self._backend.statuses([job.record for job in pending.values()])
         running = [job for job in pending.values() if not states[job.job_id].status.is_terminal]
-        self._in_parallel(lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), running)
+        self._in_parallel(
+            lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), running
+        )
 
     def cancel(self) -> None:
         """Stop submitting and retrying, and cancel every child that has not finished.
@@ -250,10 +253,14 @@ class BatchHandle:
         ]
         handles = [JobHandle.from_record(record) for record in attempts]
         if k8s:
-            self._in_parallel(lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), handles)
+            self._in_parallel(
+                lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), handles
+            )
         if gcs:
             store = self._records.store
-            self._in_parallel(lambda job: store.delete_prefix(layout.job_prefix(job.job_id)), handles)
+            self._in_parallel(
+                lambda job: store.delete_prefix(layout.job_prefix(job.job_id)), handles
+            )
             self._records.delete_all()
 
     @staticmethod

@@ -10,8 +10,7 @@ INPUT_MODES = ("auto", "single", "args", "kwargs")
 
 def _is_kwargs(item: object) -> bool:
     return isinstance(item, dict) and all(
-        isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key)
-        for key in item
+        isinstance(key, str) and key.isidentifier() and not keyword.iskeyword(key) for key in item
     )
 
 
@@ -27,7 +26,8 @@ def _one(index: int, item: Any, mode: str) -> tuple[tuple[Any, ...], dict[str, A
         if not isinstance(item, list | tuple):
             raise ValueError(
                 f"input_mode='args' needs each input to be a list or tuple; input {index} is "
-                f"a {type(item).__name__}: {_shown(item)}. Use input_mode='single' to pass it whole."
+                f"a {type(item).__name__}: {_shown(item)}. Use input_mode='single' to pass it "
+                "whole."
             )
         return tuple(item), {}
     if mode == "kwargs":
@@ -52,9 +52,7 @@ def _one(index: int, item: Any, mode: str) -> tuple[tuple[Any, ...], dict[str, A
     return (item,), {}
 
 
-def to_call_arguments(
-    inputs: list[Any], mode: str
-) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+def to_call_arguments(inputs: list[Any], mode: str) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
     """``(args, kwargs)`` for each input; a ValueError, before anything is submitted, if an
     input does not fit an explicit mode."""
     if mode not in INPUT_MODES:

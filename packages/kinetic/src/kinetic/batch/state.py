@@ -103,6 +103,4 @@ class BatchState:
         if not self.submission_done.is_set():
             return False
         with self.lock:
-            return all(
-                job is None or index in self.settled for index, job in enumerate(self.jobs)
-            )
+            return all(job is None or index in self.settled for index, job in enumerate(self.jobs))

@@ -136,15 +136,18 @@ class Submitter:
                 changed = self._collect_submissions()
                 if watch and self.active and (self.queue or self._must_watch()):
                     changed |= self._watch()
-                if not self.queue and not self.inflight:
-                    if not watch or not self.active or not self._must_watch():
-                        return False
-                if self.queue and self.policy.tripped.is_set() and not self.inflight:
-                    if not self.active or not self._must_watch():
-                        return False
+                if self._finished(watch=watch):
+                    return False
                 if changed:
                     backoff.reset()
                 self._pause(backoff)
+
+    def _finished(self, *, watch: bool) -> bool:
+        """Nothing left to launch, and no active child that still needs this thread."""
+        nothing_to_launch = not self.queue or self.policy.tripped.is_set()
+        if not nothing_to_launch or self.inflight:
+            return False
+        return not watch or not self.active or not self._must_watch()
 
     def _pause(self, backoff: Backoff) -> None:
         """Wait for a submission to finish, a stop, or the next poll, whichever comes first."""
@@ -215,7 +218,9 @@ class Submitter:
 
     def _retry(self, index: int, job: JobHandle) -> None:
         """Free the failed attempt's backend resource (its stored artifacts stay) and requeue."""
-        log.info("batch.retry", group_id=self.manifest.group_id, index=index, attempt=job.attempt + 1)
+        log.info(
+            "batch.retry", group_id=self.manifest.group_id, index=index, attempt=job.attempt + 1
+        )
         try:
             job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5)
         except Exception:

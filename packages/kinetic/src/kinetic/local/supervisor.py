@@ -53,7 +53,9 @@ def _acquire_slot(slots_dir: Path, slots: int, job_dir: Path) -> int | None:
     """
     slots_dir.mkdir(parents=True, exist_ok=True)
     queue = os.open(slots_dir / "queue.lock", os.O_CREAT | os.O_RDWR, 0o644)
-    handles = [os.open(slots_dir / f"{i}.lock", os.O_CREAT | os.O_RDWR, 0o644) for i in range(slots)]
+    handles = [
+        os.open(slots_dir / f"{i}.lock", os.O_CREAT | os.O_RDWR, 0o644) for i in range(slots)
+    ]
     acquired: int | None = None
     try:
         fcntl.flock(queue, fcntl.LOCK_EX)

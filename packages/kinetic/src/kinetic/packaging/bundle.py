@@ -44,7 +44,7 @@ def find_project_root(start: Path) -> Path:
     start = start.resolve()
     home = Path.home().resolve()
     for candidate in (start, *start.parents):
-        if candidate == home or candidate == candidate.parent:
+        if candidate in (home, candidate.parent):
             break
         if any((candidate / marker).exists() for marker in _ROOT_MARKERS):
             return candidate

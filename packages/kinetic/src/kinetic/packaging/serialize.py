@@ -37,9 +37,11 @@ def _culprit_in_function(fn: Callable[..., Any]) -> str | None:
 def serialize_call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
     """Return the cloudpickled ``(fn, args, kwargs)`` or a SerializationError naming the culprit."""
     try:
-        return cloudpickle.dumps((fn, args, kwargs))
+        payload: bytes = cloudpickle.dumps((fn, args, kwargs))
     except Exception as exc:
         cause = exc
+    else:
+        return payload
     name = getattr(fn, "__qualname__", repr(fn))
     if not _picklable(fn):
         culprit = _culprit_in_function(fn) if inspect.isfunction(fn) else None

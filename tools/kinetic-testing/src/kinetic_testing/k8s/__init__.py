@@ -4,7 +4,19 @@
 leaderworkerset.x-k8s.io/v1 LeaderWorkerSets to the official `kubernetes` client, runs each
 pod's command as a local process, validates bodies with `kubernetes-validate`, and injects
 faults (`ImagePullFailure`, `Unschedulable`, `Eviction`, `Preemption`, `NodeLoss`, `OOMKill`,
-`SlowApi`, `ApiFailure`).
+`SlowApi`, `ApiFailure`). The `k8s_sim` pytest fixture lives in `kinetic_testing.k8s.fixtures`.
+
+Where it knowingly differs from a real cluster (each difference fails loudly, not silently):
+
+- Verbs: create, get, list (label/field selectors, `limit`/`continue`), delete and
+  delete-collection. `watch`, PUT and PATCH answer 400/405 with a message saying so.
+- Pods run only their first container's `command` + `args` (an image's entrypoint cannot run:
+  a container without `command` fails with `StartError`); other containers copy its state and
+  log nothing. `workingDir` must exist on this machine. Secrets and config maps do not exist.
+- LeaderWorkerSet leaders run once (a real LWS restarts them); workers run no process and
+  mirror the leader. The LWS has no published schema: its shape is checked by hand and its pod
+  templates against the core PodTemplate schema.
+- Job retry back-off is `job_backoff_seconds` (default 0, not 10 s doubling) so tests stay fast.
 """
 
 from .faults import (

@@ -100,7 +100,10 @@ def _container_id(pod: dict[str, Any], name: str, restart: int) -> str:
 
 
 def _image_id(image: str) -> str:
-    return f"{image.split(':', maxsplit=1)[0]}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
+    repo = image.split("@", 1)[0]
+    if ":" in repo.rsplit("/", 1)[-1]:  # drop the tag, not a registry's port
+        repo = repo.rsplit(":", 1)[0]
+    return f"{repo}@sha256:{hashlib.sha256(image.encode()).hexdigest()}"
 
 
 def _statuses(

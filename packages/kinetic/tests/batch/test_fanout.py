@@ -1,0 +1,149 @@
+"""``run_async_map`` argument checks, the unbounded-batch warning, and what a fan-out submits.
+
+Argument errors must come before anything is resolved or stored (``nothing_resolved``).
+The other tests run the real submission path against a fake backend and a real local store.
+"""
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kinetic
+from kinetic.batch.fanout import new_group_id
+from kinetic.decorator import RemoteFunction
+from kinetic_protocol import BatchManifest, layout
+from kinetic_protocol.records import decode_json
+from kinetic_runtime.stores.local import LocalStore
+
+DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+Remote = RemoteFunction[[Any], Any]
+FakeBackend = Any  # conftest.FakeBackend; test modules cannot import conftest by name
+
+
+@pytest.mark.parametrize("value", [0, -1, -64, True, False, 1.5, 2.0, "4", [4]], ids=repr)
+def test_max_concurrent_must_be_a_positive_int_or_none(
+    remote: Remote, nothing_resolved: None, value: Any
+) -> None:
+    with pytest.raises(ValueError, match="max_concurrent") as info:
+        remote.run_async_map([1], max_concurrent=value)
+    assert repr(value) in str(info.value)
+
+
+@pytest.mark.parametrize("value", [-1, True, 1.0, "1", None], ids=repr)
+def test_retries_must_be_a_non_negative_int(
+    remote: Remote, nothing_resolved: None, value: Any
+) -> None:
+    with pytest.raises(ValueError, match="retries") as info:
+        remote.run_async_map([1], retries=value)
+    assert repr(value) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "tags", [{"team": 1}, {1: "team"}, {"team": None}, ["team"], "team=ml"], ids=repr
+)
+def test_tags_must_map_str_to_str(remote: Remote, nothing_resolved: None, tags: Any) -> None:
+    with pytest.raises(ValueError, match="tags"):
+        remote.run_async_map([1], tags=tags)
+
+
+def test_input_mode_mismatch_is_rejected_before_resolving(
+    remote: Remote, nothing_resolved: None
+) -> None:
+    with pytest.raises(ValueError, match=r"input 1\b"):
+        remote.run_async_map([[1], 2], input_mode="args")
+    with pytest.raises(ValueError, match="input_mode"):
+        remote.run_async_map([1], input_mode="star")
+
+
+@pytest.mark.parametrize(
+    ("max_concurrent", "retries", "tags"),
+    [(None, 0, None), (1, 0, {}), (64, 3, {"team": "ml"})],
+)
+def test_valid_limits_are_accepted(
+    remote: Remote,
+    fake_backend: FakeBackend,
+    max_concurrent: int | None,
+    retries: int,
+    tags: dict[str, str] | None,
+) -> None:
+    batch = remote.run_async_map([1, 2], max_concurrent=max_concurrent, retries=retries, tags=tags)
+    assert batch.results(timeout=30) == [1, 2]
+    assert batch.tags == (tags or {})
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_more_than_100_unbounded_inputs_log_a_warning(
+    remote: Remote, fake_backend: FakeBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        batch = remote.run_async_map(range(101), max_concurrent=None)
+    [message] = _warnings(caplog)
+    assert "101" in message and "max_concurrent" in message
+    assert len(fake_backend.submitted) == 101
+    assert all(job is not None for job in batch.jobs)
+
+
+@pytest.mark.parametrize(("count", "limit"), [(100, None), (101, 64), (101, 101)])
+def test_no_warning_at_100_inputs_or_with_a_limit(
+    remote: Remote,
+    fake_backend: FakeBackend,
+    caplog: pytest.LogCaptureFixture,
+    count: int,
+    limit: int | None,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        batch = remote.run_async_map(range(count), max_concurrent=limit)
+        batch.wait(timeout=30)
+    assert _warnings(caplog) == []
+    assert len(fake_backend.submitted) == count
+
+
+def test_each_child_is_submitted_with_its_batch_identity(
+    remote: Remote, fake_backend: FakeBackend, store: LocalStore
+) -> None:
+    batch = remote.run_async_map(["a", "b", "c"], max_concurrent=None, name="n", tags={"k": "v"})
+    assert re.fullmatch(r"grp-[0-9a-f]{8}", batch.group_id)
+    records = sorted(fake_backend.submitted, key=lambda record: record.group_index or 0)
+    assert [(r.group_id, r.group_kind, r.group_index, r.attempt) for r in records] == [
+        (batch.group_id, "map", index, 0) for index in range(3)
+    ]
+    assert [job.job_id for job in batch.jobs if job] == [record.job_id for record in records]
+    manifest = decode_json(
+        store.read(layout.manifest_key(batch.group_id)), BatchManifest, what="manifest"
+    )
+    assert (manifest.total_expected, manifest.name, manifest.tags) == (3, "n", {"k": "v"})
+
+
+def test_group_ids_are_fresh_8_hex_digits() -> None:
+    ids = {new_group_id() for _ in range(200)}
+    assert len(ids) == 200
+    assert all(re.fullmatch(r"grp-[0-9a-f]{8}", group_id) for group_id in ids)
+
+
+@pytest.mark.parametrize("length", [1, 40, 63, 64, 200])
+def test_children_of_a_long_named_function_have_ids_within_63_characters(
+    fake_backend: FakeBackend, store: LocalStore, tmp_path: Path, length: int
+) -> None:
+    namespace: dict[str, Any] = {}
+    name = ("Train_Model_" * 20)[:length].rstrip("_") or "f"
+    exec(f"def {name}(x):\n    return x\n", namespace)  # a real def with that __name__
+    remote = kinetic.run(accelerator="cpu", backend="local")(namespace[name])
+    batch = remote.run_async_map([1, 2], max_concurrent=None)
+    manifest = decode_json(
+        store.read(layout.manifest_key(batch.group_id)), BatchManifest, what="manifest"
+    )
+    # The prefix leaves room for the largest index and retry suffix it allows.
+    for job_id in (
+        *(record.job_id for record in fake_backend.submitted),
+        manifest.child_job_id(999_999, 0),
+        manifest.child_job_id(999_999, 99),
+    ):
+        assert len(job_id) <= 63, job_id
+        assert DNS_1123_LABEL.fullmatch(job_id), job_id
+    assert batch.group_id.removeprefix("grp-") in manifest.job_id_prefix
