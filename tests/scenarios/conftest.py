@@ -21,11 +21,12 @@ import pytest
 # bundle), the way a user's own module would be.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from gke_env import gke_scenario_env  # noqa: F401  (the gke backend's fixture)
 from scenario_support import ScenarioBackend, local_job_pids
 
 import kinetic.backends
 
-SCENARIO_BACKENDS = ["local"]
+SCENARIO_BACKENDS = ["local", "gke"]
 
 
 @pytest.fixture(autouse=True)

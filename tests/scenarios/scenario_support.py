@@ -26,6 +26,7 @@ __all__ = [
 
 _T = TypeVar("_T")
 DEFAULT_DEADLINE_S = 30.0
+_CUSTOM_IMAGES = {"gke": "python:3.11-slim"}
 
 
 def wait_until(
@@ -67,8 +68,15 @@ class ScenarioBackend:
     name: str
 
     def decorate(self, **options: Any) -> Callable[[Callable[..., Any]], Any]:
-        """``kinetic.run(accelerator="cpu", backend=<name>, **options)``."""
-        return kinetic.run(**{"accelerator": "cpu", "backend": self.name, **options})
+        """``kinetic.run(accelerator="cpu", backend=<name>, **options)``.
+
+        Kubernetes backends get a custom image (used as-is, so nothing is built): the simulator
+        runs the pod's command with this interpreter whatever the image.
+        """
+        defaults = {"accelerator": "cpu", "backend": self.name}
+        if self.name in _CUSTOM_IMAGES:
+            defaults["container_image"] = _CUSTOM_IMAGES[self.name]
+        return kinetic.run(**{**defaults, **options})
 
     def store(self) -> ObjectStore:
         """The object store this backend's jobs keep their artifacts in (as resolved now)."""

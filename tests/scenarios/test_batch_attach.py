@@ -16,6 +16,7 @@ from scenario_support import ScenarioBackend, run_script, wait_until
 import kinetic
 from kinetic import JobNotFoundError, JobStatus
 from kinetic.batch import submitter as submitter_module
+from kinetic.submit import submit_call
 from kinetic_protocol import JobRecord, layout
 
 SCENARIOS_DIR = str(Path(__file__).resolve().parent)
@@ -176,7 +177,7 @@ def test_attach_while_a_retry_is_pending_waits_for_the_retry(
     """Attached between a failed attempt and its retry, the handle must not call the input
     failed: the original submitter is about to add attempt 1, which succeeds."""
     entered, release = threading.Event(), threading.Event()
-    real_submit = submitter_module.submit_call
+    real_submit = submit_call
 
     def held_retry(
         target: Any, fn: Any, args: Any, kwargs: Any, record: JobRecord | None = None

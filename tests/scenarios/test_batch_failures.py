@@ -18,6 +18,7 @@ import kinetic
 from kinetic import JobFailedError, JobStatus, SerializationError
 from kinetic.batch import BatchError, SkippedInputError
 from kinetic.batch import submitter as submitter_module
+from kinetic.submit import submit_call
 from kinetic_protocol import JobRecord, layout
 
 
@@ -38,6 +39,11 @@ def _child_keys(backend: ScenarioBackend, group_id: str) -> list[tuple[int, int]
     """``(index, attempt)`` of every child record the store holds for the batch."""
     store = backend.store()
     return [layout.parse_child_key(key) for key in store.list(layout.children_prefix(group_id))]
+
+
+def _published_pid(path: Path) -> int:
+    """The pid a job wrote to ``path`` (see ``batch_userfuncs.step(create=...)``)."""
+    return int(wait_until(lambda: path.exists() and path.read_text(), f"a pid in {path.name}"))
 
 
 def _stored_job_ids(backend: ScenarioBackend) -> set[str]:
@@ -61,7 +67,13 @@ def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
     assert marker.exists()
     jobs = batch.jobs
     assert [job.attempt for job in jobs if job is not None] == [1, 1, 0]
-    assert sorted(_child_keys(local_backend, batch.group_id)) == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]
+    assert sorted(_child_keys(local_backend, batch.group_id)) == [
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+        (2, 0),
+    ]
 
     # The manifest's child records carry the attempts, so a reattached handle sees them too.
     attached = kinetic.attach_batch(batch.group_id, backend="local")
@@ -85,9 +97,32 @@ def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
         batch.results()
     error = info.value
     assert error.group_id == batch.group_id
-    assert [job.job_id for job in error.failures] == [jobs[1].job_id]  # type: ignore[union-attr]
+    assert [job.job_id for job in error.failures] == [jobs[1].job_id]
     assert error.failures[0].attempt == 1
     assert error.partial_results == ["second try", None, "first try"]
+    _join_batch_thread(batch.group_id)
+
+
+def test_a_child_that_vanishes_is_retried(local_backend: ScenarioBackend, tmp_path: Path) -> None:
+    """Spec: retries are triggered by FAILED *or* NOT_FOUND. Retries also need a background
+    thread, even with ``max_concurrent=None``; it is non-daemon so a script waits for it."""
+    step = local_backend.decorate()(uf.step)
+    started, gate = tmp_path / "started", tmp_path / "gate"
+    batch = step.run_async_map(
+        [{"value": "survived", "create": str(started), "wait_for": str(gate)}],
+        max_concurrent=None,
+        retries=1,
+    )
+    [thread] = [t for t in threading.enumerate() if t.name == f"kinetic-batch-{batch.group_id}"]
+    assert not thread.daemon
+    wait_until(started.exists, "the first attempt to run")
+    first = batch.jobs[0]
+    assert first is not None
+    first.cancel()  # the job disappears from under the batch
+    gate.touch()
+    assert batch.results(timeout=60) == ["survived"]
+    retried = batch.jobs[0]
+    assert retried is not None and retried.attempt == 1 and retried.job_id != first.job_id
     _join_batch_thread(batch.group_id)
 
 
@@ -138,6 +173,8 @@ def test_fail_fast_stops_submitting_but_lets_running_siblings_finish(
     sibling = batch.jobs[0]
     assert sibling is not None and sibling.status() is JobStatus.RUNNING
     assert sorted(_child_keys(local_backend, batch.group_id)) == [(0, 0), (1, 0)]
+    attached = kinetic.attach_batch(batch.group_id, backend="local")
+    assert [job is None for job in attached.jobs] == [False, False, True, True]
 
     gate.touch()
     outcomes = batch.results(return_exceptions=True, timeout=60)
@@ -161,7 +198,9 @@ def test_fail_fast_with_cancel_running_on_fail_cancels_running_siblings(
         fail_fast=True,
         cancel_running_on_fail=True,
     )
-    sibling_pid = int(wait_until(lambda: started.exists() and started.read_text(), "input 0 to run"))
+    sibling_pid = int(
+        wait_until(lambda: started.exists() and started.read_text(), "input 0 to run")
+    )
     batch.wait(timeout=60)
     sibling = batch.jobs[0]
     assert sibling is not None and sibling.status() is JobStatus.NOT_FOUND
@@ -214,7 +253,7 @@ def test_cancel_kills_running_children_and_submits_nothing_more(
         + [{"value": 2}, {"value": 3}],
         max_concurrent=2,
     )
-    pids = [int(wait_until(lambda m=m: m.exists() and m.read_text(), f"{m.name}")) for m in markers]
+    pids = [_published_pid(marker) for marker in markers]
     batch.cancel()
     assert all(pid_gone(pid) for pid in pids), "a cancelled child's process is still alive"
     assert [status for _, status in batch.statuses()] == [JobStatus.NOT_FOUND] * 2
@@ -224,7 +263,10 @@ def test_cancel_kills_running_children_and_submits_nothing_more(
     assert sorted(_child_keys(local_backend, batch.group_id)) == [(0, 0), (1, 0)]
     outcomes = batch.results(return_exceptions=True, timeout=60)
     assert [type(outcome) for outcome in outcomes] == [
-        JobFailedError, JobFailedError, SkippedInputError, SkippedInputError
+        JobFailedError,
+        JobFailedError,
+        SkippedInputError,
+        SkippedInputError,
     ]
 
 
@@ -232,7 +274,7 @@ def test_an_input_that_cannot_be_pickled_fails_only_its_own_submission_once(
     local_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: collections.Counter[int | None] = collections.Counter()
-    real_submit = submitter_module.submit_call
+    real_submit = submit_call
 
     def counting_submit(
         target: Any, fn: Any, args: Any, kwargs: Any, record: JobRecord | None = None
@@ -243,6 +285,13 @@ def test_an_input_that_cannot_be_pickled_fails_only_its_own_submission_once(
     monkeypatch.setattr(submitter_module, "submit_call", counting_submit)
     square = local_backend.decorate()(uf.square)
     batch = square.run_async_map([2, threading.Lock(), 3], retries=2)
+    batch.wait(timeout=60)
+    # A reattached handle reports the submission error too, not a skipped input.
+    attached = kinetic.attach_batch(batch.group_id, backend="local")
+    assert list(attached.submission_failures) == [1]
+    reattached = attached.results(return_exceptions=True, cleanup=False)
+    assert not isinstance(reattached[1], SkippedInputError)
+    assert "SerializationError" in str(reattached[1])
 
     outcomes = batch.results(return_exceptions=True, timeout=60)
     assert outcomes[0] == 4 and outcomes[2] == 9
@@ -278,7 +327,7 @@ def test_cancel_during_a_submission_leaves_no_child_running(
     Input 1's submission is held until cancel() has killed input 0, then let through.
     """
     entered, release = threading.Event(), threading.Event()
-    real_submit = submitter_module.submit_call
+    real_submit = submit_call
 
     def held_submit(
         target: Any, fn: Any, args: Any, kwargs: Any, record: JobRecord | None = None
@@ -311,9 +360,7 @@ def test_cancel_during_a_submission_leaves_no_child_running(
     _join_batch_thread(batch.group_id)
 
     store = local_backend.store()
-    manifest_job_ids = {
-        key.split("/")[1] for key in store.list("jobs/")
-    }
+    manifest_job_ids = {key.split("/")[1] for key in store.list("jobs/")}
     live = [
         job_id
         for job_id in manifest_job_ids

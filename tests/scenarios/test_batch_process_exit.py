@@ -11,6 +11,7 @@ from scenario_support import ScenarioBackend, run_script, wait_until
 
 import kinetic
 from kinetic import JobStatus
+from kinetic.batch import SkippedInputError
 from kinetic_protocol import layout
 
 SCENARIOS_DIR = str(Path(__file__).resolve().parent)
@@ -107,3 +108,10 @@ def test_ctrl_c_stops_the_submitting_script_and_its_submissions(
     gate.touch()
     wait_until(lambda: first.status() is JobStatus.SUCCEEDED, "input 0 to finish")
     assert store.list(layout.children_prefix(group_id)) == children
+
+    # The interrupted batch can be reattached and collected: it knows submission has ended.
+    outcomes = kinetic.attach_batch(group_id, backend="local").results(
+        return_exceptions=True, timeout=60
+    )
+    assert outcomes[0] == 0
+    assert all(isinstance(outcome, SkippedInputError) for outcome in outcomes[1:]), outcomes

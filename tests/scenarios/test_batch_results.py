@@ -139,6 +139,8 @@ def test_as_completed_yields_while_later_inputs_are_still_unsubmitted(
     first = next(stream)
     assert first.group_index == 0
     assert batch.jobs[2] is None, "the last input was submitted before the first result came"
+    [submitter] = _batch_threads(batch.group_id)
+    assert not submitter.daemon, "the submitter must keep a script alive until it is done"
 
     wait_until(
         lambda: (job := batch.jobs[1]) is not None and job.status() is JobStatus.RUNNING,

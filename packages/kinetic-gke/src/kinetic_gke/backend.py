@@ -151,17 +151,25 @@ class GKEBackend:
             delay = min(delay * 2, high)
 
     def delete(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
+        """Delete the Job and its pods (foreground) and confirm both are gone.
+
+        A finished Job usually goes within a moment, so the confirmation polls start at the
+        short poll bound and double, never more than ``poll_interval`` apart.
+        """
         self.api.delete_job(record.k8s_name)
         deadline = time.monotonic() + timeout
+        delay = min(self.poll_bounds[0], poll_interval)
         while self.api.get_job(record.k8s_name) is not None or self.api.list_pods(
             job_selector(record.job_id)
         ):
             if time.monotonic() >= deadline:
                 raise BackendError(
                     f"Job {record.k8s_name} in namespace {self.api.namespace} was still present "
-                    f"{timeout:g}s after its deletion; check it with kubectl."
+                    f"{timeout:g}s after its deletion; check it with "
+                    f"`kubectl get job,pods -n {self.api.namespace} -l {job_selector(record.job_id)}`."
                 )
-            time.sleep(min(poll_interval, max(0.0, deadline - time.monotonic())))
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, poll_interval)
 
     def list_job_ids(self) -> list[str]:
         jobs = self.api.list_jobs("app=kinetic")

@@ -7,11 +7,12 @@ The other tests run the real submission path against a fake backend and a real l
 import logging
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 import kinetic
+from kinetic.batch import fanout
 from kinetic.batch.fanout import new_group_id
 from kinetic.decorator import RemoteFunction
 from kinetic_protocol import BatchManifest, layout
@@ -74,34 +75,73 @@ def test_valid_limits_are_accepted(
     assert batch.tags == (tags or {})
 
 
+class RecordingSubmitter:
+    """Stands in for the submitter: records how ``run_async_map`` started it, submits nothing."""
+
+    started: ClassVar[list[str]] = []
+
+    def __init__(self, **options: Any) -> None:
+        self.max_concurrent = options["max_concurrent"]
+
+    def run(self, *, watch: bool = True) -> None:
+        self.started.append("in the calling thread" if not watch else "run(watch=True)")
+
+    def start_background(self) -> None:
+        self.started.append("in a background thread")
+
+
+@pytest.fixture
+def recording_submitter(fake_backend: FakeBackend, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    RecordingSubmitter.started = []
+    monkeypatch.setattr(fanout, "Submitter", RecordingSubmitter)
+    return RecordingSubmitter.started
+
+
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
 def test_more_than_100_unbounded_inputs_log_a_warning(
-    remote: Remote, fake_backend: FakeBackend, caplog: pytest.LogCaptureFixture
+    remote: Remote, recording_submitter: list[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="kinetic"):
-        batch = remote.run_async_map(range(101), max_concurrent=None)
+        remote.run_async_map(range(101), max_concurrent=None)
     [message] = _warnings(caplog)
     assert "101" in message and "max_concurrent" in message
-    assert len(fake_backend.submitted) == 101
-    assert all(job is not None for job in batch.jobs)
 
 
-@pytest.mark.parametrize(("count", "limit"), [(100, None), (101, 64), (101, 101)])
+@pytest.mark.parametrize(("count", "limit"), [(100, None), (101, 64), (101, 101), (5000, 1)])
 def test_no_warning_at_100_inputs_or_with_a_limit(
     remote: Remote,
-    fake_backend: FakeBackend,
+    recording_submitter: list[str],
     caplog: pytest.LogCaptureFixture,
     count: int,
     limit: int | None,
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="kinetic"):
-        batch = remote.run_async_map(range(count), max_concurrent=limit)
-        batch.wait(timeout=30)
+        remote.run_async_map(range(count), max_concurrent=limit)
     assert _warnings(caplog) == []
-    assert len(fake_backend.submitted) == count
+
+
+@pytest.mark.parametrize(
+    ("limit", "retries", "expected"),
+    [
+        (None, 0, "in the calling thread"),
+        (None, 1, "in a background thread"),
+        (64, 0, "in a background thread"),
+        (1, 3, "in a background thread"),
+    ],
+)
+def test_only_unbounded_batches_without_retries_submit_synchronously(
+    remote: Remote, recording_submitter: list[str], limit: int | None, retries: int, expected: str
+) -> None:
+    remote.run_async_map([1, 2], max_concurrent=limit, retries=retries)
+    assert recording_submitter == [expected]
+
+
+def test_inputs_may_be_any_iterable(remote: Remote, fake_backend: FakeBackend) -> None:
+    batch = remote.run_async_map((x * 2 for x in range(3)), max_concurrent=None)
+    assert batch.results() == [0, 2, 4]
 
 
 def test_each_child_is_submitted_with_its_batch_identity(

@@ -12,7 +12,9 @@ Call = tuple[tuple[Any, ...], dict[str, Any]]
 @pytest.mark.parametrize(
     ("item", "expected"),
     [
-        pytest.param({"lr": 0.01, "wd": 1e-4}, ((), {"lr": 0.01, "wd": 1e-4}), id="identifier-dict"),
+        pytest.param(
+            {"lr": 0.01, "wd": 1e-4}, ((), {"lr": 0.01, "wd": 1e-4}), id="identifier-dict"
+        ),
         pytest.param({"_x": 1, "x2": 2}, ((), {"_x": 1, "x2": 2}), id="underscore-and-digit-keys"),
         pytest.param({"not-an-id": 1}, (({"not-an-id": 1},), {}), id="non-identifier-key"),
         pytest.param({"class": 1}, (({"class": 1},), {}), id="keyword-key"),

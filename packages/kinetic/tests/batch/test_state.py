@@ -7,17 +7,18 @@ from pathlib import Path
 import cloudpickle
 import pytest
 
+from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.jobs import JobHandle
 from kinetic_protocol import Failed, JobRecord, JobState, JobStatus, Succeeded, layout
 from kinetic_protocol.records import encode_result
 from kinetic_runtime.stores.local import LocalStore
 
-from kinetic.batch.state import BatchState, Decision, effective_state
-
 W, R, S, F = Decision.WAIT, Decision.RETRY, Decision.SUCCEEDED, Decision.FAILED
 
 
-def _handle(job_id: str = "job-0", *, attempt: int = 0, store_uri: str = "file:///nowhere") -> JobHandle:
+def _handle(
+    job_id: str = "job-0", *, attempt: int = 0, store_uri: str = "file:///nowhere"
+) -> JobHandle:
     record = JobRecord(
         job_id=job_id, backend="local", project="", cluster_name="", zone="", namespace="",
         bucket_name=store_uri, k8s_name=job_id, image_uri="", accelerator="cpu",

@@ -43,6 +43,14 @@ def _known(listing: BatchListing) -> int:
     return len(set(listing.latest_attempts) | set(listing.submission_errors))
 
 
+def _settled_listing(manifest: BatchManifest, listing: BatchListing) -> bool:
+    """No more children or attempts will appear: the submitter said it is done, or every
+    input is listed and failed children are never retried."""
+    if listing.complete is not None:
+        return True
+    return manifest.retries == 0 and _known(listing) >= manifest.total_expected
+
+
 def _poll_until_complete(
     state: BatchState,
     manifest: BatchManifest,
@@ -56,7 +64,7 @@ def _poll_until_complete(
     while not state.stopping.wait(poll_interval):
         listing = records.listing()
         _apply(state, manifest, listing)
-        if listing.complete or _known(listing) >= manifest.total_expected:
+        if _settled_listing(manifest, listing):
             break
         if stop_at is not None and stop_at.is_set():
             log.warning("attach_batch stopped polling", group_id=manifest.group_id)
@@ -87,7 +95,7 @@ def attach_batch(
     total = manifest.total_expected
     state = BatchState(total=total, retries=manifest.retries, jobs=[None] * total)
     _apply(state, manifest, listing)
-    complete = listing.complete is not None or _known(listing) >= total
+    complete = _settled_listing(manifest, listing)
     state.more_attempts_possible = lambda: not state.submission_done.is_set()
     if _known(listing) < total:
         log.warning(

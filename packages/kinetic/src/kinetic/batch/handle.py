@@ -1,6 +1,7 @@
 """``BatchHandle``: observe, collect, cancel and clean up a batch as one thing."""
 
 import collections
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -219,9 +220,14 @@ class BatchHandle:
 
     # -- teardown --------------------------------------------------------------------------
 
-    def _stop_submitting(self) -> None:
+    def _stop_submitting(self, *, wait: bool = True) -> None:
+        """Stop submitting and retrying; with ``wait``, until in-flight submissions have landed
+        (the submitter cancels the jobs they start)."""
         self._state.stopping.set()
         self._state.notify()
+        submitter = self._state.submitter
+        if wait and submitter is not None and submitter is not threading.current_thread():
+            submitter.join()
 
     def _cancel_running(self) -> None:
         pending = self._state.unsettled_jobs()
@@ -238,7 +244,9 @@ class BatchHandle:
 
         Stored artifacts are kept for debugging.
         """
-        self._stop_submitting()
+        self._stop_submitting(wait=False)
+        self._cancel_running()  # first what runs now, without waiting on slow submissions
+        self._stop_submitting(wait=True)
         self._cancel_running()
 
     def cleanup(self, *, k8s: bool = True, gcs: bool = True) -> None:

@@ -52,6 +52,8 @@ class BatchState:
     settle_order: list[int] = field(default_factory=list)
     submission_done: threading.Event = field(default_factory=threading.Event)
     stopping: threading.Event = field(default_factory=threading.Event)
+    submitter: threading.Thread | None = None
+    """This process's background submitter, if any."""
     submitter_retries: bool = False
     """True while a live submitter in this process will retry failures."""
     more_attempts_possible: Callable[[], bool] = lambda: False

@@ -10,13 +10,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Any
 
 from kinetic import _log
 from kinetic._waiting import Backoff
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState, Decision, effective_state
+from kinetic.batch.workers import WorkerPool
 from kinetic.jobs import JobHandle
 from kinetic.submit import Target, submit_call
 from kinetic_protocol import BatchManifest
@@ -89,6 +90,7 @@ class Submitter:
         self.thread = threading.Thread(
             target=self.run, name=f"kinetic-batch-{self.manifest.group_id}", daemon=False
         )
+        self.state.submitter = self.thread
         self.thread.start()
 
     def run(self, *, watch: bool = True) -> None:
@@ -123,15 +125,15 @@ class Submitter:
         """Returns True if submission stopped early (cancel, Ctrl-C)."""
         backoff = Backoff(*self.target.backend.poll_bounds)
         workers = min(_MAX_PARALLEL_SUBMISSIONS, self.limit or _MAX_PARALLEL_SUBMISSIONS)
-        with ThreadPoolExecutor(workers, thread_name_prefix="kinetic-submit") as pool:
+        pool = WorkerPool(workers, name=f"kinetic-submit-{self.manifest.group_id}")
+        try:
             while True:
                 if self.state.stopping.is_set() or _caller_interrupted():
-                    for future in self.inflight:
-                        future.cancel()
+                    self._drain_after_stop()
                     return True
                 while self._can_launch():
                     index, attempt = self.queue.popleft()
-                    future = pool.submit(self._submit_one, index, attempt)
+                    future = pool.submit(lambda i=index, a=attempt: self._submit_one(i, a))
                     self.inflight[future] = (index, attempt)
                 changed = self._collect_submissions()
                 if watch and self.active and (self.queue or self._must_watch()):
@@ -141,6 +143,24 @@ class Submitter:
                 if changed:
                     backoff.reset()
                 self._pause(backoff)
+        finally:
+            for future in self.inflight:
+                future.cancel()
+            pool.shutdown()
+
+    def _drain_after_stop(self) -> None:
+        """Stopped: queued submissions never start; ones already running are let finish and
+        their jobs cancelled, so nothing the batch submitted keeps running after a cancel."""
+        for future in list(self.inflight):
+            future.cancel()
+        wait(list(self.inflight))
+        self._collect_submissions()
+        if self.state.stopping.is_set():
+            for job in self.active.values():
+                try:
+                    job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5)
+                except Exception:
+                    log.warning("could not cancel a job submitted during cancel", job_id=job.job_id)
 
     def _finished(self, *, watch: bool) -> bool:
         """Nothing left to launch, and no active child that still needs this thread."""
@@ -169,6 +189,8 @@ class Submitter:
         done = [future for future in self.inflight if future.done()]
         for future in done:
             index, _attempt = self.inflight.pop(future)
+            if future.cancelled():
+                continue
             error = future.exception()
             if error is None:
                 handle = future.result()

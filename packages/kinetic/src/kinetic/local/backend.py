@@ -17,6 +17,7 @@ from pathlib import Path
 
 from kinetic.config import kinetic_home
 from kinetic.local import supervisor
+from kinetic.local.launcher_client import launcher_enabled, request_start
 from kinetic.local.processes import group_alive, pid_alive, terminate_group
 from kinetic_protocol import BackendError, BackendSettings, ConfigError, JobRecord, JobState
 from kinetic_protocol import JobStatus as S
@@ -79,12 +80,20 @@ class LocalBackend:
             "python": record.local_python or self._python,
             "slots_dir": str(self._root / "slots"),
             "slots": local_slots(),
+            "env": dict(os.environ),
         }
         (job_dir / supervisor.LAUNCH_FILE).write_text(json.dumps(launch))
         supervisor.write_state(job_dir, phase="PENDING")
+        pid = request_start(job_dir) if launcher_enabled(launch["python"]) else None
+        if pid is None:
+            pid = self._start_supervisor(job_dir, launch["python"])
+        (job_dir / "supervisor.pid").write_text(str(pid))
+
+    def _start_supervisor(self, job_dir: Path, python: str) -> int:
+        """The supervisor as a fresh interpreter in its own session (no launcher)."""
         with open(job_dir / "supervisor.log", "ab") as errors:
             process = subprocess.Popen(
-                [self._python, supervisor.__file__, str(job_dir)],
+                [python, supervisor.__file__, str(job_dir)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=errors,
@@ -94,7 +103,7 @@ class LocalBackend:
         # Reap the detached supervisor when it exits: no zombie, and no "still running"
         # ResourceWarning when the Popen object is dropped.
         threading.Thread(target=process.wait, name="kinetic-reap", daemon=True).start()
-        (job_dir / "supervisor.pid").write_text(str(process.pid))
+        return process.pid
 
     def _supervisor_pid(self, job_dir: Path) -> int | None:
         try:

@@ -14,6 +14,15 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+def _zombie(pid: int) -> bool:
+    """On Linux, whether ``pid`` has exited and only waits to be reaped by its parent."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
 def pid_alive(pid: int) -> bool:
     _reap(pid)
     try:
@@ -22,7 +31,7 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
 
 
 def _linux_group_members(pgid: int) -> bool | None:

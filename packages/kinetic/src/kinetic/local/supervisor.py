@@ -18,15 +18,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-__all__ = ["read_state", "write_state"]
+__all__ = ["StartRuntime", "read_state", "runtime_env", "supervise", "write_state"]
 
 STATE_FILE = "state.json"
 LAUNCH_FILE = "launch.json"
 LOG_FILE = "output.log"
 CANCEL_MARKER = "cancelled"
+
+StartRuntime = Callable[[dict[str, Any], Path, BinaryIO], int]
 
 
 def write_state(job_dir: Path, **state: Any) -> None:
@@ -87,28 +90,54 @@ def _describe_exit(code: int) -> str:
     return f"killed by {name}{hint}"
 
 
-def supervise(job_dir: Path) -> int:
-    launch = json.loads((job_dir / LAUNCH_FILE).read_text())
-    write_state(job_dir, phase="PENDING", supervisor_pid=os.getpid())
-    slot = _acquire_slot(Path(launch["slots_dir"]), int(launch["slots"]), job_dir)
-    if slot is None or (job_dir / CANCEL_MARKER).exists():
-        return 0
-    env = {**os.environ, **launch.get("env", {}), "PYTHONUNBUFFERED": "1", "KINETIC_ENV": "local"}
+def runtime_env(launch: dict[str, Any]) -> dict[str, str]:
+    """The job's environment: the submitter's, plus what the runtime needs."""
+    return {**launch.get("env", os.environ), "PYTHONUNBUFFERED": "1", "KINETIC_ENV": "local"}
+
+
+def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO) -> int:
+    """Start ``python -m kinetic_runtime`` for the job; return its pid."""
     command = [
         launch["python"], "-m", "kinetic_runtime",
         "--store", launch["store_uri"], "--job", launch["job_id"],
         "--workdir", str(job_dir / "work"),
     ]  # fmt: skip
+    child = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        env=runtime_env(launch), cwd=job_dir,
+    )  # fmt: skip
+    return child.pid
+
+
+def _claim(job_dir: Path) -> bool:
+    """Only one supervisor may ever run a job, however it was started."""
+    try:
+        os.close(os.open(job_dir / "claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return False
+    return True
+
+
+def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
+    """Run the job in ``job_dir`` to the end and record how it ended.
+
+    ``start`` launches the runtime process and returns its pid: a fresh interpreter by
+    default, or a fork of a process that has already imported the runtime (the launcher).
+    """
+    if not _claim(job_dir):
+        return 0
+    launch = json.loads((job_dir / LAUNCH_FILE).read_text())
+    write_state(job_dir, phase="PENDING", supervisor_pid=os.getpid())
+    slot = _acquire_slot(Path(launch["slots_dir"]), int(launch["slots"]), job_dir)
+    if slot is None or (job_dir / CANCEL_MARKER).exists():
+        return 0
     with open(job_dir / LOG_FILE, "ab", buffering=0) as log:
-        child = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-            cwd=job_dir,
-        )  # fmt: skip
+        pid = start(launch, job_dir, log)
         write_state(
-            job_dir, phase="RUNNING", supervisor_pid=os.getpid(), pid=child.pid,
-            started_at=time.time(),
-        )  # fmt: skip
-        code = child.wait()
+            job_dir, phase="RUNNING", supervisor_pid=os.getpid(), pid=pid, started_at=time.time()
+        )
+        _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
     write_state(
         job_dir,
         phase="SUCCEEDED" if code == 0 else "FAILED",

@@ -1,0 +1,73 @@
+"""Ask the launcher to start a job; start a launcher when there is none.
+
+Every failure here is quiet and cheap: the caller then starts the supervisor as a fresh
+process, exactly as it would without a launcher.
+"""
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+__all__ = ["launcher_enabled", "request_start"]
+
+_RESPAWN_AFTER = 5.0
+_spawned_at: dict[Path, float] = {}
+_spawn_lock = threading.Lock()
+
+
+def launcher_enabled(python: str) -> bool:
+    """The launcher runs jobs in this interpreter only; ``KINETIC_LOCAL_LAUNCHER=0`` turns it off."""
+    return python == sys.executable and os.environ.get("KINETIC_LOCAL_LAUNCHER", "1") != "0"
+
+
+def _socket_path() -> Path:
+    """One socket per interpreter and version of the code a launcher has imported."""
+    import kinetic_runtime.main
+    from kinetic.local import launcher, supervisor
+
+    identity = hashlib.sha256(sys.executable.encode())
+    for module in (kinetic_runtime.main, launcher, supervisor):
+        stat = os.stat(str(module.__file__))
+        identity.update(f"{module.__file__}:{stat.st_mtime_ns}:{stat.st_size}".encode())
+    folder = Path(tempfile.gettempdir()) / f"kinetic-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder / f"launcher-{identity.hexdigest()[:16]}.sock"
+
+
+def _spawn(path: Path) -> None:
+    with _spawn_lock:
+        if time.monotonic() - _spawned_at.get(path, -_RESPAWN_AFTER) < _RESPAWN_AFTER:
+            return
+        _spawned_at[path] = time.monotonic()
+    with open(path.with_suffix(".log"), "ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "kinetic.local.launcher", str(path)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
+
+
+def request_start(job_dir: Path) -> int | None:
+    """The pid of the supervisor the launcher started for ``job_dir``, or None."""
+    path = _socket_path()
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(5.0)
+            conn.connect(str(path))
+            conn.sendall(json.dumps({"job_dir": str(job_dir)}).encode() + b"\n")
+            with conn.makefile("rb") as reader:
+                reply = json.loads(reader.readline() or b"{}")
+    except (OSError, ValueError):
+        _spawn(path)
+        return None
+    pid = reply.get("pid")
+    return pid if isinstance(pid, int) else None

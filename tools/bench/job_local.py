@@ -1,0 +1,78 @@
+"""Per-job overhead of the local backend, and import times of ``kinetic``/``kinetic_runtime``.
+
+Submits a no-op job N times (one at a time) and reports the median and p90 of submit to
+SUCCEEDED, plus submit alone. Prints one JSON object.
+
+    python -m uv run tools/bench/job_local.py --n 20
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+
+def noop() -> None:
+    """The job: nothing, so what is measured is Kinetic's own overhead."""
+
+
+def _import_ms(module: str) -> float:
+    """Cumulative ``-X importtime`` of ``module`` in a fresh interpreter, best of 5."""
+    best = float("inf")
+    for _ in range(5):
+        err = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+            capture_output=True, text=True, check=True,
+        ).stderr  # fmt: skip
+        match = re.search(rf"\|\s*(\d+) \| {re.escape(module)}\n", err)
+        if match:
+            best = min(best, int(match[1]) / 1000)
+    return round(best, 1)
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kinetic-bench-") as tmp:
+        os.environ["KINETIC_HOME"] = tmp
+        import kinetic
+        from kinetic_protocol import JobStatus
+
+        remote = kinetic.run(accelerator="cpu", backend="local")(noop)
+        remote.run_async().result()  # warm up: bundle upload, backend construction
+        to_done, to_submit = [], []
+        for _ in range(options.n):
+            start = time.perf_counter()
+            job = remote.run_async()
+            to_submit.append(time.perf_counter() - start)
+            state = job.wait()
+            to_done.append(time.perf_counter() - start)
+            assert state.status is JobStatus.SUCCEEDED, state
+            job.cleanup()
+    report: dict[str, Any] = {
+        "n": options.n,
+        "submit_to_succeeded_ms": {
+            "median": round(1000 * statistics.median(to_done), 1),
+            "p90": round(1000 * _percentile(to_done, 0.9), 1),
+            "min": round(1000 * min(to_done), 1),
+        },
+        "submit_only_ms": {"median": round(1000 * statistics.median(to_submit), 1)},
+        "import_ms": {m: _import_ms(m) for m in ("kinetic", "kinetic_runtime.main")},
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
