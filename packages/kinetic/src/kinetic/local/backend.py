@@ -74,19 +74,20 @@ class LocalBackend:
             job_dir.mkdir(parents=True)
         except FileExistsError:
             return  # submitted before: idempotent
+        python = record.local_python or self._python
         launch = {
             "job_id": record.job_id,
             "store_uri": record.store_uri,
-            "python": record.local_python or self._python,
+            "python": python,
             "slots_dir": str(self._root / "slots"),
             "slots": local_slots(),
             "env": dict(os.environ),
         }
         (job_dir / supervisor.LAUNCH_FILE).write_text(json.dumps(launch))
         supervisor.write_state(job_dir, phase="PENDING")
-        pid = request_start(job_dir) if launcher_enabled(launch["python"]) else None
+        pid = request_start(job_dir) if launcher_enabled(python) else None
         if pid is None:
-            pid = self._start_supervisor(job_dir, launch["python"])
+            pid = self._start_supervisor(job_dir, python)
         (job_dir / "supervisor.pid").write_text(str(pid))
 
     def _start_supervisor(self, job_dir: Path, python: str) -> int:

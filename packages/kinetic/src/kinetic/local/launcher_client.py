@@ -23,7 +23,7 @@ _spawn_lock = threading.Lock()
 
 
 def launcher_enabled(python: str) -> bool:
-    """The launcher runs jobs in this interpreter only; ``KINETIC_LOCAL_LAUNCHER=0`` turns it off."""
+    """Launchers run jobs in this interpreter only; ``KINETIC_LOCAL_LAUNCHER=0`` turns them off."""
     return python == sys.executable and os.environ.get("KINETIC_LOCAL_LAUNCHER", "1") != "0"
 
 
