@@ -8,6 +8,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from kinetic_protocol.errors import ConfigError, ObjectNotFoundError, StorageError
 from kinetic_protocol.store import ObjectStore
 from kinetic_runtime.stores import (

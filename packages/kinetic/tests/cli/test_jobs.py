@@ -5,8 +5,9 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-import kinetic
 import pytest
+
+import kinetic
 from kinetic import JobStatus
 
 pytestmark = pytest.mark.usefixtures("kinetic_env")

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 import pytest
+
 from kinetic.cli import LazyGroup, _configure_logging, cli
 from kinetic.cli.errors import (
     EXIT_FAILED,

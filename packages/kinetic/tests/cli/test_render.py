@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 import pytest
+
 from kinetic.cli import render
 from kinetic.cli.progress import Tally, WatchDisplay, format_seconds
 

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kinetic.images import ImageBuilder, RegistryClient
 from kinetic_testing.cloudbuild_fake import FakeCloudBuild
 

@@ -8,6 +8,7 @@ import tarfile
 from typing import Any
 
 import pytest
+
 from kinetic.images import (
     ImageBuilder,
     ImageBuildError,

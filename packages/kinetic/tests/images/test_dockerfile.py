@@ -4,6 +4,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from kinetic.images import BASE_IMAGES, build_context, discover_requirements
 from kinetic.images.dockerfile import CUDA_BASE_IMAGE, LIBTPU_FIND_LINKS, Category
 from kinetic.images.requirements import Requirements

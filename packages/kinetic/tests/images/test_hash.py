@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from kinetic.images import build_context, content_hash, discover_requirements
 from kinetic.images.requirements import Requirements
 

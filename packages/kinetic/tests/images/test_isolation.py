@@ -5,8 +5,9 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import kinetic.images.isolation as isolation
 import pytest
+
+import kinetic.images.isolation as isolation
 from kinetic.images import ensure_isolated_env, find_uv
 from kinetic_protocol.errors import ConfigError
 

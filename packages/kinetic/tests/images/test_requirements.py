@@ -4,6 +4,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from kinetic.images import discover_requirements, prebuilt_requirements
 from kinetic_protocol.errors import ConfigError
 

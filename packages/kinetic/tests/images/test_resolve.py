@@ -5,6 +5,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from kinetic.images import (
     ImageBuilder,
     ResolvedImage,

@@ -15,6 +15,7 @@ import random
 import threading
 
 import pytest
+
 from kinetic_protocol.errors import ConfigError, ObjectNotFoundError, PreconditionFailedError
 from kinetic_protocol.store import ObjectStore
 

@@ -11,7 +11,6 @@ from urllib.parse import unquote, urlsplit
 
 from kinetic_protocol.errors import ConfigError
 from kinetic_protocol.store import ObjectStore
-
 from kinetic_runtime.stores.gcs import GCSStore
 from kinetic_runtime.stores.local import LocalStore
 

@@ -23,7 +23,6 @@ from kinetic_protocol.errors import (
     PreconditionFailedError,
     StorageError,
 )
-
 from kinetic_runtime.stores._keys import check_key, check_prefix
 
 if TYPE_CHECKING:

@@ -18,7 +18,6 @@ from kinetic_protocol.errors import (
     PreconditionFailedError,
     StorageError,
 )
-
 from kinetic_runtime.stores._keys import check_key, check_prefix
 
 __all__ = ["LocalStore"]

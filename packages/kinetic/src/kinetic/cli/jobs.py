@@ -22,9 +22,8 @@ from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
 
 if TYPE_CHECKING:
-    from kinetic_protocol import JobState
-
     from kinetic.jobs import JobHandle
+    from kinetic_protocol import JobState
 
 __all__ = ["jobs"]
 

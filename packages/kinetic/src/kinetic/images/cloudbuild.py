@@ -21,10 +21,10 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
-from kinetic_protocol.errors import BackendError, ConfigError
 
 from kinetic.images.dockerfile import BuildContext
 from kinetic.images.registry import RegistryClient
+from kinetic_protocol.errors import BackendError, ConfigError
 
 __all__ = [
     "DOCKER_BUILDER",

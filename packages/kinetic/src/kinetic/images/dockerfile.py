@@ -31,9 +31,9 @@ import sys
 from typing import Literal
 
 import msgspec
-from kinetic_protocol.errors import ConfigError
 
 from kinetic.images.requirements import Requirements
+from kinetic_protocol.errors import ConfigError
 
 __all__ = [
     "BASE_IMAGES",

@@ -22,9 +22,8 @@ from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from kinetic_protocol.errors import ConfigError
-
 from kinetic.images.requirements import discover_requirements
+from kinetic_protocol.errors import ConfigError
 
 __all__ = ["RUNTIME_DISTRIBUTIONS", "ensure_isolated_env", "find_uv", "runtime_install_specs"]
 

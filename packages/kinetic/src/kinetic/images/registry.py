@@ -11,6 +11,7 @@ import urllib.request
 from collections.abc import Callable
 
 import msgspec
+
 from kinetic_protocol.errors import BackendError, ConfigError
 
 __all__ = ["ImageReference", "RegistryClient", "google_access_token", "parse_image_reference"]

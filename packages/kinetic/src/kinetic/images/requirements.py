@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 import msgspec
+
 from kinetic_protocol.errors import ConfigError
 
 __all__ = ["Requirements", "discover_requirements", "prebuilt_requirements"]

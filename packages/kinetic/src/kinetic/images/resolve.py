@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Literal
 
 import msgspec
-from kinetic_protocol.accelerators import Accelerator
-from kinetic_protocol.errors import ConfigError
 
 from kinetic.images.cloudbuild import ImageBuilder
 from kinetic.images.dockerfile import Category, build_context, python_minor
 from kinetic.images.registry import parse_image_reference
 from kinetic.images.requirements import Requirements, discover_requirements, prebuilt_requirements
+from kinetic_protocol.accelerators import Accelerator
+from kinetic_protocol.errors import ConfigError
 
 __all__ = [
     "ARTIFACT_REPOSITORY",

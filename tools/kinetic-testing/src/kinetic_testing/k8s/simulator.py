@@ -79,20 +79,10 @@ class KubernetesSimulator:
         self._errors: list[str] = []
         self._clients: list[Any] = []
         self._stopping = threading.Event()
-        api = Api(self._store, self._validator, self._kubelet, self._record_invalid)
-        context = ServerContext(
-            api,
-            self._store,
-            self._kubelet,
-            self._faults,
-            kubernetes_version,
-            self._record_request,
-            self._report_error,
-            self._stopping,
-        )
-        self._server = SimulatorServer(context)
+        self._api = Api(self._store, self._validator, self._kubelet, self._record_invalid)
+        self._server: SimulatorServer | None = None
         self._controller = threading.Thread(
-            target=self._control_loop, name=f"k8s-sim-controllers-{self.port}", daemon=True
+            target=self._control_loop, name="k8s-sim-controllers", daemon=True
         )
         self._started = False
         self._stopped = False
@@ -101,9 +91,20 @@ class KubernetesSimulator:
 
     def start(self) -> KubernetesSimulator:
         """Start serving and reconciling; returns self."""
-        if self._started:
-            raise RuntimeError("this KubernetesSimulator was already started; make a new one")
+        if self._started or self._stopped:
+            raise RuntimeError("this KubernetesSimulator was already used; make a new one")
         self._started = True
+        context = ServerContext(
+            self._api,
+            self._store,
+            self._kubelet,
+            self._faults,
+            self.kubernetes_version,
+            self._record_request,
+            self._report_error,
+            self._stopping,
+        )
+        self._server = SimulatorServer(context)  # binds a free port on 127.0.0.1
         atexit.register(self.stop)
         self._server.start()
         self._controller.start()
@@ -111,7 +112,7 @@ class KubernetesSimulator:
 
     def stop(self) -> None:
         """Stop the server and controllers and kill every pod process (idempotent)."""
-        if self._stopped or not self._started:
+        if self._stopped:
             return
         self._stopped = True
         atexit.unregister(self.stop)
@@ -119,8 +120,10 @@ class KubernetesSimulator:
         self._store.changed.set()
         for client in self._clients:
             client.close()
-        self._server.stop()
-        self._controller.join(timeout=10)
+        if self._server is not None:
+            self._server.stop()
+        if self._controller.is_alive():
+            self._controller.join(timeout=10)
         with self._store.lock:
             self._kubelet.shutdown()
         if self._own_workdir:
@@ -159,7 +162,9 @@ class KubernetesSimulator:
 
     @property
     def port(self) -> int:
-        """The TCP port on 127.0.0.1."""
+        """The TCP port on 127.0.0.1 (chosen by `start`)."""
+        if self._server is None:
+            raise RuntimeError("the simulator has no port until it is started; call start()")
         return self._server.port
 
     @property
