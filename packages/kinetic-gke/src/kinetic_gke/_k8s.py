@@ -14,7 +14,7 @@ from typing import Any
 
 from kinetic_protocol import BackendError, ConfigError
 
-__all__ = ["KubeApi", "NotFound", "kube_context_name"]
+__all__ = ["KubeApi", "NotFound", "get_credentials_command", "kube_context_name"]
 
 Obj = dict[str, Any]
 _BODY_LIMIT = 300
@@ -27,6 +27,14 @@ class NotFound(BackendError):
 def kube_context_name(project: str, zone: str, cluster: str) -> str:
     """The context ``gcloud container clusters get-credentials`` writes for a GKE cluster."""
     return f"gke_{project}_{zone}_{cluster}"
+
+
+def get_credentials_command(project: str, zone: str, cluster: str) -> str:
+    """The command that writes the kubeconfig context of a cluster, with what is known filled in."""
+    return (
+        f"gcloud container clusters get-credentials {cluster or 'CLUSTER'} "
+        f"--location {zone or 'ZONE'} --project {project or 'PROJECT'}"
+    )
 
 
 def _kubeconfig_path() -> Path:
@@ -50,7 +58,9 @@ def _translate(exc: Exception, doing: str) -> BackendError:
         if exc.status in (401, 403):
             return BackendError(
                 f"{doing}: permission denied ({message}). Check that your credentials can reach "
-                "the cluster: gcloud auth login, and the IAM role roles/container.developer."
+                "the cluster: run `gcloud auth login`, make sure gke-gcloud-auth-plugin is "
+                "installed (`gcloud components install gke-gcloud-auth-plugin`), and that you "
+                "have the IAM role roles/container.developer."
             )
         return BackendError(f"{doing}: Kubernetes API error {exc.status} ({message})")
     return BackendError(f"{doing}: cannot reach the Kubernetes API ({exc})")
@@ -68,16 +78,25 @@ class KubeApi:
 
     @classmethod
     def from_kubeconfig(
-        cls, *, context: str, namespace: str, config_file: Path | None = None
+        cls,
+        *,
+        context: str,
+        namespace: str,
+        config_file: Path | None = None,
+        get_credentials: str | None = None,
     ) -> "KubeApi":
-        """Build a client for ``context`` without touching the global config or the file."""
+        """Build a client for ``context`` without touching the global config or the file.
+
+        ``get_credentials`` is the command that adds the context, quoted in errors.
+        """
         from kubernetes import config
 
+        get_credentials = get_credentials or get_credentials_command("", "", "")
         path = config_file or _kubeconfig_path()
         if not path.exists():
             raise ConfigError(
-                f"No kubeconfig at {path}. Fetch the cluster's credentials first, e.g. "
-                "`gcloud container clusters get-credentials CLUSTER --zone ZONE --project PROJECT`."
+                f"No kubeconfig at {path}. Fetch the cluster's credentials first: "
+                f"`{get_credentials}`."
             )
         try:
             contexts, _active = config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
@@ -89,13 +108,18 @@ class KubeApi:
         if context not in names:
             raise ConfigError(
                 f"Kubeconfig {path} has no context {context!r} "
-                f"(it has: {', '.join(names) or 'none'})."
-                " Fetch it with `gcloud container clusters get-credentials CLUSTER --zone ZONE "
-                "--project PROJECT`, or set KINETIC_KUBE_CONTEXT to the context to use."
+                f"(it has: {', '.join(names) or 'none'}). Fetch it with `{get_credentials}`, "
+                "or set KINETIC_KUBE_CONTEXT to the context to use."
             )
-        api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(path), context=context, persist_config=False
-        )
+        try:
+            api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
+                config_file=str(path), context=context, persist_config=False
+            )
+        except config.ConfigException as exc:
+            raise ConfigError(
+                f"Context {context!r} of kubeconfig {path} cannot be used: {exc}. Refresh it "
+                f"with `{get_credentials}`."
+            ) from exc
         return cls(api_client, namespace)
 
     def _call(self, doing: str, fn: Any, *args: Any, **kwargs: Any) -> Any:

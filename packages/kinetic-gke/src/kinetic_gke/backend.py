@@ -7,11 +7,18 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from kinetic_gke._k8s import KubeApi, kube_context_name
+from kinetic_gke._k8s import KubeApi, get_credentials_command, kube_context_name
 from kinetic_gke.labels import JOB_ID, group_selector, job_selector
 from kinetic_gke.manifests import RUNTIME_COMMAND, job_manifest
 from kinetic_gke.status import job_state, needs_pods
-from kinetic_protocol import BackendError, BackendSettings, ConfigError, JobRecord, JobState
+from kinetic_protocol import (
+    BackendError,
+    BackendSettings,
+    ConfigError,
+    JobRecord,
+    JobState,
+    parse_accelerator,
+)
 
 __all__ = ["GKEBackend", "default_bucket_name"]
 
@@ -25,12 +32,30 @@ def default_bucket_name(project: str, cluster: str) -> str:
     return name[:63].rstrip("-")
 
 
-def _float_pair(raw: str) -> tuple[float, float]:
+def _poll_bounds(raw: str) -> tuple[float, float]:
     try:
         low, high = (float(part) for part in raw.split(","))
     except ValueError:
-        raise ConfigError(f"KINETIC_GKE_POLL must be 'LOW,HIGH' seconds, got {raw!r}.") from None
+        low = high = -1.0
+    if not 0 < low <= high:
+        raise ConfigError(
+            f"KINETIC_GKE_POLL must be 'LOW,HIGH' seconds with 0 < LOW <= HIGH, got {raw!r}."
+        )
     return low, high
+
+
+def _unschedulable_timeout(given: float | None) -> float:
+    if given is not None:
+        return given
+    raw = os.environ.get("KINETIC_UNSCHEDULABLE_TIMEOUT")
+    if not raw:
+        return DEFAULT_UNSCHEDULABLE_TIMEOUT
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(
+            f"KINETIC_UNSCHEDULABLE_TIMEOUT must be a number of seconds, got {raw!r}."
+        ) from None
 
 
 class GKEBackend:
@@ -61,13 +86,10 @@ class GKEBackend:
         self._given_api = api
         self._apis: dict[tuple[str, str], KubeApi] = {}
         self._service_account = service_account or os.environ.get("KINETIC_SERVICE_ACCOUNT")
-        timeout = os.environ.get("KINETIC_UNSCHEDULABLE_TIMEOUT")
-        self._unschedulable_timeout = unschedulable_timeout or (
-            float(timeout) if timeout else DEFAULT_UNSCHEDULABLE_TIMEOUT
-        )
+        self._unschedulable_timeout = _unschedulable_timeout(unschedulable_timeout)
         self._command = command
         poll = os.environ.get("KINETIC_GKE_POLL")
-        self.poll_bounds = _float_pair(poll) if poll else (1.0, 10.0)
+        self.poll_bounds = _poll_bounds(poll) if poll else (1.0, 10.0)
 
     @property
     def store_uri(self) -> str:
@@ -86,7 +108,13 @@ class GKEBackend:
         )
         key = (os.environ.get("KUBECONFIG", ""), context)
         if key not in self._apis:
-            self._apis[key] = KubeApi.from_kubeconfig(context=context, namespace=settings.namespace)
+            self._apis[key] = KubeApi.from_kubeconfig(
+                context=context,
+                namespace=settings.namespace,
+                get_credentials=get_credentials_command(
+                    settings.project, settings.zone, settings.cluster
+                ),
+            )
         return self._apis[key]
 
     # -- the Backend protocol ----------------------------------------------------------------
@@ -94,6 +122,14 @@ class GKEBackend:
     def submit(self, record: JobRecord) -> None:
         if not record.image_uri:
             raise ConfigError(f"Job {record.job_id} has no container image to run on GKE.")
+        accelerator = parse_accelerator(record.accelerator)
+        if accelerator.multi_host:
+            # One pod holds one host's share of the slice; the other hosts would never join.
+            raise ConfigError(
+                f"Accelerator {record.accelerator!r} spans {accelerator.hosts} TPU hosts, and "
+                "the gke backend runs single-host jobs. Use backend='pathways' for a "
+                "multi-host slice, or a single-host size (`kinetic accelerators` lists them)."
+            )
         manifest = job_manifest(
             record, service_account=self._service_account, command=self._command
         )
@@ -173,4 +209,5 @@ class GKEBackend:
 
     def list_job_ids(self) -> list[str]:
         jobs = self.api.list_jobs("app=kinetic")
-        return sorted({job["metadata"].get("labels", {}).get(JOB_ID, "") for job in jobs} - {""})
+        live = [job for job in jobs if not job["metadata"].get("deletionTimestamp")]
+        return sorted({job["metadata"].get("labels", {}).get(JOB_ID, "") for job in live} - {""})

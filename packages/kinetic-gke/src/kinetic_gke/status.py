@@ -22,6 +22,11 @@ _DISRUPTIONS = {
     "DeletionByPodGC": "node lost",
     "EvictionByEvictionAPI": "evicted",
 }
+_POD_GONE = (
+    "its pod was deleted before it finished (preempted by the scheduler, or its node was lost)"
+)
+"""Kinetic deletes pods only with their Job, so a failed Job without a pod lost it this way."""
+_MESSAGE_LIMIT = 300
 Obj = dict[str, Any]
 
 
@@ -64,6 +69,9 @@ def _terminated_reason(pod: Obj) -> tuple[str, int | None]:
             code = terminated.get("exitCode")
             reason = terminated.get("reason") or ""
             text = reason if reason not in ("", "Error", "Completed") else ""
+            message = (terminated.get("message") or "").strip()[:_MESSAGE_LIMIT]
+            if text and message and reason != "OOMKilled":
+                text = f"{text}: {message}"  # e.g. StartError: exec: "python": not found
             if disruption:
                 text = f"{disruption}; {text}".rstrip("; ")
             return text, code
@@ -117,9 +125,13 @@ def _failed_state(job: Obj, pod: Obj | None) -> JobState:
     if pod is not None:
         detail, code = _terminated_reason(pod)
         return JobState(status=JobStatus.FAILED, detail=detail, exit_code=code)
-    reason = (_condition(job, "Failed") or {}).get("reason", "")
-    detail = "" if reason == "BackoffLimitExceeded" else reason
-    return JobState(status=JobStatus.FAILED, detail=detail)
+    failed = _condition(job, "Failed") or _condition(job, "FailureTarget") or {}
+    reason = failed.get("reason", "")
+    if reason in ("", "BackoffLimitExceeded"):
+        # backoffLimit is 0, so the one pod failed; had it ended on its own, it would be here.
+        return JobState(status=JobStatus.FAILED, detail=_POD_GONE)
+    message = (failed.get("message") or "").strip()[:_MESSAGE_LIMIT]
+    return JobState(status=JobStatus.FAILED, detail=f"{reason}: {message}".rstrip(": "))
 
 
 def _pod_state(pod: Obj, unschedulable_timeout: float, now: datetime) -> JobState:
@@ -133,6 +145,13 @@ def _pod_state(pod: Obj, unschedulable_timeout: float, now: datetime) -> JobStat
         return JobState(status=JobStatus.FAILED, detail=f"{reason}: {message}".rstrip(": "))
     if phase == "Running":
         return JobState(status=JobStatus.RUNNING)
+    if phase == "Unknown":
+        # The node stopped reporting; Kubernetes evicts the pod later and the Job then fails.
+        ready = next(
+            (c for c in pod["status"].get("conditions") or [] if c.get("type") == "Ready"), {}
+        )
+        why = ready.get("message") or ready.get("reason") or "its node stopped reporting"
+        return JobState(status=JobStatus.RUNNING, detail=f"pod state unknown: {why}")
     unschedulable = _unschedulable(pod)
     if unschedulable is None:
         return JobState(status=JobStatus.PENDING, detail=reason)

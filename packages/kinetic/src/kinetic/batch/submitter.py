@@ -5,6 +5,7 @@ One backend ``statuses`` call per poll covers every active child; polls come fas
 children change and slow down while nothing does.
 """
 
+import functools
 import sys
 import threading
 import time
@@ -133,7 +134,7 @@ class Submitter:
                     return True
                 while self._can_launch():
                     index, attempt = self.queue.popleft()
-                    future = pool.submit(lambda i=index, a=attempt: self._submit_one(i, a))
+                    future = pool.submit(functools.partial(self._submit_one, index, attempt))
                     self.inflight[future] = (index, attempt)
                 changed = self._collect_submissions()
                 if watch and self.active and (self.queue or self._must_watch()):
