@@ -201,8 +201,8 @@ class GKEBackend:
             if time.monotonic() >= deadline:
                 raise BackendError(
                     f"Job {record.k8s_name} in namespace {self.api.namespace} was still present "
-                    f"{timeout:g}s after its deletion; check it with "
-                    f"`kubectl get job,pods -n {self.api.namespace} -l {job_selector(record.job_id)}`."
+                    f"{timeout:g}s after its deletion; check it with `kubectl get job,pods "
+                    f"-n {self.api.namespace} -l {job_selector(record.job_id)}`."
                 )
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, poll_interval)

@@ -147,18 +147,26 @@ def _pod_state(pod: Obj, unschedulable_timeout: float, now: datetime) -> JobStat
         return JobState(status=JobStatus.RUNNING)
     if phase == "Unknown":
         # The node stopped reporting; Kubernetes evicts the pod later and the Job then fails.
-        ready = next(
-            (c for c in pod["status"].get("conditions") or [] if c.get("type") == "Ready"), {}
-        )
-        why = ready.get("message") or ready.get("reason") or "its node stopped reporting"
-        return JobState(status=JobStatus.RUNNING, detail=f"pod state unknown: {why}")
+        return JobState(status=JobStatus.RUNNING, detail=f"pod state unknown: {_not_ready(pod)}")
     unschedulable = _unschedulable(pod)
     if unschedulable is None:
         return JobState(status=JobStatus.PENDING, detail=reason)
-    message = unschedulable.get("message", "")
-    since = _parse_time(unschedulable.get("lastTransitionTime"))
+    return _unschedulable_state(unschedulable, unschedulable_timeout, now)
+
+
+def _not_ready(pod: Obj) -> str:
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") != "True":
+            return str(condition.get("message") or condition.get("reason") or "")
+    return "its node stopped reporting"
+
+
+def _unschedulable_state(condition: Obj, timeout: float, now: datetime) -> JobState:
+    """PENDING with the scheduler's message, FAILED once it has said so for ``timeout``."""
+    message = condition.get("message", "")
+    since = _parse_time(condition.get("lastTransitionTime"))
     waited = (now - since).total_seconds() if since else 0.0
-    if waited >= unschedulable_timeout:
+    if waited >= timeout:
         return JobState(
             status=JobStatus.FAILED, detail=f"Unschedulable for {waited:.0f}s: {message}"
         )

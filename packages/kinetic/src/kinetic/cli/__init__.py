@@ -25,6 +25,7 @@ _SUBCOMMANDS = {
     "config": "kinetic.cli.config:config",
     "profile": "kinetic.cli.config:profile",
     "accelerators": "kinetic.cli.accelerators:accelerators",
+    "build-image": "kinetic.cli.images:build_image",
 }
 
 _EPILOG = """\b
