@@ -22,15 +22,6 @@ def submit_job(record: JobRecord, settings: BackendSettings | None = None) -> GK
     ``record`` must already be stored with its call descriptor, payload and bundle, as the
     ``kinetic`` client writes them; ``settings`` default to the record's own cluster.
     """
-    backend = GKEBackend(
-        settings
-        or BackendSettings(
-            project=record.project,
-            zone=record.zone,
-            cluster=record.cluster_name,
-            namespace=record.namespace,
-            store_uri=record.store_uri,
-        )
-    )
+    backend = GKEBackend(settings or BackendSettings.for_record(record))
     backend.submit(record)
     return backend

@@ -28,6 +28,17 @@ class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
     store_uri: str | None = None
     """Override of the backend's own default store (``KINETIC_STORE``)."""
 
+    @classmethod
+    def for_record(cls, record: JobRecord) -> "BackendSettings":
+        """The settings of the cluster and store a stored job belongs to."""
+        return cls(
+            project=record.project,
+            zone=record.zone,
+            cluster=record.cluster_name,
+            namespace=record.namespace,
+            store_uri=record.store_uri,
+        )
+
 
 class Backend(Protocol):
     """Runs prepared jobs and reports on them. Every method is safe to repeat."""

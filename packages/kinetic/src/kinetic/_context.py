@@ -16,14 +16,7 @@ def open_store(uri: str) -> ObjectStore:
 
 
 def backend_for(record: JobRecord) -> Backend:
-    settings = BackendSettings(
-        project=record.project,
-        zone=record.zone,
-        cluster=record.cluster_name,
-        namespace=record.namespace,
-        store_uri=record.store_uri,
-    )
-    return get_backend(record.backend, settings)
+    return get_backend(record.backend, BackendSettings.for_record(record))
 
 
 def store_for(record: JobRecord) -> ObjectStore:
