@@ -8,10 +8,12 @@ to this interpreter and the pod finds the fake GCS server through ``STORAGE_EMUL
 import hashlib
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from kinetic_testing.k8s import KubernetesSimulator
 
 __all__ = ["GKE_IMAGE", "GKE_PROJECT", "gke_scenario_env"]
@@ -83,6 +85,11 @@ def gke_scenario_env(
         monkeypatch.setenv("KINETIC_STORE", gcs_bucket)
         monkeypatch.setenv("KINETIC_PROJECT", GKE_PROJECT)
         monkeypatch.setenv("KINETIC_GKE_POLL", "0.02,0.2")
+        # Pods unpack their bundle under $TMPDIR: keep that inside this test's directory
+        # (this process has fixed its own temporary directory already).
+        tempfile.gettempdir()
+        (tmp_path / "pod-tmp").mkdir()
+        monkeypatch.setenv("TMPDIR", str(tmp_path / "pod-tmp"))
         site = tmp_path / "gke-sim" / "site"
         site.mkdir()
         (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)

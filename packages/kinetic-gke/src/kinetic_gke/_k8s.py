@@ -8,20 +8,29 @@ client's model objects for a LIST of thousands of Jobs.
 import contextlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kinetic_protocol import BackendError, ConfigError
 
-__all__ = ["KubeApi", "NotFound", "get_credentials_command", "kube_context_name"]
+__all__ = ["AlreadyExists", "KubeApi", "NotFound", "get_credentials_command", "kube_context_name"]
 
 Obj = dict[str, Any]
 _BODY_LIMIT = 300
+_TRANSIENT = frozenset({429, 500, 502, 503, 504})
+_RETRY_DELAYS = (0.1, 0.4)
+"""Every call here is safe to repeat (creates are idempotent), so a transient answer is retried
+after these pauses before it becomes an error."""
 
 
 class NotFound(BackendError):
     """The object does not exist (HTTP 404)."""
+
+
+class AlreadyExists(BackendError):
+    """An object of that name exists already (HTTP 409)."""
 
 
 def kube_context_name(project: str, zone: str, cluster: str) -> str:
@@ -55,6 +64,8 @@ def _translate(exc: Exception, doing: str) -> BackendError:
         message = message[:_BODY_LIMIT]
         if exc.status == 404:
             return NotFound(f"{doing}: not found ({message})")
+        if exc.status == 409:
+            return AlreadyExists(f"{doing}: already exists ({message})")
         if exc.status in (401, 403):
             return BackendError(
                 f"{doing}: permission denied ({message}). Check that your credentials can reach "
@@ -123,10 +134,19 @@ class KubeApi:
         return cls(api_client, namespace)
 
     def _call(self, doing: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            raise _translate(exc, doing) from exc
+        from kubernetes.client.exceptions import ApiException
+
+        retries = iter(_RETRY_DELAYS)
+        while True:
+            try:
+                return fn(*args, **kwargs)
+            except ApiException as exc:
+                delay = next(retries, None) if exc.status in _TRANSIENT else None
+                if delay is None:
+                    raise _translate(exc, doing) from exc
+            except Exception as exc:
+                raise _translate(exc, doing) from exc
+            time.sleep(delay)
 
     def _read(self, doing: str, fn: Any, *args: Any, **kwargs: Any) -> Obj:
         response = self._call(doing, fn, *args, _preload_content=False, **kwargs)
@@ -135,17 +155,16 @@ class KubeApi:
 
     def create_job(self, body: Obj) -> bool:
         """Create the Job; False if one with that name already exists (idempotent submit)."""
-        from kubernetes.client.exceptions import ApiException
-
         try:
-            # The client accepts a plain dict body as well as its V1Job model.
-            self._batch.create_namespaced_job(self.namespace, body, _preload_content=False)  # type: ignore[arg-type]
-        except ApiException as exc:
-            if exc.status == 409:
-                return False
-            raise _translate(exc, f"creating Job {body['metadata']['name']}") from exc
-        except Exception as exc:
-            raise _translate(exc, f"creating Job {body['metadata']['name']}") from exc
+            self._call(
+                f"creating Job {body['metadata']['name']} in namespace {self.namespace}",
+                self._batch.create_namespaced_job,
+                self.namespace,
+                body,  # the client takes a plain dict as well as its V1Job model
+                _preload_content=False,
+            )
+        except AlreadyExists:
+            return False
         return True
 
     def get_job(self, name: str) -> Obj | None:

@@ -12,6 +12,7 @@
     groups/<group_id>/children/<index>-<attempt>.json   BatchChild, one per attempt
     groups/<group_id>/errors/<index>.json     BatchSubmissionError
     groups/<group_id>/complete.json           BatchCompletion
+    groups/<group_id>/cancel                  present once any process cancelled the batch
 """
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "MANIFESTS_PREFIX",
     "bundle_key",
     "call_key",
+    "cancel_key",
     "child_key",
     "children_prefix",
     "completion_key",
@@ -101,3 +103,7 @@ def submission_error_key(group_id: str, index: int) -> str:
 
 def completion_key(group_id: str) -> str:
     return f"groups/{group_id}/complete.json"
+
+
+def cancel_key(group_id: str) -> str:
+    return f"groups/{group_id}/cancel"

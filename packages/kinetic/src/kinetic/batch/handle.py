@@ -52,6 +52,15 @@ class BatchHandle:
         policy.cancel_siblings = self._cancel_running
 
     @property
+    def created_at(self) -> str:
+        """When the batch was submitted (ISO 8601, UTC)."""
+        return self._manifest.created_at
+
+    @property
+    def func_name(self) -> str:
+        return self._manifest.func_name
+
+    @property
     def jobs(self) -> list[JobHandle | None]:
         with self._state.lock:
             return list(self._state.jobs)
@@ -242,8 +251,10 @@ class BatchHandle:
     def cancel(self) -> None:
         """Stop submitting and retrying, and cancel every child that has not finished.
 
-        Stored artifacts are kept for debugging.
+        Stored artifacts are kept for debugging. A process still submitting this batch
+        elsewhere (the one that called ``run_async_map``) stops within about a second.
         """
+        self._records.request_cancel()
         self._stop_submitting(wait=False)
         self._cancel_running()  # first what runs now, without waiting on slow submissions
         self._stop_submitting(wait=True)

@@ -76,6 +76,16 @@ class BatchRecords:
         )
         self.store.write(layout.completion_key(self.group_id), encode_json(done))
 
+    def request_cancel(self) -> None:
+        """Tell whichever process is submitting this batch to stop."""
+        self.store.write(layout.cancel_key(self.group_id), _now().encode())
+
+    def stop_requested(self) -> bool:
+        """Cancelled from anywhere, or cleaned up (its manifest is gone)."""
+        return self.store.exists(layout.cancel_key(self.group_id)) or not self.store.exists(
+            layout.manifest_key(self.group_id)
+        )
+
     def listing(self) -> BatchListing:
         listing = BatchListing()
         for key in self.store.list(layout.children_prefix(self.group_id)):

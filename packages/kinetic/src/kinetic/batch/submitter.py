@@ -21,12 +21,14 @@ from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.batch.workers import WorkerPool
 from kinetic.jobs import JobHandle
 from kinetic.submit import Target, submit_call
-from kinetic_protocol import BatchManifest
+from kinetic_protocol import BatchManifest, JobStatus
 
 __all__ = ["FailurePolicy", "Submitter"]
 
 log = _log.get_logger(__name__)
 _MAX_PARALLEL_SUBMISSIONS = 16
+_STOP_CHECK_INTERVAL = 1.0
+"""Seconds between looks for a cancel requested by another process."""
 Call = tuple[tuple[Any, ...], dict[str, Any]]
 
 
@@ -83,6 +85,8 @@ class Submitter:
         self.active: dict[int, JobHandle] = {}
         self.thread: threading.Thread | None = None
         self.poll_cost = 0.0
+        self.vanished = False
+        """A child was deleted from outside since the last look for a cancel request."""
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -127,8 +131,13 @@ class Submitter:
         backoff = Backoff(*self.target.backend.poll_bounds)
         workers = min(_MAX_PARALLEL_SUBMISSIONS, self.limit or _MAX_PARALLEL_SUBMISSIONS)
         pool = WorkerPool(workers, name=f"kinetic-submit-{self.manifest.group_id}")
+        next_stop_check = time.monotonic() + _STOP_CHECK_INTERVAL
         try:
             while True:
+                if time.monotonic() >= next_stop_check:
+                    next_stop_check = time.monotonic() + _STOP_CHECK_INTERVAL
+                    if self.records.stop_requested():
+                        self.state.stopping.set()
                 if self.state.stopping.is_set() or _caller_interrupted():
                     self._drain_after_stop()
                     return True
@@ -139,6 +148,10 @@ class Submitter:
                 changed = self._collect_submissions()
                 if watch and self.active and (self.queue or self._must_watch()):
                     changed |= self._watch()
+                    if self.vanished:  # deleted by someone: look for a cancel before relaunching
+                        self.vanished = False
+                        next_stop_check = time.monotonic()
+                        continue
                 if self._finished(watch=watch):
                     return False
                 if changed:
@@ -221,6 +234,7 @@ class Submitter:
         changed = False
         for index, job in handles:
             state = effective_state(job, states[job.job_id])
+            self.vanished |= state.status is JobStatus.NOT_FOUND
             with self.state.lock:
                 if self.state.states.get(index) != state:
                     self.state.states[index] = state

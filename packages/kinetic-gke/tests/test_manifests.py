@@ -1,0 +1,175 @@
+"""The Job a record becomes: valid for the Kubernetes versions GKE runs, placed on the right
+nodes, labelled so it can be found, run once, and cleaned up by Kubernetes eventually."""
+
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from conftest import IMAGE, RecordFactory
+
+from kinetic_gke import job_manifest
+from kinetic_gke.labels import group_selector, job_labels, job_selector
+from kinetic_gke.manifests import DEFAULT_TTL_SECONDS, RUNTIME_COMMAND
+from kinetic_protocol import parse_accelerator
+
+GKE_VERSIONS = sorted({"1.31", kubernetes_validate.latest_version().rsplit(".", 1)[0]})
+"""The oldest minor GKE still offers and the newest schema kubernetes-validate ships."""
+ACCELERATORS = ["cpu", "gpu-l4", "gpu-l4-x2", "gpu-a100-x8", "tpu-v5e-8", "tpu-v6e-16"]
+
+
+def _pod(manifest: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = manifest["spec"]["template"]["spec"]
+    return spec
+
+
+def _container(manifest: dict[str, Any]) -> dict[str, Any]:
+    container: dict[str, Any] = _pod(manifest)["containers"][0]
+    return container
+
+
+@pytest.mark.parametrize("version", GKE_VERSIONS)
+@pytest.mark.parametrize("accelerator", ACCELERATORS)
+@pytest.mark.parametrize("spot", [False, True], ids=["on-demand", "spot"])
+def test_every_manifest_is_valid_for_the_kubernetes_versions_gke_runs(
+    record: RecordFactory, version: str, accelerator: str, spot: bool
+) -> None:
+    manifest = job_manifest(
+        record(accelerator=accelerator, spot=spot, group_id="grp-0a1b2c3d", group_index=7),
+        service_account="kinetic-runner",
+    )
+    # Strict: an unknown or misplaced field fails like a real API server's decoding would.
+    kubernetes_validate.validate(manifest, version, strict=True)
+
+
+def test_an_invalid_manifest_does_fail_validation(record: RecordFactory) -> None:
+    """The check above can fail: a misspelt field is refused."""
+    manifest = job_manifest(record())
+    _pod(manifest)["restartPolicyy"] = "Never"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(manifest, GKE_VERSIONS[0], strict=True)
+
+
+def test_a_cpu_job_requests_cpu_and_memory_and_asks_for_no_special_nodes(
+    record: RecordFactory,
+) -> None:
+    manifest = job_manifest(record(accelerator="cpu"))
+    assert _container(manifest)["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}}
+    assert "nodeSelector" not in _pod(manifest)
+    assert "tolerations" not in _pod(manifest)
+
+
+def test_a_two_gpu_job_asks_for_two_l4s_on_an_l4_node(record: RecordFactory) -> None:
+    manifest = job_manifest(record(accelerator="gpu-l4-x2"))
+    resources = _container(manifest)["resources"]
+    assert resources["limits"] == {"nvidia.com/gpu": "2"}
+    assert resources["requests"] == {"nvidia.com/gpu": "2"}
+    assert _pod(manifest)["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+    assert _pod(manifest)["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+
+
+def test_a_single_host_tpu_job_asks_for_the_whole_slice(record: RecordFactory) -> None:
+    manifest = job_manifest(record(accelerator="tpu-v5e-8"))
+    assert _pod(manifest)["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+        "cloud.google.com/gke-tpu-topology": "2x4",
+    }
+    assert _container(manifest)["resources"]["limits"] == {"google.com/tpu": "8"}
+    assert _pod(manifest)["tolerations"] == [
+        {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+
+
+def test_a_multi_host_tpu_manifest_asks_for_one_hosts_share_of_the_slice(
+    record: RecordFactory,
+) -> None:
+    """tpu-v6e-16 is a 4x4 slice of four hosts with four chips each."""
+    accelerator = parse_accelerator("tpu-v6e-16")
+    assert (accelerator.hosts, accelerator.chips_per_host) == (4, 4)
+    manifest = job_manifest(record(accelerator="tpu-v6e-16"))
+    assert _pod(manifest)["nodeSelector"] == {
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+        "cloud.google.com/gke-tpu-topology": "4x4",
+    }
+    assert _container(manifest)["resources"]["limits"] == {"google.com/tpu": "4"}
+
+
+def test_spot_selects_spot_nodes_and_tolerates_their_taint(record: RecordFactory) -> None:
+    manifest = job_manifest(record(accelerator="gpu-l4", spot=True))
+    assert _pod(manifest)["nodeSelector"] == {
+        "cloud.google.com/gke-accelerator": "nvidia-l4",
+        "cloud.google.com/gke-spot": "true",
+    }
+    assert {
+        "key": "cloud.google.com/gke-spot",
+        "operator": "Equal",
+        "value": "true",
+        "effect": "NoSchedule",
+    } in _pod(manifest)["tolerations"]
+    on_demand = job_manifest(record(accelerator="gpu-l4"))
+    assert "cloud.google.com/gke-spot" not in _pod(on_demand)["nodeSelector"]
+
+
+def test_the_job_runs_once_and_kubernetes_removes_it_a_finite_time_after_it_ends(
+    record: RecordFactory,
+) -> None:
+    manifest = job_manifest(record())
+    assert manifest["spec"]["backoffLimit"] == 0, "Kinetic, not Kubernetes, retries"
+    assert _pod(manifest)["restartPolicy"] == "Never"
+    ttl = manifest["spec"]["ttlSecondsAfterFinished"]
+    assert ttl == DEFAULT_TTL_SECONDS
+    assert 0 < ttl <= 30 * 24 * 3600
+    assert job_manifest(record(), ttl_seconds=60)["spec"]["ttlSecondsAfterFinished"] == 60
+
+
+def test_names_namespace_image_and_command_come_from_the_record(record: RecordFactory) -> None:
+    job = record("train-20261122-101500-ab12cd3", namespace="research", image_uri=IMAGE)
+    manifest = job_manifest(job)
+    assert manifest["metadata"]["name"] == "train-20261122-101500-ab12cd3"
+    assert manifest["metadata"]["namespace"] == "research"
+    container = _container(manifest)
+    assert container["image"] == IMAGE
+    assert container["command"] == list(RUNTIME_COMMAND)
+    assert container["args"] == [
+        "--store",
+        job.store_uri,
+        "--job",
+        "train-20261122-101500-ab12cd3",
+    ]
+    env = {item["name"]: item["value"] for item in container["env"]}
+    assert env["KINETIC_STORE"] == job.store_uri
+    assert env["KINETIC_JOB_ID"] == job.job_id
+    assert env["PYTHONUNBUFFERED"] == "1"
+
+
+def test_the_service_account_is_set_only_when_given(record: RecordFactory) -> None:
+    assert "serviceAccountName" not in _pod(job_manifest(record()))
+    manifest = job_manifest(record(), service_account="kinetic-runner")
+    assert _pod(manifest)["serviceAccountName"] == "kinetic-runner"
+
+
+def test_job_and_pods_carry_the_labels_that_find_them(record: RecordFactory) -> None:
+    child = record("sq-0a1b2c3d-3-r1", group_id="grp-0a1b2c3d", group_index=3, attempt=1)
+    manifest = job_manifest(child)
+    expected = {
+        "app": "kinetic",
+        "kinetic.dev/job-id": "sq-0a1b2c3d-3-r1",
+        "kinetic.dev/group-id": "grp-0a1b2c3d",
+        "kinetic.dev/group-index": "3",
+        "kinetic.dev/attempt": "1",
+    }
+    assert manifest["metadata"]["labels"] == expected
+    assert manifest["spec"]["template"]["metadata"]["labels"] == expected
+    single = job_labels(record("add-1"))
+    assert single == {"app": "kinetic", "kinetic.dev/job-id": "add-1", "kinetic.dev/attempt": "0"}
+
+
+def test_selectors_match_a_job_or_a_whole_group() -> None:
+    assert job_selector("add-1") == "app=kinetic,kinetic.dev/job-id=add-1"
+    assert group_selector("grp-0a1b2c3d") == "app=kinetic,kinetic.dev/group-id=grp-0a1b2c3d"
+
+
+def test_a_long_function_name_fits_its_annotation(record: RecordFactory) -> None:
+    manifest = job_manifest(record(func_name="f" * 1000))
+    assert len(manifest["metadata"]["annotations"]["kinetic.dev/func"]) <= 250
