@@ -14,7 +14,8 @@ import pytest
 from scenario_support import ScenarioBackend, run_script, wait_until
 
 import kinetic
-from kinetic import JobNotFoundError, JobStatus
+from kinetic import JobFailedError, JobNotFoundError, JobStatus
+from kinetic.batch import SkippedInputError
 from kinetic.batch import submitter as submitter_module
 from kinetic.submit import submit_call
 from kinetic_protocol import JobRecord, layout
@@ -131,6 +132,59 @@ def test_attach_mid_submission_sees_the_gaps_then_collects_everything(
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+def test_cancel_from_another_process_stops_the_original_submitter(
+    local_backend: ScenarioBackend, tmp_path: Path
+) -> None:
+    """A script submits one job at a time; input 0 runs until cancelled. cancel() on an
+    attached handle kills it, and the script submits nothing more: its wait() returns and it
+    exits, with inputs 1-4 never submitted."""
+    started, never = tmp_path / "started", tmp_path / "never"
+    script = tmp_path / "submitter.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            sys.path.insert(0, {SCENARIOS_DIR!r})
+            import kinetic
+            import batch_userfuncs as uf
+
+            step = kinetic.run(accelerator="cpu", backend="local")(uf.step)
+            first = {{"value": 0, "create": {str(started)!r}, "wait_for": {str(never)!r}}}
+            batch = step.run_async_map([first] + [{{"value": i}} for i in range(1, 5)],
+                                       max_concurrent=1)
+            print(batch.group_id, flush=True)
+            batch.wait(timeout=120)
+            """
+        )
+    )
+    process = subprocess.Popen(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        group_id = process.stdout.readline().strip()
+        assert group_id.startswith("grp-"), process.communicate(timeout=30)
+        wait_until(started.exists, "input 0 to run")
+        kinetic.attach_batch(group_id, backend="local", poll_interval=0.05).cancel()
+        _, errors = process.communicate(timeout=60)
+        assert process.returncode == 0, errors
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    children = [layout.parse_child_key(key) for key in _children(local_backend, group_id)]
+    assert children == [(0, 0)], "the original process submitted inputs after the cancel"
+    outcomes = kinetic.attach_batch(group_id, backend="local").results(
+        return_exceptions=True, timeout=60
+    )
+    assert isinstance(outcomes[0], JobFailedError)
+    assert all(isinstance(outcome, SkippedInputError) for outcome in outcomes[1:]), outcomes
 
 
 def test_attach_to_an_unknown_group_raises_job_not_found(local_backend: ScenarioBackend) -> None:

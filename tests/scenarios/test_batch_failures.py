@@ -1,8 +1,5 @@
-"""Failures in a batch, end to end on the local backend: retries, BatchError, fail-fast,
-cancellation and inputs whose submission fails.
-
-"Later inputs" are made deterministic with ``max_concurrent``: while earlier jobs are held by
-a file, later inputs cannot be submitted, so a stop at that moment leaves them unsubmitted.
+"""Failures in a batch, end to end on the local backend: retries, BatchError, the user's own
+exceptions, and inputs whose submission fails.
 """
 
 import collections
@@ -12,10 +9,10 @@ from typing import Any
 
 import batch_userfuncs as uf
 import pytest
-from scenario_support import ScenarioBackend, pid_gone, wait_until
+from scenario_support import ScenarioBackend, wait_until
 
 import kinetic
-from kinetic import JobFailedError, JobStatus, SerializationError
+from kinetic import JobStatus, SerializationError
 from kinetic.batch import BatchError, SkippedInputError
 from kinetic.batch import submitter as submitter_module
 from kinetic.submit import submit_call
@@ -27,23 +24,23 @@ def _four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "4")
 
 
-def _join_batch_thread(group_id: str) -> None:
-    """Wait for the batch's submitter thread (if any) to end; fail if it does not."""
+def _batch_thread_ends(group_id: str) -> bool:
+    """Wait (30 s at most) for the batch's submitter thread, if any; True once it has ended."""
     for thread in threading.enumerate():
         if thread.name == f"kinetic-batch-{group_id}":
             thread.join(timeout=30)
-            assert not thread.is_alive(), f"{thread.name} did not end"
+            return not thread.is_alive()
+    return True
+
+
+def _join_batch_thread(group_id: str) -> None:
+    assert _batch_thread_ends(group_id), f"the submitter of {group_id} did not end"
 
 
 def _child_keys(backend: ScenarioBackend, group_id: str) -> list[tuple[int, int]]:
     """``(index, attempt)`` of every child record the store holds for the batch."""
     store = backend.store()
     return [layout.parse_child_key(key) for key in store.list(layout.children_prefix(group_id))]
-
-
-def _published_pid(path: Path) -> int:
-    """The pid a job wrote to ``path`` (see ``batch_userfuncs.step(create=...)``)."""
-    return int(wait_until(lambda: path.exists() and path.read_text(), f"a pid in {path.name}"))
 
 
 def _stored_job_ids(backend: ScenarioBackend) -> set[str]:
@@ -153,123 +150,6 @@ def test_batch_error_and_return_exceptions_report_the_users_own_exception(
     assert batch.failures() == [failed_job]
 
 
-def test_fail_fast_stops_submitting_but_lets_running_siblings_finish(
-    local_backend: ScenarioBackend, tmp_path: Path
-) -> None:
-    step = local_backend.decorate()(uf.step)
-    started, gate = tmp_path / "started", tmp_path / "gate"
-    batch = step.run_async_map(
-        [
-            {"value": "sibling", "create": str(started), "wait_for": str(gate)},
-            {"value": "broken", "wait_for": str(started), "fail": "stop the batch"},
-            {"value": "later 1"},
-            {"value": "later 2"},
-        ],
-        max_concurrent=2,
-        fail_fast=True,
-    )
-    _join_batch_thread(batch.group_id)  # submission ends at the first failure
-    assert batch.jobs[2:] == [None, None]
-    sibling = batch.jobs[0]
-    assert sibling is not None and sibling.status() is JobStatus.RUNNING
-    assert sorted(_child_keys(local_backend, batch.group_id)) == [(0, 0), (1, 0)]
-    attached = kinetic.attach_batch(batch.group_id, backend="local")
-    assert [job is None for job in attached.jobs] == [False, False, True, True]
-
-    gate.touch()
-    outcomes = batch.results(return_exceptions=True, timeout=60)
-    assert outcomes[0] == "sibling"
-    assert isinstance(outcomes[1], uf.BatchUserError)
-    assert all(isinstance(outcome, SkippedInputError) for outcome in outcomes[2:]), outcomes
-
-
-def test_fail_fast_with_cancel_running_on_fail_cancels_running_siblings(
-    local_backend: ScenarioBackend, tmp_path: Path
-) -> None:
-    step = local_backend.decorate()(uf.step)
-    started = tmp_path / "started"
-    batch = step.run_async_map(
-        [
-            {"value": "sibling", "create": str(started), "wait_for": str(tmp_path / "never")},
-            {"value": "broken", "wait_for": str(started), "fail": "stop the batch"},
-            {"value": "later"},
-        ],
-        max_concurrent=2,
-        fail_fast=True,
-        cancel_running_on_fail=True,
-    )
-    sibling_pid = int(
-        wait_until(lambda: started.exists() and started.read_text(), "input 0 to run")
-    )
-    batch.wait(timeout=60)
-    sibling = batch.jobs[0]
-    assert sibling is not None and sibling.status() is JobStatus.NOT_FOUND
-    assert pid_gone(sibling_pid), "the cancelled sibling's process is still alive"
-    assert batch.jobs[2] is None
-    # failures() reports FAILED children only; the cancelled one is NOT_FOUND.
-    assert batch.failures() == [batch.jobs[1]]
-
-    outcomes = batch.results(return_exceptions=True)
-    assert isinstance(outcomes[0], JobFailedError)
-    assert isinstance(outcomes[1], uf.BatchUserError)
-    assert isinstance(outcomes[2], SkippedInputError)
-
-
-def test_cancel_running_on_fail_without_fail_fast_changes_nothing(
-    local_backend: ScenarioBackend, tmp_path: Path
-) -> None:
-    step = local_backend.decorate()(uf.step)
-    started, gate = tmp_path / "started", tmp_path / "gate"
-    batch = step.run_async_map(
-        [
-            {"value": "sibling", "create": str(started), "wait_for": str(gate)},
-            {"value": "broken", "wait_for": str(started), "fail": "not fatal"},
-            {"value": "later"},
-        ],
-        max_concurrent=2,
-        cancel_running_on_fail=True,
-    )
-    # Input 2 is submitted only after input 1's failure was seen, when a cancel would have run.
-    wait_until(
-        lambda: (job := batch.jobs[2]) is not None and job.status() is JobStatus.SUCCEEDED,
-        "input 2 to be submitted and succeed after input 1 failed",
-    )
-    sibling = batch.jobs[0]
-    assert sibling is not None and sibling.status() is JobStatus.RUNNING
-    gate.touch()
-    outcomes = batch.results(return_exceptions=True, timeout=60)
-    assert outcomes[0] == "sibling" and outcomes[2] == "later"
-    assert isinstance(outcomes[1], uf.BatchUserError)
-
-
-def test_cancel_kills_running_children_and_submits_nothing_more(
-    local_backend: ScenarioBackend, tmp_path: Path
-) -> None:
-    step = local_backend.decorate()(uf.step)
-    never = str(tmp_path / "never")
-    markers = [tmp_path / "started-0", tmp_path / "started-1"]
-    batch = step.run_async_map(
-        [{"value": i, "create": str(markers[i]), "wait_for": never} for i in range(2)]
-        + [{"value": 2}, {"value": 3}],
-        max_concurrent=2,
-    )
-    pids = [_published_pid(marker) for marker in markers]
-    batch.cancel()
-    assert all(pid_gone(pid) for pid in pids), "a cancelled child's process is still alive"
-    assert [status for _, status in batch.statuses()] == [JobStatus.NOT_FOUND] * 2
-    _join_batch_thread(batch.group_id)
-    # Nothing is left that could submit: the children listing is final.
-    assert batch.jobs[2:] == [None, None]
-    assert sorted(_child_keys(local_backend, batch.group_id)) == [(0, 0), (1, 0)]
-    outcomes = batch.results(return_exceptions=True, timeout=60)
-    assert [type(outcome) for outcome in outcomes] == [
-        JobFailedError,
-        JobFailedError,
-        SkippedInputError,
-        SkippedInputError,
-    ]
-
-
 def test_an_input_that_cannot_be_pickled_fails_only_its_own_submission_once(
     local_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -317,54 +197,3 @@ def test_a_submission_error_trips_fail_fast(local_backend: ScenarioBackend) -> N
     assert all(isinstance(outcome, SkippedInputError) for outcome in outcomes[1:]), outcomes
     assert batch.jobs == [None, None, None]
     assert _child_keys(local_backend, batch.group_id) == []
-
-
-def test_cancel_during_a_submission_leaves_no_child_running(
-    local_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A submission already under way when cancel() is called must not leave a live job.
-
-    Input 1's submission is held until cancel() has killed input 0, then let through.
-    """
-    entered, release = threading.Event(), threading.Event()
-    real_submit = submit_call
-
-    def held_submit(
-        target: Any, fn: Any, args: Any, kwargs: Any, record: JobRecord | None = None
-    ) -> Any:
-        if record is not None and record.group_index == 1:
-            entered.set()
-            release.wait(60)
-        return real_submit(target, fn, args, kwargs, record)
-
-    monkeypatch.setattr(submitter_module, "submit_call", held_submit)
-    step = local_backend.decorate()(uf.step)
-    started, never = tmp_path / "started", str(tmp_path / "never")
-    batch = step.run_async_map(
-        [{"value": 0, "create": str(started), "wait_for": never}, {"value": 1, "wait_for": never}],
-        max_concurrent=2,
-    )
-    try:
-        assert entered.wait(60)
-        wait_until(started.exists, "input 0 to run")
-        canceller = threading.Thread(target=batch.cancel, daemon=True)
-        canceller.start()
-        wait_until(
-            lambda: (job := batch.jobs[0]) is not None and job.status() is JobStatus.NOT_FOUND,
-            "cancel() to remove input 0",
-        )
-    finally:
-        release.set()
-    canceller.join(timeout=60)
-    assert not canceller.is_alive()
-    _join_batch_thread(batch.group_id)
-
-    store = local_backend.store()
-    manifest_job_ids = {key.split("/")[1] for key in store.list("jobs/")}
-    live = [
-        job_id
-        for job_id in manifest_job_ids
-        if kinetic.attach(job_id, backend="local").status()
-        in (JobStatus.PENDING, JobStatus.RUNNING)
-    ]
-    assert live == [], f"jobs still running after cancel(): {live}"

@@ -4,8 +4,15 @@ Every write the client makes is recorded by wrapping the local store's ``write``
 own processes (which write only their result) are not wrapped.
 """
 
+import importlib
+import io
+import shutil
+import sys
 import threading
+import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import batch_userfuncs as uf
@@ -38,6 +45,24 @@ def written_keys(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return keys
 
 
+@pytest.fixture
+def private_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """``batch_userfuncs`` as the module of a project of its own under ``tmp_path``.
+
+    The bundle is then made of this project alone, so files edited elsewhere in the
+    repository while the test runs cannot change it between the two batches.
+    """
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "bundle-check"\nversion = "0"\n')
+    shutil.copyfile(str(uf.__file__), root / "bundle_check_funcs.py")
+    monkeypatch.syspath_prepend(str(root))
+    try:
+        yield importlib.import_module("bundle_check_funcs")
+    finally:
+        sys.modules.pop("bundle_check_funcs", None)
+
+
 def _batch_keys(keys: list[str], group_id: str) -> list[str]:
     return [
         key
@@ -47,9 +72,12 @@ def _batch_keys(keys: list[str], group_id: str) -> list[str]:
 
 
 def test_two_batches_of_unchanged_code_upload_one_bundle_and_write_each_record_once(
-    local_backend: ScenarioBackend, tmp_path: Path, written_keys: list[str]
+    local_backend: ScenarioBackend,
+    tmp_path: Path,
+    private_project: ModuleType,
+    written_keys: list[str],
 ) -> None:
-    step = local_backend.decorate()(uf.step)
+    step = local_backend.decorate()(private_project.step)
     first = step.run_async_map([{"value": 0}, {"value": 1}, {"value": 2}])
     assert first.results(cleanup=False) == [0, 1, 2]
     second = step.run_async_map(
@@ -59,7 +87,9 @@ def test_two_batches_of_unchanged_code_upload_one_bundle_and_write_each_record_o
     assert second.results(cleanup=False) == ["again", "once"]
 
     store = local_backend.store()
-    assert len(store.list("bundles/")) == 1
+    [bundle_key] = store.list("bundles/")
+    with zipfile.ZipFile(io.BytesIO(store.read(bundle_key))) as bundle:
+        assert sorted(bundle.namelist()) == ["bundle_check_funcs.py", "pyproject.toml"]
     assert [key for key in written_keys if key.startswith("bundles/")] == store.list("bundles/"), (
         "the bundle is uploaded once for the first batch and not at all for the second"
     )

@@ -31,7 +31,7 @@ from kinetic_protocol import (
 )
 
 if TYPE_CHECKING:
-    from kinetic.batch import BatchError, BatchHandle, attach_batch
+    from kinetic.batch import BatchError, BatchHandle, SkippedInputError, attach_batch, list_batches
 
 __all__ = [
     "BackendError",
@@ -50,15 +50,17 @@ __all__ = [
     "RemoteFunction",
     "SchemaVersionError",
     "SerializationError",
+    "SkippedInputError",
     "StorageError",
     "__version__",
     "attach",
     "attach_batch",
+    "list_batches",
     "list_jobs",
     "run",
 ]
 
-_BATCH_NAMES = {"BatchError", "BatchHandle", "attach_batch"}
+_BATCH_NAMES = {"BatchError", "BatchHandle", "SkippedInputError", "attach_batch", "list_batches"}
 
 
 def __getattr__(name: str) -> Any:

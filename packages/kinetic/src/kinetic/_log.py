@@ -27,7 +27,8 @@ class _LazyLogger:
             self._logger = structlog.wrap_logger(
                 logging.getLogger(self._name),
                 processors=[
-                    structlog.processors.KeyValueRenderer(key_order=["event"], drop_missing=True)
+                    structlog.processors.format_exc_info,
+                    structlog.processors.KeyValueRenderer(key_order=["event"], drop_missing=True),
                 ],
             )
         return getattr(self._logger, method)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from kinetic import _log
 from kinetic._context import open_store
+from kinetic._waiting import Deadline
 from kinetic.backends import get_backend
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.records import BatchListing, BatchRecords
@@ -58,15 +59,13 @@ def _poll_until_complete(
     poll_interval: float,
     poll_timeout: float | None,
 ) -> None:
-    stop_at = None if poll_timeout is None else threading.Event()
-    if stop_at is not None and poll_timeout is not None:
-        threading.Timer(poll_timeout, stop_at.set).start()
+    deadline = Deadline(poll_timeout)
     while not state.stopping.wait(poll_interval):
         listing = records.listing()
         _apply(state, manifest, listing)
         if _settled_listing(manifest, listing):
             break
-        if stop_at is not None and stop_at.is_set():
+        if deadline.expired:
             log.warning("attach_batch stopped polling", group_id=manifest.group_id)
             break
     state.submission_done.set()

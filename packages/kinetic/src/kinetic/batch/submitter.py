@@ -86,7 +86,7 @@ class Submitter:
         self.thread: threading.Thread | None = None
         self.poll_cost = 0.0
         self.vanished = False
-        """A child was deleted from outside since the last look for a cancel request."""
+        """A child failed or was deleted since the last look for a cancel request."""
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -148,7 +148,7 @@ class Submitter:
                 changed = self._collect_submissions()
                 if watch and self.active and (self.queue or self._must_watch()):
                     changed |= self._watch()
-                    if self.vanished:  # deleted by someone: look for a cancel before relaunching
+                    if self.vanished:  # failed or deleted: look for a cancel before relaunching
                         self.vanished = False
                         next_stop_check = time.monotonic()
                         continue
@@ -171,10 +171,7 @@ class Submitter:
         self._collect_submissions()
         if self.state.stopping.is_set():
             for job in self.active.values():
-                try:
-                    job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5)
-                except Exception:
-                    log.warning("could not cancel a job submitted during cancel", job_id=job.job_id)
+                self._cancel_late(job)
 
     def _finished(self, *, watch: bool) -> bool:
         """Nothing left to launch, and no active child that still needs this thread."""
@@ -211,6 +208,8 @@ class Submitter:
                 with self.state.lock:
                     self.state.jobs[index] = handle
                 self.active[index] = handle
+                if self.policy.cancel_running and self.policy.tripped.is_set():
+                    self._cancel_late(handle)
             elif isinstance(error, Exception):
                 with self.state.lock:
                     self.state.submission_errors[index] = error
@@ -225,16 +224,27 @@ class Submitter:
             self.state.notify()
         return bool(done)
 
+    def _cancel_late(self, job: JobHandle) -> None:
+        """A child whose submission landed after fail-fast cancelled its siblings."""
+        try:
+            job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5)
+        except Exception:
+            log.warning("could not cancel a late sibling", job_id=job.job_id, exc_info=True)
+
     def _watch(self) -> bool:
         """One poll of every active child; settles, retries and applies fail-fast."""
         handles = list(self.active.items())
         began = time.monotonic()
-        states = self.target.backend.statuses([job.record for _, job in handles])
+        try:
+            states = self.target.backend.statuses([job.record for _, job in handles])
+        except Exception:
+            log.warning("batch.poll_failed", group_id=self.manifest.group_id, exc_info=True)
+            return False  # the next poll tries again; a passing API error must not end the batch
         self.poll_cost = time.monotonic() - began
         changed = False
         for index, job in handles:
             state = effective_state(job, states[job.job_id])
-            self.vanished |= state.status is JobStatus.NOT_FOUND
+            self.vanished |= state.status in (JobStatus.NOT_FOUND, JobStatus.FAILED)
             with self.state.lock:
                 if self.state.states.get(index) != state:
                     self.state.states[index] = state

@@ -127,8 +127,8 @@ class LocalBackend:
             again = supervisor.read_state(job_dir)  # it may have finished just now
             if again and S(again["phase"]).is_terminal:
                 return self._state(job_id)
-            if not job_dir.exists():
-                return JobState(status=S.NOT_FOUND)
+            if not job_dir.exists() or (job_dir / supervisor.CANCEL_MARKER).exists():
+                return JobState(status=S.NOT_FOUND)  # being deleted: killed on purpose
             return JobState(
                 status=S.FAILED, detail="the local supervisor process exited unexpectedly"
             )

@@ -47,13 +47,16 @@ def _spawn(path: Path) -> None:
             return
         _spawned_at[path] = time.monotonic()
     with open(path.with_suffix(".log"), "ab") as log:
-        subprocess.Popen(
+        process = subprocess.Popen(
             [sys.executable, "-m", "kinetic.local.launcher", str(path)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
             start_new_session=True,
         )
+    # Reap the launcher when it exits (after its idle period): no zombie, and no "still
+    # running" ResourceWarning when the Popen object is dropped.
+    threading.Thread(target=process.wait, name="kinetic-launcher-reap", daemon=True).start()
 
 
 def request_start(job_dir: Path) -> int | None:
