@@ -22,6 +22,7 @@ from kinetic import _log
 from kinetic._context import open_store
 from kinetic.backends import get_backend
 from kinetic.config import ResolvedSettings, resolve_settings
+from kinetic.data import Data
 from kinetic.jobs import JobHandle
 from kinetic.options import RunOptions, capture_env
 from kinetic.packaging import CodeBundle, build_bundle, serialize_call
@@ -131,7 +132,7 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
         if options.volumes:
             raise ConfigError(
                 "volumes are not supported on the local backend: pass the kinetic.Data (or "
-                "its path) as a function argument instead, which works on every backend."
+                "its path) as a function argument instead; the job runs on this machine."
             )
         python = ""
         if options.isolate:
@@ -140,6 +141,11 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
 
             python = str(ensure_isolated_env(bundle.root, cache_root=kinetic_home() / "envs"))
         return Target(options, settings, backend, store, bundle, image_uri="", local_python=python)
+    if options.volumes:
+        raise ConfigError(
+            f"volumes are not supported on the {name!r} backend in this version of Kinetic; "
+            "stage the data in a gs:// bucket and read it from the job."
+        )
     from kinetic.images import resolve_image
 
     image = resolve_image(
@@ -225,6 +231,7 @@ def submit_call(
 
     ``record`` defaults to a fresh single job; a batch passes each child's record.
     """
+    _check_data_arguments(target, args, kwargs)
     payload = serialize_call(fn, args, kwargs)
     if record is None:
         record = job_record(target, func_name_of(fn), new_job_id(getattr(fn, "__name__", "job")))
@@ -259,6 +266,18 @@ def submit_call(
         raise BackendError(f"The {record.backend} backend refused job {job_id}: {exc}") from exc
     log.info("job.submitted", job_id=job_id, backend=record.backend)
     return JobHandle.from_record(record)
+
+
+def _check_data_arguments(target: Target, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """A local ``kinetic.Data`` means nothing in a pod until data staging exists: say so."""
+    if target.backend_name == "local":
+        return
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, Data) and not (value.is_gcs or value.is_hf):
+            raise ConfigError(
+                f"{value!r} refers to data on this machine, which the {target.backend_name!r} "
+                "backend cannot ship yet. Upload it to a gs:// bucket and pass that URI."
+            )
 
 
 def _bucket_name(uri: str) -> str:
