@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
+
 from kinetic_testing.k8s import KubernetesSimulator
 from kinetic_testing.k8s.fixtures import k8s_sim  # noqa: F401
-from kubernetes import client
 
 JobFactory = Callable[..., dict[str, Any]]
 

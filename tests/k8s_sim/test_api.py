@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from kinetic_testing.k8s import LabelSelector, SelectorError
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+
+from kinetic_testing.k8s import LabelSelector, SelectorError
 
 pytestmark = pytest.mark.k8s
 

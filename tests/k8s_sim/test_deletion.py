@@ -6,6 +6,7 @@ import re
 import sys
 
 import pytest
+
 from kinetic_testing.k8s import KubernetesSimulator
 
 pytestmark = pytest.mark.k8s
@@ -160,26 +161,27 @@ def test_stop_kills_every_process(make_job, loop_code, alive):
 CRASHING_TEST_PROCESS = """
 import sys, os
 from kinetic_testing.k8s import KubernetesSimulator
-sim = KubernetesSimulator().start()
+sim = KubernetesSimulator(workdir=sys.argv[2]).start()
 from kubernetes import client
 body = {"metadata": {"name": "orphan-risk"}, "spec": {"restartPolicy": "Never", "containers": [
     {"name": "main", "image": "python", "command": [sys.executable, "-c", sys.argv[1]]}]}}
 client.CoreV1Api(sim.api_client()).create_namespaced_pod("default", body)
-[pid] = sim.wait_for(sim.running_pids)
+[pid] = sim.wait_for(sim.running_pids, timeout=30)
 print(pid, flush=True)
 os._exit(1)  # die without stop(), atexit or finalizers, like a test run killed outright
 """
 
 
-def test_pod_processes_die_with_a_crashed_simulator(alive, loop_code, k8s_sim):
+def test_pod_processes_die_with_a_crashed_simulator(alive, loop_code, k8s_sim, tmp_path):
     import subprocess
 
     out = subprocess.run(
-        [sys.executable, "-c", CRASHING_TEST_PROCESS, loop_code],
+        [sys.executable, "-c", CRASHING_TEST_PROCESS, loop_code, str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+    assert out.returncode == 1, out.stderr
     pid = int(out.stdout.split()[0])
     k8s_sim.wait_for(lambda: not alive(pid), message=f"orphaned pod process {pid} to die")

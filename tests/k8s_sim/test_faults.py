@@ -6,6 +6,9 @@ import json
 import time
 
 import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
 from kinetic_testing.k8s import (
     ApiFailure,
     Eviction,
@@ -17,8 +20,6 @@ from kinetic_testing.k8s import (
     SlowApi,
     Unschedulable,
 )
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 pytestmark = pytest.mark.k8s
 
@@ -183,7 +184,12 @@ def test_scheduler_preemption_deletes_the_pod_and_job_replaces_it(make_job, tmp_
         go.touch()  # let the victim finish its SIGTERM handler
         job = sim.wait_for(
             lambda: (
-                (sim.job("victim") or {}).get("status", {}).get("succeeded") and sim.job("victim")
+                # Complete waits for the terminating victim, so its failure is counted by then.
+                any(
+                    c["type"] == "Complete"
+                    for c in (sim.job("victim") or {}).get("status", {}).get("conditions", [])
+                )
+                and sim.job("victim")
             )
         )
         assert job["status"]["failed"] == 1

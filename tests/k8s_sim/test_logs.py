@@ -6,8 +6,9 @@ import json
 import sys
 
 import pytest
-from kinetic_testing.k8s import ImagePullFailure
 from kubernetes.client.exceptions import ApiException
+
+from kinetic_testing.k8s import ImagePullFailure
 
 pytestmark = pytest.mark.k8s
 

@@ -5,7 +5,7 @@ import hashlib
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +13,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gke_test_support import PROJECT, STORE, GkeEnv, make_record
+from gke_test_support import PROJECT, STORE, BackendFactory, GkeEnv, RecordFactory, make_record
 
 from kinetic_gke import GKEBackend
 from kinetic_gke._k8s import KubeApi
-from kinetic_protocol import BackendSettings, JobRecord
+from kinetic_protocol import BackendSettings
 from kinetic_testing.k8s import KubernetesSimulator
-
-RecordFactory = Callable[..., JobRecord]
 
 
 @pytest.fixture
@@ -38,7 +36,7 @@ def sim() -> Iterator[KubernetesSimulator]:
 
 
 @pytest.fixture
-def make_backend(sim: KubernetesSimulator) -> Callable[..., GKEBackend]:
+def make_backend(sim: KubernetesSimulator) -> BackendFactory:
     """``GKEBackend`` on the simulator through an injected client; options as keywords."""
 
     def build(**options: Any) -> GKEBackend:

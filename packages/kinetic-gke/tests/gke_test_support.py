@@ -2,16 +2,28 @@
 tests' ``conftest.py`` puts this directory on ``sys.path``)."""
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from kinetic_gke import GKEBackend
 from kinetic_protocol import JobRecord
 from kinetic_testing.k8s import KubernetesSimulator
 
-__all__ = ["HOLD", "IMAGE", "PROJECT", "QUICK", "STORE", "GkeEnv", "make_record"]
+__all__ = [
+    "HOLD",
+    "IMAGE",
+    "PROJECT",
+    "QUICK",
+    "STORE",
+    "BackendFactory",
+    "GkeEnv",
+    "RecordFactory",
+    "make_record",
+]
 
 PROJECT = "kinetic-tests"
 IMAGE = "python:3.11-slim"
@@ -25,6 +37,9 @@ HOLD = (
 """A pod command that announces itself and runs until it is killed."""
 QUICK = (sys.executable, "-c", "print('done', flush=True)")
 """A pod command that succeeds at once."""
+
+RecordFactory = Callable[..., JobRecord]
+BackendFactory = Callable[..., GKEBackend]
 
 
 def make_record(job_id: str = "job-1", **fields: Any) -> JobRecord:

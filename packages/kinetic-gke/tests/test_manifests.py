@@ -5,7 +5,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from conftest import IMAGE, RecordFactory
+from gke_test_support import IMAGE, RecordFactory
 
 from kinetic_gke import job_manifest
 from kinetic_gke.labels import group_selector, job_labels, job_selector

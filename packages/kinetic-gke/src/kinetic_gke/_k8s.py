@@ -15,11 +15,19 @@ from typing import Any
 
 from kinetic_protocol import BackendError, ConfigError
 
-__all__ = ["AlreadyExists", "KubeApi", "NotFound", "get_credentials_command", "kube_context_name"]
+__all__ = [
+    "AlreadyExists",
+    "BadRequest",
+    "KubeApi",
+    "NotFound",
+    "get_credentials_command",
+    "kube_context_name",
+]
 
 Obj = dict[str, Any]
 _BODY_LIMIT = 300
 _TRANSIENT = frozenset({429, 500, 502, 503, 504})
+_NOT_STARTED = ("is waiting to start", "ContainerCreating", "PodInitializing")
 _RETRY_DELAYS = (0.1, 0.4)
 """Every call here is safe to repeat (creates are idempotent), so a transient answer is retried
 after these pauses before it becomes an error."""
@@ -31,6 +39,10 @@ class NotFound(BackendError):
 
 class AlreadyExists(BackendError):
     """An object of that name exists already (HTTP 409)."""
+
+
+class BadRequest(BackendError):
+    """The API refused the request as it stands (HTTP 400), e.g. the log of a pod not started."""
 
 
 def kube_context_name(project: str, zone: str, cluster: str) -> str:
@@ -66,6 +78,8 @@ def _translate(exc: Exception, doing: str) -> BackendError:
             return NotFound(f"{doing}: not found ({message})")
         if exc.status == 409:
             return AlreadyExists(f"{doing}: already exists ({message})")
+        if exc.status == 400:
+            return BadRequest(f"{doing}: refused ({message})")
         if exc.status in (401, 403):
             return BackendError(
                 f"{doing}: permission denied ({message}). Check that your credentials can reach "
@@ -113,8 +127,11 @@ class KubeApi:
             contexts, _active = config.list_kube_config_contexts(  # type: ignore[no-untyped-call]
                 config_file=str(path)
             )
-        except config.ConfigException as exc:
-            raise ConfigError(f"Kubeconfig {path} is invalid: {exc}") from exc
+        except Exception as exc:  # ConfigException, or YAML/OS errors of a broken file
+            raise ConfigError(
+                f"Kubeconfig {path} cannot be read: {exc}. Fix or move it, then fetch the "
+                f"cluster's credentials again: `{get_credentials}`."
+            ) from exc
         names = [c["name"] for c in contexts]
         if context not in names:
             raise ConfigError(
@@ -134,6 +151,7 @@ class KubeApi:
         return cls(api_client, namespace)
 
     def _call(self, doing: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Make one API call; retry transient answers, then say what failed in ``doing``."""
         from kubernetes.client.exceptions import ApiException
 
         retries = iter(_RETRY_DELAYS)
@@ -211,6 +229,10 @@ class KubeApi:
             )
         except NotFound:
             return ""
+        except BadRequest as exc:
+            if any(state in str(exc) for state in _NOT_STARTED):
+                return ""  # the container has not started, so it has written nothing yet
+            raise
         text: str = response.data.decode("utf-8", errors="replace")
         return text
 

@@ -170,17 +170,25 @@ class GKEBackend:
 
     def logs(self, record: JobRecord, *, tail: int | None = None) -> str:
         pod = self._newest_pod(record)
-        return self.api.pod_log(pod["metadata"]["name"], tail=tail) if pod else ""
+        if pod is None or pod.get("status", {}).get("phase", "Pending") == "Pending":
+            return ""  # not started (or stuck pulling its image): nothing written yet
+        return self.api.pod_log(pod["metadata"]["name"], tail=tail)
 
     def follow_logs(self, record: JobRecord) -> Iterator[str]:
+        """Stream the pod's output, then return once the Job is terminal.
+
+        The stream ends when the container exits, a moment before the Job records it; waiting
+        for that keeps the promise that the job has ended when this returns.
+        """
         low, high = self.poll_bounds
         delay = low
+        streamed = False
         while True:
-            pod = self._newest_pod(record)
+            pod = None if streamed else self._newest_pod(record)
             phase = (pod or {}).get("status", {}).get("phase")
             if pod is not None and phase in ("Running", "Succeeded", "Failed"):
                 yield from self.api.follow_pod_log(pod["metadata"]["name"])
-                return
+                streamed, delay = True, low
             if self.statuses([record])[record.job_id].status.is_terminal:
                 return
             time.sleep(delay)

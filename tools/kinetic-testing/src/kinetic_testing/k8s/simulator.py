@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -59,7 +60,10 @@ class KubernetesSimulator:
         self.kubernetes_version = kubernetes_version
         self._validator = Validator(kubernetes_version, strict=strict_validation)
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="kinetic-k8s-sim-"))
+        # Created only when the first pod runs, so an idle or never-stopped simulator
+        # leaves nothing behind in the temp directory.
+        unique = f"kinetic-k8s-sim-{uuid.uuid4().hex[:12]}"
+        self.workdir = Path(workdir) if workdir else Path(tempfile.gettempdir()) / unique
         self._tick = tick_seconds
         self._store = ObjectStore(namespaces)
         self._faults = FaultRegistry()

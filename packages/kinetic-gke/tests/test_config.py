@@ -1,0 +1,195 @@
+"""Settings of the gke backend: where its bucket is, which kubeconfig context it uses, and the
+errors that say which command to run when a credential, a cluster or a setting is missing."""
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+from gke_test_support import PROJECT, QUICK, RecordFactory
+
+from kinetic_gke import GKEBackend, create_backend, default_bucket_name
+from kinetic_gke._k8s import kube_context_name
+from kinetic_protocol import BackendSettings, ConfigError, JobStatus
+from kinetic_testing.k8s import KubernetesSimulator
+
+GCS_BUCKET = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$")
+SETTINGS = BackendSettings(project="my-proj", zone="europe-west4-a", cluster="train")
+
+
+@pytest.fixture(autouse=True)
+def _no_outside_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "KUBECONFIG",
+        "KINETIC_KUBE_CONTEXT",
+        "KINETIC_GKE_POLL",
+        "KINETIC_UNSCHEDULABLE_TIMEOUT",
+        "KINETIC_SERVICE_ACCOUNT",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+# -- bucket and context names ----------------------------------------------------------------
+
+
+def test_the_default_bucket_is_project_kinetic_cluster() -> None:
+    assert default_bucket_name("my-proj", "kinetic-cluster") == "my-proj-kinetic-kinetic-cluster"
+    assert GKEBackend(SETTINGS).store_uri == "gs://my-proj-kinetic-train"
+
+
+def test_kinetic_store_overrides_the_default_bucket() -> None:
+    backend = GKEBackend(BackendSettings(project="my-proj", store_uri="gs://elsewhere"))
+    assert backend.store_uri == "gs://elsewhere"
+
+
+@pytest.mark.parametrize(
+    ("project", "cluster"),
+    [("My_Proj", "GPU.Cluster"), ("example.com:proj", "c"), ("p" * 30, "c" * 40)],
+)
+def test_default_bucket_names_are_valid_gcs_bucket_names(project: str, cluster: str) -> None:
+    name = default_bucket_name(project, cluster)
+    assert GCS_BUCKET.match(name), name
+    assert len(name) <= 63
+
+
+def test_the_kube_context_is_the_one_gcloud_writes() -> None:
+    assert kube_context_name("my-proj", "europe-west4-a", "train") == (
+        "gke_my-proj_europe-west4-a_train"
+    )
+
+
+def test_the_entry_point_builds_a_gke_backend() -> None:
+    backend = create_backend(SETTINGS)
+    assert isinstance(backend, GKEBackend)
+    assert backend.name == "gke"
+
+
+# -- missing or wrong settings ---------------------------------------------------------------
+
+
+def test_a_missing_project_is_a_config_error_saying_how_to_set_it() -> None:
+    with pytest.raises(ConfigError, match="KINETIC_PROJECT") as caught:
+        GKEBackend(BackendSettings())
+    assert "kinetic profile create" in str(caught.value)
+
+
+def test_the_client_without_a_project_says_how_to_set_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kinetic
+    import kinetic.backends
+
+    for name in ("KINETIC_PROJECT", "GOOGLE_CLOUD_PROJECT", "KINETIC_STORE", "KINETIC_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
+    monkeypatch.setattr(kinetic.backends, "_cache", {})
+    with pytest.raises(ConfigError, match="needs a GCP project"):
+        kinetic.list_jobs(backend="gke")
+
+
+def test_a_missing_kubeconfig_names_the_gcloud_command_for_this_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "no-such-kubeconfig"
+    monkeypatch.setenv("KUBECONFIG", str(missing))
+    with pytest.raises(ConfigError) as caught:
+        _ = GKEBackend(SETTINGS).api
+    message = str(caught.value)
+    assert str(missing) in message
+    assert (
+        "gcloud container clusters get-credentials train --location europe-west4-a "
+        "--project my-proj" in message
+    )
+
+
+@pytest.mark.k8s
+def test_a_kubeconfig_without_the_clusters_context_names_the_command_and_the_contexts(
+    sim: KubernetesSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(sim.kubeconfig(tmp_path / "config", context="other")))
+    with pytest.raises(ConfigError) as caught:
+        _ = GKEBackend(SETTINGS).api
+    message = str(caught.value)
+    assert "'gke_my-proj_europe-west4-a_train'" in message
+    assert "other" in message
+    assert "gcloud container clusters get-credentials train" in message
+    assert "KINETIC_KUBE_CONTEXT" in message
+
+
+def test_a_malformed_kubeconfig_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "config"
+    broken.write_text("{not: [valid")
+    monkeypatch.setenv("KUBECONFIG", str(broken))
+    with pytest.raises(ConfigError, match=str(broken)):
+        _ = GKEBackend(SETTINGS).api
+
+
+@pytest.mark.parametrize("raw", ["fast", "1", "2,1", "0,1", "1,2,3"])
+def test_a_bad_poll_setting_is_a_config_error(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv("KINETIC_GKE_POLL", raw)
+    with pytest.raises(ConfigError, match=re.escape(repr(raw))):
+        GKEBackend(SETTINGS)
+
+
+def test_the_poll_setting_sets_the_poll_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert GKEBackend(SETTINGS).poll_bounds == (1.0, 10.0)
+    monkeypatch.setenv("KINETIC_GKE_POLL", "0.5,4")
+    assert GKEBackend(SETTINGS).poll_bounds == (0.5, 4.0)
+
+
+def test_a_bad_unschedulable_timeout_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KINETIC_UNSCHEDULABLE_TIMEOUT", "ten minutes")
+    with pytest.raises(ConfigError, match=r"KINETIC_UNSCHEDULABLE_TIMEOUT.*'ten minutes'"):
+        GKEBackend(SETTINGS)
+
+
+def test_a_multi_host_accelerator_is_refused_pointing_to_pathways(record: RecordFactory) -> None:
+    """One pod holds one host's share; the slice's other hosts would never join it."""
+    with pytest.raises(ConfigError, match="pathways") as caught:
+        GKEBackend(SETTINGS).submit(record(accelerator="tpu-v6e-16"))
+    assert "4 TPU hosts" in str(caught.value)
+
+
+def test_a_record_without_an_image_is_refused(record: RecordFactory) -> None:
+    with pytest.raises(ConfigError, match="no container image"):
+        GKEBackend(SETTINGS).submit(record(image_uri=""))
+
+
+# -- the kubeconfig is read, never written ----------------------------------------------------
+
+
+@pytest.mark.k8s
+def test_the_named_context_is_used_and_the_kubeconfig_is_left_as_it_was(
+    sim: KubernetesSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record: RecordFactory
+) -> None:
+    """The file's current context points nowhere; the backend uses the cluster's own context
+    (``gke_<project>_<zone>_<cluster>``) without switching to it or rewriting anything."""
+    context = kube_context_name(PROJECT, "us-central1-a", "kinetic-cluster")
+    doc = json.loads(sim.kubeconfig(tmp_path / "sim.json", context=context).read_text())
+    doc["clusters"].append({"name": "elsewhere", "cluster": {"server": "https://192.0.2.1"}})
+    doc["users"].append({"name": "elsewhere", "user": {"token": "t"}})
+    doc["contexts"].append(
+        {"name": "elsewhere", "context": {"cluster": "elsewhere", "user": "elsewhere"}}
+    )
+    doc["current-context"] = "elsewhere"
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(json.dumps(doc))
+    before = hashlib.sha256(kubeconfig.read_bytes()).hexdigest()
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+
+    backend = GKEBackend(
+        BackendSettings(project=PROJECT, zone="us-central1-a", cluster="kinetic-cluster"),
+        command=QUICK,
+    )
+    job = record("ctx-1")
+    backend.submit(job)
+    sim.wait_for(
+        lambda: backend.statuses([job])["ctx-1"].status is JobStatus.SUCCEEDED,
+        message="the job to succeed through the named context",
+    )
+    backend.delete(job, timeout=10, poll_interval=0.05)
+    assert hashlib.sha256(kubeconfig.read_bytes()).hexdigest() == before
+    assert json.loads(kubeconfig.read_text())["current-context"] == "elsewhere"

@@ -1,0 +1,315 @@
+"""Job + pods -> JobState: every outcome keeps the reason a user needs, and nothing waits
+forever in PENDING. The dicts are shaped like what a 1.31 API server returns."""
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from kinetic_gke.status import job_state, needs_pods
+from kinetic_protocol import JobState, JobStatus
+
+NOW = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
+TIMEOUT = 900.0
+IMAGE = "us-docker.pkg.dev/proj/kinetic/gpu:0123456789abcdef"
+Obj = dict[str, Any]
+
+
+def _stamp(seconds_ago: float = 0) -> str:
+    return (NOW - timedelta(seconds=seconds_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _cond(
+    kind: str, status: str = "True", reason: str = "", message: str = "", ago: float = 0
+) -> Obj:
+    condition: Obj = {"type": kind, "status": status, "lastTransitionTime": _stamp(ago)}
+    if reason:
+        condition["reason"] = reason
+    if message:
+        condition["message"] = message
+    return condition
+
+
+def job(*conditions: Obj, deleting: bool = False, **counts: int) -> Obj:
+    """A Job named ``add-1`` whose status has ``counts`` (active, ready, failed, ...)."""
+    meta: Obj = {"name": "add-1", "namespace": "default", "labels": {"app": "kinetic"}}
+    if deleting:
+        meta["deletionTimestamp"] = _stamp()
+    status: Obj = {"startTime": _stamp(60), "uncountedTerminatedPods": {}, **counts}
+    status.setdefault("ready", 0)
+    if conditions:
+        status["conditions"] = list(conditions)
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "status": status}
+
+
+def pod(
+    phase: str,
+    state: Obj | None = None,
+    *conditions: Obj,
+    created_ago: float = 30,
+    **status: Any,
+) -> Obj:
+    """The Job's pod in ``phase``, its container in ``state`` (``{"waiting": {...}}``, ...)."""
+    container = {
+        "name": "kinetic",
+        "image": IMAGE,
+        "ready": phase == "Running",
+        "restartCount": 0,
+        "state": state or {"waiting": {"reason": "ContainerCreating"}},
+    }
+    return {
+        "metadata": {"name": f"add-1-{int(created_ago)}", "creationTimestamp": _stamp(created_ago)},
+        "status": {
+            "phase": phase,
+            "conditions": list(conditions),
+            "containerStatuses": [container],
+            **status,
+        },
+    }
+
+
+def terminated(code: int, reason: str, message: str = "") -> Obj:
+    term: Obj = {"exitCode": code, "reason": reason, "startedAt": _stamp(20)}
+    if message:
+        term["message"] = message
+    return {"terminated": term}
+
+
+def waiting(reason: str, message: str = "") -> Obj:
+    return {"waiting": {"reason": reason, **({"message": message} if message else {})}}
+
+
+def state(job_obj: Obj | None, *pods: Obj) -> JobState:
+    return job_state(job_obj, list(pods), unschedulable_timeout=TIMEOUT, now=NOW)
+
+
+FAILED_JOB = job(_cond("FailureTarget", reason="BackoffLimitExceeded"), failed=1)
+FAILED_DONE = job(
+    _cond("FailureTarget", reason="BackoffLimitExceeded"),
+    _cond("Failed", reason="BackoffLimitExceeded", message="Job has reached the backoff limit"),
+    failed=1,
+)
+
+# -- absent, finished ----------------------------------------------------------------------
+
+
+def test_a_missing_or_deleting_job_is_not_found() -> None:
+    assert state(None) == JobState(status=JobStatus.NOT_FOUND)
+    assert state(job(deleting=True, active=1, ready=1)).status is JobStatus.NOT_FOUND
+
+
+def test_a_complete_job_succeeded_even_before_its_condition_is_written() -> None:
+    complete = job(_cond("SuccessCriteriaMet"), _cond("Complete"), succeeded=1)
+    assert state(complete) == JobState(status=JobStatus.SUCCEEDED)
+    assert state(job(succeeded=1)).status is JobStatus.SUCCEEDED
+
+
+def test_a_user_error_fails_with_the_exit_code_and_no_invented_reason() -> None:
+    failed = pod("Failed", terminated(1, "Error"))
+    result = state(FAILED_DONE, failed)
+    assert result == JobState(status=JobStatus.FAILED, detail="", exit_code=1)
+    assert result.describe() == "FAILED (exit 1)"
+
+
+def test_an_oom_kill_says_so_with_exit_137() -> None:
+    result = state(FAILED_DONE, pod("Failed", terminated(137, "OOMKilled")))
+    assert (result.status, result.detail, result.exit_code) == (JobStatus.FAILED, "OOMKilled", 137)
+    assert result.describe() == "FAILED (OOMKilled, exit 137)"
+
+
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [
+        ("TerminationByKubelet", "node shutdown or spot preemption"),
+        ("PreemptionByScheduler", "preempted by the scheduler"),
+        ("DeletionByTaintManager", "node lost (tainted)"),
+        ("DeletionByPodGC", "node lost"),
+        ("EvictionByEvictionAPI", "evicted"),
+        ("SomethingNewer", "SomethingNewer"),
+    ],
+)
+def test_a_disruption_is_named(reason: str, expected: str) -> None:
+    disrupted = pod(
+        "Failed",
+        terminated(143, "Error"),
+        _cond("DisruptionTarget", reason=reason, message="Pod was terminated"),
+    )
+    result = state(FAILED_DONE, disrupted)
+    assert (result.status, result.detail, result.exit_code) == (JobStatus.FAILED, expected, 143)
+
+
+def test_a_lost_node_names_the_disruption_and_the_container_state() -> None:
+    lost = pod(
+        "Failed",
+        terminated(137, "ContainerStatusUnknown", "The container could not be located"),
+        _cond("DisruptionTarget", reason="DeletionByPodGC", message="PodGC: node no longer exists"),
+    )
+    result = state(FAILED_DONE, lost)
+    assert result.detail == "node lost; ContainerStatusUnknown: The container could not be located"
+    assert result.exit_code == 137
+
+
+def test_a_node_pressure_eviction_quotes_the_kubelet() -> None:
+    evicted = pod(
+        "Failed",
+        terminated(143, "Error"),
+        reason="Evicted",
+        message="The node was low on resource: memory.",
+    )
+    result = state(FAILED_DONE, evicted)
+    assert result.detail == "evicted: The node was low on resource: memory."
+
+
+def test_a_container_that_could_not_start_says_why() -> None:
+    broken = pod("Failed", terminated(128, "StartError", 'exec: "python": not found'))
+    result = state(FAILED_DONE, broken)
+    assert result.detail == 'StartError: exec: "python": not found'
+    assert result.exit_code == 128
+
+
+def test_a_failure_is_reported_as_soon_as_the_pod_is_counted() -> None:
+    """Kubernetes 1.31 writes FailureTarget and ``failed`` first, ``Failed`` later."""
+    result = state(FAILED_JOB, pod("Failed", terminated(137, "OOMKilled")))
+    assert (result.status, result.detail) == (JobStatus.FAILED, "OOMKilled")
+
+
+def test_a_failed_job_whose_pod_was_deleted_says_it_lost_its_pod() -> None:
+    result = state(FAILED_DONE)
+    assert result.status is JobStatus.FAILED
+    assert "pod was deleted before it finished" in result.detail
+    assert "preempted" in result.detail
+
+
+def test_a_job_failing_without_its_pod_says_so_before_the_failed_condition_too() -> None:
+    result = state(FAILED_JOB)
+    assert result.status is JobStatus.FAILED
+    assert "pod was deleted before it finished" in result.detail
+
+
+def test_a_pod_evicted_before_its_container_started_quotes_the_eviction() -> None:
+    evicted = pod("Failed", None, reason="Evicted", message="The node had condition: DiskPressure.")
+    evicted["status"]["containerStatuses"] = []
+    result = state(FAILED_DONE, evicted)
+    assert result == JobState(
+        status=JobStatus.FAILED, detail="evicted: The node had condition: DiskPressure."
+    )
+
+
+def test_a_failed_job_with_another_reason_quotes_it() -> None:
+    deadline = job(
+        _cond("Failed", reason="DeadlineExceeded", message="Job was active longer than allowed"),
+        failed=1,
+    )
+    assert state(deadline).detail == "DeadlineExceeded: Job was active longer than allowed"
+
+
+def test_the_newest_pod_explains_the_job() -> None:
+    older = pod("Failed", terminated(1, "Error"), created_ago=300)
+    newer = pod("Failed", terminated(137, "OOMKilled"), created_ago=10)
+    assert state(FAILED_DONE, newer, older).detail == "OOMKilled"
+    assert state(FAILED_DONE, older, newer).detail == "OOMKilled"
+
+
+# -- running, pending --------------------------------------------------------------------------
+
+
+def test_a_ready_job_is_running_without_looking_at_pods() -> None:
+    running = job(active=1, ready=1)
+    assert not needs_pods(running)
+    assert state(running) == JobState(status=JobStatus.RUNNING)
+
+
+def test_a_job_without_a_pod_yet_is_pending() -> None:
+    fresh = job(active=1)
+    assert needs_pods(fresh)
+    assert state(fresh) == JobState(status=JobStatus.PENDING, detail="waiting for the Job's pod")
+
+
+def test_a_starting_container_is_pending_with_its_reason() -> None:
+    result = state(job(active=1), pod("Pending", waiting("ContainerCreating")))
+    assert result == JobState(status=JobStatus.PENDING, detail="ContainerCreating")
+
+
+def test_a_running_pod_that_is_not_ready_yet_is_running() -> None:
+    running = pod("Running", {"running": {"startedAt": _stamp(5)}})
+    assert state(job(active=1), running).status is JobStatus.RUNNING
+
+
+def test_a_pod_that_failed_before_the_job_noticed_is_failed() -> None:
+    result = state(job(active=1), pod("Failed", terminated(137, "OOMKilled")))
+    assert (result.status, result.detail, result.exit_code) == (JobStatus.FAILED, "OOMKilled", 137)
+
+
+@pytest.mark.parametrize(
+    ("reason", "message"),
+    [
+        ("ErrImagePull", f'failed to pull and unpack image "{IMAGE}": not found'),
+        ("ImagePullBackOff", f'Back-off pulling image "{IMAGE}"'),
+        ("InvalidImageName", f'Failed to apply default image tag "{IMAGE}"'),
+    ],
+)
+def test_an_image_that_cannot_be_pulled_fails_the_job_naming_the_image(
+    reason: str, message: str
+) -> None:
+    stuck = pod("Pending", waiting(reason, message), _cond("PodScheduled"))
+    result = state(job(active=1), stuck)
+    assert result.status is JobStatus.FAILED
+    assert result.detail == f"{reason}: {message}"
+    assert IMAGE in result.detail
+
+
+def test_an_unschedulable_pod_is_pending_with_the_schedulers_message_until_the_deadline() -> None:
+    message = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    early = pod(
+        "Pending",
+        None,
+        _cond("PodScheduled", "False", "Unschedulable", message, ago=TIMEOUT - 1),
+    )
+    result = state(job(active=1), early)
+    assert result == JobState(status=JobStatus.PENDING, detail=f"Unschedulable: {message}")
+
+
+def test_an_unschedulable_pod_fails_once_the_deadline_has_passed() -> None:
+    message = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+    late = pod(
+        "Pending",
+        None,
+        _cond("PodScheduled", "False", "Unschedulable", message, ago=TIMEOUT),
+    )
+    result = state(job(active=1), late)
+    assert result.status is JobStatus.FAILED
+    assert result.detail == f"Unschedulable for 900s: {message}"
+
+
+def test_a_pod_on_an_unreachable_node_is_still_running_and_says_so() -> None:
+    lost = pod(
+        "Unknown",
+        {"running": {"startedAt": _stamp(50)}},
+        _cond("Ready", "False", "NodeLost", "node is unreachable"),
+    )
+    result = state(job(active=1), lost)
+    assert result == JobState(
+        status=JobStatus.RUNNING, detail="pod state unknown: node is unreachable"
+    )
+
+
+def test_a_pod_of_unknown_state_without_a_ready_condition_blames_its_node() -> None:
+    lost = pod("Unknown", {"running": {"startedAt": _stamp(50)}})
+    assert state(job(active=1), lost).detail == "pod state unknown: its node stopped reporting"
+
+
+def test_an_unschedulable_condition_without_a_time_is_pending() -> None:
+    condition = _cond("PodScheduled", "False", "Unschedulable", "0/1 nodes are available.")
+    del condition["lastTransitionTime"]
+    result = state(job(active=1), pod("Pending", None, condition))
+    assert result == JobState(
+        status=JobStatus.PENDING, detail="Unschedulable: 0/1 nodes are available."
+    )
+
+
+def test_pods_are_needed_only_when_the_job_alone_cannot_explain_its_state() -> None:
+    assert not needs_pods(job(_cond("Complete"), succeeded=1))
+    assert not needs_pods(job(active=1, ready=1))
+    assert needs_pods(job(active=1))
+    assert needs_pods(FAILED_JOB)
+    assert needs_pods(FAILED_DONE)
