@@ -23,50 +23,6 @@ GKE_IMAGE = "python:3.11-slim"
 """The custom image scenario jobs name; used as-is, so nothing is built."""
 _CONTEXT = "sim"
 
-# Scenarios that run a script in a subprocess decorate with ``backend="gke"`` alone, which
-# would build a bundled image on Cloud Build. The client has no setting for a default image
-# (see the report: a ``KINETIC_CONTAINER_IMAGE`` variable is proposed), so this module, put on
-# the subprocess's ``PYTHONPATH`` as ``sitecustomize``, gives ``container_image=None`` the
-# value of ``KINETIC_SCENARIO_IMAGE`` once ``kinetic.images`` is imported. Pods and other
-# processes never import ``kinetic.images`` and are unaffected.
-_SITECUSTOMIZE = """
-import importlib.abc
-import importlib.util
-import os
-import sys
-
-
-def _patch(module):
-    original = module.resolve_image
-
-    def resolve_image(*, container_image=None, **rest):
-        if container_image is None:
-            container_image = os.environ["KINETIC_SCENARIO_IMAGE"]
-        return original(container_image=container_image, **rest)
-
-    module.resolve_image = resolve_image
-
-
-class _PatchOnImport(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != "kinetic.images":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            _patch(module)
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-if os.environ.get("KINETIC_SCENARIO_IMAGE"):
-    sys.meta_path.insert(0, _PatchOnImport())
-"""
-
 
 @pytest.fixture
 def gke_scenario_env(
@@ -90,12 +46,8 @@ def gke_scenario_env(
         tempfile.gettempdir()
         (tmp_path / "pod-tmp").mkdir()
         monkeypatch.setenv("TMPDIR", str(tmp_path / "pod-tmp"))
-        site = tmp_path / "gke-sim" / "site"
-        site.mkdir()
-        (site / "sitecustomize.py").write_text(_SITECUSTOMIZE)
-        paths = [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
-        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
-        monkeypatch.setenv("KINETIC_SCENARIO_IMAGE", GKE_IMAGE)
+        # Scripts run in subprocesses decorate with backend="gke" alone: name the image here.
+        monkeypatch.setenv("KINETIC_CONTAINER_IMAGE", GKE_IMAGE)
         yield sim
     assert sim.validation_errors == [], "the gke backend sent a body a cluster would refuse"
     assert sim.errors == [], "the Kubernetes simulator failed"

@@ -149,7 +149,7 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
     from kinetic.images import resolve_image
 
     image = resolve_image(
-        container_image=options.container_image,
+        container_image=options.container_image or os.environ.get("KINETIC_CONTAINER_IMAGE"),
         base_image_repo=options.base_image_repo,
         accelerator=options.accelerator,
         project_root=bundle.root,

@@ -73,8 +73,17 @@ def google_access_token() -> str | None:
     """An OAuth token from Application Default Credentials (imported lazily)."""
     import google.auth
     import google.auth.transport.requests
+    from google.auth.exceptions import DefaultCredentialsError
 
-    credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    try:
+        credentials, _ = google.auth.default(
+            scopes=["https://www.googleapis.com/auth/cloud-platform"]
+        )
+    except DefaultCredentialsError as exc:
+        raise ConfigError(
+            "No Google Cloud credentials to reach Artifact Registry. Run "
+            "`gcloud auth application-default login` (or set GOOGLE_APPLICATION_CREDENTIALS)."
+        ) from exc
     credentials.refresh(google.auth.transport.requests.Request())  # type: ignore[no-untyped-call]
     token = credentials.token
     return str(token) if token else None
@@ -123,7 +132,7 @@ class RegistryClient:
             hint = (
                 " Check that your credentials can read Artifact Registry "
                 "(roles/artifactregistry.reader) and that the repository exists "
-                "(`kinetic up` creates it)."
+                "(gcloud artifacts repositories create kinetic --repository-format=docker)."
                 if exc.code in (401, 403)
                 else ""
             )
