@@ -21,7 +21,7 @@ from typing import Any
 from kinetic import _log
 from kinetic._context import open_store
 from kinetic.backends import get_backend
-from kinetic.config import ResolvedSettings, resolve_settings
+from kinetic.config import ResolvedSettings, kinetic_home, resolve_settings
 from kinetic.data import Data
 from kinetic.jobs import JobHandle
 from kinetic.options import RunOptions, capture_env
@@ -112,6 +112,14 @@ def _source_dir(fn: Callable[..., Any]) -> Path:
     return Path.cwd()
 
 
+def _kinetic_state_dirs(store: ObjectStore) -> list[Path]:
+    """Kinetic's own directories, never part of a code bundle even inside the project."""
+    dirs = [kinetic_home()]
+    if store.uri.startswith("file://"):
+        dirs.append(Path(store.url("bundles")).parent)
+    return dirs
+
+
 def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
     """Resolve settings, backend, store, code bundle and image for ``fn``."""
     settings = resolve_settings(
@@ -121,7 +129,7 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
     name = settings.backend.value or "local"
     backend = get_backend(name, settings.backend_settings())
     store = open_store(backend.store_uri)
-    bundle = build_bundle(_source_dir(fn))
+    bundle = build_bundle(_source_dir(fn), exclude=_kinetic_state_dirs(store))
     if name == "local":
         if options.accelerator.category != "cpu":
             _log.notice(
@@ -136,7 +144,6 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
             )
         python = ""
         if options.isolate:
-            from kinetic.config import kinetic_home
             from kinetic.images import ensure_isolated_env
 
             python = str(ensure_isolated_env(bundle.root, cache_root=kinetic_home() / "envs"))

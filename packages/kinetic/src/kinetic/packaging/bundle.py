@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,11 +20,8 @@ __all__ = ["MAX_BUNDLE_BYTES", "CodeBundle", "build_bundle", "find_project_root"
 
 MAX_BUNDLE_BYTES = 256 * 1024 * 1024
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", "requirements.txt")
-_SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "node_modules",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", ".idea", ".vscode",
-    "dist", "build", ".kinetic",
-})  # fmt: skip
+_SKIP_DIRS = frozenset({"__pycache__", "venv", "node_modules", "dist", "build"})
+"""Besides these, every hidden directory (``.git``, ``.venv``, ``.ssh``...) is left out."""
 _SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 
@@ -51,12 +49,19 @@ def find_project_root(start: Path) -> Path:
     return start
 
 
-def _project_files(root: Path) -> list[tuple[str, Path, os.stat_result]]:
+def _keep_dir(directory: str, name: str, excluded: frozenset[Path]) -> bool:
+    """Hidden directories (``.ssh``, ``.git``, ``.venv``...) and Kinetic's own state stay out."""
+    if name.startswith(".") or name in _SKIP_DIRS or name.endswith(_SKIP_SUFFIXES):
+        return False
+    return not excluded or Path(directory, name).resolve() not in excluded
+
+
+def _project_files(
+    root: Path, excluded: frozenset[Path] = frozenset()
+) -> list[tuple[str, Path, os.stat_result]]:
     found = []
     for directory, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(
-            d for d in dirnames if d not in _SKIP_DIRS and not d.endswith(_SKIP_SUFFIXES)
-        )
+        dirnames[:] = sorted(d for d in dirnames if _keep_dir(directory, d, excluded))
         for name in filenames:
             if name.endswith(_SKIP_SUFFIXES):
                 continue
@@ -105,11 +110,23 @@ _cache_lock = threading.Lock()
 _cache: dict[Path, tuple[tuple[tuple[str, int, int], ...], bytes, str]] = {}
 
 
-def build_bundle(source_dir: Path, *, cwd: Path | None = None) -> CodeBundle:
-    """Bundle the project around ``source_dir``; unchanged files reuse the last bundle."""
+def build_bundle(
+    source_dir: Path, *, cwd: Path | None = None, exclude: Iterable[Path] = ()
+) -> CodeBundle:
+    """Bundle the project around ``source_dir``; unchanged files reuse the last bundle.
+
+    ``exclude`` names directories to leave out wherever they are (Kinetic's home and store,
+    when they sit inside the project).
+    """
     root = find_project_root(source_dir)
+    if root == Path.home().resolve():
+        raise ConfigError(
+            f"{source_dir} is not inside a project, so Kinetic would bundle your whole home "
+            "directory. Move the script into a project directory (one with a pyproject.toml, "
+            "requirements.txt or .git, or simply its own folder)."
+        )
     cwd = (cwd or Path.cwd()).resolve()
-    files = _project_files(root)
+    files = _project_files(root, frozenset(path.resolve() for path in exclude))
     signature = tuple((rel, stat.st_size, stat.st_mtime_ns) for rel, _, stat in files)
     with _cache_lock:
         cached = _cache.get(root)
