@@ -25,7 +25,7 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import decode_json, decode_result
 
-__all__ = ["JobHandle", "JobStatus", "attach", "list_jobs"]
+__all__ = ["JobHandle", "JobStatus", "attach", "job_states", "list_jobs"]
 
 log = _log.get_logger(__name__)
 
@@ -412,3 +412,15 @@ def list_jobs(
             continue
         handles.append(JobHandle.from_record(record))
     return handles
+
+
+def job_states(handles: list[JobHandle]) -> dict[str, JobState]:
+    """The state of every handle, keyed by job id: one backend call per backend, not per job."""
+    by_backend: dict[int, tuple[Any, list[JobRecord]]] = {}
+    for handle in handles:
+        backend = backend_for(handle.record)
+        by_backend.setdefault(id(backend), (backend, []))[1].append(handle.record)
+    states: dict[str, JobState] = {}
+    for backend, records in by_backend.values():
+        states.update(backend.statuses(records))
+    return states

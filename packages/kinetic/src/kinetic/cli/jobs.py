@@ -53,7 +53,10 @@ def _job_document(job: "JobHandle", state: "JobState | None") -> dict[str, Any]:
 def list_(cli: CliContext, as_json: bool) -> None:
     """List the jobs the backend still holds, with their status."""
     found = sorted(cli.list_jobs(), key=lambda job: (job.created_at, job.job_id), reverse=True)
-    states = [(job, job.status_detail()) for job in found]
+    from kinetic.jobs import job_states
+
+    current = job_states(found)
+    states = [(job, current[job.job_id]) for job in found]
     if as_json:
         render.emit_json([_job_document(job, state) for job, state in states])
         return

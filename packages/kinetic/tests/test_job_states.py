@@ -1,0 +1,40 @@
+"""``kinetic.jobs.job_states``: the state of many jobs from one backend call."""
+
+from pathlib import Path
+
+import pytest
+
+import kinetic
+from kinetic.jobs import job_states
+from kinetic.local import LocalBackend
+from kinetic_protocol import JobStatus
+
+
+def _double(x: int) -> int:
+    return 2 * x
+
+
+def test_states_of_several_jobs_come_from_one_backend_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KINETIC_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
+    monkeypatch.setattr(kinetic.backends, "_cache", {})
+    remote = kinetic.run(accelerator="cpu", backend="local")(_double)
+    jobs = [remote.run_async(i) for i in range(3)]
+    for job in jobs:
+        job.wait()
+    calls: list[int] = []
+    real = LocalBackend.statuses
+    monkeypatch.setattr(
+        LocalBackend,
+        "statuses",
+        lambda self, records: calls.append(len(records)) or real(self, records),
+    )
+    states = job_states(jobs)
+    assert calls == [3]
+    assert {job_id: state.status for job_id, state in states.items()} == {
+        job.job_id: JobStatus.SUCCEEDED for job in jobs
+    }
+    for job in jobs:
+        job.cleanup()
