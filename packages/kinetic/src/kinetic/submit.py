@@ -23,7 +23,7 @@ from kinetic._context import open_store
 from kinetic.backends import get_backend
 from kinetic.config import ResolvedSettings, kinetic_home, resolve_settings
 from kinetic.data import Data
-from kinetic.jobs import JobHandle
+from kinetic.handle import JobHandle
 from kinetic.options import RunOptions, capture_env
 from kinetic.packaging import CodeBundle, build_bundle, serialize_call
 from kinetic_protocol import (

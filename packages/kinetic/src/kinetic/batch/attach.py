@@ -12,7 +12,7 @@ from kinetic.batch.records import BatchListing, BatchRecords
 from kinetic.batch.state import BatchState
 from kinetic.batch.submitter import FailurePolicy
 from kinetic.config import resolve_settings
-from kinetic.jobs import JobHandle
+from kinetic.handle import JobHandle
 from kinetic_protocol import Backend, BatchManifest, RemoteError, layout
 from kinetic_protocol.records import decode_json
 

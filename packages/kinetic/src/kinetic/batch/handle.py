@@ -14,7 +14,7 @@ from kinetic.batch.errors import BatchError, SkippedInputError
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.batch.submitter import FailurePolicy
-from kinetic.jobs import JobHandle
+from kinetic.handle import JobHandle
 from kinetic_protocol import Backend, BatchManifest, JobStatus, Succeeded, layout
 
 __all__ = ["BatchHandle"]

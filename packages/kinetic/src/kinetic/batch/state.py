@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kinetic.jobs import JobHandle
+from kinetic.handle import JobHandle
 from kinetic_protocol import JobState, JobStatus, ObjectNotFoundError, Succeeded
 
 __all__ = ["BatchState", "Decision", "effective_state"]

@@ -19,7 +19,7 @@ from kinetic._waiting import Backoff
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.batch.workers import WorkerPool
-from kinetic.jobs import JobHandle
+from kinetic.handle import JobHandle
 from kinetic.submit import Target, submit_call
 from kinetic_protocol import BatchManifest, JobStatus
 

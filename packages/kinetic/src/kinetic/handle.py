@@ -1,0 +1,356 @@
+"""The durable :class:`JobHandle` of one job: observe, collect and clean it up from anywhere."""
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from kinetic import _log
+from kinetic._context import backend_for, store_for
+from kinetic._results import unwrap
+from kinetic._waiting import Backoff, Deadline
+from kinetic_protocol import (
+    ConfigError,
+    JobFailedError,
+    JobNotFoundError,
+    JobRecord,
+    JobState,
+    JobStatus,
+    ObjectNotFoundError,
+    ResultEnvelope,
+    layout,
+)
+from kinetic_protocol.records import decode_result
+
+__all__ = ["JobHandle"]
+
+log = _log.get_logger(__name__)
+
+_REQUIRED_FIELDS = (
+    "job_id", "backend", "project", "cluster_name", "zone", "namespace", "bucket_name",
+    "k8s_name", "image_uri", "accelerator", "func_name", "display_name", "created_at",
+)  # fmt: skip
+
+
+class JobHandle:
+    """Durable description of a submitted job: everything needed to observe, collect and clean
+    it up from any machine. It holds no function or closure state, only plain fields."""
+
+    def __init__(
+        self,
+        job_id: str,
+        backend: str,
+        project: str,
+        cluster_name: str,
+        zone: str,
+        namespace: str,
+        bucket_name: str,
+        k8s_name: str,
+        image_uri: str,
+        accelerator: str,
+        func_name: str,
+        display_name: str,
+        created_at: str,
+        group_id: str | None = None,
+        group_kind: str | None = None,
+        group_index: int | None = None,
+        debug: bool = False,
+    ) -> None:
+        self._record = JobRecord(
+            job_id=job_id, backend=backend, project=project, cluster_name=cluster_name,
+            zone=zone, namespace=namespace, bucket_name=bucket_name, k8s_name=k8s_name,
+            image_uri=image_uri, accelerator=accelerator, func_name=func_name,
+            display_name=display_name, created_at=created_at, group_id=group_id,
+            group_kind=group_kind, group_index=group_index, debug=debug,
+        )  # fmt: skip
+
+    @classmethod
+    def from_record(cls, record: JobRecord) -> "JobHandle":
+        handle = cls.__new__(cls)
+        handle._record = record
+        return handle
+
+    @property
+    def record(self) -> JobRecord:
+        """The stored record behind this handle (includes protocol extras such as ``attempt``)."""
+        return self._record
+
+    # The public fields, read-only views of the record.
+
+    @property
+    def job_id(self) -> str:
+        return self._record.job_id
+
+    @property
+    def backend(self) -> str:
+        return self._record.backend
+
+    @property
+    def project(self) -> str:
+        return self._record.project
+
+    @property
+    def cluster_name(self) -> str:
+        return self._record.cluster_name
+
+    @property
+    def zone(self) -> str:
+        return self._record.zone
+
+    @property
+    def namespace(self) -> str:
+        return self._record.namespace
+
+    @property
+    def bucket_name(self) -> str:
+        return self._record.bucket_name
+
+    @property
+    def k8s_name(self) -> str:
+        return self._record.k8s_name
+
+    @property
+    def image_uri(self) -> str:
+        return self._record.image_uri
+
+    @property
+    def accelerator(self) -> str:
+        return self._record.accelerator
+
+    @property
+    def func_name(self) -> str:
+        return self._record.func_name
+
+    @property
+    def display_name(self) -> str:
+        return self._record.display_name
+
+    @property
+    def created_at(self) -> str:
+        return self._record.created_at
+
+    @property
+    def group_id(self) -> str | None:
+        return self._record.group_id
+
+    @property
+    def group_kind(self) -> str | None:
+        return self._record.group_kind
+
+    @property
+    def group_index(self) -> int | None:
+        return self._record.group_index
+
+    @property
+    def debug(self) -> bool:
+        return self._record.debug
+
+    @property
+    def attempt(self) -> int:
+        return self._record.attempt
+
+    def __repr__(self) -> str:
+        return (
+            f"JobHandle(job_id={self.job_id!r}, backend={self.backend!r}, func={self.func_name!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JobHandle) and other._record == self._record
+
+    def __hash__(self) -> int:
+        return hash(self._record.job_id)
+
+    # -- serialization -------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict of the handle; :meth:`from_dict` rebuilds it anywhere."""
+        data: dict[str, Any] = msgspec.to_builtins(self._record)
+        return data
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "JobHandle":
+        """Rebuild a handle; unknown keys (from a newer Kinetic) are ignored."""
+        if not isinstance(d, dict):
+            raise ConfigError(f"JobHandle.from_dict needs a dict, got {type(d).__name__}.")
+        required = [f for f in _REQUIRED_FIELDS if f not in d]
+        if required:
+            raise ConfigError(
+                f"JobHandle.from_dict: missing required field(s) {', '.join(required)}. "
+                "Pass a dict made by JobHandle.to_dict(), or use kinetic.attach(job_id)."
+            )
+        known = set(JobRecord.__struct_fields__)
+        try:
+            record = msgspec.convert({k: v for k, v in d.items() if k in known}, JobRecord)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(f"JobHandle.from_dict: invalid handle dict: {exc}") from exc
+        return cls.from_record(record)
+
+    # -- observation ---------------------------------------------------------------------
+
+    def status_detail(self) -> JobState:
+        """The status plus the backend's reason for it (exit code, pod condition, ...)."""
+        return backend_for(self._record).statuses([self._record])[self.job_id]
+
+    def status(self) -> JobStatus:
+        """The job's current status."""
+        return self.status_detail().status
+
+    def tail(self, n: int = 100) -> str:
+        """The last ``n`` lines of the job's output."""
+        return backend_for(self._record).logs(self._record, tail=n)
+
+    def logs(self, follow: bool = False) -> str | None:
+        """The job's output so far; with ``follow``, print it until the job ends instead."""
+        backend = backend_for(self._record)
+        if not follow:
+            return backend.logs(self._record)
+        for line in backend.follow_logs(self._record):
+            sys.stdout.write(line)
+            sys.stdout.flush()
+        return None
+
+    # -- collection ----------------------------------------------------------------------
+
+    def read_envelope(self) -> ResultEnvelope:
+        """The stored result envelope; ``ObjectNotFoundError`` if the job left none."""
+        key = layout.result_key(self.job_id)
+        data = store_for(self._record).read(key)
+        return decode_result(data, what=f"{self._record.store_uri}/{key}")
+
+    def _has_record(self) -> bool:
+        return store_for(self._record).exists(layout.job_record_key(self.job_id))
+
+    def wait(
+        self,
+        timeout: float | None = None,
+        on_status_change: Callable[[JobStatus], None] | None = None,
+    ) -> JobState:
+        """Block until the job is terminal; ``TimeoutError`` leaves it running."""
+        backend = backend_for(self._record)
+        deadline = Deadline(timeout)
+        backoff = Backoff(*backend.poll_bounds)
+        last: JobStatus | None = None
+        while True:
+            state = backend.statuses([self._record])[self.job_id]
+            if state.status is not last:
+                last = state.status
+                backoff.reset()
+                if on_status_change is not None:
+                    try:
+                        on_status_change(state.status)
+                    except Exception:
+                        log.exception("on_status_change callback raised", job_id=self.job_id)
+            if state.status.is_terminal:
+                return state
+            if deadline.expired:
+                raise TimeoutError(
+                    f"Job {self.job_id} is still {state.status.value} after {timeout:g}s; it "
+                    "keeps running. Call result() again, tail(), or cancel()."
+                )
+            backoff.sleep(deadline)
+
+    def result(
+        self,
+        timeout: float | None = None,
+        cleanup: bool | None = None,
+        cleanup_timeout: float = 180,
+        cleanup_poll_interval: float = 2,
+        stream_logs: bool | None = None,
+        on_status_change: Callable[[JobStatus], None] | None = None,
+    ) -> Any:
+        """Wait for the job and return its value, or re-raise the remote exception.
+
+        A successful collection cleans up (unless ``cleanup=False`` or a debug job); a failed
+        job is kept so its logs can be read.
+        """
+        streamer = _LogStreamer(self) if stream_logs else None
+        try:
+            state = self.wait(timeout, on_status_change)
+        finally:
+            if streamer:
+                streamer.stop()
+        envelope = self.outcome(state)
+        value = unwrap(envelope)  # raises the user's exception for a failed job
+        if cleanup if cleanup is not None else not self.debug:
+            self.cleanup(
+                cleanup_timeout=cleanup_timeout, cleanup_poll_interval=cleanup_poll_interval
+            )
+        return value
+
+    def outcome(self, state: JobState) -> ResultEnvelope:
+        """The stored envelope of a terminal job, or the error that explains its absence."""
+        try:
+            return self.read_envelope()
+        except ObjectNotFoundError:
+            raise self._no_result_error(state) from None
+
+    def _no_result_error(self, state: JobState) -> Exception:
+        if state.status is JobStatus.NOT_FOUND and not self._has_record():
+            return JobNotFoundError(
+                f"No job {self.job_id!r} in {self._record.store_uri}: it never existed or was "
+                "cleaned up. `kinetic jobs list` shows the jobs that exist."
+            )
+        if state.status is JobStatus.NOT_FOUND:
+            return JobFailedError(
+                f"Job {self.job_id} is gone (NOT_FOUND) and left no result: it was cancelled "
+                "or cleaned up before it finished."
+            )
+        return JobFailedError(
+            f"Job {self.job_id} ended {state.describe()} without storing a result. "
+            f"Read its logs: kinetic jobs logs {self.job_id}\n{self.tail(20)}"
+        )
+
+    # -- teardown ------------------------------------------------------------------------
+
+    def cancel(self, cleanup_timeout: float = 180, cleanup_poll_interval: float = 2) -> None:
+        """Stop the job and delete its backend resource; stored artifacts are kept."""
+        backend_for(self._record).delete(
+            self._record, timeout=cleanup_timeout, poll_interval=cleanup_poll_interval
+        )
+
+    def cleanup(
+        self,
+        k8s: bool = True,
+        gcs: bool = True,
+        cleanup_timeout: float = 180,
+        cleanup_poll_interval: float = 2,
+    ) -> None:
+        """Delete the backend resource (``k8s``) and/or stored artifacts (``gcs``).
+
+        Anything under ``KINETIC_OUTPUT_DIR`` is always kept.
+        """
+        if k8s:
+            self.cancel(cleanup_timeout, cleanup_poll_interval)
+        if gcs:
+            store_for(self._record).delete_prefix(layout.job_prefix(self.job_id))
+
+    def debug_attach(self, local_port: int = 5678, working_dir: str | None = None) -> Any:
+        raise ConfigError(
+            f"debug_attach is not supported on the {self.backend!r} backend in this version."
+        )
+
+
+class _LogStreamer:
+    """Copies a job's output to stdout from a daemon thread while ``result()`` waits."""
+
+    def __init__(self, handle: JobHandle) -> None:
+        self._stop = threading.Event()
+        self._lines = backend_for(handle.record).follow_logs(handle.record)
+        self._thread = threading.Thread(target=self._run, daemon=True, name="kinetic-logs")
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for line in self._lines:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+                if self._stop.is_set():
+                    return
+        except Exception:
+            log.debug("log streaming stopped", exc_info=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
