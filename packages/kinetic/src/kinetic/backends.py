@@ -2,9 +2,12 @@
 
 import functools
 import threading
-from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING
 
 from kinetic_protocol import ENTRY_POINT_GROUP, Backend, BackendSettings, ConfigError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["available_backends", "get_backend"]
 
@@ -14,8 +17,10 @@ _lock = threading.Lock()
 
 
 @functools.cache
-def available_backends() -> dict[str, EntryPoint]:
-    """Every registered backend by name (read once per process)."""
+def available_backends() -> "dict[str, EntryPoint]":
+    """Every registered backend by name (read once per process, at first use)."""
+    from importlib.metadata import entry_points
+
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
