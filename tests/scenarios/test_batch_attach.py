@@ -40,9 +40,9 @@ def _join_batch_thread(group_id: str) -> None:
 
 
 def test_attach_from_another_process_after_completion_gives_the_same_batch(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
-    square = local_backend.decorate()(uf.square)
+    square = kinetic_backend.decorate()(uf.square)
     batch = square.run_async_map([1, 2, 3], name="grid", tags={"owner": "me"})
     assert batch.results(cleanup=False) == [1, 4, 9]
 
@@ -51,7 +51,7 @@ def test_attach_from_another_process_after_completion_gives_the_same_batch(
         import json
         import kinetic
 
-        batch = kinetic.attach_batch({batch.group_id!r}, backend="local")
+        batch = kinetic.attach_batch({batch.group_id!r}, backend={kinetic_backend.name!r})
         print(json.dumps({{
             "group_id": batch.group_id,
             "name": batch.name,
@@ -75,7 +75,7 @@ def test_attach_from_another_process_after_completion_gives_the_same_batch(
 
 
 def test_attach_mid_submission_sees_the_gaps_then_collects_everything(
-    local_backend: ScenarioBackend, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    kinetic_backend: ScenarioBackend, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Another process submits one job at a time, each held by its own file. Attaching while
     only input 0 is submitted gives ``None`` slots and a warning; once the files appear, the
@@ -90,7 +90,7 @@ def test_attach_mid_submission_sees_the_gaps_then_collects_everything(
             import kinetic
             import batch_userfuncs as uf
 
-            step = kinetic.run(accelerator="cpu", backend="local")(uf.step)
+            step = kinetic.run(accelerator="cpu", backend={kinetic_backend.name!r})(uf.step)
             gates = sys.argv[1:]
             batch = step.run_async_map(
                 [{{"value": i, "wait_for": gate}} for i, gate in enumerate(gates)],
@@ -112,10 +112,12 @@ def test_attach_mid_submission_sees_the_gaps_then_collects_everything(
         assert process.stdout is not None
         group_id = process.stdout.readline().strip()
         assert group_id.startswith("grp-"), process.communicate(timeout=30)
-        wait_until(lambda: len(_children(local_backend, group_id)) == 1, "input 0's submission")
+        wait_until(lambda: len(_children(kinetic_backend, group_id)) == 1, "input 0's submission")
 
         with caplog.at_level(logging.WARNING, logger="kinetic"):
-            attached = kinetic.attach_batch(group_id, backend="local", poll_interval=0.05)
+            attached = kinetic.attach_batch(
+                group_id, backend=kinetic_backend.name, poll_interval=0.05
+            )
         jobs = attached.jobs
         assert jobs[0] is not None and jobs[1:] == [None, None]
         assert any(
@@ -135,7 +137,7 @@ def test_attach_mid_submission_sees_the_gaps_then_collects_everything(
 
 
 def test_cancel_from_another_process_stops_the_original_submitter(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
     """A script submits one job at a time; input 0 runs until cancelled. cancel() on an
     attached handle kills it, and the script submits nothing more: its wait() returns and it
@@ -150,7 +152,7 @@ def test_cancel_from_another_process_stops_the_original_submitter(
             import kinetic
             import batch_userfuncs as uf
 
-            step = kinetic.run(accelerator="cpu", backend="local")(uf.step)
+            step = kinetic.run(accelerator="cpu", backend={kinetic_backend.name!r})(uf.step)
             first = {{"value": 0, "create": {str(started)!r}, "wait_for": {str(never)!r}}}
             batch = step.run_async_map([first] + [{{"value": i}} for i in range(1, 5)],
                                        max_concurrent=1)
@@ -171,31 +173,31 @@ def test_cancel_from_another_process_stops_the_original_submitter(
         group_id = process.stdout.readline().strip()
         assert group_id.startswith("grp-"), process.communicate(timeout=30)
         wait_until(started.exists, "input 0 to run")
-        kinetic.attach_batch(group_id, backend="local", poll_interval=0.05).cancel()
+        kinetic.attach_batch(group_id, backend=kinetic_backend.name, poll_interval=0.05).cancel()
         _, errors = process.communicate(timeout=60)
         assert process.returncode == 0, errors
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
-    children = [layout.parse_child_key(key) for key in _children(local_backend, group_id)]
+    children = [layout.parse_child_key(key) for key in _children(kinetic_backend, group_id)]
     assert children == [(0, 0)], "the original process submitted inputs after the cancel"
-    outcomes = kinetic.attach_batch(group_id, backend="local").results(
+    outcomes = kinetic.attach_batch(group_id, backend=kinetic_backend.name).results(
         return_exceptions=True, timeout=60
     )
     assert isinstance(outcomes[0], JobFailedError)
     assert all(isinstance(outcome, SkippedInputError) for outcome in outcomes[1:]), outcomes
 
 
-def test_attach_to_an_unknown_group_raises_job_not_found(local_backend: ScenarioBackend) -> None:
+def test_attach_to_an_unknown_group_raises_job_not_found(kinetic_backend: ScenarioBackend) -> None:
     with pytest.raises(JobNotFoundError, match="grp-00000000"):
-        kinetic.attach_batch("grp-00000000", backend=local_backend.name)
+        kinetic.attach_batch("grp-00000000", backend=kinetic_backend.name)
 
 
 def test_results_keeps_the_manifest_and_cleanup_removes_everything(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     batch = step.run_async_map(
         [
             {"value": "ok"},
@@ -206,14 +208,14 @@ def test_results_keeps_the_manifest_and_cleanup_removes_everything(
     )
     outcomes = batch.results(return_exceptions=True, timeout=60)
     assert outcomes[0] == "ok" and outcomes[2] == "retried"
-    store = local_backend.store()
+    store = kinetic_backend.store()
     group_id = batch.group_id
     ok, bad, retried = batch.jobs
     assert ok is not None and bad is not None and retried is not None
     assert store.list(layout.job_prefix(ok.job_id)) == [], "a collected child is cleaned up"
     assert store.exists(layout.job_record_key(bad.job_id)), "a failed child is kept"
     assert store.exists(layout.manifest_key(group_id))
-    attached = kinetic.attach_batch(group_id, backend="local")
+    attached = kinetic.attach_batch(group_id, backend=kinetic_backend.name)
     assert [job.job_id for job in attached.jobs if job] == [ok.job_id, bad.job_id, retried.job_id]
 
     batch.cleanup(k8s=True, gcs=True)
@@ -222,11 +224,11 @@ def test_results_keeps_the_manifest_and_cleanup_removes_everything(
     assert store.list(layout.group_prefix(group_id)) == []
     assert bad.status() is JobStatus.NOT_FOUND
     with pytest.raises(JobNotFoundError, match=group_id):
-        kinetic.attach_batch(group_id, backend="local")
+        kinetic.attach_batch(group_id, backend=kinetic_backend.name)
 
 
 def test_attach_while_a_retry_is_pending_waits_for_the_retry(
-    local_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kinetic_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Attached between a failed attempt and its retry, the handle must not call the input
     failed: the original submitter is about to add attempt 1, which succeeds."""
@@ -242,13 +244,15 @@ def test_attach_while_a_retry_is_pending_waits_for_the_retry(
         return real_submit(target, fn, args, kwargs, record)
 
     monkeypatch.setattr(submitter_module, "submit_call", held_retry)
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     batch = step.run_async_map(
         [{"value": "second try", "fail_first": str(tmp_path / "failed-once")}], retries=1
     )
     try:
         assert entered.wait(60), "the retry was never submitted"
-        attached = kinetic.attach_batch(batch.group_id, backend="local", poll_interval=0.05)
+        attached = kinetic.attach_batch(
+            batch.group_id, backend=kinetic_backend.name, poll_interval=0.05
+        )
     finally:
         release.set()
     assert attached.results(timeout=60, cleanup=False) == ["second try"]
@@ -256,19 +260,19 @@ def test_attach_while_a_retry_is_pending_waits_for_the_retry(
 
 
 def test_attach_with_a_poll_timeout_leaves_no_thread_that_blocks_interpreter_exit(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
     """A non-daemon thread still alive after the attached batch is done would keep a script
     from exiting until ``poll_timeout`` runs out."""
     before = set(threading.enumerate())
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     gate = tmp_path / "gate"
     batch = step.run_async_map(
         [{"value": 0, "wait_for": str(gate)}, {"value": 1}], max_concurrent=1
     )
-    wait_until(lambda: len(_children(local_backend, batch.group_id)) == 1, "input 0's submission")
+    wait_until(lambda: len(_children(kinetic_backend, batch.group_id)) == 1, "input 0's submission")
     attached = kinetic.attach_batch(
-        batch.group_id, backend="local", poll_interval=0.05, poll_timeout=600
+        batch.group_id, backend=kinetic_backend.name, poll_interval=0.05, poll_timeout=600
     )
     gate.touch()
     assert attached.results(timeout=60) == [0, 1]

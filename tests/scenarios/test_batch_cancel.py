@@ -1,8 +1,13 @@
-"""Stopping a batch, end to end on the local backend: fail-fast (with and without cancelling
-running siblings) and manual cancel(), including submissions under way at that moment.
+"""Stopping a batch, end to end on every scenario backend: fail-fast (with and without
+cancelling running siblings) and manual cancel(), including submissions under way at that moment.
 
 "Later inputs" are made deterministic with ``max_concurrent``: while earlier jobs are held by
 a file, later inputs cannot be submitted, so a stop at that moment leaves them unsubmitted.
+
+A job's pid (published by ``batch_userfuncs.step``) is the process running the user's code: a
+local job's process, or a simulated pod's container process. Either must be gone once cancel()
+has returned: the local backend kills the process group, and the gke backend waits until the
+pod is deleted, which (as on a real kubelet) happens only after its container has exited.
 """
 
 import threading
@@ -55,9 +60,9 @@ def _stored_job_ids(backend: ScenarioBackend) -> set[str]:
 
 
 def test_fail_fast_stops_submitting_but_lets_running_siblings_finish(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     started, gate = tmp_path / "started", tmp_path / "gate"
     batch = step.run_async_map(
         [
@@ -73,8 +78,8 @@ def test_fail_fast_stops_submitting_but_lets_running_siblings_finish(
     assert batch.jobs[2:] == [None, None]
     sibling = batch.jobs[0]
     assert sibling is not None and sibling.status() is JobStatus.RUNNING
-    assert sorted(_child_keys(local_backend, batch.group_id)) == [(0, 0), (1, 0)]
-    attached = kinetic.attach_batch(batch.group_id, backend="local")
+    assert sorted(_child_keys(kinetic_backend, batch.group_id)) == [(0, 0), (1, 0)]
+    attached = kinetic.attach_batch(batch.group_id, backend=kinetic_backend.name)
     assert [job is None for job in attached.jobs] == [False, False, True, True]
 
     gate.touch()
@@ -85,9 +90,9 @@ def test_fail_fast_stops_submitting_but_lets_running_siblings_finish(
 
 
 def test_fail_fast_with_cancel_running_on_fail_cancels_running_siblings(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     started = tmp_path / "started"
     batch = step.run_async_map(
         [
@@ -115,9 +120,9 @@ def test_fail_fast_with_cancel_running_on_fail_cancels_running_siblings(
 
 
 def test_cancel_running_on_fail_without_fail_fast_changes_nothing(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     started, gate = tmp_path / "started", tmp_path / "gate"
     batch = step.run_async_map(
         [
@@ -142,9 +147,9 @@ def test_cancel_running_on_fail_without_fail_fast_changes_nothing(
 
 
 def test_cancel_kills_running_children_and_submits_nothing_more(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     never = str(tmp_path / "never")
     markers = [tmp_path / "started-0", tmp_path / "started-1"]
     batch = step.run_async_map(
@@ -159,7 +164,7 @@ def test_cancel_kills_running_children_and_submits_nothing_more(
     _join_batch_thread(batch.group_id)
     # Nothing is left that could submit: the children listing is final.
     assert batch.jobs[2:] == [None, None]
-    assert sorted(_child_keys(local_backend, batch.group_id)) == [(0, 0), (1, 0)]
+    assert sorted(_child_keys(kinetic_backend, batch.group_id)) == [(0, 0), (1, 0)]
     outcomes = batch.results(return_exceptions=True, timeout=60)
     assert [type(outcome) for outcome in outcomes] == [
         JobFailedError,
@@ -201,14 +206,14 @@ def _is_gone(job: JobHandle | None) -> bool:
 
 
 def test_cancel_during_a_submission_leaves_no_child_running(
-    local_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kinetic_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A submission already under way when cancel() is called must not leave a live job.
 
     Input 1's submission is held until cancel() has killed input 0, then let through.
     """
     held = HeldSubmission(monkeypatch, index=1)
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     started, never = tmp_path / "started", str(tmp_path / "never")
     batch = step.run_async_map(
         [{"value": 0, "create": str(started), "wait_for": never}, {"value": 1, "wait_for": never}],
@@ -225,11 +230,11 @@ def test_cancel_during_a_submission_leaves_no_child_running(
     canceller.join(timeout=60)
     assert not canceller.is_alive()
     _join_batch_thread(batch.group_id)
-    assert _live_jobs(local_backend) == [], "a job is still running after cancel()"
+    assert _live_jobs(kinetic_backend) == [], "a job is still running after cancel()"
 
 
 def test_fail_fast_cancels_a_sibling_whose_submission_was_under_way(
-    local_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kinetic_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With cancel_running_on_fail, a sibling submitted while the first failure was being
     handled is running too, and must be cancelled like the others (not run to the end).
@@ -237,7 +242,7 @@ def test_fail_fast_cancels_a_sibling_whose_submission_was_under_way(
     Input 2's submission is held until fail-fast has cancelled input 0, then let through.
     """
     held = HeldSubmission(monkeypatch, index=2)
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     started, never = tmp_path / "started", str(tmp_path / "never")
     batch = step.run_async_map(
         [
@@ -256,5 +261,5 @@ def test_fail_fast_cancels_a_sibling_whose_submission_was_under_way(
         held.release.set()
     # The submitter watches input 2 for as long as input 2 runs.
     ended = _batch_thread_ends(batch.group_id)
-    assert _live_jobs(local_backend) == [], "a sibling kept running after fail-fast"
+    assert _live_jobs(kinetic_backend) == [], "a sibling kept running after fail-fast"
     assert ended

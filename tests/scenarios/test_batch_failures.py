@@ -1,4 +1,4 @@
-"""Failures in a batch, end to end on the local backend: retries, BatchError, the user's own
+"""Failures in a batch, end to end on every scenario backend: retries, BatchError, the user's own
 exceptions, and inputs whose submission fails.
 """
 
@@ -48,9 +48,9 @@ def _stored_job_ids(backend: ScenarioBackend) -> set[str]:
 
 
 def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     marker = tmp_path / "failed-once"
     batch = step.run_async_map(
         [
@@ -64,7 +64,7 @@ def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
     assert marker.exists()
     jobs = batch.jobs
     assert [job.attempt for job in jobs if job is not None] == [1, 1, 0]
-    assert sorted(_child_keys(local_backend, batch.group_id)) == [
+    assert sorted(_child_keys(kinetic_backend, batch.group_id)) == [
         (0, 0),
         (0, 1),
         (1, 0),
@@ -73,7 +73,7 @@ def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
     ]
 
     # The manifest's child records carry the attempts, so a reattached handle sees them too.
-    attached = kinetic.attach_batch(batch.group_id, backend="local")
+    attached = kinetic.attach_batch(batch.group_id, backend=kinetic_backend.name)
     assert [job.attempt for job in attached.jobs if job is not None] == [1, 1, 0]
     assert [job.job_id for job in attached.jobs if job is not None] == [
         job.job_id for job in jobs if job is not None
@@ -81,10 +81,10 @@ def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
 
     # The first attempt of input 0 lost its backend resource but kept its artifacts.
     latest = {job.job_id for job in jobs if job is not None}
-    earlier = _stored_job_ids(local_backend) - latest
+    earlier = _stored_job_ids(kinetic_backend) - latest
     assert len(earlier) == 2, earlier
     for job_id in earlier:
-        first_attempt = kinetic.attach(job_id, backend="local")
+        first_attempt = kinetic.attach(job_id, backend=kinetic_backend.name)
         assert first_attempt.attempt == 0
         assert first_attempt.status() is JobStatus.NOT_FOUND
         with pytest.raises(uf.BatchUserError):
@@ -100,10 +100,10 @@ def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
     _join_batch_thread(batch.group_id)
 
 
-def test_a_child_that_vanishes_is_retried(local_backend: ScenarioBackend, tmp_path: Path) -> None:
+def test_a_child_that_vanishes_is_retried(kinetic_backend: ScenarioBackend, tmp_path: Path) -> None:
     """Spec: retries are triggered by FAILED *or* NOT_FOUND. Retries also need a background
     thread, even with ``max_concurrent=None``; it is non-daemon so a script waits for it."""
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     started, gate = tmp_path / "started", tmp_path / "gate"
     batch = step.run_async_map(
         [{"value": "survived", "create": str(started), "wait_for": str(gate)}],
@@ -124,9 +124,9 @@ def test_a_child_that_vanishes_is_retried(local_backend: ScenarioBackend, tmp_pa
 
 
 def test_batch_error_and_return_exceptions_report_the_users_own_exception(
-    local_backend: ScenarioBackend,
+    kinetic_backend: ScenarioBackend,
 ) -> None:
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     batch = step.run_async_map([{"value": "a"}, {"value": "b", "fail": "boom"}, {"value": "c"}])
     with pytest.raises(BatchError) as info:
         batch.results()
@@ -151,7 +151,7 @@ def test_batch_error_and_return_exceptions_report_the_users_own_exception(
 
 
 def test_an_input_that_cannot_be_pickled_fails_only_its_own_submission_once(
-    local_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
+    kinetic_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: collections.Counter[int | None] = collections.Counter()
     real_submit = submit_call
@@ -163,11 +163,11 @@ def test_an_input_that_cannot_be_pickled_fails_only_its_own_submission_once(
         return real_submit(target, fn, args, kwargs, record)
 
     monkeypatch.setattr(submitter_module, "submit_call", counting_submit)
-    square = local_backend.decorate()(uf.square)
+    square = kinetic_backend.decorate()(uf.square)
     batch = square.run_async_map([2, threading.Lock(), 3], retries=2)
     batch.wait(timeout=60)
     # A reattached handle reports the submission error too, not a skipped input.
-    attached = kinetic.attach_batch(batch.group_id, backend="local")
+    attached = kinetic.attach_batch(batch.group_id, backend=kinetic_backend.name)
     assert list(attached.submission_failures) == [1]
     reattached = attached.results(return_exceptions=True, cleanup=False)
     assert not isinstance(reattached[1], SkippedInputError)
@@ -189,11 +189,11 @@ def test_an_input_that_cannot_be_pickled_fails_only_its_own_submission_once(
     assert info.value.failures == []
 
 
-def test_a_submission_error_trips_fail_fast(local_backend: ScenarioBackend) -> None:
-    square = local_backend.decorate()(uf.square)
+def test_a_submission_error_trips_fail_fast(kinetic_backend: ScenarioBackend) -> None:
+    square = kinetic_backend.decorate()(uf.square)
     batch = square.run_async_map([threading.Lock(), 1, 2], max_concurrent=1, fail_fast=True)
     outcomes = batch.results(return_exceptions=True, timeout=60)
     assert isinstance(outcomes[0], SerializationError)
     assert all(isinstance(outcome, SkippedInputError) for outcome in outcomes[1:]), outcomes
     assert batch.jobs == [None, None, None]
-    assert _child_keys(local_backend, batch.group_id) == []
+    assert _child_keys(kinetic_backend, batch.group_id) == []

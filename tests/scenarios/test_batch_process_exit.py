@@ -1,4 +1,5 @@
-"""What happens to a batch when the submitting script ends: normally, or with Ctrl-C."""
+"""What happens to a batch when the submitting script ends: normally (on every scenario
+backend), or with Ctrl-C (local backend: it is about the local script's signal handling)."""
 
 import signal
 import subprocess
@@ -23,7 +24,7 @@ def _four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_script_that_returns_right_after_run_async_map_still_submits_every_input(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
     """The submitter is a non-daemon thread so that the interpreter waits for it at exit; it
     must still be able to submit after the main thread has finished."""
@@ -34,7 +35,7 @@ def test_a_script_that_returns_right_after_run_async_map_still_submits_every_inp
         import kinetic
         import batch_userfuncs as uf
 
-        square = kinetic.run(accelerator="cpu", backend="local")(uf.square)
+        square = kinetic.run(accelerator="cpu", backend={kinetic_backend.name!r})(uf.square)
         batch = square.run_async_map([1, 2, 3], max_concurrent=1)
         print(batch.group_id, flush=True)
         """,
@@ -42,7 +43,7 @@ def test_a_script_that_returns_right_after_run_async_map_still_submits_every_inp
     )
     group_id = done.stdout.split()[-1]
     assert "Traceback" not in done.stderr, done.stderr
-    attached = kinetic.attach_batch(group_id, backend="local")
+    attached = kinetic.attach_batch(group_id, backend=kinetic_backend.name)
     assert attached.results(timeout=60) == [1, 4, 9]
 
 

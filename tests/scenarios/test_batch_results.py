@@ -1,6 +1,8 @@
-"""A batch end to end on the local backend: ordering, input modes, threads, observation, waiting.
+"""A batch end to end on every scenario backend: ordering, input modes, threads, observation,
+waiting.
 
-Every job is a real local process. Orders between jobs are forced with files, never sleeps.
+Every job is a real process (a local job, or a simulated pod). Orders between jobs are forced
+with files, never sleeps.
 """
 
 import re
@@ -34,11 +36,11 @@ def _assert_batch_thread_ends(group_id: str) -> None:
 
 
 def test_results_follow_input_order_or_completion_order(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
     """Input 0 cannot finish before input 1 has been collected, so completion order is 1, 0;
     ``ordered=False`` returns that order and the default returns input order."""
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     gate = tmp_path / "gate"
     batch = step.run_async_map([{"value": "first", "wait_for": str(gate)}, {"value": "second"}])
 
@@ -58,8 +60,8 @@ def test_results_follow_input_order_or_completion_order(
     _assert_batch_thread_ends(batch.group_id)
 
 
-def test_every_child_carries_the_batch_identity(local_backend: ScenarioBackend) -> None:
-    square = local_backend.decorate()(uf.square)
+def test_every_child_carries_the_batch_identity(kinetic_backend: ScenarioBackend) -> None:
+    square = kinetic_backend.decorate()(uf.square)
     batch = square.run_async_map([3, 1, 2], name="sweep", tags={"team": "ml", "run": "7"})
     assert GROUP_ID.fullmatch(batch.group_id)
     assert batch.name == "sweep"
@@ -78,9 +80,9 @@ def test_every_child_carries_the_batch_identity(local_backend: ScenarioBackend) 
 
 
 def test_every_input_mode_calls_the_function_as_the_spec_table_says(
-    local_backend: ScenarioBackend,
+    kinetic_backend: ScenarioBackend,
 ) -> None:
-    echo = local_backend.decorate()(uf.echo)
+    echo = kinetic_backend.decorate()(uf.echo)
     cases: dict[str, list[tuple[object, list[object]]]] = {
         "auto": [
             ({"lr": 0.1, "wd": 2}, [[], {"lr": 0.1, "wd": 2}]),
@@ -104,19 +106,19 @@ def test_every_input_mode_calls_the_function_as_the_spec_table_says(
 
 
 def test_an_input_that_does_not_fit_an_explicit_mode_fails_before_anything_is_stored(
-    local_backend: ScenarioBackend,
+    kinetic_backend: ScenarioBackend,
 ) -> None:
-    echo = local_backend.decorate()(uf.echo)
+    echo = kinetic_backend.decorate()(uf.echo)
     with pytest.raises(ValueError, match=r"input 1\b") as info:
         echo.run_async_map([[1], {"a": 1}], input_mode="args")
     assert "args" in str(info.value)
-    assert local_backend.store().list("") == [], "a rejected batch must leave nothing behind"
+    assert kinetic_backend.store().list("") == [], "a rejected batch must leave nothing behind"
 
 
 def test_unbounded_without_retries_submits_everything_before_returning(
-    local_backend: ScenarioBackend,
+    kinetic_backend: ScenarioBackend,
 ) -> None:
-    square = local_backend.decorate()(uf.square)
+    square = kinetic_backend.decorate()(uf.square)
     batch = square.run_async_map([1, 2, 3], max_concurrent=None)
     assert all(job is not None for job in batch.jobs), batch.jobs
     assert _batch_threads(batch.group_id) == [], "no background thread for a synchronous batch"
@@ -124,12 +126,12 @@ def test_unbounded_without_retries_submits_everything_before_returning(
 
 
 def test_as_completed_yields_while_later_inputs_are_still_unsubmitted(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
     """With one job at a time and input 1 held by a gate, input 2 cannot be submitted before
     the test opens the gate, yet input 0's handle is already yielded. statuses() skips the
     unsubmitted slot and status_counts() counts what statuses() reports."""
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     gate = tmp_path / "gate"
     batch = step.run_async_map(
         [{"value": "a"}, {"value": "b", "wait_for": str(gate)}, {"value": "c"}],
@@ -156,9 +158,9 @@ def test_as_completed_yields_while_later_inputs_are_still_unsubmitted(
 
 
 def test_timeouts_raise_and_leave_the_jobs_running_until_cancelled(
-    local_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
-    step = local_backend.decorate()(uf.step)
+    step = kinetic_backend.decorate()(uf.step)
     gate = tmp_path / "never-opened"
     batch = step.run_async_map([{"value": i, "wait_for": str(gate)} for i in range(2)])
     with pytest.raises(TimeoutError, match=batch.group_id):

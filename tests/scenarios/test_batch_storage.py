@@ -1,7 +1,7 @@
 """What a batch writes to the object store: the bundle once, each record once, nothing twice.
 
-Every write the client makes is recorded by wrapping the local store's ``write``; the jobs'
-own processes (which write only their result) are not wrapped.
+Every write the client makes is recorded by wrapping ``write`` on the class of the store the
+backend under test uses; the jobs' own processes (which write only their result) are not wrapped.
 """
 
 import importlib
@@ -21,7 +21,6 @@ from scenario_support import ScenarioBackend
 
 import kinetic.batch
 from kinetic_protocol import layout
-from kinetic_runtime.stores.local import LocalStore
 
 
 @pytest.fixture(autouse=True)
@@ -30,18 +29,20 @@ def _four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.fixture
-def written_keys(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every key written through a LocalStore in this process, in order, repeats included."""
+def written_keys(kinetic_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every key written in this process through a store of the kind the backend uses (its
+    class, so every instance the client opens is covered), in order, repeats included."""
+    store_class: Any = type(kinetic_backend.store())
     keys: list[str] = []
     lock = threading.Lock()
-    real_write = LocalStore.write
+    real_write = store_class.write
 
-    def recording_write(self: LocalStore, key: str, data: bytes, **options: Any) -> None:
+    def recording_write(self: Any, key: str, data: bytes, **options: Any) -> None:
         with lock:
             keys.append(key)
         real_write(self, key, data, **options)
 
-    monkeypatch.setattr(LocalStore, "write", recording_write)
+    monkeypatch.setattr(store_class, "write", recording_write)
     return keys
 
 
@@ -72,12 +73,12 @@ def _batch_keys(keys: list[str], group_id: str) -> list[str]:
 
 
 def test_two_batches_of_unchanged_code_upload_one_bundle_and_write_each_record_once(
-    local_backend: ScenarioBackend,
+    kinetic_backend: ScenarioBackend,
     tmp_path: Path,
     private_project: ModuleType,
     written_keys: list[str],
 ) -> None:
-    step = local_backend.decorate()(private_project.step)
+    step = kinetic_backend.decorate()(private_project.step)
     first = step.run_async_map([{"value": 0}, {"value": 1}, {"value": 2}])
     assert first.results(cleanup=False) == [0, 1, 2]
     second = step.run_async_map(
@@ -86,7 +87,7 @@ def test_two_batches_of_unchanged_code_upload_one_bundle_and_write_each_record_o
     )
     assert second.results(cleanup=False) == ["again", "once"]
 
-    store = local_backend.store()
+    store = kinetic_backend.store()
     [bundle_key] = store.list("bundles/")
     with zipfile.ZipFile(io.BytesIO(store.read(bundle_key))) as bundle:
         assert sorted(bundle.namelist()) == ["bundle_check_funcs.py", "pyproject.toml"]
@@ -112,11 +113,14 @@ def test_two_batches_of_unchanged_code_upload_one_bundle_and_write_each_record_o
     assert len(job_keys) == len(set(job_keys)), "a job artifact was written twice"
 
 
-def test_list_batches_lists_every_stored_batch(local_backend: ScenarioBackend) -> None:
-    square = local_backend.decorate()(uf.square)
+def test_list_batches_lists_every_stored_batch(kinetic_backend: ScenarioBackend) -> None:
+    square = kinetic_backend.decorate()(uf.square)
     first = square.run_async_map([1], name="one", tags={"k": "v"}, max_concurrent=None)
     second = square.run_async_map([2, 3], max_concurrent=None)
-    listed = {summary.group_id: summary for summary in kinetic.batch.list_batches(backend="local")}
+    listed = {
+        summary.group_id: summary
+        for summary in kinetic.batch.list_batches(backend=kinetic_backend.name)
+    }
     assert set(listed) == {first.group_id, second.group_id}
     assert (listed[first.group_id].name, listed[first.group_id].tags) == ("one", {"k": "v"})
     assert [s.total_expected for s in (listed[first.group_id], listed[second.group_id])] == [1, 2]

@@ -87,7 +87,18 @@ class BatchRecords:
         )
 
     def listing(self) -> BatchListing:
+        """Children, submission errors and completion, as one consistent view.
+
+        The completion record is read first: the submitter writes it after every child, so a
+        listing taken afterwards holds every child it counts, whatever lands in between.
+        """
         listing = BatchListing()
+        try:
+            data = self.store.read(layout.completion_key(self.group_id))
+        except ObjectNotFoundError:
+            pass
+        else:
+            listing.complete = decode_json(data, BatchCompletion, what="completion record")
         for key in self.store.list(layout.children_prefix(self.group_id)):
             index, attempt = layout.parse_child_key(key)
             if attempt >= listing.latest_attempts.get(index, -1):
@@ -95,12 +106,6 @@ class BatchRecords:
         for key in self.store.list(layout.submission_errors_prefix(self.group_id)):
             error = decode_json(self.store.read(key), BatchSubmissionError, what=key)
             listing.submission_errors[error.index] = error
-        try:
-            data = self.store.read(layout.completion_key(self.group_id))
-        except ObjectNotFoundError:
-            pass
-        else:
-            listing.complete = decode_json(data, BatchCompletion, what="completion record")
         return listing
 
     def delete_all(self) -> None:
