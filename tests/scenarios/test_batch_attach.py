@@ -11,6 +11,11 @@ from typing import Any
 
 import batch_userfuncs as uf
 import pytest
+from batch_support import (
+    children,
+    four_local_slots,  # noqa: F401 (an autouse fixture)
+    join_batch_thread,
+)
 from scenario_support import ScenarioBackend, run_script, wait_until
 
 import kinetic
@@ -21,22 +26,6 @@ from kinetic.submit import submit_call
 from kinetic_protocol import JobRecord, layout
 
 SCENARIOS_DIR = str(Path(__file__).resolve().parent)
-
-
-@pytest.fixture(autouse=True)
-def _four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "4")
-
-
-def _children(backend: ScenarioBackend, group_id: str) -> list[str]:
-    return backend.store().list(layout.children_prefix(group_id))
-
-
-def _join_batch_thread(group_id: str) -> None:
-    for thread in threading.enumerate():
-        if thread.name == f"kinetic-batch-{group_id}":
-            thread.join(timeout=30)
-            assert not thread.is_alive(), f"{thread.name} did not end"
 
 
 def test_attach_from_another_process_after_completion_gives_the_same_batch(
@@ -112,7 +101,7 @@ def test_attach_mid_submission_sees_the_gaps_then_collects_everything(
         assert process.stdout is not None
         group_id = process.stdout.readline().strip()
         assert group_id.startswith("grp-"), process.communicate(timeout=30)
-        wait_until(lambda: len(_children(kinetic_backend, group_id)) == 1, "input 0's submission")
+        wait_until(lambda: len(children(kinetic_backend, group_id)) == 1, "input 0's submission")
 
         with caplog.at_level(logging.WARNING, logger="kinetic"):
             attached = kinetic.attach_batch(
@@ -180,8 +169,8 @@ def test_cancel_from_another_process_stops_the_original_submitter(
         if process.poll() is None:
             process.kill()
             process.communicate()
-    children = [layout.parse_child_key(key) for key in _children(kinetic_backend, group_id)]
-    assert children == [(0, 0)], "the original process submitted inputs after the cancel"
+    submitted = [layout.parse_child_key(key) for key in children(kinetic_backend, group_id)]
+    assert submitted == [(0, 0)], "the original process submitted inputs after the cancel"
     outcomes = kinetic.attach_batch(group_id, backend=kinetic_backend.name).results(
         return_exceptions=True, timeout=60
     )
@@ -270,13 +259,13 @@ def test_attach_with_a_poll_timeout_leaves_no_thread_that_blocks_interpreter_exi
     batch = step.run_async_map(
         [{"value": 0, "wait_for": str(gate)}, {"value": 1}], max_concurrent=1
     )
-    wait_until(lambda: len(_children(kinetic_backend, batch.group_id)) == 1, "input 0's submission")
+    wait_until(lambda: len(children(kinetic_backend, batch.group_id)) == 1, "input 0's submission")
     attached = kinetic.attach_batch(
         batch.group_id, backend=kinetic_backend.name, poll_interval=0.05, poll_timeout=600
     )
     gate.touch()
     assert attached.results(timeout=60) == [0, 1]
-    _join_batch_thread(batch.group_id)
+    join_batch_thread(batch.group_id)
     blocking = [
         thread
         for thread in threading.enumerate()

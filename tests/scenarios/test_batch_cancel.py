@@ -16,6 +16,13 @@ from typing import Any
 
 import batch_userfuncs as uf
 import pytest
+from batch_support import (
+    batch_thread_ends,
+    child_keys,
+    four_local_slots,  # noqa: F401 (an autouse fixture)
+    join_batch_thread,
+    stored_job_ids,
+)
 from scenario_support import ScenarioBackend, pid_gone, wait_until
 
 import kinetic
@@ -23,40 +30,12 @@ from kinetic import JobFailedError, JobHandle, JobStatus
 from kinetic.batch import SkippedInputError
 from kinetic.batch import submitter as submitter_module
 from kinetic.submit import submit_call
-from kinetic_protocol import JobRecord, layout
-
-
-@pytest.fixture(autouse=True)
-def _four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "4")
-
-
-def _batch_thread_ends(group_id: str) -> bool:
-    """Wait (30 s at most) for the batch's submitter thread, if any; True once it has ended."""
-    for thread in threading.enumerate():
-        if thread.name == f"kinetic-batch-{group_id}":
-            thread.join(timeout=30)
-            return not thread.is_alive()
-    return True
-
-
-def _join_batch_thread(group_id: str) -> None:
-    assert _batch_thread_ends(group_id), f"the submitter of {group_id} did not end"
-
-
-def _child_keys(backend: ScenarioBackend, group_id: str) -> list[tuple[int, int]]:
-    """``(index, attempt)`` of every child record the store holds for the batch."""
-    store = backend.store()
-    return [layout.parse_child_key(key) for key in store.list(layout.children_prefix(group_id))]
+from kinetic_protocol import JobRecord
 
 
 def _published_pid(path: Path) -> int:
     """The pid a job wrote to ``path`` (see ``batch_userfuncs.step(create=...)``)."""
     return int(wait_until(lambda: path.exists() and path.read_text(), f"a pid in {path.name}"))
-
-
-def _stored_job_ids(backend: ScenarioBackend) -> set[str]:
-    return {key.split("/")[1] for key in backend.store().list("jobs/")}
 
 
 def test_fail_fast_stops_submitting_but_lets_running_siblings_finish(
@@ -74,11 +53,11 @@ def test_fail_fast_stops_submitting_but_lets_running_siblings_finish(
         max_concurrent=2,
         fail_fast=True,
     )
-    _join_batch_thread(batch.group_id)  # submission ends at the first failure
+    join_batch_thread(batch.group_id)  # submission ends at the first failure
     assert batch.jobs[2:] == [None, None]
     sibling = batch.jobs[0]
     assert sibling is not None and sibling.status() is JobStatus.RUNNING
-    assert sorted(_child_keys(kinetic_backend, batch.group_id)) == [(0, 0), (1, 0)]
+    assert sorted(child_keys(kinetic_backend, batch.group_id)) == [(0, 0), (1, 0)]
     attached = kinetic.attach_batch(batch.group_id, backend=kinetic_backend.name)
     assert [job is None for job in attached.jobs] == [False, False, True, True]
 
@@ -161,10 +140,10 @@ def test_cancel_kills_running_children_and_submits_nothing_more(
     batch.cancel()
     assert all(pid_gone(pid) for pid in pids), "a cancelled child's process is still alive"
     assert [status for _, status in batch.statuses()] == [JobStatus.NOT_FOUND] * 2
-    _join_batch_thread(batch.group_id)
+    join_batch_thread(batch.group_id)
     # Nothing is left that could submit: the children listing is final.
     assert batch.jobs[2:] == [None, None]
-    assert sorted(_child_keys(kinetic_backend, batch.group_id)) == [(0, 0), (1, 0)]
+    assert sorted(child_keys(kinetic_backend, batch.group_id)) == [(0, 0), (1, 0)]
     outcomes = batch.results(return_exceptions=True, timeout=60)
     assert [type(outcome) for outcome in outcomes] == [
         JobFailedError,
@@ -195,7 +174,7 @@ def _live_jobs(backend: ScenarioBackend) -> list[str]:
     """Ids of stored jobs that are still PENDING or RUNNING."""
     return [
         job_id
-        for job_id in sorted(_stored_job_ids(backend))
+        for job_id in sorted(stored_job_ids(backend))
         if kinetic.attach(job_id, backend=backend.name).status()
         in (JobStatus.PENDING, JobStatus.RUNNING)
     ]
@@ -229,7 +208,7 @@ def test_cancel_during_a_submission_leaves_no_child_running(
         held.release.set()
     canceller.join(timeout=60)
     assert not canceller.is_alive()
-    _join_batch_thread(batch.group_id)
+    join_batch_thread(batch.group_id)
     assert _live_jobs(kinetic_backend) == [], "a job is still running after cancel()"
 
 
@@ -260,6 +239,6 @@ def test_fail_fast_cancels_a_sibling_whose_submission_was_under_way(
     finally:
         held.release.set()
     # The submitter watches input 2 for as long as input 2 runs.
-    ended = _batch_thread_ends(batch.group_id)
+    ended = batch_thread_ends(batch.group_id)
     assert _live_jobs(kinetic_backend) == [], "a sibling kept running after fail-fast"
     assert ended

@@ -9,6 +9,12 @@ from typing import Any
 
 import batch_userfuncs as uf
 import pytest
+from batch_support import (
+    child_keys,
+    four_local_slots,  # noqa: F401 (an autouse fixture)
+    join_batch_thread,
+    stored_job_ids,
+)
 from scenario_support import ScenarioBackend, wait_until
 
 import kinetic
@@ -16,35 +22,7 @@ from kinetic import JobStatus, SerializationError
 from kinetic.batch import BatchError, SkippedInputError
 from kinetic.batch import submitter as submitter_module
 from kinetic.submit import submit_call
-from kinetic_protocol import JobRecord, layout
-
-
-@pytest.fixture(autouse=True)
-def _four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "4")
-
-
-def _batch_thread_ends(group_id: str) -> bool:
-    """Wait (30 s at most) for the batch's submitter thread, if any; True once it has ended."""
-    for thread in threading.enumerate():
-        if thread.name == f"kinetic-batch-{group_id}":
-            thread.join(timeout=30)
-            return not thread.is_alive()
-    return True
-
-
-def _join_batch_thread(group_id: str) -> None:
-    assert _batch_thread_ends(group_id), f"the submitter of {group_id} did not end"
-
-
-def _child_keys(backend: ScenarioBackend, group_id: str) -> list[tuple[int, int]]:
-    """``(index, attempt)`` of every child record the store holds for the batch."""
-    store = backend.store()
-    return [layout.parse_child_key(key) for key in store.list(layout.children_prefix(group_id))]
-
-
-def _stored_job_ids(backend: ScenarioBackend) -> set[str]:
-    return {key.split("/")[1] for key in backend.store().list("jobs/")}
+from kinetic_protocol import JobRecord
 
 
 def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
@@ -64,7 +42,7 @@ def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
     assert marker.exists()
     jobs = batch.jobs
     assert [job.attempt for job in jobs if job is not None] == [1, 1, 0]
-    assert sorted(_child_keys(kinetic_backend, batch.group_id)) == [
+    assert sorted(child_keys(kinetic_backend, batch.group_id)) == [
         (0, 0),
         (0, 1),
         (1, 0),
@@ -81,7 +59,7 @@ def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
 
     # The first attempt of input 0 lost its backend resource but kept its artifacts.
     latest = {job.job_id for job in jobs if job is not None}
-    earlier = _stored_job_ids(kinetic_backend) - latest
+    earlier = stored_job_ids(kinetic_backend) - latest
     assert len(earlier) == 2, earlier
     for job_id in earlier:
         first_attempt = kinetic.attach(job_id, backend=kinetic_backend.name)
@@ -97,7 +75,7 @@ def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
     assert [job.job_id for job in error.failures] == [jobs[1].job_id]
     assert error.failures[0].attempt == 1
     assert error.partial_results == ["second try", None, "first try"]
-    _join_batch_thread(batch.group_id)
+    join_batch_thread(batch.group_id)
 
 
 def test_a_child_that_vanishes_is_retried(kinetic_backend: ScenarioBackend, tmp_path: Path) -> None:
@@ -120,7 +98,7 @@ def test_a_child_that_vanishes_is_retried(kinetic_backend: ScenarioBackend, tmp_
     assert batch.results(timeout=60) == ["survived"]
     retried = batch.jobs[0]
     assert retried is not None and retried.attempt == 1 and retried.job_id != first.job_id
-    _join_batch_thread(batch.group_id)
+    join_batch_thread(batch.group_id)
 
 
 def test_batch_error_and_return_exceptions_report_the_users_own_exception(
@@ -196,4 +174,4 @@ def test_a_submission_error_trips_fail_fast(kinetic_backend: ScenarioBackend) ->
     assert isinstance(outcomes[0], SerializationError)
     assert all(isinstance(outcome, SkippedInputError) for outcome in outcomes[1:]), outcomes
     assert batch.jobs == [None, None, None]
-    assert _child_keys(kinetic_backend, batch.group_id) == []
+    assert child_keys(kinetic_backend, batch.group_id) == []

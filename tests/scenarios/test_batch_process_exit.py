@@ -7,7 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
+from batch_support import four_local_slots  # noqa: F401 (an autouse fixture)
 from scenario_support import ScenarioBackend, run_script, wait_until
 
 import kinetic
@@ -16,11 +16,6 @@ from kinetic.batch import SkippedInputError
 from kinetic_protocol import layout
 
 SCENARIOS_DIR = str(Path(__file__).resolve().parent)
-
-
-@pytest.fixture(autouse=True)
-def _four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "4")
 
 
 def test_a_script_that_returns_right_after_run_async_map_still_submits_every_input(

@@ -11,28 +11,17 @@ from pathlib import Path
 
 import batch_userfuncs as uf
 import pytest
+from batch_support import (
+    batch_threads,
+    four_local_slots,  # noqa: F401 (an autouse fixture)
+    join_batch_thread,
+)
 from scenario_support import ScenarioBackend, wait_until
 
 from kinetic import JobStatus
 
 GROUP_ID = re.compile(r"grp-[0-9a-f]{8}")
 DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-
-
-@pytest.fixture(autouse=True)
-def _four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Room for a few blocked jobs plus the ones that must run beside them."""
-    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "4")
-
-
-def _batch_threads(group_id: str) -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == f"kinetic-batch-{group_id}"]
-
-
-def _assert_batch_thread_ends(group_id: str) -> None:
-    for thread in _batch_threads(group_id):
-        thread.join(timeout=30)
-        assert not thread.is_alive(), f"{thread.name} is still running after the batch ended"
 
 
 def test_results_follow_input_order_or_completion_order(
@@ -57,7 +46,7 @@ def test_results_follow_input_order_or_completion_order(
     assert batch.results(ordered=False, timeout=60) == ["second", "first"]
     opener.join()
     assert batch.results() == ["first", "second"]
-    _assert_batch_thread_ends(batch.group_id)
+    join_batch_thread(batch.group_id)
 
 
 def test_every_child_carries_the_batch_identity(kinetic_backend: ScenarioBackend) -> None:
@@ -76,7 +65,7 @@ def test_every_child_carries_the_batch_identity(kinetic_backend: ScenarioBackend
         assert job.func_name == "square"
         assert DNS_1123_LABEL.fullmatch(job.job_id) and len(job.job_id) <= 63
     assert len({job.job_id for job in jobs if job is not None}) == 3
-    _assert_batch_thread_ends(batch.group_id)
+    join_batch_thread(batch.group_id)
 
 
 def test_every_input_mode_calls_the_function_as_the_spec_table_says(
@@ -121,7 +110,7 @@ def test_unbounded_without_retries_submits_everything_before_returning(
     square = kinetic_backend.decorate()(uf.square)
     batch = square.run_async_map([1, 2, 3], max_concurrent=None)
     assert all(job is not None for job in batch.jobs), batch.jobs
-    assert _batch_threads(batch.group_id) == [], "no background thread for a synchronous batch"
+    assert batch_threads(batch.group_id) == [], "no background thread for a synchronous batch"
     assert batch.results() == [1, 4, 9]
 
 
@@ -141,7 +130,7 @@ def test_as_completed_yields_while_later_inputs_are_still_unsubmitted(
     first = next(stream)
     assert first.group_index == 0
     assert batch.jobs[2] is None, "the last input was submitted before the first result came"
-    [submitter] = _batch_threads(batch.group_id)
+    [submitter] = batch_threads(batch.group_id)
     assert not submitter.daemon, "the submitter must keep a script alive until it is done"
 
     wait_until(
@@ -173,4 +162,4 @@ def test_timeouts_raise_and_leave_the_jobs_running_until_cancelled(
     )
     batch.cancel()
     assert [status for _, status in batch.statuses()] == [JobStatus.NOT_FOUND] * 2
-    _assert_batch_thread_ends(batch.group_id)
+    join_batch_thread(batch.group_id)

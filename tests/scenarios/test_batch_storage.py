@@ -17,15 +17,11 @@ from typing import Any
 
 import batch_userfuncs as uf
 import pytest
+from batch_support import four_local_slots  # noqa: F401 (an autouse fixture)
 from scenario_support import ScenarioBackend
 
 import kinetic.batch
 from kinetic_protocol import layout
-
-
-@pytest.fixture(autouse=True)
-def _four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "4")
 
 
 @pytest.fixture

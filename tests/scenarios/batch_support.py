@@ -1,0 +1,57 @@
+"""Helpers shared by the batch scenarios (imported by plain name, like the other helpers)."""
+
+import threading
+from pathlib import Path
+
+import pytest
+from scenario_support import ScenarioBackend
+
+from kinetic_protocol import layout
+
+__all__ = [
+    "batch_thread_ends",
+    "batch_threads",
+    "child_keys",
+    "children",
+    "four_local_slots",
+    "join_batch_thread",
+    "stored_job_ids",
+]
+
+
+@pytest.fixture(autouse=True)
+def four_local_slots(isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Room for a few blocked jobs plus the ones that must run beside them (local backend)."""
+    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "4")
+
+
+def batch_thread_ends(group_id: str) -> bool:
+    """Wait (30 s at most) for the batch's submitter thread, if any; True once it has ended."""
+    for thread in threading.enumerate():
+        if thread.name == f"kinetic-batch-{group_id}":
+            thread.join(timeout=30)
+            return not thread.is_alive()
+    return True
+
+
+def join_batch_thread(group_id: str) -> None:
+    assert batch_thread_ends(group_id), f"the submitter of {group_id} did not end"
+
+
+def children(backend: ScenarioBackend, group_id: str) -> list[str]:
+    """The keys of every child record the store holds for the batch."""
+    return backend.store().list(layout.children_prefix(group_id))
+
+
+def child_keys(backend: ScenarioBackend, group_id: str) -> list[tuple[int, int]]:
+    """``(index, attempt)`` of every child record the store holds for the batch."""
+    return [layout.parse_child_key(key) for key in children(backend, group_id)]
+
+
+def stored_job_ids(backend: ScenarioBackend) -> set[str]:
+    return {key.split("/")[1] for key in backend.store().list("jobs/")}
+
+
+def batch_threads(group_id: str) -> list[threading.Thread]:
+    """The batch's live submitter threads (none for a synchronous batch)."""
+    return [t for t in threading.enumerate() if t.name == f"kinetic-batch-{group_id}"]
