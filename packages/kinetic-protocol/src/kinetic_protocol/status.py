@@ -34,7 +34,7 @@ class JobState(msgspec.Struct, frozen=True, kw_only=True):
 
     def describe(self) -> str:
         """One line for humans: ``FAILED (OOMKilled, exit 137)``."""
-        extras = [part for part in (self.detail,) if part]
+        extras = [self.detail] if self.detail else []
         if self.exit_code is not None and f"exit {self.exit_code}" not in self.detail:
             extras.append(f"exit {self.exit_code}")
         return self.status.value + (f" ({', '.join(extras)})" if extras else "")

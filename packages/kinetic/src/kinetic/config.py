@@ -132,15 +132,17 @@ def _pick(
     profile_name: str | None,
     default: str | None,
 ) -> Setting:
+    """Argument, then ``env_vars[0]``, then the profile, then the other variables (such as
+    ``GOOGLE_CLOUD_PROJECT``, which ranks below a profile), then ``default``."""
+    primary, *fallbacks = env_vars
     if argument:
         return Setting(argument, "argument")
-    for var in env_vars[:1]:
-        if os.environ.get(var):
-            return Setting(os.environ[var], "env", var)
+    if os.environ.get(primary):
+        return Setting(os.environ[primary], "env", primary)
     value = getattr(profile, name) if profile else None
     if value:
         return Setting(value, "profile", profile_name or "")
-    for var in env_vars[1:]:
+    for var in fallbacks:
         if os.environ.get(var):
             return Setting(os.environ[var], "env", var)
     return Setting(default, "default")

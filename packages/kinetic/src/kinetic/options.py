@@ -39,12 +39,12 @@ class RunOptions:
         volumes: dict[str, Data] | None,
         **rest: object,
     ) -> "RunOptions":
-        patterns = tuple(capture_env_vars or ())
         if isinstance(capture_env_vars, str):
             raise ConfigError(
                 f"capture_env_vars must be a list of names, got the string {capture_env_vars!r}."
                 f" Did you mean [{capture_env_vars!r}]?"
             )
+        patterns = tuple(capture_env_vars or ())
         for pattern in patterns:
             if not isinstance(pattern, str) or not _ENV_NAME.match(pattern):
                 raise ConfigError(

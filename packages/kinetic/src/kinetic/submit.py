@@ -84,10 +84,11 @@ class Target:
 
 
 def _slug(name: str, limit: int) -> str:
+    """``name`` as the start of a DNS-1123 label: lowercase, dashes, beginning with a letter."""
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return (
-        (slug[:limit].rstrip("-") or "job") if slug and slug[0].isalpha() else f"job-{slug}"[:limit]
-    )
+    if not slug[:1].isalpha():
+        slug = f"job-{slug}" if slug else "job"
+    return slug[:limit].rstrip("-")
 
 
 def new_job_id(func_name: str) -> str:

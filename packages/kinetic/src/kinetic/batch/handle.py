@@ -48,6 +48,7 @@ class BatchHandle:
         self._records = records
         self._policy = policy
         self._collected: dict[int, Any] = {}
+        self._cleaned: set[int] = set()
         self._cached_failures: list[JobHandle] | None = None
         policy.cancel_siblings = self._cancel_running
 
@@ -157,8 +158,8 @@ class BatchHandle:
 
     # -- collection ------------------------------------------------------------------------
 
-    def _outcome(self, index: int, cleanup: bool) -> tuple[Any, bool]:
-        """``(value or exception, failed)`` for a settled child; cleans up a success."""
+    def _outcome(self, index: int) -> tuple[Any, bool]:
+        """``(value or exception, failed)`` for a settled child; values are read once."""
         if index in self._collected:
             return self._collected[index], False
         job = self._state.jobs[index]
@@ -169,12 +170,16 @@ class BatchHandle:
         except Exception as exc:
             return exc, True
         if isinstance(envelope, Succeeded):
-            value = unwrap(envelope)
-            self._collected[index] = value
-            if cleanup:
-                job.cleanup(cleanup_timeout=60, cleanup_poll_interval=0.5)
-            return value, False
+            self._collected[index] = unwrap(envelope)
+            return self._collected[index], False
         return rebuild_exception(envelope), True
+
+    @staticmethod
+    def _clean_child(job: JobHandle) -> None:
+        try:
+            job.cleanup(cleanup_timeout=60, cleanup_poll_interval=0.5)
+        except Exception:
+            log.warning("could not clean up a collected child", job_id=job.job_id, exc_info=True)
 
     def results(
         self,
@@ -192,11 +197,17 @@ class BatchHandle:
         outcomes: dict[int, Any] = {}
         completion: list[int] = []
         failed: list[int] = []
-        for index in self._settled_stream(timeout, poll_interval=5.0):
-            outcomes[index], is_failure = self._outcome(index, cleanup)
-            completion.append(index)
-            if is_failure:
-                failed.append(index)
+        # Deleting a Kubernetes Job waits for confirmation: clean children side by side, each
+        # as soon as its result is read, instead of one after another.
+        with ThreadPoolExecutor(_PARALLEL_CLEANUPS, thread_name_prefix="kinetic-cleanup") as pool:
+            for index in self._settled_stream(timeout, poll_interval=5.0):
+                outcomes[index], is_failure = self._outcome(index)
+                completion.append(index)
+                if is_failure:
+                    failed.append(index)
+                elif cleanup and index not in self._cleaned and (job := self._state.jobs[index]):
+                    self._cleaned.add(index)
+                    pool.submit(self._clean_child, job)
         failed_jobs = [job for i in failed if (job := self._state.jobs[i]) is not None]
         self._cached_failures = [
             job for i, job in zip(failed, failed_jobs, strict=True)

@@ -4,6 +4,7 @@ Every failure here is quiet and cheap: the caller then starts the supervisor as 
 process, exactly as it would without a launcher.
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -27,8 +28,10 @@ def launcher_enabled(python: str) -> bool:
     return python == sys.executable and os.environ.get("KINETIC_LOCAL_LAUNCHER", "1") != "0"
 
 
+@functools.cache
 def _socket_path() -> Path:
-    """One socket per interpreter and version of the code a launcher has imported."""
+    """One socket per interpreter and version of the code a launcher has imported (computed
+    once per process: it stats and hashes files, and every submission asks)."""
     import kinetic_runtime.main
     from kinetic.local import launcher, supervisor
 
