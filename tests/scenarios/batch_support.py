@@ -1,5 +1,8 @@
 """Helpers shared by the batch scenarios (imported by plain name, like the other helpers)."""
 
+import subprocess
+import sys
+import textwrap
 import threading
 from pathlib import Path
 
@@ -9,6 +12,8 @@ from scenario_support import ScenarioBackend
 from kinetic_protocol import layout
 
 __all__ = [
+    "SCENARIOS_DIR",
+    "start_script",
     "batch_thread_ends",
     "batch_threads",
     "child_keys",
@@ -55,3 +60,21 @@ def stored_job_ids(backend: ScenarioBackend) -> set[str]:
 def batch_threads(group_id: str) -> list[threading.Thread]:
     """The batch's live submitter threads (none for a synchronous batch)."""
     return [t for t in threading.enumerate() if t.name == f"kinetic-batch-{group_id}"]
+
+
+SCENARIOS_DIR = str(Path(__file__).resolve().parent)
+
+
+def start_script(cwd: Path, source: str, *args: str) -> "subprocess.Popen[str]":
+    """Start ``source`` (dedented) as a separate Python process in ``cwd``, able to import the
+    scenarios' helper modules, with its stdout and stderr piped as text."""
+    script = cwd / "submitter.py"
+    preamble = f"import sys\nsys.path.insert(0, {SCENARIOS_DIR!r})\n"
+    script.write_text(preamble + textwrap.dedent(source))
+    return subprocess.Popen(
+        [sys.executable, str(script), *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

@@ -2,9 +2,6 @@
 
 import json
 import logging
-import subprocess
-import sys
-import textwrap
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,6 +12,7 @@ from batch_support import (
     children,
     four_local_slots,  # noqa: F401 (an autouse fixture)
     join_batch_thread,
+    start_script,
 )
 from scenario_support import ScenarioBackend, run_script, wait_until
 
@@ -24,8 +22,6 @@ from kinetic.batch import SkippedInputError
 from kinetic.batch import submitter as submitter_module
 from kinetic.submit import submit_call
 from kinetic_protocol import JobRecord, layout
-
-SCENARIOS_DIR = str(Path(__file__).resolve().parent)
 
 
 def test_attach_from_another_process_after_completion_gives_the_same_batch(
@@ -70,12 +66,10 @@ def test_attach_mid_submission_sees_the_gaps_then_collects_everything(
     only input 0 is submitted gives ``None`` slots and a warning; once the files appear, the
     attached handle's background polling finds the rest and ``results()`` returns them all."""
     gates = [tmp_path / f"gate-{i}" for i in range(3)]
-    script = tmp_path / "submitter.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
+    process = start_script(
+        tmp_path,
+        f"""
             import sys
-            sys.path.insert(0, {SCENARIOS_DIR!r})
             import kinetic
             import batch_userfuncs as uf
 
@@ -87,15 +81,8 @@ def test_attach_mid_submission_sees_the_gaps_then_collects_everything(
             )
             print(batch.group_id, flush=True)
             batch.wait(timeout=120)
-            """
-        )
-    )
-    process = subprocess.Popen(
-        [sys.executable, str(script), *map(str, gates)],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+            """,
+        *map(str, gates),
     )
     try:
         assert process.stdout is not None
@@ -132,12 +119,10 @@ def test_cancel_from_another_process_stops_the_original_submitter(
     attached handle kills it, and the script submits nothing more: its wait() returns and it
     exits, with inputs 1-4 never submitted."""
     started, never = tmp_path / "started", tmp_path / "never"
-    script = tmp_path / "submitter.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
+    process = start_script(
+        tmp_path,
+        f"""
             import sys
-            sys.path.insert(0, {SCENARIOS_DIR!r})
             import kinetic
             import batch_userfuncs as uf
 
@@ -147,15 +132,7 @@ def test_cancel_from_another_process_stops_the_original_submitter(
                                        max_concurrent=1)
             print(batch.group_id, flush=True)
             batch.wait(timeout=120)
-            """
-        )
-    )
-    process = subprocess.Popen(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+            """,
     )
     try:
         assert process.stdout is not None

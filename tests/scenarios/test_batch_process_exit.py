@@ -2,20 +2,19 @@
 backend), or with Ctrl-C (local backend: it is about the local script's signal handling)."""
 
 import signal
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-from batch_support import four_local_slots  # noqa: F401 (an autouse fixture)
+from batch_support import (
+    SCENARIOS_DIR,
+    four_local_slots,  # noqa: F401 (an autouse fixture)
+    start_script,
+)
 from scenario_support import ScenarioBackend, run_script, wait_until
 
 import kinetic
 from kinetic import JobStatus
 from kinetic.batch import SkippedInputError
 from kinetic_protocol import layout
-
-SCENARIOS_DIR = str(Path(__file__).resolve().parent)
 
 
 def test_a_script_that_returns_right_after_run_async_map_still_submits_every_input(
@@ -48,21 +47,19 @@ def test_ctrl_c_stops_the_submitting_script_and_its_submissions(
     """SIGINT while ``results()`` waits: the script exits (the running job is left alone, as
     for a single job) and no further input is submitted, even once the running job ends."""
     started, gate = tmp_path / "started", tmp_path / "gate"
-    script = tmp_path / "sweep.py"
-    script.write_text(
-        textwrap.dedent(
-            f"""
+    process = start_script(
+        tmp_path,
+        """
             import os
             import sys
             import time
-            sys.path.insert(0, {SCENARIOS_DIR!r})
             import kinetic
             import batch_userfuncs as uf
 
             started, gate = sys.argv[1], sys.argv[2]
             step = kinetic.run(accelerator="cpu", backend="local")(uf.step)
-            inputs = [{{"value": 0, "create": started, "wait_for": gate}}]
-            inputs += [{{"value": i, "wait_for": gate}} for i in range(1, 8)]
+            inputs = [{"value": 0, "create": started, "wait_for": gate}]
+            inputs += [{"value": i, "wait_for": gate} for i in range(1, 8)]
             batch = step.run_async_map(inputs, max_concurrent=1)
             deadline = time.monotonic() + 60
             while not os.path.exists(started):
@@ -71,15 +68,9 @@ def test_ctrl_c_stops_the_submitting_script_and_its_submissions(
                 time.sleep(0.01)
             print("ready", batch.group_id, flush=True)
             batch.results()
-            """
-        )
-    )
-    process = subprocess.Popen(
-        [sys.executable, str(script), str(started), str(gate)],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+            """,
+        str(started),
+        str(gate),
     )
     try:
         assert process.stdout is not None
