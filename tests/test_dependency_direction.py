@@ -84,6 +84,20 @@ def test_runtime_loads_no_client_backend_or_cloud_modules() -> None:
     assert _matching(loaded, RUNTIME_FORBIDDEN) == []
 
 
+def test_local_job_processes_never_load_the_client_package() -> None:
+    """``kinetic_runtime.local`` (supervisor, launcher) is what every local job runs in: a
+    forked job must carry the runtime in memory, never the client."""
+    loaded = _loaded_by_import("kinetic_runtime.local", walk=True)
+    assert _matching(loaded, RUNTIME_FORBIDDEN) == []
+
+
+def test_the_local_supervisor_loads_only_the_standard_library() -> None:
+    """One supervisor starts per local job (without a launcher, as a fresh interpreter)."""
+    loaded = _loaded_by_import("kinetic_runtime.local.supervisor", walk=False)
+    own = {"kinetic_runtime", "kinetic_runtime.local", "kinetic_runtime.local.supervisor"}
+    assert sorted(m for m in loaded if m.split(".")[0] not in STDLIB and m not in own) == []
+
+
 @pytest.mark.parametrize("package", ["kinetic_gke", "kinetic_pathways"])
 def test_backends_never_load_the_client_package(package: str) -> None:
     loaded = _loaded_by_import(package, walk=True)
@@ -162,6 +176,17 @@ def test_runtime_source_imports_only_protocol_cloudpickle_and_gcs_in_its_store()
     assert bad == []
 
 
+def test_runtime_local_source_imports_only_the_runtime_protocol_and_standard_library() -> None:
+    source = _source("kinetic-runtime", "kinetic_runtime") / "local"
+    bad = [
+        str(i)
+        for i in _imports(source)
+        if i.module.split(".")[0] not in STDLIB
+        and not _under(i.module, "kinetic_runtime", "kinetic_protocol")
+    ]
+    assert bad == []
+
+
 @pytest.mark.parametrize(
     ("distribution", "package"),
     [("kinetic-gke", "kinetic_gke"), ("kinetic-pathways", "kinetic_pathways")],
@@ -178,3 +203,12 @@ def test_static_scan_sees_imports_inside_functions(tmp_path: Path) -> None:
     )
     modules = [i.module for i in _imports(tmp_path)]
     assert modules == ["os", "kinetic.cli.main"]
+
+
+@pytest.mark.parametrize("distribution", ["kinetic-gke", "kinetic-pathways"])
+def test_backend_tests_never_import_the_client_package(distribution: str) -> None:
+    """A backend's tests use only that backend and its dependencies (kinetic_protocol,
+    kinetic_testing); tests that go through the client live in tests/scenarios."""
+    tests = PACKAGES / distribution / "tests"
+    bad = [str(i) for i in _imports(tests) if _under(i.module, "kinetic")]
+    assert bad == []

@@ -59,7 +59,7 @@ _RECORD = JobRecord(
     attempt=1,
     spot=True,
     kinetic_version="0.1.0",
-    local_python="/home/me/.kinetic/venvs/3f2a/bin/python",
+    backend_data={"python": "/home/me/.kinetic/venvs/3f2a/bin/python"},
 )
 _PAYLOAD = ArtifactRef(key=f"jobs/{_JOB_ID}/payload.pkl", sha256="a" * 64, size=812)
 

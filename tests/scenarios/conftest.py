@@ -21,29 +21,22 @@ import pytest
 # bundle), the way a user's own module would be.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gke_env import gke_scenario_env  # noqa: F401  (the gke backend's fixture)
+from example_env import example_scenario_env  # noqa: F401  (a third-party backend's fixture)
+from gke_env import gke_api_proxy_fixture, gke_scenario_env  # noqa: F401  (gke fixtures)
 from scenario_support import ScenarioBackend, local_job_pids
 
-import kinetic.backends
-
-SCENARIO_BACKENDS = ["local", "gke"]
+SCENARIO_BACKENDS = ["local", "gke", "example"]
 
 
 @pytest.fixture(autouse=True)
-def isolated_kinetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A fresh ``KINETIC_HOME`` and profiles file, no ``KINETIC_*`` or GCP settings from outside.
+def isolated_kinetic(clean_kinetic_env: Path) -> Iterator[Path]:
+    """A fresh ``KINETIC_HOME``, profiles file and session, no ``KINETIC_*`` or GCP settings
+    from outside (``clean_kinetic_env``).
 
     Yields the home directory. Any local job still alive at the end is killed with its
     whole process group.
     """
-    for name in list(os.environ):
-        if name.startswith("KINETIC_") or name == "GOOGLE_CLOUD_PROJECT":
-            monkeypatch.delenv(name)
-    home = tmp_path / "kinetic-home"
-    monkeypatch.setenv("KINETIC_HOME", str(home))
-    monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
-    # Backends are built once per settings and read KINETIC_HOME when built: start afresh.
-    monkeypatch.setattr(kinetic.backends, "_cache", {})
+    home = clean_kinetic_env
     try:
         yield home
     finally:

@@ -21,6 +21,7 @@ __all__ = [
     "env_snapshot",
     "fail_with",
     "hold",
+    "kinetic_modules",
     "print_then_hold",
     "return_generator",
     "return_lock",
@@ -97,6 +98,11 @@ def write_output(name: str, text: str) -> dict[str, str]:
     path = Path(out, name)
     path.write_text(text)
     return {"output_dir": out, "path": str(path), "job_id": os.environ.get("KINETIC_JOB_ID", "")}
+
+
+def kinetic_modules() -> list[str]:
+    """The ``kinetic*`` modules this job's process has loaded (this module loads none)."""
+    return sorted(m for m in sys.modules if m.split(".")[0] in {"kinetic", "kinetic_runtime"})
 
 
 def return_generator() -> Iterator[int]:

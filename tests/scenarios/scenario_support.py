@@ -70,8 +70,8 @@ class ScenarioBackend:
     def decorate(self, **options: Any) -> Callable[[Callable[..., Any]], Any]:
         """``kinetic.run(accelerator="cpu", backend=<name>, **options)``.
 
-        Kubernetes backends get a custom image (used as-is, so nothing is built): the simulator
-        runs the pod's command with this interpreter whatever the image.
+        Kubernetes backends get a custom image (used as-is, so nothing is built): the node
+        agent runs the pod's command with this interpreter whatever the image.
         """
         defaults = {"accelerator": "cpu", "backend": self.name}
         if self.name in _CUSTOM_IMAGES:

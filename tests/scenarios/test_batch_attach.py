@@ -20,7 +20,7 @@ import kinetic
 from kinetic import JobFailedError, JobNotFoundError, JobStatus
 from kinetic.batch import SkippedInputError
 from kinetic.batch import submitter as submitter_module
-from kinetic.submit import submit_call
+from kinetic.submission import submit_call
 from kinetic_protocol import JobRecord, layout
 
 

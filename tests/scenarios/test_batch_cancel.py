@@ -29,7 +29,7 @@ import kinetic
 from kinetic import JobFailedError, JobHandle, JobStatus
 from kinetic.batch import SkippedInputError
 from kinetic.batch import submitter as submitter_module
-from kinetic.submit import submit_call
+from kinetic.submission import submit_call
 from kinetic_protocol import JobRecord
 
 

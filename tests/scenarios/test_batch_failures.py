@@ -21,7 +21,7 @@ import kinetic
 from kinetic import JobStatus, SerializationError
 from kinetic.batch import BatchError, SkippedInputError
 from kinetic.batch import submitter as submitter_module
-from kinetic.submit import submit_call
+from kinetic.submission import submit_call
 from kinetic_protocol import JobRecord
 
 

@@ -98,7 +98,7 @@ def test_an_input_that_does_not_fit_an_explicit_mode_fails_before_anything_is_st
     kinetic_backend: ScenarioBackend,
 ) -> None:
     echo = kinetic_backend.decorate()(uf.echo)
-    with pytest.raises(ValueError, match=r"input 1\b") as info:
+    with pytest.raises(TypeError, match=r"input 1\b") as info:
         echo.run_async_map([[1], {"a": 1}], input_mode="args")
     assert "args" in str(info.value)
     assert kinetic_backend.store().list("") == [], "a rejected batch must leave nothing behind"

@@ -1,5 +1,7 @@
 """Submit, observe, collect, cancel and clean up one job, in real processes."""
 
+import fcntl
+import os
 import re
 import warnings
 from pathlib import Path
@@ -122,6 +124,32 @@ def test_logs_and_tail_while_running_and_after(
     assert len(job.tail(3).splitlines()) == 3
 
 
+def test_tail_edges_zero_one_and_more_lines_than_the_log(
+    kinetic_backend: ScenarioBackend, tmp_path: Path
+) -> None:
+    """Spec: ``tail(n)`` returns the last ``n`` lines: none for 0, the whole log for more."""
+    gate = tmp_path / "gate"
+    lines = [f"line {i}" for i in range(1, 4)]
+    job = kinetic_backend.decorate()(uf.print_then_hold).run_async(lines, str(gate))
+
+    wait_until(lambda: "line 3" in job.logs(), "all lines in the running job's logs")
+    assert job.tail(0) == ""
+    assert job.tail(1).splitlines() == ["line 3"]
+
+    gate.touch()
+    assert job.result(cleanup=False) == 3
+    log = job.logs()
+    assert log is not None and "after the gate" in log
+    log_lines = log.splitlines()
+    assert job.tail(0) == "", "tail(0) must return no lines"
+    assert job.tail(1).splitlines() == log_lines[-1:]
+    assert job.tail(2).splitlines() == log_lines[-2:]
+    assert job.tail(len(log_lines)) == log
+    assert job.tail(len(log_lines) + 50) == log
+    assert job.tail() == log, "the default (100 lines) covers this short log"
+    job.cleanup()
+
+
 def test_follow_logs_prints_until_the_job_ends(
     kinetic_backend: ScenarioBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -202,6 +230,36 @@ def test_result_without_cleanup_keeps_the_job(kinetic_backend: ScenarioBackend) 
     assert job.result(cleanup=False) == 10, "the kept result can be read again"
 
 
+def test_result_keeps_a_debug_job(kinetic_backend: ScenarioBackend) -> None:
+    """Spec: ``result()``'s cleanup defaults to False for debug jobs, from any handle."""
+    job = kinetic_backend.decorate(debug=True)(uf.add).run_async(5, b=6)
+    assert job.debug
+    assert job.result() == 11
+    assert job.status() is JobStatus.SUCCEEDED, "result() cleaned up a debug job"
+    store = kinetic_backend.store()
+    assert store.exists(layout.job_record_key(job.job_id))
+    assert store.exists(layout.result_key(job.job_id))
+
+    attached = kinetic.attach(job.job_id, backend=kinetic_backend.name)
+    assert attached.debug
+    assert attached.result() == 11
+    assert job.status() is JobStatus.SUCCEEDED
+    assert job.result(cleanup=True) == 11, "an explicit cleanup=True still cleans up"
+    assert job.status() is JobStatus.NOT_FOUND
+    assert store.list(layout.job_prefix(job.job_id)) == []
+
+
+def test_calling_a_debug_function_keeps_its_job(kinetic_backend: ScenarioBackend) -> None:
+    add = kinetic_backend.decorate(debug=True)(uf.add)
+    assert add(1, b=2) == 3
+    jobs = kinetic.list_jobs(backend=kinetic_backend.name)
+    assert len(jobs) == 1, "calling a debug function cleaned up its job"
+    [job] = jobs
+    assert (job.func_name, job.debug) == ("add", True)
+    assert job.status() is JobStatus.SUCCEEDED
+    job.cleanup()
+
+
 def test_cleanup_of_the_backend_resource_only_keeps_the_result(
     kinetic_backend: ScenarioBackend,
 ) -> None:
@@ -239,13 +297,27 @@ def test_list_jobs_returns_the_submitted_jobs(
     assert kinetic.list_jobs(backend=kinetic_backend.name) == []
 
 
+def _lock_is_held(path: Path) -> bool:
+    """Whether another open file holds an exclusive ``flock`` on ``path``."""
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing also drops the lock if it was taken
+    return False
+
+
 def test_one_local_slot_keeps_the_second_job_pending_while_the_first_runs(
     local_backend: ScenarioBackend,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     isolated_kinetic: Path,
 ) -> None:
-    from kinetic.local import supervisor
+    from kinetic_runtime.local import supervisor
 
     monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "1")
     hold = local_backend.decorate()(uf.hold)
@@ -255,13 +327,19 @@ def test_one_local_slot_keeps_the_second_job_pending_while_the_first_runs(
     wait_until(lambda: _status_is(first, JobStatus.RUNNING), "the first job to run")
     second = hold.run_async(str(second_gate), 2, str(second_started))
     second_dir = isolated_kinetic / "local" / "jobs" / second.job_id
-    # Its supervisor is up and waiting for the slot (it records its pid before asking).
+    queue = isolated_kinetic / "local" / "slots" / "queue.lock"
+    # Wait until the second supervisor has asked for the slot and been refused: a waiter holds
+    # the slot queue's lock for as long as it polls (or, if the limit is broken, its job starts).
     wait_until(
-        lambda: (supervisor.read_state(second_dir) or {}).get("supervisor_pid"),
-        "the second job's supervisor to start",
+        lambda: second_started.exists() or _lock_is_held(queue),
+        "the second job's supervisor to wait for the slot",
     )
+    assert not second_started.exists(), "the second job started while the first held the slot"
+    assert (supervisor.read_state(second_dir) or {}).get("supervisor_pid")
     assert second.status() is JobStatus.PENDING
     assert first.status() is JobStatus.RUNNING
+    # Still held after those reads: a waiter polling, not a supervisor passing through the queue.
+    assert _lock_is_held(queue), "the second supervisor stopped waiting while the slot was taken"
     assert not second_started.exists()
 
     first_gate.touch()

@@ -1,10 +1,13 @@
-"""Fixtures for kinetic-gke's tests: job records, the Kubernetes API simulator, and a GKE
-environment (simulator + fake-gcs-server) for tests that go through the ``kinetic`` client."""
+"""Fixtures for kinetic-gke's tests: job records, and the real control plane with a node agent.
 
-import hashlib
+Each cluster test gets its own namespace (``k8s_namespace``), a node agent that schedules and
+runs its pods (``agent``), a plain-dict view of that namespace (``cluster``), and backends on
+it (``make_backend``, optionally through the recording, fault-injecting ``ApiProxy``).
+"""
+
+import functools
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,70 +16,77 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gke_test_support import PROJECT, STORE, BackendFactory, GkeEnv, RecordFactory, make_record
+from gke_test_support import PROJECT, STORE, BackendFactory, Cluster, RecordFactory, make_record
 
 from kinetic_gke import GKEBackend
-from kinetic_gke._k8s import KubeApi
+from kinetic_gke.k8s import ClusterConnection
 from kinetic_protocol import BackendSettings
-from kinetic_testing.k8s import KubernetesSimulator
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.controlplane.proxy import ApiProxy
+from kinetic_testing.nodeagent import NodeAgent, base_host_env
 
 
 @pytest.fixture
-def record() -> RecordFactory:
-    return make_record
+def record(request: pytest.FixtureRequest) -> RecordFactory:
+    """``make_record``; in a cluster test, its records name the test's namespace."""
+    if "k8s_namespace" not in request.fixturenames:
+        return make_record
+    namespace = request.getfixturevalue("k8s_namespace")
+    return functools.partial(make_record, namespace=namespace)
 
 
 @pytest.fixture
-def sim() -> Iterator[KubernetesSimulator]:
-    """A started simulator; the test fails if a body was refused or the simulator broke."""
-    with KubernetesSimulator() as simulator:
-        yield simulator
-    assert simulator.validation_errors == []
-    assert simulator.errors == []
+def agent(real_k8s: ControlPlane, tmp_path: Path) -> Iterator[NodeAgent]:
+    """The default GKE-like nodes, running pods as local processes; fails the test if the
+    agent recorded an error."""
+    with NodeAgent(
+        real_k8s.api_client, workdir=tmp_path / "nodes", host_env=base_host_env(os.environ)
+    ) as node_agent:
+        yield node_agent
+        errors = list(node_agent.errors)
+    assert errors == [], f"the node agent failed: {errors}"
 
 
 @pytest.fixture
-def make_backend(sim: KubernetesSimulator) -> BackendFactory:
-    """``GKEBackend`` on the simulator through an injected client; options as keywords."""
-
-    def build(**options: Any) -> GKEBackend:
-        settings = BackendSettings(project=PROJECT, namespace="default", store_uri=STORE)
-        return GKEBackend(settings, api=KubeApi(sim.api_client(), "default"), **options)
-
-    return build
+def cluster(real_k8s: ControlPlane, k8s_namespace: str) -> Iterator[Cluster]:
+    api = real_k8s.api_client()
+    yield Cluster(api, k8s_namespace)
+    api.close()
 
 
 @pytest.fixture
-def gke_env(
-    sim: KubernetesSimulator, gcs_bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[GkeEnv]:
-    """Point the ``kinetic`` client's ``gke`` backend at the simulator and a fresh bucket.
+def proxy(real_k8s: ControlPlane) -> Iterator[ApiProxy]:
+    """A recording, fault-injecting proxy in front of the API server."""
+    with ApiProxy(real_k8s) as api_proxy:
+        yield api_proxy
 
-    Pods run ``python -m kinetic_runtime`` as local processes with this environment, so
-    ``python`` is this interpreter and they reach fake-gcs-server through
-    ``STORAGE_EMULATOR_HOST``. Fails the test if the kubeconfig was written to.
-    """
-    import kinetic.backends
 
-    for name in list(os.environ):
-        if name.startswith("KINETIC_") or name == "GOOGLE_CLOUD_PROJECT":
-            monkeypatch.delenv(name)
-    kubeconfig = sim.kubeconfig(tmp_path / "kube" / "config.json", context="sim")
-    before = hashlib.sha256(kubeconfig.read_bytes()).hexdigest()
-    bin_dir = str(Path(sys.executable).parent)
-    monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    monkeypatch.setenv("KINETIC_KUBE_CONTEXT", "sim")
-    monkeypatch.setenv("KINETIC_STORE", gcs_bucket)
-    monkeypatch.setenv("KINETIC_PROJECT", PROJECT)
-    monkeypatch.setenv("KINETIC_GKE_POLL", "0.02,0.2")
-    # Pods unpack their bundle under $TMPDIR: keep that inside this test's directory
-    # (this process has fixed its own temporary directory already).
-    tempfile.gettempdir()
-    (tmp_path / "pod-tmp").mkdir()
-    monkeypatch.setenv("TMPDIR", str(tmp_path / "pod-tmp"))
-    monkeypatch.setenv("KINETIC_HOME", str(tmp_path / "kinetic-home"))
-    monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
-    monkeypatch.setattr(kinetic.backends, "_cache", {})
-    yield GkeEnv(sim, gcs_bucket, kubeconfig)
-    assert hashlib.sha256(kubeconfig.read_bytes()).hexdigest() == before, "kubeconfig modified"
+@pytest.fixture
+def make_backend(
+    real_k8s: ControlPlane,
+    k8s_namespace: str,
+    agent: NodeAgent,
+    tmp_path: Path,
+) -> Iterator[BackendFactory]:
+    """``GKEBackend`` on this test's namespace; ``via=proxy`` sends its calls through
+    ``proxy`` (by a kubeconfig naming it); other options are passed on as keywords."""
+    clients: list[Any] = []
+
+    def build(*, via: ApiProxy | None = None, **options: Any) -> GKEBackend:
+        if via is None:
+            api = real_k8s.api_client()
+            connection = ClusterConnection(api, k8s_namespace)
+        else:
+            config = via.kubeconfig(
+                tmp_path / f"proxy-{len(clients)}.json", context="proxy", namespace=k8s_namespace
+            )
+            connection = ClusterConnection.from_kubeconfig(
+                context="proxy", namespace=k8s_namespace, config_file=config
+            )
+        clients.append(connection.api_client)
+        settings = BackendSettings(project=PROJECT, namespace=k8s_namespace, store_uri=STORE)
+        return GKEBackend(settings, connection=connection, **options)
+
+    yield build
+    for api in clients:
+        api.close()

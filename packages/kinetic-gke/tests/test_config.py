@@ -7,15 +7,24 @@ import re
 from pathlib import Path
 
 import pytest
-from gke_test_support import PROJECT, QUICK, RecordFactory
+from gke_test_support import PROJECT, QUICK, RecordFactory, wait_for
 
-from kinetic_gke import GKEBackend, create_backend, default_bucket_name
-from kinetic_gke._k8s import kube_context_name
+from kinetic_gke import GKEBackend, default_bucket_name
+from kinetic_gke.k8s import kube_context_name
 from kinetic_protocol import BackendSettings, ConfigError, JobStatus
-from kinetic_testing.k8s import KubernetesSimulator
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.nodeagent import NodeAgent
 
 GCS_BUCKET = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,61}[a-z0-9]$")
 SETTINGS = BackendSettings(project="my-proj", zone="europe-west4-a", cluster="train")
+
+
+def _kubeconfig(plane: ControlPlane, path: Path, *, context: str) -> Path:
+    """A copy of the control plane's admin kubeconfig whose one context is named ``context``."""
+    doc = json.loads(plane.kubeconfig.read_text())
+    doc["contexts"][0]["name"] = doc["current-context"] = context
+    path.write_text(json.dumps(doc))
+    return path
 
 
 @pytest.fixture(autouse=True)
@@ -59,9 +68,16 @@ def test_the_kube_context_is_the_one_gcloud_writes() -> None:
     )
 
 
-def test_the_entry_point_builds_a_gke_backend() -> None:
-    backend = create_backend(SETTINGS)
-    assert isinstance(backend, GKEBackend)
+def test_the_entry_point_names_the_backend_class_with_its_capabilities() -> None:
+    from importlib.metadata import entry_points
+
+    (entry,) = [ep for ep in entry_points(group="kinetic.backends") if ep.name == "gke"]
+    factory = entry.load()
+    assert factory is GKEBackend
+    assert factory.capabilities.container_image
+    assert not factory.capabilities.multi_host
+    assert {spec.env for spec in factory.declared_settings} >= {"KINETIC_SERVICE_ACCOUNT"}
+    backend = factory(SETTINGS)
     assert backend.name == "gke"
 
 
@@ -74,27 +90,13 @@ def test_a_missing_project_is_a_config_error_saying_how_to_set_it() -> None:
     assert "kinetic profile create" in str(caught.value)
 
 
-def test_the_client_without_a_project_says_how_to_set_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import kinetic
-    import kinetic.backends
-
-    for name in ("KINETIC_PROJECT", "GOOGLE_CLOUD_PROJECT", "KINETIC_STORE", "KINETIC_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
-    monkeypatch.setattr(kinetic.backends, "_cache", {})
-    with pytest.raises(ConfigError, match="needs a GCP project"):
-        kinetic.list_jobs(backend="gke")
-
-
 def test_a_missing_kubeconfig_names_the_gcloud_command_for_this_cluster(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     missing = tmp_path / "no-such-kubeconfig"
     monkeypatch.setenv("KUBECONFIG", str(missing))
     with pytest.raises(ConfigError) as caught:
-        _ = GKEBackend(SETTINGS).api
+        _ = GKEBackend(SETTINGS).connection
     message = str(caught.value)
     assert str(missing) in message
     assert (
@@ -103,13 +105,15 @@ def test_a_missing_kubeconfig_names_the_gcloud_command_for_this_cluster(
     )
 
 
-@pytest.mark.k8s
+@pytest.mark.realk8s
 def test_a_kubeconfig_without_the_clusters_context_names_the_command_and_the_contexts(
-    sim: KubernetesSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    real_k8s: ControlPlane, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(sim.kubeconfig(tmp_path / "config", context="other")))
+    monkeypatch.setenv(
+        "KUBECONFIG", str(_kubeconfig(real_k8s, tmp_path / "config", context="other"))
+    )
     with pytest.raises(ConfigError) as caught:
-        _ = GKEBackend(SETTINGS).api
+        _ = GKEBackend(SETTINGS).connection
     message = str(caught.value)
     assert "'gke_my-proj_europe-west4-a_train'" in message
     assert "other" in message
@@ -124,7 +128,7 @@ def test_a_malformed_kubeconfig_is_a_config_error(
     broken.write_text("{not: [valid")
     monkeypatch.setenv("KUBECONFIG", str(broken))
     with pytest.raises(ConfigError, match=str(broken)):
-        _ = GKEBackend(SETTINGS).api
+        _ = GKEBackend(SETTINGS).connection
 
 
 @pytest.mark.parametrize("raw", ["fast", "1", "2,1", "0,1", "1,2,3"])
@@ -161,14 +165,19 @@ def test_a_record_without_an_image_is_refused(record: RecordFactory) -> None:
 # -- the kubeconfig is read, never written ----------------------------------------------------
 
 
-@pytest.mark.k8s
+@pytest.mark.realk8s
 def test_the_named_context_is_used_and_the_kubeconfig_is_left_as_it_was(
-    sim: KubernetesSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, record: RecordFactory
+    real_k8s: ControlPlane,
+    k8s_namespace: str,
+    agent: NodeAgent,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    record: RecordFactory,
 ) -> None:
     """The file's current context points nowhere; the backend uses the cluster's own context
     (``gke_<project>_<zone>_<cluster>``) without switching to it or rewriting anything."""
     context = kube_context_name(PROJECT, "us-central1-a", "kinetic-cluster")
-    doc = json.loads(sim.kubeconfig(tmp_path / "sim.json", context=context).read_text())
+    doc = json.loads(_kubeconfig(real_k8s, tmp_path / "admin.json", context=context).read_text())
     doc["clusters"].append({"name": "elsewhere", "cluster": {"server": "https://192.0.2.1"}})
     doc["users"].append({"name": "elsewhere", "user": {"token": "t"}})
     doc["contexts"].append(
@@ -181,12 +190,17 @@ def test_the_named_context_is_used_and_the_kubeconfig_is_left_as_it_was(
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
 
     backend = GKEBackend(
-        BackendSettings(project=PROJECT, zone="us-central1-a", cluster="kinetic-cluster"),
+        BackendSettings(
+            project=PROJECT,
+            zone="us-central1-a",
+            cluster="kinetic-cluster",
+            namespace=k8s_namespace,
+        ),
         command=QUICK,
     )
     job = record("ctx-1")
     backend.submit(job)
-    sim.wait_for(
+    wait_for(
         lambda: backend.statuses([job])["ctx-1"].status is JobStatus.SUCCEEDED,
         message="the job to succeed through the named context",
     )

@@ -9,7 +9,7 @@ from gke_test_support import IMAGE, RecordFactory
 
 from kinetic_gke import job_manifest
 from kinetic_gke.labels import group_selector, job_labels, job_selector
-from kinetic_gke.manifests import DEFAULT_TTL_SECONDS, RUNTIME_COMMAND
+from kinetic_gke.manifests import DEFAULT_TTL_SECONDS, RUNTIME_COMMAND, PodOptions
 from kinetic_protocol import parse_accelerator
 
 GKE_VERSIONS = sorted({"1.31", kubernetes_validate.latest_version().rsplit(".", 1)[0]})
@@ -35,7 +35,7 @@ def test_every_manifest_is_valid_for_the_kubernetes_versions_gke_runs(
 ) -> None:
     manifest = job_manifest(
         record(accelerator=accelerator, spot=spot, group_id="grp-0a1b2c3d", group_index=7),
-        service_account="kinetic-runner",
+        options=PodOptions(service_account="kinetic-runner"),
     )
     # Strict: an unknown or misplaced field fails like a real API server's decoding would.
     kubernetes_validate.validate(manifest, version, strict=True)
@@ -62,7 +62,8 @@ def test_a_two_gpu_job_asks_for_two_l4s_on_an_l4_node(record: RecordFactory) -> 
     manifest = job_manifest(record(accelerator="gpu-l4-x2"))
     resources = _container(manifest)["resources"]
     assert resources["limits"] == {"nvidia.com/gpu": "2"}
-    assert resources["requests"] == {"nvidia.com/gpu": "2"}
+    # g2-standard-24 behind two L4s: three quarters of its 24 vCPUs and 96 GiB.
+    assert resources["requests"] == {"nvidia.com/gpu": "2", "cpu": "18", "memory": "72Gi"}
     assert _pod(manifest)["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-l4"}
     assert _pod(manifest)["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -145,7 +146,7 @@ def test_names_namespace_image_and_command_come_from_the_record(record: RecordFa
 
 def test_the_service_account_is_set_only_when_given(record: RecordFactory) -> None:
     assert "serviceAccountName" not in _pod(job_manifest(record()))
-    manifest = job_manifest(record(), service_account="kinetic-runner")
+    manifest = job_manifest(record(), options=PodOptions(service_account="kinetic-runner"))
     assert _pod(manifest)["serviceAccountName"] == "kinetic-runner"
 
 
@@ -173,3 +174,41 @@ def test_selectors_match_a_job_or_a_whole_group() -> None:
 def test_a_long_function_name_fits_its_annotation(record: RecordFactory) -> None:
     manifest = job_manifest(record(func_name="f" * 1000))
     assert len(manifest["metadata"]["annotations"]["kinetic.dev/func"]) <= 250
+
+
+@pytest.mark.parametrize("accelerator", ACCELERATORS[1:])
+def test_accelerator_pods_request_cpu_and_memory_so_they_are_not_best_effort(
+    record: RecordFactory, accelerator: str
+) -> None:
+    """Only extended resources requested means QoS BestEffort: first evicted, nothing kept."""
+    requests = _container(job_manifest(record(accelerator=accelerator)))["resources"]["requests"]
+    assert float(requests["cpu"]) >= 1
+    assert requests["memory"].endswith("Gi")
+    assert int(requests["memory"].removesuffix("Gi")) >= 1
+
+
+def test_cpu_and_memory_requests_can_be_overridden(record: RecordFactory) -> None:
+    manifest = job_manifest(record(accelerator="gpu-l4"), options=PodOptions(cpu="2", memory="6Gi"))
+    requests = _container(manifest)["resources"]["requests"]
+    assert requests == {"nvidia.com/gpu": "1", "cpu": "2", "memory": "6Gi"}
+
+
+def test_pods_meet_the_restricted_pod_security_standard(record: RecordFactory) -> None:
+    manifest = job_manifest(record(accelerator="gpu-l4"))
+    assert _pod(manifest)["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 1000,
+        "runAsGroup": 1000,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert _container(manifest)["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+def test_an_image_that_must_run_as_root_can_ask_for_it(record: RecordFactory) -> None:
+    manifest = job_manifest(record(), options=PodOptions(run_as_root=True))
+    assert "runAsNonRoot" not in _pod(manifest)["securityContext"]
+    assert "runAsUser" not in _pod(manifest)["securityContext"]
+    assert _container(manifest)["securityContext"]["allowPrivilegeEscalation"] is False

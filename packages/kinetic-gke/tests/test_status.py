@@ -313,3 +313,92 @@ def test_pods_are_needed_only_when_the_job_alone_cannot_explain_its_state() -> N
     assert needs_pods(job(active=1))
     assert needs_pods(FAILED_JOB)
     assert needs_pods(FAILED_DONE)
+
+
+# -- the job controller's two writes, FailedCreate, pods nobody schedules (real API server) ----
+
+
+def test_success_criteria_met_is_success_before_the_complete_condition() -> None:
+    """The controller's first write: SuccessCriteriaMet, the pod's uid uncounted, ready 0."""
+    first_write = job(_cond("SuccessCriteriaMet"), uncountedTerminatedPods={"succeeded": ["u1"]})
+    succeeded_pod = pod("Succeeded", terminated(0, "Completed"))
+    assert state(first_write, succeeded_pod).status is JobStatus.SUCCEEDED
+    assert not needs_pods(first_write)
+
+
+def test_an_uncounted_succeeded_pod_alone_is_success() -> None:
+    only_uncounted = job(uncountedTerminatedPods={"succeeded": ["u1"]})
+    assert state(only_uncounted).status is JobStatus.SUCCEEDED
+
+
+def test_failure_target_is_failure_before_the_failed_condition() -> None:
+    first_write = job(
+        _cond("FailureTarget", reason="BackoffLimitExceeded"),
+        uncountedTerminatedPods={"failed": ["u1"]},
+    )
+    result = state(first_write, pod("Failed", terminated(3, "Error")))
+    assert (result.status, result.exit_code) == (JobStatus.FAILED, 3)
+
+
+def test_an_uncounted_failed_pod_alone_is_failure() -> None:
+    result = state(
+        job(uncountedTerminatedPods={"failed": ["u1"]}), pod("Failed", terminated(3, "Error"))
+    )
+    assert result.status is JobStatus.FAILED
+
+
+def test_a_succeeded_pod_is_never_pending() -> None:
+    """The pod can be Succeeded while the Job still shows nothing at all."""
+    result = state(job(), pod("Succeeded", terminated(0, "Completed"), _cond("PodScheduled")))
+    assert result.status is JobStatus.SUCCEEDED
+
+
+def failed_create(message: str, first_ago: float, last_ago: float = 0) -> Obj:
+    return {
+        "reason": "FailedCreate",
+        "type": "Warning",
+        "message": message,
+        "involvedObject": {"kind": "Job", "name": "add-1"},
+        "firstTimestamp": _stamp(first_ago),
+        "lastTimestamp": _stamp(last_ago),
+    }
+
+
+def test_a_job_whose_pod_the_cluster_refuses_is_pending_with_the_reason() -> None:
+    refused = 'Error creating: pods "add-1-x" is forbidden: exceeded quota: none, requested: pods=1'
+    result = job_state(
+        job(), [], unschedulable_timeout=TIMEOUT, now=NOW, events=[failed_create(refused, 30)]
+    )
+    assert result.status is JobStatus.PENDING
+    assert result.detail == f"FailedCreate: {refused}"
+
+
+def test_a_job_whose_pod_the_cluster_keeps_refusing_fails_after_the_deadline() -> None:
+    refused = 'Error creating: pods "add-1-x" is forbidden: error looking up service account'
+    events = [failed_create(refused, TIMEOUT + 5, last_ago=3), failed_create(refused, 40)]
+    result = job_state(job(), [], unschedulable_timeout=TIMEOUT, now=NOW, events=events)
+    assert result.status is JobStatus.FAILED
+    assert result.detail.startswith(f"FailedCreate: {refused} (for ")
+
+
+def test_a_job_with_no_pod_and_no_event_fails_after_the_deadline() -> None:
+    stuck = job()
+    stuck["metadata"]["creationTimestamp"] = _stamp(TIMEOUT + 1)
+    result = job_state(stuck, [], unschedulable_timeout=TIMEOUT, now=NOW)
+    assert result.status is JobStatus.FAILED
+    assert "waiting for the Job's pod" in result.detail
+
+
+def test_a_pod_nobody_schedules_is_pending_then_fails_after_the_deadline() -> None:
+    bare = {"metadata": {"name": "add-1-a", "creationTimestamp": _stamp(30)},
+            "spec": {}, "status": {"phase": "Pending"}}  # fmt: skip
+    assert state(job(), bare) == JobState(status=JobStatus.PENDING, detail="not scheduled yet")
+    bare["metadata"]["creationTimestamp"] = _stamp(TIMEOUT + 1)
+    assert state(job(), bare).status is JobStatus.FAILED
+
+
+def test_a_gated_pod_names_its_gates() -> None:
+    gated = {"metadata": {"name": "add-1-a", "creationTimestamp": _stamp(30)},
+             "spec": {"schedulingGates": [{"name": "example.com/quota"}]},
+             "status": {"phase": "Pending"}}  # fmt: skip
+    assert state(job(), gated).detail == "scheduling gated by example.com/quota"

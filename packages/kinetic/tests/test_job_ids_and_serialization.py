@@ -8,7 +8,7 @@ import cloudpickle
 import pytest
 
 from kinetic.packaging import serialize_call
-from kinetic.submit import new_job_id
+from kinetic.submission import new_job_id
 from kinetic_protocol import SerializationError
 
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -1,7 +1,5 @@
 """``kinetic.jobs.job_states``: the state of many jobs from one backend call."""
 
-from pathlib import Path
-
 import pytest
 
 import kinetic
@@ -10,12 +8,8 @@ from kinetic.local import LocalBackend
 from kinetic_protocol import JobStatus
 
 
-def test_states_of_several_jobs_come_from_one_backend_call(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("KINETIC_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
-    monkeypatch.setattr(kinetic.backends, "_cache", {})
+@pytest.mark.usefixtures("clean_kinetic_env")
+def test_states_of_several_jobs_come_from_one_backend_call(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def double(x: int) -> int:  # a closure travels by value, whatever this module is named
         return 2 * x

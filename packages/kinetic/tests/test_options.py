@@ -34,7 +34,7 @@ def test_capture_env_takes_exact_names_and_prefix_patterns(
 
 
 def test_a_single_string_instead_of_a_list_is_refused_with_a_hint() -> None:
-    with pytest.raises(ConfigError, match=r"Did you mean \['HF_TOKEN'\]"):
+    with pytest.raises(TypeError, match=r"Did you mean \['HF_TOKEN'\]"):
         kinetic.run(accelerator="cpu", capture_env_vars="HF_TOKEN")  # type: ignore[arg-type]
 
 
@@ -52,8 +52,24 @@ def test_an_unknown_accelerator_fails_at_decoration_not_at_call() -> None:
 def test_volumes_need_absolute_mount_paths_and_data_objects() -> None:
     with pytest.raises(ConfigError, match="'data'"):
         kinetic.run(accelerator="cpu", volumes={"data": kinetic.Data("/tmp")})
-    with pytest.raises(ConfigError, match=r"volumes\['/data'\]"):
+    with pytest.raises(TypeError, match=r"volumes\['/data'\]"):
         kinetic.run(accelerator="cpu", volumes={"/data": "/tmp"})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"capture_env_vars": 3}, "capture_env_vars must be a list"),
+        ({"capture_env_vars": [3]}, "entry 3 must be a str"),
+        ({"volumes": ["/data"]}, "volumes must be a dict"),
+        ({"volumes": {3: "x"}}, "volumes key 3 must be a str"),
+    ],
+)
+def test_a_wrong_type_is_a_type_error(options: dict[str, object], message: str) -> None:
+    """The rule (docs/architecture.md, Errors): a wrong type is TypeError, a wrong value of the
+    right type is ConfigError (a ValueError)."""
+    with pytest.raises(TypeError, match=message):
+        kinetic.run(accelerator="cpu", **options)  # type: ignore[arg-type]
 
 
 def test_the_decorated_function_keeps_its_name_and_stays_callable_as_a_remote_function() -> None:

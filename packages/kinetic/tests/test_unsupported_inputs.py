@@ -8,11 +8,8 @@ import kinetic
 
 
 @pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KINETIC_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_kinetic_env: Path) -> None:
     monkeypatch.setenv("KINETIC_STORE", f"file://{tmp_path / 'store'}")
-    monkeypatch.setattr(kinetic.backends, "_cache", {})
 
 
 def _identity(x: object) -> object:

@@ -6,14 +6,9 @@ artifacts (``kinetic_protocol.layout``) are already in its bucket.
 
 from kinetic_gke.backend import GKEBackend, default_bucket_name
 from kinetic_gke.manifests import job_manifest
-from kinetic_protocol import Backend, BackendSettings, JobRecord
+from kinetic_protocol import BackendSettings, JobRecord
 
-__all__ = ["GKEBackend", "create_backend", "default_bucket_name", "job_manifest", "submit_job"]
-
-
-def create_backend(settings: BackendSettings) -> Backend:
-    """Entry point of the ``gke`` backend (group ``kinetic.backends``)."""
-    return GKEBackend(settings)
+__all__ = ["GKEBackend", "default_bucket_name", "job_manifest", "submit_job"]
 
 
 def submit_job(record: JobRecord, settings: BackendSettings | None = None) -> GKEBackend:

@@ -1,24 +1,41 @@
-"""``GKEBackend``: each Kinetic job is one Kubernetes Job; its artifacts live in a GCS bucket."""
+"""``GKEBackend``: each Kinetic job is one Kubernetes Job; its artifacts live in a GCS bucket.
+
+What is Job-specific is the workload (:class:`kinetic_gke.k8s.JobWorkload`) and the manifest;
+polling, logs, deletion with confirmation and listing by label work for any workload, so a
+LeaderWorkerSet backend reuses them with its own workload.
+"""
 
 import os
 import re
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import ClassVar
 
-from kinetic_gke._k8s import KubeApi, get_credentials_command, kube_context_name
+from kinetic_gke import settings as declared
+from kinetic_gke.k8s import (
+    ClusterConnection,
+    JobWorkload,
+    Obj,
+    Workload,
+    get_credentials_command,
+    kube_context_name,
+)
 from kinetic_gke.labels import JOB_ID, group_selector, job_selector
-from kinetic_gke.manifests import RUNTIME_COMMAND, job_manifest
-from kinetic_gke.status import job_state, needs_pods
+from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_protocol import (
+    Accelerator,
     BackendError,
     BackendSettings,
+    Capabilities,
     ConfigError,
     JobRecord,
     JobState,
+    Preparation,
+    PrepareRequest,
     parse_accelerator,
 )
+from kinetic_protocol.settings import SettingSpec
 
 __all__ = ["GKEBackend", "default_bucket_name"]
 
@@ -39,7 +56,7 @@ def _poll_bounds(raw: str) -> tuple[float, float]:
         low = high = -1.0
     if not 0 < low <= high:
         raise ConfigError(
-            f"KINETIC_GKE_POLL must be 'LOW,HIGH' seconds with 0 < LOW <= HIGH, got {raw!r}."
+            f"{declared.POLL.env} must be 'LOW,HIGH' seconds with 0 < LOW <= HIGH, got {raw!r}."
         )
     return low, high
 
@@ -47,15 +64,18 @@ def _poll_bounds(raw: str) -> tuple[float, float]:
 def _unschedulable_timeout(given: float | None) -> float:
     if given is not None:
         return given
-    raw = os.environ.get("KINETIC_UNSCHEDULABLE_TIMEOUT")
-    if not raw:
-        return DEFAULT_UNSCHEDULABLE_TIMEOUT
-    try:
-        return float(raw)
-    except ValueError:
+    seconds = declared.UNSCHEDULABLE_TIMEOUT.number()
+    return DEFAULT_UNSCHEDULABLE_TIMEOUT if seconds is None else seconds
+
+
+def _check_single_host(accelerator: Accelerator) -> None:
+    if accelerator.multi_host:
+        # One pod holds one host's share of the slice; the other hosts would never join.
         raise ConfigError(
-            f"KINETIC_UNSCHEDULABLE_TIMEOUT must be a number of seconds, got {raw!r}."
-        ) from None
+            f"Accelerator {accelerator.name!r} spans {accelerator.hosts} TPU hosts, and "
+            "the gke backend runs single-host jobs. Use backend='pathways' for a "
+            "multi-host slice, or a single-host size (`kinetic accelerators` lists them)."
+        )
 
 
 class GKEBackend:
@@ -63,17 +83,20 @@ class GKEBackend:
 
     Credentials come from the user's kubeconfig (``KUBECONFIG`` or ``~/.kube/config``), context
     ``gke_<project>_<zone>_<cluster>`` unless ``KINETIC_KUBE_CONTEXT`` names another; the file is
-    only read. Pass ``api`` to use an already configured client.
+    only read. Pass ``connection`` to use an already configured one.
     """
 
     name = "gke"
+    capabilities: ClassVar[Capabilities] = Capabilities(container_image=True)
+    declared_settings: ClassVar[tuple[SettingSpec, ...]] = declared.SETTINGS
+    workload: Workload = JobWorkload()
 
     def __init__(
         self,
         settings: BackendSettings,
         *,
-        api: KubeApi | None = None,
-        service_account: str | None = None,
+        connection: ClusterConnection | None = None,
+        pod_options: PodOptions | None = None,
         unschedulable_timeout: float | None = None,
         command: tuple[str, ...] = RUNTIME_COMMAND,
     ) -> None:
@@ -83,13 +106,15 @@ class GKEBackend:
                 "KINETIC_PROJECT, or create a profile with `kinetic profile create`."
             )
         self._settings = settings
-        self._given_api = api
-        self._apis: dict[tuple[str, str], KubeApi] = {}
-        self._service_account = service_account or os.environ.get("KINETIC_SERVICE_ACCOUNT")
+        self._given_connection = connection
+        self._connections: dict[tuple[str, str], ClusterConnection] = {}
+        self._given_pod_options = pod_options
+        self._terminal: dict[str, JobState] = {}
+        """The first terminal state seen per object uid: a later read, after Kubernetes removed
+        the pod that explained it, must not replace a specific reason with a vague one."""
         self._unschedulable_timeout = _unschedulable_timeout(unschedulable_timeout)
         self._command = command
-        poll = os.environ.get("KINETIC_GKE_POLL")
-        self.poll_bounds = _poll_bounds(poll) if poll else (1.0, 10.0)
+        self.poll_bounds = _poll_bounds(declared.POLL.value() or "1,10")
 
     @property
     def store_uri(self) -> str:
@@ -98,61 +123,101 @@ class GKEBackend:
         return f"gs://{default_bucket_name(self._settings.project, self._settings.cluster)}"
 
     @property
-    def api(self) -> KubeApi:
-        """The cluster client, rebuilt if ``KUBECONFIG``/``KINETIC_KUBE_CONTEXT`` changed."""
-        if self._given_api is not None:
-            return self._given_api
+    def pod_options(self) -> PodOptions:
+        """What every pod gets; read from the environment at each use, like the kubeconfig."""
+        if self._given_pod_options is not None:
+            return self._given_pod_options
+        return PodOptions(
+            service_account=declared.SERVICE_ACCOUNT.from_env(),
+            run_as_root=declared.RUN_AS_ROOT.flag(),
+            cpu=declared.POD_CPU.from_env(),
+            memory=declared.POD_MEMORY.from_env(),
+        )
+
+    @property
+    def connection(self) -> ClusterConnection:
+        """The cluster connection, rebuilt if ``KUBECONFIG``/``KINETIC_KUBE_CONTEXT`` changed."""
+        if self._given_connection is not None:
+            return self._given_connection
         settings = self._settings
-        context = os.environ.get("KINETIC_KUBE_CONTEXT") or kube_context_name(
+        context = declared.KUBE_CONTEXT.from_env() or kube_context_name(
             settings.project, settings.zone, settings.cluster
         )
         key = (os.environ.get("KUBECONFIG", ""), context)
-        if key not in self._apis:
-            self._apis[key] = KubeApi.from_kubeconfig(
+        if key not in self._connections:
+            self._connections[key] = ClusterConnection.from_kubeconfig(
                 context=context,
                 namespace=settings.namespace,
                 get_credentials=get_credentials_command(
                     settings.project, settings.zone, settings.cluster
                 ),
             )
-        return self._apis[key]
+        return self._connections[key]
 
     # -- the Backend protocol ----------------------------------------------------------------
+
+    def prepare(self, request: PrepareRequest) -> Preparation:
+        """Refuse what cannot run as one pod before anything is written."""
+        _check_single_host(request.accelerator)
+        return Preparation()
+
+    def manifest(self, record: JobRecord) -> Obj:
+        return job_manifest(record, options=self.pod_options, command=self._command)
 
     def submit(self, record: JobRecord) -> None:
         if not record.image_uri:
             raise ConfigError(f"Job {record.job_id} has no container image to run on GKE.")
-        accelerator = parse_accelerator(record.accelerator)
-        if accelerator.multi_host:
-            # One pod holds one host's share of the slice; the other hosts would never join.
-            raise ConfigError(
-                f"Accelerator {record.accelerator!r} spans {accelerator.hosts} TPU hosts, and "
-                "the gke backend runs single-host jobs. Use backend='pathways' for a "
-                "multi-host slice, or a single-host size (`kinetic accelerators` lists them)."
-            )
-        manifest = job_manifest(
-            record, service_account=self._service_account, command=self._command
-        )
-        self.api.create_job(manifest)  # "already exists" means a retried submit: fine
+        _check_single_host(parse_accelerator(record.accelerator))
+        # "already exists" means a retried submit: fine
+        self.workload.create(self.connection, self.manifest(record))
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         if not records:
             return {}
+        connection, workload = self.connection, self.workload
         selector = self._selector_for(records)
-        jobs = {job["metadata"]["name"]: job for job in self.api.list_jobs(selector)}
-        wanted = [jobs.get(record.k8s_name) for record in records]
-        pods_by_job: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        if any(job is not None and needs_pods(job) for job in wanted):
-            for pod in self.api.list_pods(selector):
-                pods_by_job[pod["metadata"].get("labels", {}).get(JOB_ID, "")].append(pod)
-        return {
-            record.job_id: job_state(
-                job,
-                pods_by_job.get(record.job_id, []),
-                unschedulable_timeout=self._unschedulable_timeout,
-            )
-            for record, job in zip(records, wanted, strict=True)
+        found = {
+            obj["metadata"]["name"]: obj for obj in workload.list_matching(connection, selector)
         }
+        wanted = [found.get(record.k8s_name) for record in records]
+        pods_by_job: dict[str, list[Obj]] = defaultdict(list)
+        if any(obj is not None and workload.needs_pods(obj) for obj in wanted):
+            for pod in connection.list_pods(selector):
+                pods_by_job[pod["metadata"].get("labels", {}).get(JOB_ID, "")].append(pod)
+        podless = {
+            obj["metadata"]["name"]
+            for record, obj in zip(records, wanted, strict=True)
+            if obj is not None and workload.needs_pods(obj) and not pods_by_job.get(record.job_id)
+        }
+        events = self._failed_create_events(podless) if podless else {}
+        return {
+            record.job_id: self._remember(
+                obj,
+                workload.state(
+                    obj,
+                    pods_by_job.get(record.job_id, []),
+                    events=events.get(record.k8s_name, []),
+                    unschedulable_timeout=self._unschedulable_timeout,
+                ),
+            )
+            for record, obj in zip(records, wanted, strict=True)
+        }
+
+    def _failed_create_events(self, names: set[str]) -> dict[str, list[Obj]]:
+        """Why the cluster refuses to create pods (admission, quota): one LIST for them all."""
+        by_name: dict[str, list[Obj]] = defaultdict(list)
+        kind = self.workload.kind
+        for event in self.connection.list_events(f"involvedObject.kind={kind},reason=FailedCreate"):
+            name = event.get("involvedObject", {}).get("name", "")
+            if name in names:
+                by_name[name].append(event)
+        return by_name
+
+    def _remember(self, obj: Obj | None, state: JobState) -> JobState:
+        uid = (obj or {}).get("metadata", {}).get("uid")
+        if uid is None or not state.status.is_terminal:
+            return state
+        return self._terminal.setdefault(uid, state)
 
     @staticmethod
     def _selector_for(records: Sequence[JobRecord]) -> str:
@@ -164,18 +229,18 @@ class GKEBackend:
             return group_selector(str(groups.pop()))
         return "app=kinetic"
 
-    def _newest_pod(self, record: JobRecord) -> dict[str, Any] | None:
-        pods = self.api.list_pods(job_selector(record.job_id))
+    def _newest_pod(self, record: JobRecord) -> Obj | None:
+        pods = self.connection.list_pods(job_selector(record.job_id))
         return max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
 
     def logs(self, record: JobRecord, *, tail: int | None = None) -> str:
+        if tail is not None and tail <= 0:
+            return ""
         pod = self._newest_pod(record)
-        if pod is None or pod.get("status", {}).get("phase", "Pending") == "Pending":
-            return ""  # not started (or stuck pulling its image): nothing written yet
-        return self.api.pod_log(pod["metadata"]["name"], tail=tail)
+        return "" if pod is None else self.connection.pod_log(pod, tail=tail)
 
     def follow_logs(self, record: JobRecord) -> Iterator[str]:
-        """Stream the pod's output, then return once the Job is terminal.
+        """Stream the pod's output, then return once the job is terminal.
 
         The stream ends when the container exits, a moment before the Job records it; waiting
         for that keeps the promise that the job has ended when this returns.
@@ -187,7 +252,7 @@ class GKEBackend:
             pod = None if streamed else self._newest_pod(record)
             phase = (pod or {}).get("status", {}).get("phase")
             if pod is not None and phase in ("Running", "Succeeded", "Failed"):
-                yield from self.api.follow_pod_log(pod["metadata"]["name"])
+                yield from self.connection.follow_pod_log(pod["metadata"]["name"])
                 streamed, delay = True, low
             if self.statuses([record])[record.job_id].status.is_terminal:
                 return
@@ -195,27 +260,29 @@ class GKEBackend:
             delay = min(delay * 2, high)
 
     def delete(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
-        """Delete the Job and its pods (foreground) and confirm both are gone.
+        """Delete the job's object and its pods (foreground) and confirm both are gone.
 
-        A finished Job usually goes within a moment, so the confirmation polls start at the
+        A finished job usually goes within a moment, so the confirmation polls start at the
         short poll bound and double, never more than ``poll_interval`` apart.
         """
-        self.api.delete_job(record.k8s_name)
+        connection, kind = self.connection, self.workload.kind
+        self.workload.delete(connection, record.k8s_name)
         deadline = time.monotonic() + timeout
         delay = min(self.poll_bounds[0], poll_interval)
-        while self.api.get_job(record.k8s_name) is not None or self.api.list_pods(
+        while self.workload.get(connection, record.k8s_name) is not None or connection.list_pods(
             job_selector(record.job_id)
         ):
             if time.monotonic() >= deadline:
                 raise BackendError(
-                    f"Job {record.k8s_name} in namespace {self.api.namespace} was still present "
-                    f"{timeout:g}s after its deletion; check it with `kubectl get job,pods "
-                    f"-n {self.api.namespace} -l {job_selector(record.job_id)}`."
+                    f"{kind} {record.k8s_name} in namespace {connection.namespace} was still "
+                    f"present {timeout:g}s after its deletion; check it with `kubectl get "
+                    f"{kind.lower()},pods -n {connection.namespace} "
+                    f"-l {job_selector(record.job_id)}`."
                 )
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, poll_interval)
 
     def list_job_ids(self) -> list[str]:
-        jobs = self.api.list_jobs("app=kinetic")
-        live = [job for job in jobs if not job["metadata"].get("deletionTimestamp")]
-        return sorted({job["metadata"].get("labels", {}).get(JOB_ID, "") for job in live} - {""})
+        objects = self.workload.list_matching(self.connection, "app=kinetic")
+        live = [obj for obj in objects if not obj["metadata"].get("deletionTimestamp")]
+        return sorted({obj["metadata"].get("labels", {}).get(JOB_ID, "") for obj in live} - {""})

@@ -1,29 +1,67 @@
 """The Kubernetes Job a Kinetic job becomes: a pure function of the record, so it can be
 unit-tested and schema-validated without a cluster."""
 
+from dataclasses import dataclass
 from typing import Any
 
 from kinetic_gke.labels import job_labels
 from kinetic_gke.scheduling import scheduling_for
 from kinetic_protocol import JobRecord, parse_accelerator
 
-__all__ = ["DEFAULT_TTL_SECONDS", "RUNTIME_COMMAND", "job_manifest"]
+__all__ = [
+    "DEFAULT_TTL_SECONDS",
+    "NON_ROOT_UID",
+    "RUNTIME_COMMAND",
+    "PodOptions",
+    "job_manifest",
+    "security_context",
+]
 
 RUNTIME_COMMAND = ("python", "-m", "kinetic_runtime")
 DEFAULT_TTL_SECONDS = 7 * 24 * 3600
 """Finished Jobs are kept a week for their logs, then Kubernetes deletes them."""
+NON_ROOT_UID = 1000
+"""The user pods run as: the `kinetic` user of the images Kinetic builds."""
+
+
+@dataclass(frozen=True)
+class PodOptions:
+    """Per-cluster choices about the pods, the same for every job."""
+
+    service_account: str | None = None
+    run_as_root: bool = False
+    """For an image that must run as root; such pods are refused where the namespace
+    enforces the `restricted` Pod Security Standard."""
+    cpu: str | None = None
+    memory: str | None = None
+
+
+def security_context(options: PodOptions) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(pod, container) security contexts that meet the `restricted` Pod Security Standard."""
+    pod: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    if not options.run_as_root:
+        pod |= {"runAsNonRoot": True, "runAsUser": NON_ROOT_UID, "runAsGroup": NON_ROOT_UID}
+    container = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    return pod, container
 
 
 def job_manifest(
     record: JobRecord,
     *,
-    service_account: str | None = None,
+    options: PodOptions | None = None,
     ttl_seconds: int = DEFAULT_TTL_SECONDS,
     command: tuple[str, ...] = RUNTIME_COMMAND,
     extra_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A batch/v1 Job that runs ``record`` once; Kinetic, not Kubernetes, does retries."""
-    placed = scheduling_for(parse_accelerator(record.accelerator), spot=record.spot)
+    options = options or PodOptions()
+    placed = scheduling_for(
+        parse_accelerator(record.accelerator),
+        spot=record.spot,
+        cpu=options.cpu,
+        memory=options.memory,
+    )
+    pod_security, container_security = security_context(options)
     labels = job_labels(record)
     env = {
         "KINETIC_STORE": record.store_uri,
@@ -39,6 +77,7 @@ def job_manifest(
         "args": ["--store", record.store_uri, "--job", record.job_id],
         "env": [{"name": name, "value": value} for name, value in env.items()],
         "resources": {"limits": placed.limits, "requests": placed.requests},
+        "securityContext": container_security,
     }
     if not placed.limits:
         del container["resources"]["limits"]
@@ -46,13 +85,14 @@ def job_manifest(
         "restartPolicy": "Never",
         "containers": [container],
         "terminationGracePeriodSeconds": 30,
+        "securityContext": pod_security,
     }
     if placed.node_selector:
         pod_spec["nodeSelector"] = placed.node_selector
     if placed.tolerations:
         pod_spec["tolerations"] = placed.tolerations
-    if service_account:
-        pod_spec["serviceAccountName"] = service_account
+    if options.service_account:
+        pod_spec["serviceAccountName"] = options.service_account
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from kinetic_gke.machines import pod_requests
 from kinetic_protocol import Accelerator
 
 __all__ = ["Scheduling", "scheduling_for"]
@@ -27,9 +28,24 @@ def _toleration(key: str, value: str | None = None) -> dict[str, Any]:
     return {"key": key, "operator": "Equal", "value": value, "effect": "NoSchedule"}
 
 
-def scheduling_for(accelerator: Accelerator, *, spot: bool = False) -> Scheduling:
-    """GKE's scheduling terms for ``accelerator`` (one host's share, for a multi-host slice)."""
+def scheduling_for(
+    accelerator: Accelerator,
+    *,
+    spot: bool = False,
+    cpu: str | None = None,
+    memory: str | None = None,
+) -> Scheduling:
+    """GKE's scheduling terms for ``accelerator`` (one host's share, for a multi-host slice).
+
+    CPU and memory are requested too (see :mod:`kinetic_gke.machines`); ``cpu`` / ``memory``
+    override the defaults.
+    """
     placed = Scheduling()
+    placed.requests.update(pod_requests(accelerator))
+    if cpu:
+        placed.requests["cpu"] = cpu
+    if memory:
+        placed.requests["memory"] = memory
     if accelerator.category == "gpu":
         placed.node_selector["cloud.google.com/gke-accelerator"] = accelerator.k8s_accelerator
         placed.limits[GPU_RESOURCE] = str(accelerator.count)
@@ -41,9 +57,6 @@ def scheduling_for(accelerator: Accelerator, *, spot: bool = False) -> Schedulin
         placed.limits[TPU_RESOURCE] = str(accelerator.chips_per_host)
         placed.requests[TPU_RESOURCE] = str(accelerator.chips_per_host)
         placed.tolerations.append(_toleration(TPU_RESOURCE))
-    else:
-        placed.requests["cpu"] = "500m"
-        placed.requests["memory"] = "1Gi"
     if spot:
         placed.node_selector[_SPOT_LABEL] = "true"
         placed.tolerations.append(_toleration(_SPOT_LABEL, "true"))

@@ -1,7 +1,13 @@
 """Map a Kubernetes Job and its pods (plain API dicts) to a Kinetic ``JobState``.
 
-The reason is kept: a pod that cannot pull its image, or that stays unschedulable past a
-deadline, is FAILED with that reason instead of PENDING forever.
+The reason is kept: a pod that cannot pull its image, that stays unschedulable past a
+deadline, or that the cluster refuses to create (``FailedCreate``), is FAILED with that reason
+instead of PENDING forever.
+
+The job controller records an outcome in two writes: first ``SuccessCriteriaMet`` /
+``FailureTarget`` with the pod's uid in ``uncountedTerminatedPods``, then ``Complete`` /
+``Failed`` with the counts. Both are read as the outcome, so a finished job never reads
+PENDING in between.
 """
 
 from datetime import UTC, datetime
@@ -9,7 +15,7 @@ from typing import Any
 
 from kinetic_protocol import JobState, JobStatus
 
-__all__ = ["IMAGE_PULL_REASONS", "job_state", "needs_pods"]
+__all__ = ["IMAGE_PULL_REASONS", "job_state", "needs_pods", "succeeded", "failed"]
 
 IMAGE_PULL_REASONS = frozenset({
     "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
@@ -43,12 +49,35 @@ def _parse_time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
+def succeeded(job: Obj) -> bool:
+    """The job controller has recorded success, in its first write or its second."""
+    status = job.get("status", {})
+    uncounted = status.get("uncountedTerminatedPods") or {}
+    return bool(
+        _condition(job, "Complete")
+        or _condition(job, "SuccessCriteriaMet")
+        or status.get("succeeded")
+        or uncounted.get("succeeded")
+    )
+
+
+def failed(job: Obj) -> bool:
+    """The job controller has recorded failure, in its first write or its second."""
+    status = job.get("status", {})
+    uncounted = status.get("uncountedTerminatedPods") or {}
+    return bool(
+        _condition(job, "Failed")
+        or _condition(job, "FailureTarget")
+        or status.get("failed")
+        or uncounted.get("failed")
+    )
+
+
 def needs_pods(job: Obj) -> bool:
     """Whether the Job alone cannot explain the state (a reason lives on its pods)."""
-    status = job.get("status", {})
-    if _condition(job, "Complete") or status.get("succeeded"):
+    if succeeded(job):
         return False
-    return bool(_condition(job, "Failed") or status.get("failed") or not status.get("ready"))
+    return failed(job) or not job.get("status", {}).get("ready")
 
 
 def _newest(pods: list[Obj]) -> Obj | None:
@@ -103,34 +132,65 @@ def job_state(
     *,
     unschedulable_timeout: float,
     now: datetime | None = None,
+    events: list[Obj] | None = None,
 ) -> JobState:
     """The state of one Job; ``pods`` may be empty when :func:`needs_pods` said they add
-    nothing."""
+    nothing. ``events`` are the Job's ``FailedCreate`` events, read when it has no pod."""
     if job is None or job.get("metadata", {}).get("deletionTimestamp"):
         return JobState(status=JobStatus.NOT_FOUND)
-    status = job.get("status", {})
-    if _condition(job, "Complete") or status.get("succeeded"):
+    if succeeded(job):
         return JobState(status=JobStatus.SUCCEEDED)
     pod = _newest(pods or [])
-    if _condition(job, "Failed") or status.get("failed"):
+    if failed(job):
         return _failed_state(job, pod)
-    if status.get("ready"):
+    if job.get("status", {}).get("ready"):
         return JobState(status=JobStatus.RUNNING)
+    now = now or datetime.now(UTC)
     if pod is None:
-        return JobState(status=JobStatus.PENDING, detail="waiting for the Job's pod")
-    return _pod_state(pod, unschedulable_timeout, now or datetime.now(UTC))
+        return _no_pod_state(job, events or [], unschedulable_timeout, now)
+    return _pod_state(pod, unschedulable_timeout, now)
+
+
+def _no_pod_state(job: Obj, events: list[Obj], timeout: float, now: datetime) -> JobState:
+    """No pod yet: the cluster may be refusing to create it, which only its events say."""
+    newest = max(events, key=_event_time, default=None)
+    if newest is None:
+        detail = "waiting for the Job's pod"
+        since = _parse_time(job.get("metadata", {}).get("creationTimestamp"))
+    else:
+        message = (newest.get("message") or "").strip()[:_MESSAGE_LIMIT]
+        detail = f"FailedCreate: {message}"
+        times = [t for t in (_event_first_time(event) for event in events) if t is not None]
+        since = min(times, default=None)
+    return _deadline_state(detail, since, timeout, now)
+
+
+def _event_time(event: Obj) -> str:
+    return str(event.get("lastTimestamp") or event.get("eventTime") or "")
+
+
+def _event_first_time(event: Obj) -> datetime | None:
+    return _parse_time(event.get("firstTimestamp") or event.get("eventTime"))
+
+
+def _deadline_state(detail: str, since: datetime | None, timeout: float, now: datetime) -> JobState:
+    """PENDING with ``detail`` while it lasts less than ``timeout``, FAILED after."""
+    waited = (now - since).total_seconds() if since else 0.0
+    if waited >= timeout:
+        return JobState(status=JobStatus.FAILED, detail=f"{detail} (for {waited:.0f}s)")
+    return JobState(status=JobStatus.PENDING, detail=detail)
 
 
 def _failed_state(job: Obj, pod: Obj | None) -> JobState:
     if pod is not None:
         detail, code = _terminated_reason(pod)
         return JobState(status=JobStatus.FAILED, detail=detail, exit_code=code)
-    failed = _condition(job, "Failed") or _condition(job, "FailureTarget") or {}
-    reason = failed.get("reason", "")
+    condition = _condition(job, "Failed") or _condition(job, "FailureTarget") or {}
+    reason = condition.get("reason", "")
     if reason in ("", "BackoffLimitExceeded"):
         # backoffLimit is 0, so the one pod failed; had it ended on its own, it would be here.
         return JobState(status=JobStatus.FAILED, detail=_POD_GONE)
-    message = (failed.get("message") or "").strip()[:_MESSAGE_LIMIT]
+    message = (condition.get("message") or "").strip()[:_MESSAGE_LIMIT]
     return JobState(status=JobStatus.FAILED, detail=f"{reason}: {message}".rstrip(": "))
 
 
@@ -145,13 +205,36 @@ def _pod_state(pod: Obj, unschedulable_timeout: float, now: datetime) -> JobStat
         return JobState(status=JobStatus.FAILED, detail=f"{reason}: {message}".rstrip(": "))
     if phase == "Running":
         return JobState(status=JobStatus.RUNNING)
+    if phase == "Succeeded":
+        # Ahead of the job controller's own record; the result is already stored.
+        return JobState(status=JobStatus.SUCCEEDED)
     if phase == "Unknown":
         # The node stopped reporting; Kubernetes evicts the pod later and the Job then fails.
         return JobState(status=JobStatus.RUNNING, detail=f"pod state unknown: {_not_ready(pod)}")
+    return _pending_state(pod, reason, unschedulable_timeout, now)
+
+
+def _pending_state(pod: Obj, reason: str, unschedulable_timeout: float, now: datetime) -> JobState:
+    """A pod not running yet: unschedulable, waiting on its node, or placed by no one."""
     unschedulable = _unschedulable(pod)
-    if unschedulable is None:
+    if unschedulable is not None:
+        return _unschedulable_state(unschedulable, unschedulable_timeout, now)
+    if _scheduled(pod):
         return JobState(status=JobStatus.PENDING, detail=reason)
-    return _unschedulable_state(unschedulable, unschedulable_timeout, now)
+    # Not placed, and no scheduler has said why (none running, or scheduling gates).
+    gates = [gate.get("name", "") for gate in pod.get("spec", {}).get("schedulingGates") or []]
+    detail = f"scheduling gated by {', '.join(gates)}" if gates else "not scheduled yet"
+    since = _parse_time(pod.get("metadata", {}).get("creationTimestamp"))
+    return _deadline_state(detail, since, unschedulable_timeout, now)
+
+
+def _scheduled(pod: Obj) -> bool:
+    """Placed on a node, or a scheduler has spoken; container states come from a kubelet."""
+    if pod.get("spec", {}).get("nodeName") or pod.get("status", {}).get("containerStatuses"):
+        return True
+    return any(
+        c.get("type") == "PodScheduled" for c in pod.get("status", {}).get("conditions") or []
+    )
 
 
 def _not_ready(pod: Obj) -> str:

@@ -5,7 +5,15 @@ the runtime inside an image, can share it.
 """
 
 from kinetic_protocol.accelerators import Accelerator, parse_accelerator, valid_accelerator_names
-from kinetic_protocol.backend import ENTRY_POINT_GROUP, Backend, BackendFactory, BackendSettings
+from kinetic_protocol.backend import (
+    ENTRY_POINT_GROUP,
+    Backend,
+    BackendFactory,
+    BackendSettings,
+    Capabilities,
+    Preparation,
+    PrepareRequest,
+)
 from kinetic_protocol.errors import (
     BackendError,
     ConfigError,
@@ -45,6 +53,9 @@ __all__ = [
     "Backend",
     "BackendError",
     "BackendFactory",
+    "Capabilities",
+    "Preparation",
+    "PrepareRequest",
     "BackendSettings",
     "BatchChild",
     "BatchCompletion",

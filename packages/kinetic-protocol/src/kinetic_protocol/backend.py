@@ -6,14 +6,25 @@ the ``kinetic.backends`` entry-point group, whose entries are :data:`BackendFact
 """
 
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Protocol
 
 import msgspec
 
+from kinetic_protocol.accelerators import Accelerator
 from kinetic_protocol.records import JobRecord
+from kinetic_protocol.settings import SettingSpec
 from kinetic_protocol.status import JobState
 
-__all__ = ["ENTRY_POINT_GROUP", "Backend", "BackendFactory", "BackendSettings"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Backend",
+    "BackendFactory",
+    "BackendSettings",
+    "Capabilities",
+    "Preparation",
+    "PrepareRequest",
+]
 
 ENTRY_POINT_GROUP = "kinetic.backends"
 
@@ -40,8 +51,51 @@ class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
+class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
+    """What a backend needs and can do. The client reads these; it never asks for a name."""
+
+    container_image: bool = False
+    """Jobs run from a container image, which the client resolves (bundled, prebuilt, URI)."""
+    local_data: bool = False
+    """Jobs see this machine's files, so a local `Data` path can be passed as it is."""
+    multi_host: bool = False
+    """Runs accelerators whose slice spans several hosts."""
+    single_host: bool = True
+    """Runs accelerators that fit one host (and CPU jobs)."""
+    volumes: bool = False
+    fuse: bool = False
+    debug_port_forward: bool = False
+    per_host_logs: bool = False
+    provisions_accelerators: bool = True
+    """False: jobs run on whatever hardware the backend's machine has (the client says so)."""
+
+
+class PrepareRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What a backend may need to know before the first job of a call or batch is written."""
+
+    accelerator: Accelerator
+    project_root: Path
+    isolate: bool = False
+    image: str = ""
+    """The image the client resolved (empty unless the backend declares `container_image`)."""
+
+
+class Preparation(msgspec.Struct, frozen=True, kw_only=True):
+    """A backend's answer to `prepare`: data it wants kept in each job's record."""
+
+    backend_data: dict[str, str] = msgspec.field(default_factory=dict)
+
+
 class Backend(Protocol):
-    """Runs prepared jobs and reports on them. Every method is safe to repeat."""
+    """Runs prepared jobs and reports on them. Every method is safe to repeat.
+
+    The object registered in the ``kinetic.backends`` entry-point group is the backend class
+    (or any factory): called with :class:`BackendSettings` it builds the backend, and its
+    ``capabilities`` and ``declared_settings`` attributes are read without building one.
+    """
+
+    capabilities: Capabilities
+    declared_settings: tuple[SettingSpec, ...]
 
     @property
     def name(self) -> str: ...
@@ -54,6 +108,11 @@ class Backend(Protocol):
     @property
     def poll_bounds(self) -> tuple[float, float]:
         """Shortest and longest sensible wait between status polls, in seconds."""
+        ...
+
+    def prepare(self, request: PrepareRequest) -> Preparation:
+        """Get ready to run jobs for one call or batch (before anything is written); raise a
+        ConfigError for what cannot run here."""
         ...
 
     def submit(self, record: JobRecord) -> None:

@@ -64,8 +64,9 @@ class JobRecord(msgspec.Struct, kw_only=True):
     attempt: int = 0
     spot: bool = False
     kinetic_version: str = ""
-    local_python: str = ""
-    """Local backend only: the interpreter to run in (an isolated venv), else the client's."""
+    backend_data: dict[str, str] = msgspec.field(default_factory=dict)
+    """What the backend's `prepare` asked to keep with the job (e.g. the local backend's
+    isolated interpreter); only that backend reads it."""
 
     @property
     def store_uri(self) -> str:

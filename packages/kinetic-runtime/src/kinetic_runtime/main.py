@@ -6,7 +6,6 @@ function at all (a phase before ``run`` failed) or its result could not be store
 
 import argparse
 import hashlib
-import os
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from kinetic_protocol import (
     layout,
 )
 from kinetic_protocol.records import decode_json, encode_result
+from kinetic_runtime import settings
 from kinetic_runtime.phases import Phase, PhaseError
 from kinetic_runtime.stores import open_store
 from kinetic_runtime.workspace import apply_environment, install_requirements, unpack_bundle
@@ -47,15 +47,14 @@ def _say(message: str) -> None:
     print(f"[kinetic] {message}", file=sys.stderr, flush=True)
 
 
-def _fetch_verified(store: ObjectStore, ref: ArtifactRef) -> bytes:
-    data = store.read(ref.key)
+def _verify(ref: ArtifactRef, data: bytes) -> None:
+    """Refuse an artifact whose bytes are not the ones submitted, before anything uses them."""
     digest = hashlib.sha256(data).hexdigest()
     if digest != ref.sha256:
         raise CorruptRecordError(
             f"{ref.key} has sha256 {digest[:12]}..., expected {ref.sha256[:12]}...; "
             "the artifact was changed or truncated after submission."
         )
-    return data
 
 
 class _Job:
@@ -79,13 +78,15 @@ class _Job:
             Phase.FETCH,
             lambda: decode_json(self.store.read(call_key), CallDescriptor, what=call_key),
         )
-        payload = self.step(Phase.FETCH, _fetch_verified, self.store, call.payload)
+        payload = self.step(Phase.FETCH, self.store.read, call.payload.key)
+        self.step(Phase.VERIFY, _verify, call.payload, payload)
         if call.bundle is not None:
-            bundle = self.step(Phase.FETCH, _fetch_verified, self.store, call.bundle)
+            bundle = self.step(Phase.FETCH, self.store.read, call.bundle.key)
+            self.step(Phase.VERIFY, _verify, call.bundle, bundle)
             self.step(Phase.UNPACK, unpack_bundle, bundle, self.workdir)
         self.step(Phase.ENVIRONMENT, self.prepare, call)
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
-        fn, args, kwargs = self.step(Phase.DESERIALIZE, cloudpickle.loads, payload)
+        fn, args, kwargs = self.step(Phase.DESERIALIZE, _load_call, payload)
         _say(f"job {self.job_id}: running {call.func_name}")
         value = self.step(Phase.RUN, lambda: fn(*args, **kwargs))
         return Succeeded(
@@ -121,11 +122,28 @@ class _Job:
         )
 
 
+def _load_call(payload: bytes) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """Unpickle the payload, which must be ``(function, args, kwargs)`` as the client stores it."""
+    call = cloudpickle.loads(payload)
+    if not (isinstance(call, tuple) and len(call) == 3 and callable(call[0])):
+        raise CorruptRecordError(
+            f"the payload unpickled to {type(call).__name__}, not (function, args, kwargs); "
+            "it was not written by a Kinetic client."
+        )
+    return call
+
+
 def _user_frames(exc: BaseException) -> list[str]:
+    """The traceback after the runtime's own frames, without its "Traceback" header.
+
+    With no frame left (a builtin such as ``int`` was the function), the formatted exception
+    has no header to drop, only the exception line, which must be kept.
+    """
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
         tb = tb.tb_next
-    return traceback.format_exception(type(exc), exc, tb)[1:]
+    lines = traceback.format_exception(type(exc), exc, tb)
+    return lines[1:] if tb is not None else lines
 
 
 def _dump_value(value: Any, func_name: str) -> bytes:
@@ -180,9 +198,9 @@ def run_job(store_uri: str, job_id: str, workdir: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kinetic_runtime", description=__doc__)
-    parser.add_argument("--store", default=os.environ.get("KINETIC_STORE"), help="store URI")
-    parser.add_argument("--job", default=os.environ.get("KINETIC_JOB_ID"), help="job id")
-    parser.add_argument("--workdir", default=os.environ.get("KINETIC_WORKDIR"))
+    parser.add_argument("--store", default=settings.STORE.from_env(), help="store URI")
+    parser.add_argument("--job", default=settings.JOB_ID.from_env(), help="job id")
+    parser.add_argument("--workdir", default=settings.WORKDIR.from_env())
     options = parser.parse_args(argv)
     if not options.store or not options.job:
         parser.error("--store and --job (or KINETIC_STORE and KINETIC_JOB_ID) are required")

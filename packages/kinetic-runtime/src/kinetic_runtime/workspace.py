@@ -1,5 +1,7 @@
 """Prepare the process for the call: unpack the bundle, set env, sys.path and cwd."""
 
+import importlib
+import io
 import os
 import subprocess
 import sys
@@ -12,16 +14,20 @@ __all__ = ["apply_environment", "install_requirements", "unpack_bundle"]
 
 
 def unpack_bundle(data: bytes, dest: Path) -> None:
-    """Extract a code bundle, refusing members that would land outside ``dest``."""
-    import io
+    """Extract a code bundle into ``dest``.
 
+    The store is not trusted: a member whose path would land outside ``dest`` (``../x``, an
+    absolute path) refuses the whole bundle before anything is written.
+    """
     dest.mkdir(parents=True, exist_ok=True)
     root = dest.resolve()
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        for member in archive.infolist():
+        members = archive.infolist()
+        for member in members:
             target = (root / member.filename).resolve()
             if not target.is_relative_to(root):
                 raise ConfigError(f"bundle member {member.filename!r} escapes the job directory")
+        for member in members:
             archive.extract(member, root)
 
 
@@ -53,3 +59,4 @@ def install_requirements(requirements: list[str], workdir: Path) -> None:
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
         raise RuntimeError(f"installing {requirements} failed (exit {done.returncode}):\n{tail}")
+    importlib.invalidate_caches()  # the function may import what was just installed

@@ -1,18 +1,17 @@
 """Build (once) the backend and store that a stored job record points at."""
 
-import functools
-
 from kinetic.backends import get_backend
 from kinetic_protocol import Backend, BackendSettings, JobRecord, ObjectStore
 
 __all__ = ["backend_for", "open_store", "store_for"]
 
 
-@functools.lru_cache(maxsize=64)
 def open_store(uri: str) -> ObjectStore:
+    """The store at ``uri``, opened once a session."""
+    from kinetic import session
     from kinetic_runtime.stores import open_store as _open
 
-    return _open(uri)
+    return session.current().store(uri, lambda: _open(uri))
 
 
 def backend_for(record: JobRecord) -> Backend:

@@ -1,7 +1,6 @@
 """Find backends through the ``kinetic.backends`` entry-point group and build them once."""
 
 import functools
-import threading
 from typing import TYPE_CHECKING
 
 from kinetic_protocol import ENTRY_POINT_GROUP, Backend, BackendSettings, ConfigError
@@ -9,11 +8,9 @@ from kinetic_protocol import ENTRY_POINT_GROUP, Backend, BackendSettings, Config
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-__all__ = ["available_backends", "get_backend"]
+__all__ = ["available_backends", "get_backend", "load_factory"]
 
 _INSTALL_HINTS = {"gke": "kinetic-gke", "pathways": "kinetic-pathways"}
-_cache: dict[tuple[str, BackendSettings], Backend] = {}
-_lock = threading.Lock()
 
 
 @functools.cache
@@ -24,7 +21,8 @@ def available_backends() -> "dict[str, EntryPoint]":
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def _load(name: str) -> object:
+def load_factory(name: str) -> object:
+    """The object the entry point ``name`` names (a backend class or factory)."""
     found = available_backends()
     if name not in found:
         hint = (
@@ -45,12 +43,14 @@ def _load(name: str) -> object:
 
 
 def get_backend(name: str, settings: BackendSettings) -> Backend:
-    """The backend ``name`` built for ``settings``; built once and then reused."""
-    key = (name, settings)
-    with _lock:
-        if key not in _cache:
-            factory = _load(name)
-            if not callable(factory):
-                raise ConfigError(f"Backend entry point {name!r} is not callable: {factory!r}")
-            _cache[key] = factory(settings)
-        return _cache[key]
+    """The backend ``name`` built for ``settings``; built once a session and then reused."""
+    from kinetic import session
+
+    def build() -> Backend:
+        factory = load_factory(name)
+        if not callable(factory):
+            raise ConfigError(f"Backend entry point {name!r} is not callable: {factory!r}")
+        backend: Backend = factory(settings)
+        return backend
+
+    return session.current().backend(name, settings, build)

@@ -11,8 +11,11 @@ from typing import Literal
 
 import msgspec
 
+from kinetic import settings as declared
 from kinetic._log import notice
 from kinetic_protocol import BackendSettings, ConfigError
+from kinetic_protocol.settings import SettingSpec
+from kinetic_runtime.settings import HOME, STORE
 
 __all__ = [
     "DEFAULT_CLUSTER",
@@ -29,9 +32,9 @@ __all__ = [
     "save_profiles",
 ]
 
-DEFAULT_ZONE = "us-central1-a"
-DEFAULT_CLUSTER = "kinetic-cluster"
-DEFAULT_NAMESPACE = "default"
+DEFAULT_ZONE = declared.ZONE.default or ""
+DEFAULT_CLUSTER = declared.CLUSTER.default or ""
+DEFAULT_NAMESPACE = declared.NAMESPACE.default or ""
 
 Source = Literal["argument", "env", "profile", "default"]
 
@@ -70,6 +73,11 @@ class ResolvedSettings:
     store: Setting
     profile: str | None
 
+    @property
+    def backend_name(self) -> str:
+        """The chosen backend (resolution always picks one)."""
+        return self.backend.value or "local"
+
     def backend_settings(self) -> BackendSettings:
         return BackendSettings(
             project=self.project.value or "",
@@ -92,12 +100,11 @@ class ResolvedSettings:
 
 def kinetic_home() -> Path:
     """``$KINETIC_HOME``, else ``~/.kinetic``; where local state and the default store live."""
-    return Path(os.environ.get("KINETIC_HOME") or Path.home() / ".kinetic").expanduser()
+    return Path(HOME.value() or "~/.kinetic").expanduser()
 
 
 def profiles_path() -> Path:
-    override = os.environ.get("KINETIC_PROFILES_FILE")
-    return Path(override).expanduser() if override else Path.home() / ".kinetic" / "profiles.json"
+    return Path(declared.PROFILES_FILE.value() or "~/.kinetic/profiles.json").expanduser()
 
 
 def load_profiles(path: Path | None = None) -> ProfilesFile:
@@ -125,27 +132,22 @@ def save_profiles(profiles: ProfilesFile, path: Path | None = None) -> None:
 
 
 def _pick(
-    name: str,
-    argument: str | None,
-    env_vars: tuple[str, ...],
-    profile: Profile | None,
-    profile_name: str | None,
-    default: str | None,
+    spec: SettingSpec, argument: str | None, profile: Profile | None, profile_name: str | None
 ) -> Setting:
-    """Argument, then ``env_vars[0]``, then the profile, then the other variables (such as
-    ``GOOGLE_CLOUD_PROJECT``, which ranks below a profile), then ``default``."""
-    primary, *fallbacks = env_vars
+    """Argument, then the variable, then the profile, then the fallback variables (such as
+    ``GOOGLE_CLOUD_PROJECT``, which ranks below a profile), then the default."""
     if argument:
         return Setting(argument, "argument")
-    if os.environ.get(primary):
-        return Setting(os.environ[primary], "env", primary)
-    value = getattr(profile, name) if profile else None
+    if spec.from_env():
+        return Setting(spec.from_env(), "env", spec.env)
+    value = getattr(profile, spec.profile_key) if profile and spec.profile_key else None
     if value:
         return Setting(value, "profile", profile_name or "")
-    for var in fallbacks:
-        if os.environ.get(var):
-            return Setting(os.environ[var], "env", var)
-    return Setting(default, "default")
+    for var in spec.fallback_env:
+        fallback = os.environ.get(var)
+        if fallback:
+            return Setting(fallback, "env", var)
+    return Setting(spec.default, "default")
 
 
 def resolve_settings(
@@ -159,17 +161,15 @@ def resolve_settings(
 ) -> ResolvedSettings:
     """Resolve every setting. With no backend named and no project anywhere, use ``local``."""
     profiles = load_profiles()
-    active = os.environ.get("KINETIC_PROFILE") or profiles.active
+    active = declared.PROFILE.from_env() or profiles.active
     profile = profiles.profiles.get(active) if active else None
     if active and profile is None:
         raise ConfigError(
             f"Active profile {active!r} does not exist in {profiles_path()}. Known profiles: "
             f"{', '.join(sorted(profiles.profiles)) or 'none'}. Run `kinetic profile ls`."
         )
-    resolved_project = _pick(
-        "project", project, ("KINETIC_PROJECT", "GOOGLE_CLOUD_PROJECT"), profile, active, None
-    )
-    chosen_backend = _pick("backend", backend, ("KINETIC_BACKEND",), profile, active, None)
+    resolved_project = _pick(declared.PROJECT, project, profile, active)
+    chosen_backend = _pick(declared.BACKEND, backend, profile, active)
     if chosen_backend.value is None:
         if resolved_project.value:
             chosen_backend = Setting("gke", "default", "a GCP project is configured")
@@ -184,11 +184,9 @@ def resolve_settings(
     return ResolvedSettings(
         backend=chosen_backend,
         project=resolved_project,
-        zone=_pick("zone", zone, ("KINETIC_ZONE",), profile, active, DEFAULT_ZONE),
-        cluster=_pick("cluster", cluster, ("KINETIC_CLUSTER",), profile, active, DEFAULT_CLUSTER),
-        namespace=_pick(
-            "namespace", namespace, ("KINETIC_NAMESPACE",), profile, active, DEFAULT_NAMESPACE
-        ),
-        store=_pick("store", None, ("KINETIC_STORE",), None, None, None),
+        zone=_pick(declared.ZONE, zone, profile, active),
+        cluster=_pick(declared.CLUSTER, cluster, profile, active),
+        namespace=_pick(declared.NAMESPACE, namespace, profile, active),
+        store=_pick(STORE, None, None, None),
         profile=active,
     )

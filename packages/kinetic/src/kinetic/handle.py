@@ -18,6 +18,7 @@ from kinetic_protocol import (
     JobRecord,
     JobState,
     JobStatus,
+    KineticError,
     ObjectNotFoundError,
     ResultEnvelope,
     layout,
@@ -299,8 +300,15 @@ class JobHandle:
             )
         return JobFailedError(
             f"Job {self.job_id} ended {state.describe()} without storing a result. "
-            f"Read its logs: kinetic jobs logs {self.job_id}\n{self.tail(20)}"
+            f"Read its logs: kinetic jobs logs {self.job_id}\n{self._log_tail_for_error()}"
         )
+
+    def _log_tail_for_error(self, lines: int = 20) -> str:
+        """The log's last lines to decorate an error; never replaces that error with its own."""
+        try:
+            return self.tail(lines)
+        except KineticError as error:
+            return f"(logs unavailable: {error})"
 
     # -- teardown ------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ def _resolve_backend(project: str | None, cluster: str | None, backend: str | No
     from kinetic.backends import get_backend
 
     settings = resolve_settings(backend=backend, project=project, cluster=cluster, quiet=True)
-    return get_backend(settings.backend.value or "local", settings.backend_settings())
+    return get_backend(settings.backend_name, settings.backend_settings())
 
 
 def attach(
@@ -67,7 +67,7 @@ def list_jobs(
         backend=backend, project=project, zone=zone, cluster=cluster, namespace=namespace,
         quiet=True,
     )  # fmt: skip
-    chosen = get_backend(settings.backend.value or "local", settings.backend_settings())
+    chosen = get_backend(settings.backend_name, settings.backend_settings())
     store = open_store(chosen.store_uri)
     handles = []
     for job_id in chosen.list_job_ids():

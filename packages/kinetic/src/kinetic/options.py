@@ -40,23 +40,36 @@ class RunOptions:
         **rest: object,
     ) -> "RunOptions":
         if isinstance(capture_env_vars, str):
-            raise ConfigError(
+            raise TypeError(
                 f"capture_env_vars must be a list of names, got the string {capture_env_vars!r}."
                 f" Did you mean [{capture_env_vars!r}]?"
             )
+        if capture_env_vars is not None and not isinstance(capture_env_vars, list | tuple):
+            raise TypeError(
+                f"capture_env_vars must be a list of names, got {type(capture_env_vars).__name__}"
+                f" {capture_env_vars!r}."
+            )
         patterns = tuple(capture_env_vars or ())
         for pattern in patterns:
-            if not isinstance(pattern, str) or not _ENV_NAME.match(pattern):
+            if not isinstance(pattern, str):
+                raise TypeError(f"capture_env_vars entry {pattern!r} must be a str.")
+            if not _ENV_NAME.match(pattern):
                 raise ConfigError(
                     f"capture_env_vars entry {pattern!r} is not an environment variable name "
                     "or a 'PREFIX*' pattern."
                 )
+        if volumes is not None and not isinstance(volumes, dict):
+            raise TypeError(
+                f"volumes must be a dict of mount path to kinetic.Data, got {volumes!r}."
+            )
         mounts: list[tuple[str, Data]] = []
         for mount, data in (volumes or {}).items():
-            if not isinstance(mount, str) or not mount.startswith("/"):
+            if not isinstance(mount, str):
+                raise TypeError(f"volumes key {mount!r} must be a str (an absolute mount path).")
+            if not mount.startswith("/"):
                 raise ConfigError(f"volumes key {mount!r} must be an absolute mount path.")
             if not isinstance(data, Data):
-                raise ConfigError(f"volumes[{mount!r}] must be a kinetic.Data, got {data!r}.")
+                raise TypeError(f"volumes[{mount!r}] must be a kinetic.Data, got {data!r}.")
             mounts.append((mount, data))
         return cls(
             accelerator=parse_accelerator(accelerator),

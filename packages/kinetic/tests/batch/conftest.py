@@ -20,8 +20,18 @@ from kinetic.config import resolve_settings
 from kinetic.decorator import RemoteFunction
 from kinetic.options import RunOptions
 from kinetic.packaging import CodeBundle
-from kinetic.submit import Target
-from kinetic_protocol import ArtifactRef, JobRecord, JobState, JobStatus, Succeeded, layout
+from kinetic.submission import Target
+from kinetic_protocol import (
+    ArtifactRef,
+    Capabilities,
+    JobRecord,
+    JobState,
+    JobStatus,
+    Preparation,
+    PrepareRequest,
+    Succeeded,
+    layout,
+)
 from kinetic_protocol.records import encode_result
 from kinetic_runtime.stores.local import LocalStore
 
@@ -34,12 +44,17 @@ class FakeBackend:
 
     name = "fake"
     poll_bounds = (0.001, 0.01)
+    capabilities = Capabilities(local_data=True)
+    declared_settings = ()
 
     def __init__(self, store: LocalStore) -> None:
         self.store = store
         self.store_uri = store.uri
         self.submitted: list[JobRecord] = []
         self._lock = threading.Lock()
+
+    def prepare(self, request: PrepareRequest) -> Preparation:
+        return Preparation()
 
     def submit(self, record: JobRecord) -> None:
         with self._lock:

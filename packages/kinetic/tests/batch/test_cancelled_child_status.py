@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kinetic.local import supervisor
 from kinetic.local.backend import LocalBackend
 from kinetic_protocol import BackendSettings, JobRecord, JobStatus
+from kinetic_runtime.local import supervisor
 
 
 def _dead_pid() -> int:

@@ -15,7 +15,7 @@ import kinetic
 from kinetic.batch import fanout
 from kinetic.batch.fanout import new_group_id
 from kinetic.decorator import RemoteFunction
-from kinetic_protocol import BatchManifest, layout
+from kinetic_protocol import BatchManifest, ConfigError, layout
 from kinetic_protocol.records import decode_json
 from kinetic_runtime.stores.local import LocalStore
 
@@ -24,20 +24,38 @@ Remote = RemoteFunction[[Any], Any]
 FakeBackend = Any  # conftest.FakeBackend; test modules cannot import conftest by name
 
 
-@pytest.mark.parametrize("value", [0, -1, -64, True, False, 1.5, 2.0, "4", [4]], ids=repr)
+# The errors rule (docs/architecture.md): a wrong type is a TypeError, a wrong value of the
+# right type a ConfigError, which is the ValueError the spec promises for max_concurrent=0.
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [(0, ConfigError), (-1, ConfigError), (-64, ConfigError)]
+    + [(bad, TypeError) for bad in (True, False, 1.5, 2.0, "4", [4])],
+    ids=repr,
+)
 def test_max_concurrent_must_be_a_positive_int_or_none(
-    remote: Remote, nothing_resolved: None, value: Any
+    remote: Remote, nothing_resolved: None, value: Any, error: type[Exception]
 ) -> None:
-    with pytest.raises(ValueError, match="max_concurrent") as info:
+    with pytest.raises(error, match="max_concurrent") as info:
         remote.run_async_map([1], max_concurrent=value)
     assert repr(value) in str(info.value)
 
 
-@pytest.mark.parametrize("value", [-1, True, 1.0, "1", None], ids=repr)
-def test_retries_must_be_a_non_negative_int(
-    remote: Remote, nothing_resolved: None, value: Any
+def test_a_non_positive_max_concurrent_is_a_value_error_as_the_spec_says(
+    remote: Remote, nothing_resolved: None
 ) -> None:
-    with pytest.raises(ValueError, match="retries") as info:
+    with pytest.raises(ValueError, match="max_concurrent"):
+        remote.run_async_map([1], max_concurrent=0)
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [(-1, ConfigError)] + [(bad, TypeError) for bad in (True, 1.0, "1", None)],
+    ids=repr,
+)
+def test_retries_must_be_a_non_negative_int(
+    remote: Remote, nothing_resolved: None, value: Any, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match="retries") as info:
         remote.run_async_map([1], retries=value)
     assert repr(value) in str(info.value)
 
@@ -46,16 +64,21 @@ def test_retries_must_be_a_non_negative_int(
     "tags", [{"team": 1}, {1: "team"}, {"team": None}, ["team"], "team=ml"], ids=repr
 )
 def test_tags_must_map_str_to_str(remote: Remote, nothing_resolved: None, tags: Any) -> None:
-    with pytest.raises(ValueError, match="tags"):
+    with pytest.raises(TypeError, match="tags"):
         remote.run_async_map([1], tags=tags)
+
+
+def test_name_must_be_a_str(remote: Remote, nothing_resolved: None) -> None:
+    with pytest.raises(TypeError, match="name"):
+        remote.run_async_map([1], name=7)  # type: ignore[arg-type]
 
 
 def test_input_mode_mismatch_is_rejected_before_resolving(
     remote: Remote, nothing_resolved: None
 ) -> None:
-    with pytest.raises(ValueError, match=r"input 1\b"):
+    with pytest.raises(TypeError, match=r"input 1\b"):
         remote.run_async_map([[1], 2], input_mode="args")
-    with pytest.raises(ValueError, match="input_mode"):
+    with pytest.raises(ConfigError, match="input_mode"):
         remote.run_async_map([1], input_mode="star")
 
 

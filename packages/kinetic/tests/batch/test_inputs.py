@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 
 from kinetic.batch.inputs import INPUT_MODES, to_call_arguments
+from kinetic_protocol import ConfigError
 
 Call = tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -61,45 +62,54 @@ def test_unpacked_kwargs_are_a_copy_of_the_input() -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "bad"),
+    ("mode", "bad", "error"),
     [
-        ("args", {"lr": 1}),
-        ("args", 3),
-        ("args", "ab"),
-        ("args", None),
-        ("kwargs", [1, 2]),
-        ("kwargs", 3),
-        ("kwargs", {"not-an-id": 1}),
-        ("kwargs", {"class": 1}),
-        ("kwargs", {1: 2}),
+        ("args", {"lr": 1}, TypeError),
+        ("args", 3, TypeError),
+        ("args", "ab", TypeError),
+        ("args", None, TypeError),
+        ("kwargs", [1, 2], TypeError),
+        ("kwargs", 3, TypeError),
+        ("kwargs", {1: 2}, TypeError),  # as f(**{1: 2}): keywords must be strings
+        ("kwargs", {"not-an-id": 1}, ConfigError),
+        ("kwargs", {"class": 1}, ConfigError),
     ],
     ids=repr,
 )
-def test_explicit_mode_mismatch_names_the_index_and_the_mode(mode: str, bad: Any) -> None:
+def test_explicit_mode_mismatch_names_the_index_and_the_mode(
+    mode: str, bad: Any, error: type[Exception]
+) -> None:
+    """The errors rule: an input of the wrong type is a TypeError, bad keyword names a
+    ConfigError (a ValueError)."""
     good = [1] if mode == "args" else {"a": 1}
-    with pytest.raises(ValueError, match=r"input 2\b") as info:
+    with pytest.raises(error, match=r"input 2\b") as info:
         to_call_arguments([good, good, bad, good], mode)
     assert f"input_mode={mode!r}" in str(info.value)
 
 
 def test_kwargs_mismatch_names_the_offending_keys() -> None:
-    with pytest.raises(ValueError, match="not-an-id") as info:
+    with pytest.raises(ConfigError, match="not-an-id") as info:
         to_call_arguments([{"ok": 1, "not-an-id": 2, "class": 3}], "kwargs")
     assert "class" in str(info.value)
     assert "'ok'" not in str(info.value)
 
 
 def test_a_long_bad_input_is_shortened_in_the_message() -> None:
-    with pytest.raises(ValueError, match="input 0") as info:
+    with pytest.raises(TypeError, match="input 0") as info:
         to_call_arguments([list(range(1000))], "kwargs")
     assert len(str(info.value)) < 300
 
 
 def test_unknown_mode_lists_the_valid_ones() -> None:
-    with pytest.raises(ValueError, match="'positional'") as info:
+    with pytest.raises(ConfigError, match="'positional'") as info:
         to_call_arguments([1], "positional")
     assert all(mode in str(info.value) for mode in INPUT_MODES)
     assert set(INPUT_MODES) == {"auto", "single", "args", "kwargs"}
+
+
+def test_a_mode_that_is_not_a_str_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="input_mode must be a str"):
+        to_call_arguments([1], 2)  # type: ignore[arg-type]
 
 
 def test_every_input_keeps_its_position() -> None:

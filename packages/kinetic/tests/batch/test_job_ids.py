@@ -5,7 +5,7 @@ import re
 import pytest
 
 from kinetic.batch.fanout import new_group_id
-from kinetic.submit import child_id_prefix
+from kinetic.submission import child_id_prefix
 from kinetic_protocol import BatchManifest, JobRecord
 
 DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")

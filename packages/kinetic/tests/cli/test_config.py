@@ -91,24 +91,49 @@ def test_config_show_says_where_each_setting_came_from(
                   "--use").exit_code == 0  # fmt: skip
     monkeypatch.setenv("KINETIC_CLUSTER", "from-env")
     document = _json(invoke("--zone", "asia-east1-b", "config", "show", "--json"))
-    settings = document["settings"]
+    settings = {
+        name: {key: entry[key] for key in ("value", "source", "origin")}
+        for name, entry in document["settings"].items()
+    }
     assert settings["zone"] == {"value": "asia-east1-b", "source": "argument", "origin": ""}
     assert settings["cluster"] == {
         "value": "from-env", "source": "env", "origin": "KINETIC_CLUSTER",
     }  # fmt: skip
     assert settings["project"] == {"value": "p-dev", "source": "profile", "origin": "dev"}
     assert settings["namespace"]["source"] == "default"
+    assert document["settings"]["cluster"]["env"] == "KINETIC_CLUSTER"
     assert document["profile"] == "dev"
     rows = {line.split()[0]: line.split() for line in invoke("config", "show").stdout.splitlines()
             if line.strip()}  # fmt: skip
-    assert rows["project"] == ["project", "p-dev", "profile", "profile", "'dev'"]
-    assert rows["cluster"] == ["cluster", "from-env", "env", "$KINETIC_CLUSTER"]
+    assert rows["project"] == ["project", "p-dev", "profile", "profile", "'dev'", "KINETIC_PROJECT"]
+    assert rows["cluster"] == ["cluster", "from-env", "env", "$KINETIC_CLUSTER", "KINETIC_CLUSTER"]
+
+
+def test_config_show_lists_every_declared_variable_with_its_source(
+    invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Backend settings (gke's, the local backend's) and the runtime's are listed too."""
+    from kinetic.settings import registry
+
+    monkeypatch.setenv("KINETIC_SERVICE_ACCOUNT", "runner")
+    document = _json(invoke("config", "show", "--json"))
+    listed = {entry["env"]: entry for entry in document["settings"].values()}
+    assert set(listed) == {spec.env for spec in registry()}
+    assert {"KINETIC_SERVICE_ACCOUNT", "KINETIC_LOCAL_SLOTS", "KINETIC_OUTPUT_DIR"} <= set(listed)
+    assert listed["KINETIC_SERVICE_ACCOUNT"]["value"] == "runner"
+    assert listed["KINETIC_SERVICE_ACCOUNT"]["source"] == "env"
+    assert listed["KINETIC_SERVICE_ACCOUNT"]["owner"] == "kinetic-gke"
+    assert listed["KINETIC_UNSCHEDULABLE_TIMEOUT"] | {"help": ""} == {
+        "value": "900", "source": "default", "origin": "", "env": "KINETIC_UNSCHEDULABLE_TIMEOUT",
+        "owner": "kinetic-gke", "kind": "setting", "help": "",
+    }  # fmt: skip
 
 
 def test_config_show_defaults_to_the_local_backend_without_a_project(invoke) -> None:
     document = _json(invoke("config", "show", "--json"))
-    assert document["settings"]["backend"] == {
+    assert document["settings"]["backend"] | {"help": ""} == {
         "value": "local", "source": "default", "origin": "no GCP project is configured",
+        "env": "KINETIC_BACKEND", "owner": "kinetic", "kind": "setting", "help": "",
     }  # fmt: skip
 
 
@@ -140,9 +165,6 @@ def test_subprocess_profile_then_config_show(run_cli) -> None:
     shown = run_cli("config", "show", "--json")
     assert shown.returncode == 0, shown.stderr
     document = json.loads(shown.stdout)
-    assert document["settings"]["project"] == {
-        "value": "p-sub",
-        "source": "profile",
-        "origin": "dev",
-    }
+    project = document["settings"]["project"]
+    assert (project["value"], project["source"], project["origin"]) == ("p-sub", "profile", "dev")
     assert document["settings"]["backend"]["value"] == "local"

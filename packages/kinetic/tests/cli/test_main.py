@@ -4,11 +4,12 @@ import json
 import logging
 import subprocess
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 import pytest
 
+from kinetic.batch.errors import BatchError
 from kinetic.cli import LazyGroup, _configure_logging, cli
 from kinetic.cli.errors import (
     EXIT_FAILED,
@@ -143,14 +144,24 @@ def test_a_remote_error_of_unknown_type_keeps_the_remote_type_name() -> None:
 
 
 def test_batch_errors_keep_their_own_message() -> None:
-    class BatchError(Exception):
-        def __init__(self, message: str) -> None:
-            super().__init__(message)
-            self.partial_results: list[Any] = [None, None, 1, 2]
+    error = translate(BatchError("grp-1", [], [None, None, 1, 2], {0: ValueError("x")}))
+    assert error.exit_code == EXIT_FAILED
+    assert error.message == "Batch grp-1: 0 of 4 jobs failed; 1 could not be submitted"
 
-    assert translate(BatchError("Batch grp-1: 2 of 4 jobs failed")).message == (
-        "Batch grp-1: 2 of 4 jobs failed"
-    )
+
+def test_errors_are_mapped_by_type_not_by_name() -> None:
+    """A foreign exception that merely shares a Kinetic error's name is unexpected."""
+
+    class BatchError(Exception):
+        partial_results: ClassVar[list[Any]] = []
+
+    class ConfigError(Exception):
+        pass
+
+    for impostor in (BatchError("looks like a batch"), ConfigError("looks like config")):
+        error = translate(impostor)
+        assert error.exit_code == EXIT_FAILED
+        assert error.message.startswith(f"Unexpected {type(impostor).__name__}:")
 
 
 def test_a_cli_error_passes_through() -> None:

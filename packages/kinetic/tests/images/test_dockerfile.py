@@ -75,6 +75,8 @@ def test_layers_run_heavy_first_and_runtime_is_pinned_with_the_user_requirements
         "RUN",  # python + venv
         "COPY",  # requirements
         "RUN",  # one install: requirements + runtime
+        "RUN",  # the non-root user pods run as, owning the venv
+        "USER",
         "WORKDIR",
         "CMD",
     ]
@@ -139,3 +141,11 @@ def test_python_version_defaults_to_this_interpreter() -> None:
 def test_bad_python_version_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="'three'"):
         build_context(_reqs(), category="cpu", kinetic_version="1.0", python_version="three")
+
+
+def test_the_image_runs_as_the_non_root_user_pods_ask_for() -> None:
+    """Pods set runAsUser 1000 (restricted Pod Security); that user owns the venv."""
+    ctx = build_context(_reqs(), category="cpu", kinetic_version="1.0", python_version="3.11")
+    assert "useradd --uid 1000" in ctx.dockerfile
+    assert "chown -R 1000:1000 /opt/venv /workspace" in ctx.dockerfile
+    assert "\nUSER 1000\n" in ctx.dockerfile

@@ -5,13 +5,73 @@ for ``fake_gcs`` (or ``gcs_bucket``) and stops at the end of the session.
 """
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import pytest
 
+from kinetic_testing.client_fixtures import clean_kinetic_env, kinetic_session
+from kinetic_testing.controlplane.fixtures import (
+    MARKER,
+    REQUIRE_ENV,
+    k8s_namespace,
+    prepare_binaries,
+    real_k8s,
+    required,
+)
 from kinetic_testing.fake_gcs import FakeGcsServer
 
-__all__ = ["fake_gcs", "gcs_bucket"]
+__all__ = [
+    "clean_kinetic_env",
+    "fake_gcs",
+    "gcs_bucket",
+    "k8s_namespace",
+    "kinetic_session",
+    "real_k8s",
+]
+
+_skipped_real_k8s: list[str] = []
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Build the real control plane before any test runs (never under a test's timeout), or
+    skip its tier with one line where it cannot be built (no Go toolchain)."""
+    tier = [
+        item
+        for item in items
+        if item.get_closest_marker(MARKER) or "real_k8s" in getattr(item, "fixturenames", ())
+    ]
+    for item in tier:
+        item.add_marker(MARKER)
+    if not tier:
+        return
+    problem = prepare_binaries(config)
+    if problem is None:
+        return
+    if required():
+        raise pytest.UsageError(f"{REQUIRE_ENV} is set, but: {problem}")
+    _skipped_real_k8s.append(problem)
+    for item in tier:
+        item.add_marker(pytest.mark.skip(reason=problem))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for reason in _skipped_real_k8s:
+        terminalreporter.write_line(
+            f"{reason} (install Go 1.26+ and rerun: the binaries build once, cached)"
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Attach the control plane's component logs to a failing test of that tier."""
+    report = yield
+    plane = getattr(item, "funcargs", {}).get("real_k8s")
+    if report.failed and plane is not None:
+        report.sections.append(("control plane logs", plane.log_tails()))
+    return report
+
 
 _EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 

@@ -5,7 +5,6 @@ first thing that must read the job; the client imports them from here. Importing
 never imports ``google.cloud``: that happens when a ``gs://`` store is first used.
 """
 
-import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -49,5 +48,7 @@ def open_store(uri: str) -> ObjectStore:
 
 def default_local_store_uri() -> str:
     """``file://$KINETIC_HOME/store``, with ``KINETIC_HOME`` defaulting to ``~/.kinetic``."""
-    home = Path(os.environ.get("KINETIC_HOME") or "~/.kinetic").expanduser()
+    from kinetic_runtime.settings import HOME
+
+    home = Path(HOME.value() or "~/.kinetic").expanduser()
     return (home.absolute() / "store").as_uri()

@@ -23,7 +23,7 @@ log = _log.get_logger(__name__)
 
 def _backend(project: str | None, cluster: str | None, backend: str | None) -> Backend:
     settings = resolve_settings(backend=backend, project=project, cluster=cluster, quiet=True)
-    return get_backend(settings.backend.value or "local", settings.backend_settings())
+    return get_backend(settings.backend_name, settings.backend_settings())
 
 
 def _apply(state: BatchState, manifest: BatchManifest, listing: BatchListing) -> None:

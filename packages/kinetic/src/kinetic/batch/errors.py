@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 __all__ = ["BatchError", "SkippedInputError"]
 
 
-class BatchError(Exception):
+class BatchError(KineticError):
     """Raised by ``BatchHandle.results()`` when children failed.
 
     ``partial_results`` is aligned with the inputs: results where children succeeded, ``None``

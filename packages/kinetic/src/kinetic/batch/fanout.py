@@ -13,8 +13,8 @@ from kinetic.batch.inputs import to_call_arguments
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState
 from kinetic.batch.submitter import FailurePolicy, Submitter
-from kinetic.submit import child_id_prefix, func_name_of, job_record, resolve_target
-from kinetic_protocol import BatchManifest
+from kinetic.submission import child_id_prefix, func_name_of, job_record, resolve_target
+from kinetic_protocol import BatchManifest, ConfigError
 
 if TYPE_CHECKING:
     from kinetic.decorator import RemoteFunction
@@ -29,26 +29,41 @@ def new_group_id() -> str:
     return f"grp-{secrets.token_hex(4)}"
 
 
-def _check_limits(max_concurrent: int | None, retries: int) -> None:
-    if max_concurrent is not None and (
-        isinstance(max_concurrent, bool)
-        or not isinstance(max_concurrent, int)
-        or max_concurrent < 1
-    ):
-        raise ValueError(
-            f"max_concurrent must be a positive integer or None (no limit); got {max_concurrent!r}."
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_arguments(
+    max_concurrent: int | None, retries: int, tags: dict[str, str] | None, name: str | None
+) -> dict[str, str]:
+    """Refuse bad arguments before anything is resolved or stored; return the tags.
+
+    The rule of ``docs/architecture.md`` ("Errors"): a wrong type is a TypeError, a wrong
+    value of the right type a ConfigError (which is a ValueError, as the spec promises).
+    """
+    if max_concurrent is not None and not _is_int(max_concurrent):
+        raise TypeError(
+            "max_concurrent must be a positive int or None (no limit); got "
+            f"{type(max_concurrent).__name__} {max_concurrent!r}."
         )
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ValueError(f"retries must be a non-negative integer; got {retries!r}.")
-
-
-def _check_tags(tags: dict[str, str] | None) -> dict[str, str]:
+    if max_concurrent is not None and max_concurrent < 1:
+        raise ConfigError(
+            f"max_concurrent must be a positive int or None (no limit); got {max_concurrent!r}."
+        )
+    if not _is_int(retries):
+        raise TypeError(
+            f"retries must be a non-negative int; got {type(retries).__name__} {retries!r}."
+        )
+    if retries < 0:
+        raise ConfigError(f"retries must be a non-negative int; got {retries!r}.")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str or None; got {type(name).__name__} {name!r}.")
     if tags is None:
         return {}
     if not isinstance(tags, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in tags.items()
     ):
-        raise ValueError(f"tags must be a dict of str to str; got {tags!r}.")
+        raise TypeError(f"tags must be a dict of str to str; got {tags!r}.")
     return dict(tags)
 
 
@@ -65,10 +80,9 @@ def run_map(
     tags: dict[str, str] | None = None,
 ) -> BatchHandle:
     """Fan ``remote`` out over ``inputs``; see ``RemoteFunction.run_async_map``."""
-    _check_limits(max_concurrent, retries)
+    checked_tags = _check_arguments(max_concurrent, retries, tags, name)
     items = list(inputs)
     calls = to_call_arguments(items, input_mode)
-    checked_tags = _check_tags(tags)
     if max_concurrent is None and len(items) > _UNBOUNDED_WARNING:
         log.warning(
             f"Submitting {len(items)} jobs with max_concurrent=None; set a limit "

@@ -1,7 +1,13 @@
-"""How each item of ``run_async_map(inputs)`` becomes the arguments of one call."""
+"""How each item of ``run_async_map(inputs)`` becomes the arguments of one call.
+
+Errors follow the rule of ``docs/architecture.md`` ("Errors"): TypeError for a wrong type,
+ConfigError (a ValueError) for a wrong value.
+"""
 
 import keyword
 from typing import Any
+
+from kinetic_protocol import ConfigError
 
 __all__ = ["INPUT_MODES", "to_call_arguments"]
 
@@ -24,7 +30,7 @@ def _one(index: int, item: Any, mode: str) -> tuple[tuple[Any, ...], dict[str, A
         return (item,), {}
     if mode == "args":
         if not isinstance(item, list | tuple):
-            raise ValueError(
+            raise TypeError(
                 f"input_mode='args' needs each input to be a list or tuple; input {index} is "
                 f"a {type(item).__name__}: {_shown(item)}. Use input_mode='single' to pass it "
                 "whole."
@@ -32,14 +38,20 @@ def _one(index: int, item: Any, mode: str) -> tuple[tuple[Any, ...], dict[str, A
         return tuple(item), {}
     if mode == "kwargs":
         if not isinstance(item, dict):
-            raise ValueError(
+            raise TypeError(
                 f"input_mode='kwargs' needs each input to be a dict; input {index} is a "
                 f"{type(item).__name__}: {_shown(item)}."
             )
+        if not all(isinstance(key, str) for key in item):
+            # As Python's own f(**item) says: keywords must be strings.
+            bad = [key for key in item if not isinstance(key, str)]
+            raise TypeError(
+                f"input_mode='kwargs' needs str keys; input {index} has {bad!r}. "
+                "Use input_mode='single' to pass the dict whole."
+            )
         if not _is_kwargs(item):
-            bad = [k for k in item if not (isinstance(k, str) and k.isidentifier())
-                   or keyword.iskeyword(str(k))]  # fmt: skip
-            raise ValueError(
+            bad = [key for key in item if not key.isidentifier() or keyword.iskeyword(key)]
+            raise ConfigError(
                 f"input_mode='kwargs' needs identifier keys; input {index} has {bad!r}. "
                 "Use input_mode='single' to pass the dict whole."
             )
@@ -53,8 +65,13 @@ def _one(index: int, item: Any, mode: str) -> tuple[tuple[Any, ...], dict[str, A
 
 
 def to_call_arguments(inputs: list[Any], mode: str) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
-    """``(args, kwargs)`` for each input; a ValueError, before anything is submitted, if an
-    input does not fit an explicit mode."""
+    """``(args, kwargs)`` for each input, or an error before anything is submitted.
+
+    An input of the wrong type for an explicit mode is a TypeError; a mode that is not one of
+    ``INPUT_MODES``, or keyword names that are not identifiers, a ConfigError (a ValueError).
+    """
+    if not isinstance(mode, str):
+        raise TypeError(f"input_mode must be a str, one of {', '.join(INPUT_MODES)}; got {mode!r}.")
     if mode not in INPUT_MODES:
-        raise ValueError(f"input_mode must be one of {', '.join(INPUT_MODES)}; got {mode!r}.")
+        raise ConfigError(f"input_mode must be one of {', '.join(INPUT_MODES)}; got {mode!r}.")
     return [_one(index, item, mode) for index, item in enumerate(inputs)]

@@ -20,7 +20,7 @@ from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.batch.workers import WorkerPool
 from kinetic.handle import JobHandle
-from kinetic.submit import Target, submit_call
+from kinetic.submission import Target, submit_call
 from kinetic_protocol import BatchManifest, JobStatus
 
 __all__ = ["FailurePolicy", "Submitter"]

@@ -102,7 +102,7 @@ def _configure_logging(debug: bool) -> Callable[[], None]:
     epilog=_EPILOG,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.option("--backend", help="Backend: local, gke or pathways.")
+@click.option("--backend", help="Backend: local, gke, pathways, or an installed plugin.")
 @click.option("--project", help="GCP project.")
 @click.option("--zone", help="GCP zone of the cluster.")
 @click.option("--cluster", help="GKE cluster name.")

@@ -4,7 +4,6 @@ Profiles live in ``~/.kinetic/profiles.json`` (``KINETIC_PROFILES_FILE`` moves i
 one is the file's ``active`` entry unless ``KINETIC_PROFILE`` names another.
 """
 
-import os
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +12,7 @@ import click
 from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import ConfigProblem
+from kinetic.config import Setting
 
 if TYPE_CHECKING:
     from kinetic.config import Profile
@@ -40,13 +40,22 @@ def show(cli: CliContext, as_json: bool) -> None:
     """
     from kinetic.backends import available_backends
     from kinetic.config import kinetic_home, profiles_path
+    from kinetic.settings import registry
 
     settings = cli.resolve()
+    resolved = dict(settings.items())
+    entries: dict[str, dict[str, Any]] = {}
+    for spec in registry():
+        found = resolved.get(spec.name)
+        if found is None:
+            value = spec.from_env()
+            found = Setting(value, "env", spec.env) if value else Setting(spec.default, "default")
+        entries[spec.name] = {
+            "value": found.value, "source": found.source, "origin": found.origin,
+            "env": spec.env, "owner": spec.owner, "kind": spec.kind, "help": spec.help,
+        }  # fmt: skip
     document = {
-        "settings": {
-            name: {"value": s.value, "source": s.source, "origin": s.origin}
-            for name, s in settings.items()
-        },
+        "settings": entries,
         "profile": settings.profile,
         "profiles_file": str(profiles_path()),
         "kinetic_home": str(kinetic_home()),
@@ -55,10 +64,12 @@ def show(cli: CliContext, as_json: bool) -> None:
         render.emit_json(document)
     else:
         rows = [
-            [name, s.value or "(not set)", s.source, _origin(s.source, s.origin)]
-            for name, s in settings.items()
-        ]
-        render.table(["SETTING", "VALUE", "SOURCE", "FROM"], rows)
+            [name, e["value"] or "(not set)", e["source"], _origin(e["source"], e["origin"]),
+             e["env"]]
+            for name, e in entries.items()
+            if e["kind"] == "setting"
+        ]  # fmt: skip
+        render.table(["SETTING", "VALUE", "SOURCE", "FROM", "VARIABLE"], rows)
         click.echo(f"\nActive profile: {settings.profile or 'none'}  (file: {profiles_path()})")
         click.echo(f"Kinetic home: {kinetic_home()}")
     known = available_backends()
@@ -108,7 +119,9 @@ def _profile_document(name: str, entry: "Profile", active: str | None) -> dict[s
 
 
 def _active_name(file_active: str | None) -> str | None:
-    return os.environ.get("KINETIC_PROFILE") or file_active
+    from kinetic.settings import PROFILE
+
+    return PROFILE.from_env() or file_active
 
 
 @profile.command()
@@ -191,7 +204,9 @@ def use(name: str) -> None:
     profiles.active = name
     save_profiles(profiles)
     click.echo(f"Active profile: {name}")
-    overriding = os.environ.get("KINETIC_PROFILE")
+    from kinetic.settings import PROFILE
+
+    overriding = PROFILE.from_env()
     if overriding and overriding != name:
         click.echo(
             f"Note: KINETIC_PROFILE={overriding} is set in this shell and takes precedence.",

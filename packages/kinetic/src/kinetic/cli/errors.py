@@ -7,8 +7,9 @@ Exit codes (also shown by ``kinetic --help``):
 * 2: usage or configuration error (bad option, unknown profile, bad accelerator, ...);
 * 3: a ``--timeout`` ran out; the job or batch keeps running.
 
-Every error is one ``Error: ...`` line on stderr (a failed job adds the tail of its remote
-traceback). Tracebacks of the CLI itself are printed only with ``--debug``.
+Exceptions are mapped by their class (``isinstance`` on the ``KineticError`` hierarchy), never
+by their name. Every error is one ``Error: ...`` line on stderr (a failed job adds the tail of
+its remote traceback). Tracebacks of the CLI itself are printed only with ``--debug``.
 """
 
 import sys
@@ -97,15 +98,15 @@ def translate(exc: Exception, *, job_id: str | None = None) -> CliError:  # noqa
 
     if isinstance(exc, CliError):
         return exc
+    # A user's exception re-raised from a job keeps its own type, so only the remote traceback
+    # that ``kinetic._results`` attached tells it apart.
     if hasattr(exc, "remote_traceback"):
         return _remote_failure(exc, job_id)
-    if type(exc).__name__ == "BatchError" and hasattr(exc, "partial_results"):
-        return Failed(str(exc))  # its message counts the failures and names the next command
     if isinstance(exc, ConfigError):
         return ConfigProblem(str(exc))
     if isinstance(exc, TimeoutError):
         return TimedOut(str(exc) or "Timed out; the job keeps running.")
-    if isinstance(exc, KineticError):
+    if isinstance(exc, KineticError):  # BatchError too: its message names the next command
         return Failed(str(exc))
     if isinstance(exc, OSError) and exc.filename:
         return Failed(f"{exc.strerror or exc}: {exc.filename}")

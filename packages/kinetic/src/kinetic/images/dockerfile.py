@@ -66,6 +66,8 @@ BASE_IMAGES: dict[str, str] = {
 _HASH_FORMAT = b"kinetic-image-context/1\n"
 _REQUIREMENTS_PATH = "requirements.txt"
 _VENV = "/opt/venv"
+_USER_ID = 1000
+"""Matches the ``runAsUser`` of the pods Kinetic creates (kinetic_gke.manifests)."""
 
 
 class BuildContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -180,6 +182,11 @@ def build_context(
         lines.append(f"COPY {_REQUIREMENTS_PATH} /opt/kinetic/{_REQUIREMENTS_PATH}")
     lines += [
         "RUN " + shlex.join(install),
+        "# Pods run as this user (restricted Pod Security); it owns the venv, so a prebuilt",
+        "# image can still install a job's requirements when the pod starts.",
+        f"RUN useradd --uid {_USER_ID} --user-group --create-home kinetic \\",
+        f" && mkdir -p /workspace && chown -R {_USER_ID}:{_USER_ID} {_VENV} /workspace",
+        f"USER {_USER_ID}",
         "WORKDIR /workspace",
         'CMD ["python", "-m", "kinetic_runtime"]',
     ]

@@ -12,7 +12,6 @@ Three modes (see the API reference of ``kinetic.run``):
 * any other string: used as-is, after a sanity check that it is an image reference.
 """
 
-import os
 import re
 from collections.abc import Iterable
 from importlib.metadata import PackageNotFoundError, version
@@ -25,6 +24,7 @@ from kinetic.images.cloudbuild import ImageBuilder
 from kinetic.images.dockerfile import Category, build_context, python_minor
 from kinetic.images.registry import parse_image_reference
 from kinetic.images.requirements import Requirements, discover_requirements, prebuilt_requirements
+from kinetic.settings import BASE_IMAGE_REPO
 from kinetic_protocol.accelerators import Accelerator
 from kinetic_protocol.errors import ConfigError
 
@@ -45,8 +45,8 @@ __all__ = [
 
 ARTIFACT_REPOSITORY = "kinetic"
 """The Artifact Registry repository bundled images go to (created by ``kinetic up``)."""
-BASE_IMAGE_REPO_ENV = "KINETIC_BASE_IMAGE_REPO"
-DEFAULT_BASE_IMAGE_REPO = "kinetic"
+BASE_IMAGE_REPO_ENV = BASE_IMAGE_REPO.env
+DEFAULT_BASE_IMAGE_REPO = BASE_IMAGE_REPO.default or "kinetic"
 ImageMode = Literal["bundled", "prebuilt", "custom"]
 _ZONE_RE = re.compile(r"^(?P<region>[a-z]+(?:-[a-z]+)*\d+)(?:-[a-z])?$")
 _CATEGORIES: tuple[Category, ...] = ("cpu", "gpu", "tpu")
@@ -82,7 +82,7 @@ def region_from_zone(zone: str) -> str:
 
 def resolve_base_image_repo(base_image_repo: str | None) -> str:
     """Argument > ``KINETIC_BASE_IMAGE_REPO`` > ``"kinetic"``."""
-    repo = base_image_repo or os.environ.get(BASE_IMAGE_REPO_ENV) or DEFAULT_BASE_IMAGE_REPO
+    repo = base_image_repo or BASE_IMAGE_REPO.value() or DEFAULT_BASE_IMAGE_REPO
     return repo.strip().rstrip("/")
 
 

@@ -1,6 +1,7 @@
 """The embedded default backend: each job is a detached supervisor process on this machine.
 
-It runs the same ``kinetic_runtime`` entrypoint, from the same stored bundle, as a pod would.
+It runs the same ``kinetic_runtime`` entrypoint, from the same stored bundle, as a pod would;
+the job's processes (``kinetic_runtime.local``) never load this client package.
 The "backend resource" of a job is its directory under ``$KINETIC_HOME/local/jobs``: deleting
 it is what ``cancel``/``cleanup(k8s=True)`` do, after which the job is NOT_FOUND.
 """
@@ -16,21 +17,33 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from kinetic.config import kinetic_home
-from kinetic.local import supervisor
+from kinetic.local import settings
 from kinetic.local.launcher_client import launcher_enabled, request_start
-from kinetic.local.processes import group_alive, pid_alive, terminate_group
-from kinetic_protocol import BackendError, BackendSettings, ConfigError, JobRecord, JobState
+from kinetic_protocol import (
+    BackendError,
+    BackendSettings,
+    Capabilities,
+    ConfigError,
+    JobRecord,
+    JobState,
+    Preparation,
+    PrepareRequest,
+)
 from kinetic_protocol import JobStatus as S
+from kinetic_runtime.local import supervisor
+from kinetic_runtime.local.processes import group_alive, pid_alive, terminate_group
 from kinetic_runtime.stores import default_local_store_uri
 
 __all__ = ["LocalBackend", "local_slots"]
 
 _TERMINATE_GRACE = 3.0
+PYTHON_KEY = "python"
+"""``backend_data`` key: the interpreter a job runs in (an isolated venv), else the client's."""
 
 
 def local_slots() -> int:
     """How many local jobs run at once: ``KINETIC_LOCAL_SLOTS``, else the CPU count."""
-    raw = os.environ.get("KINETIC_LOCAL_SLOTS")
+    raw = settings.SLOTS.from_env()
     if raw is None:
         return os.cpu_count() or 1
     try:
@@ -46,6 +59,8 @@ class LocalBackend:
     """Runs jobs as detached local processes, at most ``local_slots()`` at a time."""
 
     name = "local"
+    declared_settings = settings.SETTINGS
+    capabilities = Capabilities(local_data=True, multi_host=True, provisions_accelerators=False)
     poll_bounds = (0.005, 0.05)  # a poll is one small file read per job
 
     def __init__(self, settings: BackendSettings, *, python: str | None = None) -> None:
@@ -68,13 +83,22 @@ class LocalBackend:
     def job_dir(self, job_id: str) -> Path:
         return self._jobs / job_id
 
+    def prepare(self, request: PrepareRequest) -> Preparation:
+        """With ``isolate=True``, run in a cached venv of the project's requirements."""
+        if not request.isolate:
+            return Preparation()
+        from kinetic.images import ensure_isolated_env
+
+        python = ensure_isolated_env(request.project_root, cache_root=kinetic_home() / "envs")
+        return Preparation(backend_data={PYTHON_KEY: str(python)})
+
     def submit(self, record: JobRecord) -> None:
         job_dir = self.job_dir(record.job_id)
         try:
             job_dir.mkdir(parents=True)
         except FileExistsError:
             return  # submitted before: idempotent
-        python = record.local_python or self._python
+        python = record.backend_data.get(PYTHON_KEY) or self._python
         launch = {
             "job_id": record.job_id,
             "store_uri": record.store_uri,
@@ -94,7 +118,7 @@ class LocalBackend:
         """The supervisor as a fresh interpreter in its own session (no launcher)."""
         with open(job_dir / "supervisor.log", "ab") as errors:
             process = subprocess.Popen(
-                [python, supervisor.__file__, str(job_dir)],
+                [python, "-m", "kinetic_runtime.local.supervisor", str(job_dir)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=errors,

@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+from kinetic.local import settings
+
 __all__ = ["launcher_enabled", "request_start"]
 
 _RESPAWN_AFTER = 5.0
@@ -25,7 +27,7 @@ _spawn_lock = threading.Lock()
 
 def launcher_enabled(python: str) -> bool:
     """Launchers run jobs in this interpreter only; ``KINETIC_LOCAL_LAUNCHER=0`` turns them off."""
-    return python == sys.executable and os.environ.get("KINETIC_LOCAL_LAUNCHER", "1") != "0"
+    return python == sys.executable and settings.LAUNCHER.flag()
 
 
 @functools.cache
@@ -33,7 +35,7 @@ def _socket_path() -> Path:
     """One socket per interpreter and version of the code a launcher has imported (computed
     once per process: it stats and hashes files, and every submission asks)."""
     import kinetic_runtime.main
-    from kinetic.local import launcher, supervisor
+    from kinetic_runtime.local import launcher, supervisor
 
     identity = hashlib.sha256(sys.executable.encode())
     for module in (kinetic_runtime.main, launcher, supervisor):
@@ -51,7 +53,7 @@ def _spawn(path: Path) -> None:
         _spawned_at[path] = time.monotonic()
     with open(path.with_suffix(".log"), "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "kinetic.local.launcher", str(path)],
+            [sys.executable, "-m", "kinetic_runtime.local.launcher", str(path)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,

@@ -1,0 +1,36 @@
+"""Kinetic's Kubernetes layer: a cluster connection and the workload seam, shared by every
+Kubernetes backend (``gke`` runs Jobs on it; ``pathways`` runs LeaderWorkerSets)."""
+
+from kinetic_gke.k8s.connection import (
+    ClusterConnection,
+    Obj,
+    get_credentials_command,
+    kube_context_name,
+    kubeconfig_path,
+)
+from kinetic_gke.k8s.errors import (
+    AlreadyExists,
+    ApiUnreachable,
+    BadRequest,
+    KubeApiError,
+    NotFound,
+    PermissionDenied,
+)
+from kinetic_gke.k8s.jobs import JobWorkload
+from kinetic_gke.k8s.workload import Workload
+
+__all__ = [
+    "AlreadyExists",
+    "ApiUnreachable",
+    "BadRequest",
+    "ClusterConnection",
+    "JobWorkload",
+    "KubeApiError",
+    "NotFound",
+    "Obj",
+    "PermissionDenied",
+    "Workload",
+    "get_credentials_command",
+    "kube_context_name",
+    "kubeconfig_path",
+]

@@ -1,0 +1,84 @@
+"""The GKE machine behind each accelerator shape, and the CPU and memory a pod asks for on it.
+
+A pod that requests only `nvidia.com/gpu` or `google.com/tpu` gets QoS class BestEffort: it is
+the first evicted under memory pressure and nothing is reserved for it. Kinetic therefore
+requests three quarters of the host's vCPUs and memory (the rest is left to GKE's system
+reservation and daemon sets), which makes the pod Burstable with real guarantees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kinetic_protocol import Accelerator
+
+__all__ = ["CPU_ONLY", "MachineShape", "machine_for", "pod_requests"]
+
+_SHARE = 0.75
+
+
+@dataclass(frozen=True)
+class MachineShape:
+    machine_type: str
+    vcpus: int
+    memory_gib: int
+
+
+CPU_ONLY = {"cpu": "500m", "memory": "1Gi"}
+"""What a CPU job asks for: enough to be scheduled and kept, small enough for any node."""
+
+_GPU_MACHINES: dict[str, dict[int, MachineShape]] = {
+    "t4": {n: MachineShape(f"n1-standard-{4 * n}", 4 * n, 15 * n) for n in (1, 2, 4)},
+    "p4": {n: MachineShape(f"n1-standard-{4 * n}", 4 * n, 15 * n) for n in (1, 2, 4)},
+    "v100": {n: MachineShape(f"n1-standard-{8 * n}", 8 * n, 30 * n) for n in (1, 2, 4, 8)},
+    "p100": {n: MachineShape(f"n1-standard-{8 * n}", 8 * n, 30 * n) for n in (1, 2, 4)},
+    "l4": {
+        1: MachineShape("g2-standard-4", 4, 16),
+        2: MachineShape("g2-standard-24", 24, 96),
+        4: MachineShape("g2-standard-48", 48, 192),
+        8: MachineShape("g2-standard-96", 96, 384),
+    },
+    "a100": {
+        **{n: MachineShape(f"a2-highgpu-{n}g", 12 * n, 85 * n) for n in (1, 2, 4, 8)},
+        16: MachineShape("a2-megagpu-16g", 96, 1360),
+    },
+    "a100-80gb": {n: MachineShape(f"a2-ultragpu-{n}g", 12 * n, 170 * n) for n in (1, 2, 4, 8)},
+    "h100": {n: MachineShape(f"a3-highgpu-{n}g", 26 * n, 234 * n) for n in (1, 2, 4, 8)},
+    "h100-mega": {8: MachineShape("a3-megagpu-8g", 208, 1872)},
+    "h200": {8: MachineShape("a3-ultragpu-8g", 224, 2952)},
+    "b200": {8: MachineShape("a4-highgpu-8g", 224, 3968)},
+}
+_TPU_MACHINES: dict[str, dict[int, MachineShape]] = {
+    "v3": {4: MachineShape("tpu-v3-host", 96, 340)},
+    "v4": {4: MachineShape("ct4p-hightpu-4t", 240, 407)},
+    "v5e": {
+        1: MachineShape("ct5lp-hightpu-1t", 24, 48),
+        4: MachineShape("ct5lp-hightpu-4t", 112, 192),
+        8: MachineShape("ct5lp-hightpu-8t", 224, 384),
+    },
+    "v5p": {4: MachineShape("ct5p-hightpu-4t", 208, 448)},
+    "v6e": {
+        1: MachineShape("ct6e-standard-1t", 44, 176),
+        4: MachineShape("ct6e-standard-4t", 180, 720),
+        8: MachineShape("ct6e-standard-8t", 180, 1440),
+    },
+}
+
+
+def machine_for(accelerator: Accelerator) -> MachineShape | None:
+    """The machine one host of `accelerator` runs on; None for CPU jobs."""
+    if accelerator.category == "gpu":
+        return _GPU_MACHINES.get(accelerator.type, {}).get(accelerator.count)
+    if accelerator.category == "tpu":
+        return _TPU_MACHINES.get(accelerator.type, {}).get(accelerator.chips_per_host)
+    return None
+
+
+def pod_requests(accelerator: Accelerator) -> dict[str, str]:
+    """CPU and memory requests for one host's pod: three quarters of its machine."""
+    machine = machine_for(accelerator)
+    if machine is None:
+        return dict(CPU_ONLY)
+    cpu = max(1, int(machine.vcpus * _SHARE))
+    memory = max(1, int(machine.memory_gib * _SHARE))
+    return {"cpu": str(cpu), "memory": f"{memory}Gi"}

@@ -1,0 +1,57 @@
+"""The gke backend's settings, declared once (see :mod:`kinetic_protocol.settings`)."""
+
+from kinetic_protocol.settings import SettingSpec
+
+__all__ = [
+    "KUBE_CONTEXT",
+    "POD_CPU",
+    "POD_MEMORY",
+    "POLL",
+    "RUN_AS_ROOT",
+    "SERVICE_ACCOUNT",
+    "SETTINGS",
+    "UNSCHEDULABLE_TIMEOUT",
+]
+
+_OWNER = "kinetic-gke"
+
+KUBE_CONTEXT = SettingSpec(
+    "kube_context", "KINETIC_KUBE_CONTEXT",
+    "Kubeconfig context to use (default: gke_<project>_<zone>_<cluster>).", _OWNER,
+)  # fmt: skip
+SERVICE_ACCOUNT = SettingSpec(
+    "service_account", "KINETIC_SERVICE_ACCOUNT",
+    "Kubernetes service account pods run as (Workload Identity); default: the namespace's.",
+    _OWNER,
+)  # fmt: skip
+UNSCHEDULABLE_TIMEOUT = SettingSpec(
+    "unschedulable_timeout", "KINETIC_UNSCHEDULABLE_TIMEOUT",
+    "Seconds a job may wait unschedulable, or for the cluster to create its pod, before it "
+    "fails.",
+    _OWNER, default="900",
+)  # fmt: skip
+POLL = SettingSpec(
+    "gke_poll", "KINETIC_GKE_POLL",
+    "Shortest and longest wait between status polls, seconds, as LOW,HIGH.", _OWNER,
+    default="1,10",
+)  # fmt: skip
+RUN_AS_ROOT = SettingSpec(
+    "run_as_root", "KINETIC_RUN_AS_ROOT",
+    "1 runs pods as the image's user (root) instead of uid 1000; refused where the namespace "
+    "enforces the restricted Pod Security Standard.",
+    _OWNER, default="0",
+)  # fmt: skip
+POD_CPU = SettingSpec(
+    "pod_cpu", "KINETIC_POD_CPU",
+    "CPU request of each pod (default: 3/4 of the accelerator machine's vCPUs; 500m for cpu).",
+    _OWNER,
+)  # fmt: skip
+POD_MEMORY = SettingSpec(
+    "pod_memory", "KINETIC_POD_MEMORY",
+    "Memory request of each pod (default: 3/4 of the accelerator machine's; 1Gi for cpu).",
+    _OWNER,
+)  # fmt: skip
+
+SETTINGS = (
+    KUBE_CONTEXT, SERVICE_ACCOUNT, UNSCHEDULABLE_TIMEOUT, POLL, RUN_AS_ROOT, POD_CPU, POD_MEMORY,
+)  # fmt: skip

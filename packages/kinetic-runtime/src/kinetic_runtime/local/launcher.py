@@ -1,0 +1,144 @@
+"""A long-lived process that starts local jobs by forking, with the runtime already imported.
+
+Starting a fresh interpreter and importing the runtime costs ~0.1 s per job, most of a no-op
+job's life. The launcher pays that once: for each request it forks a detached supervisor
+(its own session, as with the exec path), which forks the runtime for the job. It serves one
+Unix socket per interpreter and code version, and exits after a short idle period.
+Any failure to reach it falls back to starting the supervisor as a fresh process. It imports
+only the runtime, so what every forked job carries in memory is the runtime, not the client.
+
+    python -m kinetic_runtime.local.launcher SOCKET_PATH
+"""
+
+import atexit
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import kinetic_runtime.main as runtime_main  # imported now, so every fork starts warm
+from kinetic_runtime.local import supervisor
+
+__all__ = ["IDLE_SECONDS", "serve"]
+
+IDLE_SECONDS = 30.0
+
+
+def _fork_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO) -> int:
+    """``StartRuntime`` for the supervisor: the runtime in a fork instead of a new interpreter."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 2
+    try:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        os.environ.clear()
+        os.environ.update(supervisor.runtime_env(launch))
+        for stream in (sys.stdout, sys.stderr):
+            stream.reconfigure(write_through=True)  # type: ignore[union-attr]
+        os.chdir(job_dir)
+        sys.argv = ["kinetic_runtime"]
+        sys.path[0] = str(job_dir)
+        code = runtime_main.run_job(launch["store_uri"], launch["job_id"], job_dir / "work")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        # What interpreter shutdown would do, as multiprocessing's forked children do too.
+        with contextlib.suppress(BaseException):
+            threading._shutdown()  # type: ignore[attr-defined]
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _start_supervisor(job_dir: Path, server: socket.socket, conn: socket.socket) -> int:
+    """Fork a detached supervisor for ``job_dir``; return its pid (its process group id)."""
+    read_end, write_end = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        try:
+            server.close()
+            conn.close()
+            os.close(read_end)
+            leader = os.fork()
+            if leader == 0:
+                os.close(write_end)
+                os.setsid()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                null = os.open(os.devnull, os.O_RDWR)
+                errors = os.open(job_dir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+                os.dup2(null, 0)
+                os.dup2(null, 1)
+                os.dup2(errors, 2)
+                code = 1
+                try:
+                    code = supervisor.supervise(job_dir, start=_fork_runtime)
+                finally:
+                    os._exit(code)
+            os.write(write_end, str(leader).encode())
+        finally:
+            os._exit(0)  # the supervisor is orphaned to init, like a daemon
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        answer = pipe.read()
+    return int(answer)
+
+
+def _handle(conn: socket.socket, server: socket.socket) -> None:
+    conn.settimeout(5.0)
+    with conn, conn.makefile("rb") as reader:
+        request = json.loads(reader.readline())
+        try:
+            reply: dict[str, Any] = {
+                "pid": _start_supervisor(Path(request["job_dir"]), server, conn)
+            }
+        except Exception as exc:
+            reply = {"error": repr(exc)}
+        conn.sendall(json.dumps(reply).encode() + b"\n")
+
+
+def serve(socket_path: Path, idle: float = IDLE_SECONDS) -> int:
+    lock = os.open(socket_path.with_suffix(".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return 0  # another launcher serves this socket
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # reap the short-lived middle processes
+    staging = socket_path.with_suffix(f".{os.getpid()}.tmp")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(staging))
+    server.listen(128)
+    os.replace(staging, socket_path)  # clients never see a socket that does not listen yet
+    identity = socket_path.stat().st_ino
+    server.settimeout(idle)
+    try:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                return 0
+            _handle(conn, server)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            if socket_path.stat().st_ino == identity:
+                socket_path.unlink()
+        server.close()
+
+
+if __name__ == "__main__":
+    sys.exit(serve(Path(sys.argv[1])))

@@ -1,0 +1,105 @@
+"""Stage a job by hand in a ``file://`` store and run ``python -m kinetic_runtime`` on it.
+
+The runtime's contract is about a process (its exit status) and a stored envelope, so the tests
+run the real entrypoint in a subprocess, with no client in between. (The tests' ``conftest.py``
+puts this directory on ``sys.path``.)
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+
+from kinetic_protocol import ArtifactRef, CallDescriptor, ResultEnvelope, layout
+from kinetic_protocol.records import decode_result, encode_json
+from kinetic_runtime.stores import LocalStore
+
+RUN_TIMEOUT_S = 120.0
+
+
+def pickled_call(fn: Any, *args: Any, **kwargs: Any) -> bytes:
+    """The payload the client would store: ``(fn, args, kwargs)``, cloudpickled."""
+    data: bytes = cloudpickle.dumps((fn, args, kwargs))
+    return data
+
+
+@dataclass
+class RuntimeRun:
+    """How one ``python -m kinetic_runtime`` ended."""
+
+    exit_code: int
+    output: str
+    envelope: ResultEnvelope | None
+
+
+@dataclass
+class JobStage:
+    """A ``file://`` store and a work directory under ``tmp_path``, for jobs staged by hand."""
+
+    tmp_path: Path
+    store: LocalStore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.store = LocalStore(self.tmp_path / "store")
+        self.workdir = self.tmp_path / "work"
+
+    def put(self, key: str, data: bytes, *, sha256: str | None = None) -> ArtifactRef:
+        """Store ``data``; the reference claims ``sha256`` (default: the true digest)."""
+        self.store.write(key, data)
+        digest = sha256 or hashlib.sha256(data).hexdigest()
+        return ArtifactRef(key=key, sha256=digest, size=len(data))
+
+    def stage(
+        self,
+        job_id: str,
+        payload: bytes,
+        *,
+        payload_sha256: str | None = None,
+        bundle: bytes | None = None,
+        requirements: Sequence[str] = (),
+        output_dir: str = "",
+    ) -> str:
+        """Write the payload, bundle (if any) and call descriptor of ``job_id``."""
+        bundle_ref = None
+        if bundle is not None:
+            bundle_ref = self.put(layout.bundle_key(hashlib.sha256(bundle).hexdigest()), bundle)
+        call = CallDescriptor(
+            job_id=job_id,
+            func_name="test_function",
+            payload=self.put(layout.payload_key(job_id), payload, sha256=payload_sha256),
+            bundle=bundle_ref,
+            requirements=list(requirements),
+            output_dir=output_dir,
+        )
+        self.store.write(layout.call_key(job_id), encode_json(call))
+        return job_id
+
+    def run(
+        self,
+        job_id: str,
+        *,
+        python: str = sys.executable,
+        store_uri: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> RuntimeRun:
+        """Run the runtime for ``job_id`` as its own process and read what it stored."""
+        command = [
+            python, "-m", "kinetic_runtime",
+            "--store", store_uri or self.store.uri, "--job", job_id,
+            "--workdir", str(self.workdir),
+        ]  # fmt: skip
+        done = subprocess.run(
+            command, capture_output=True, text=True, check=False, timeout=RUN_TIMEOUT_S,
+            cwd=self.tmp_path, env={**os.environ, **(env or {})},
+        )  # fmt: skip
+        envelope = None
+        if self.store.exists(layout.result_key(job_id)):
+            raw = self.store.read(layout.result_key(job_id))
+            envelope = decode_result(raw, what=layout.result_key(job_id))
+        return RuntimeRun(done.returncode, done.stdout + done.stderr, envelope)

@@ -1,0 +1,96 @@
+"""What the runtime refuses from the (untrusted) store: changed artifacts and escaping bundles."""
+
+import hashlib
+import io
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+from runtime_jobs import JobStage
+
+from kinetic_protocol import ConfigError, Failed
+from kinetic_runtime.workspace import unpack_bundle
+
+
+class _MakesDirWhenUnpickled:
+    """Unpickling this runs ``os.mkdir(path)``: evidence of whether a payload was unpickled."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return os.mkdir, (self.path,)
+
+
+def _tell_tale_payload(marker: Path) -> bytes:
+    import pickle
+
+    return pickle.dumps(_MakesDirWhenUnpickled(marker))
+
+
+def test_a_payload_whose_sha256_differs_fails_in_verify_without_being_unpickled(
+    jobs: JobStage,
+) -> None:
+    marker = jobs.tmp_path / "unpickled"
+    payload = _tell_tale_payload(marker)
+    claimed = hashlib.sha256(b"what the client submitted").hexdigest()
+    run = jobs.run(jobs.stage("job-tampered", payload, payload_sha256=claimed))
+    assert run.exit_code == 2, run.output
+    assert isinstance(run.envelope, Failed)
+    assert run.envelope.phase == "verify"
+    assert claimed[:12] in run.envelope.message
+    assert not marker.exists(), "the runtime unpickled a payload that failed verification"
+
+
+def test_the_tell_tale_payload_is_unpickled_when_its_hash_matches(jobs: JobStage) -> None:
+    """The control for the test above: with a true hash the same bytes do get unpickled."""
+    marker = jobs.tmp_path / "unpickled"
+    run = jobs.run(jobs.stage("job-honest", _tell_tale_payload(marker)))
+    assert isinstance(run.envelope, Failed) and run.envelope.phase == "deserialize"
+    assert marker.is_dir()
+
+
+def _zip(*members: tuple[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in members:
+            archive.writestr(zipfile.ZipInfo(name), text)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["../evil.txt", "pkg/../../evil.txt", "/tmp/kinetic-absolute-evil.txt"],
+    ids=["parent", "nested-parent", "absolute"],
+)
+def test_a_bundle_member_outside_the_workdir_refuses_the_whole_bundle(
+    tmp_path: Path, name: str
+) -> None:
+    workdir = tmp_path / "deep" / "work"
+    bundle = _zip(("ok.py", "x = 1\n"), (name, "evil\n"))
+    with pytest.raises(ConfigError, match="escapes the job directory"):
+        unpack_bundle(bundle, workdir)
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == []  # not even the harmless member: nothing is unpacked
+    assert not Path("/tmp/kinetic-absolute-evil.txt").exists()
+
+
+def test_a_bundle_member_inside_the_workdir_is_unpacked(tmp_path: Path) -> None:
+    unpack_bundle(_zip(("pkg/mod.py", "x = 1\n"), ("data.txt", "d")), tmp_path)
+    assert (tmp_path / "pkg" / "mod.py").read_text() == "x = 1\n"
+    assert (tmp_path / "data.txt").read_text() == "d"
+
+
+def test_an_escaping_bundle_fails_the_job_in_unpack(jobs: JobStage) -> None:
+    import operator
+
+    from runtime_jobs import pickled_call
+
+    bundle = _zip(("../../escaped.txt", "evil\n"))
+    run = jobs.run(jobs.stage("job-escape", pickled_call(operator.add, 1, 1), bundle=bundle))
+    assert run.exit_code == 2, run.output
+    assert isinstance(run.envelope, Failed) and run.envelope.phase == "unpack"
+    assert "../../escaped.txt" in run.envelope.message
+    assert not (jobs.tmp_path.parent / "escaped.txt").exists()
+    assert not (jobs.tmp_path / "escaped.txt").exists()

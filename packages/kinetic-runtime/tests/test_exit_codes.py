@@ -1,0 +1,102 @@
+"""The process contract of ``python -m kinetic_runtime``: its exit status and the envelope.
+
+0 when the function returned, 1 when it raised (phase ``run``), 2 when a phase around the call
+failed (the envelope names it) or when not even an envelope could be stored.
+"""
+
+import io
+import operator
+import os
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import cloudpickle
+from runtime_jobs import JobStage, RuntimeRun, pickled_call
+
+from kinetic_protocol import Failed, Succeeded, layout
+
+EXIT_OK, EXIT_USER_ERROR, EXIT_INFRA_ERROR = 0, 1, 2
+
+
+def _failed_in(run: RuntimeRun, phase: str, exit_code: int = EXIT_INFRA_ERROR) -> Failed:
+    assert run.exit_code == exit_code, run.output
+    assert isinstance(run.envelope, Failed), run.output
+    assert run.envelope.phase == phase, run.envelope
+    return run.envelope
+
+
+def test_a_returned_value_exits_0_with_a_succeeded_envelope(jobs: JobStage) -> None:
+    run = jobs.run(jobs.stage("job-ok", pickled_call(operator.add, 2, 3)))
+    assert run.exit_code == EXIT_OK, run.output
+    assert isinstance(run.envelope, Succeeded)
+    assert run.envelope.job_id == "job-ok"
+    assert cloudpickle.loads(run.envelope.value) == 5
+
+
+def test_a_raised_exception_exits_1_with_phase_run(jobs: JobStage) -> None:
+    run = jobs.run(jobs.stage("job-raises", pickled_call(int, "not a number")))
+    failed = _failed_in(run, "run", EXIT_USER_ERROR)
+    assert failed.exc_type == "builtins.ValueError"
+    assert isinstance(cloudpickle.loads(failed.exception or b""), ValueError)
+    # The exception line survives even with no frame of user code (``int`` itself raised).
+    assert "ValueError: invalid literal" in failed.traceback
+    assert "ValueError: invalid literal" in run.output
+
+
+def test_a_missing_call_descriptor_fails_in_fetch(jobs: JobStage) -> None:
+    _failed_in(jobs.run("job-never-staged"), "fetch")
+
+
+def test_a_bundle_escaping_the_workdir_fails_in_unpack(jobs: JobStage) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("../escaped.txt", "x")
+    staged = jobs.stage("job-unpack", pickled_call(operator.add, 1, 1), bundle=buffer.getvalue())
+    _failed_in(jobs.run(staged), "unpack")
+
+
+def test_an_output_dir_that_cannot_be_made_fails_in_environment(jobs: JobStage) -> None:
+    blocker = jobs.tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    payload = pickled_call(operator.add, 1, 1)
+    staged = jobs.stage("job-env", payload, output_dir=str(blocker / "out"))
+    _failed_in(jobs.run(staged), "environment")
+
+
+def test_a_payload_that_is_not_a_pickle_fails_in_deserialize(jobs: JobStage) -> None:
+    _failed_in(jobs.run(jobs.stage("job-garbage", b"not a pickle")), "deserialize")
+
+
+def test_an_unpicklable_return_value_fails_in_serialize_result(jobs: JobStage) -> None:
+    failed = _failed_in(
+        jobs.run(jobs.stage("job-lock", pickled_call(threading.Lock))), "serialize_result"
+    )
+    assert "KINETIC_OUTPUT_DIR" in failed.message  # says what to do instead
+
+
+def test_a_store_that_cannot_be_opened_exits_2_without_an_envelope(jobs: JobStage) -> None:
+    staged = jobs.stage("job-no-store", pickled_call(operator.add, 1, 1))
+    run = jobs.run(staged, store_uri="bogus://nowhere")
+    assert (run.exit_code, run.envelope) == (EXIT_INFRA_ERROR, None), run.output
+    assert "cannot open store" in run.output
+
+
+def test_a_result_that_cannot_be_stored_exits_2(jobs: JobStage) -> None:
+    staged = jobs.stage("job-no-result", pickled_call(operator.add, 1, 1))
+    (jobs.store.root / layout.result_key(staged)).mkdir(parents=True)  # the key is taken
+    run = jobs.run(staged)
+    assert run.exit_code == EXIT_INFRA_ERROR, run.output
+    assert "could not store the result" in run.output
+
+
+def test_missing_store_or_job_is_a_usage_error(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KINETIC_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "kinetic_runtime"],
+        capture_output=True, text=True, check=False, env=env, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--store and --job" in done.stderr

@@ -1,0 +1,84 @@
+"""The client's settings, declared once, and the registry of every setting Kinetic reads.
+
+``registry()`` gathers the client's declarations, the runtime's, and those of each installed
+backend (its factory's ``declared_settings``), so ``kinetic config show`` explains every
+``KINETIC_*`` variable, including a third-party backend's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from kinetic_protocol import ConfigError
+from kinetic_protocol.settings import SettingSpec, SettingsRegistry
+
+__all__ = [
+    "BACKEND",
+    "BASE_IMAGE_REPO",
+    "CLUSTER",
+    "CONTAINER_IMAGE",
+    "NAMESPACE",
+    "PROFILE",
+    "PROFILES_FILE",
+    "PROJECT",
+    "SETTINGS",
+    "ZONE",
+    "registry",
+]
+
+_OWNER = "kinetic"
+
+BACKEND = SettingSpec(
+    "backend", "KINETIC_BACKEND",
+    "Where jobs run: local, gke, pathways (default: gke with a project, else local).", _OWNER,
+    profile_key="backend",
+)  # fmt: skip
+PROJECT = SettingSpec(
+    "project", "KINETIC_PROJECT", "GCP project of the cluster, bucket and registry.", _OWNER,
+    profile_key="project", fallback_env=("GOOGLE_CLOUD_PROJECT",),
+)  # fmt: skip
+ZONE = SettingSpec(
+    "zone", "KINETIC_ZONE", "Zone (or region) of the GKE cluster.", _OWNER,
+    default="us-central1-a", profile_key="zone",
+)  # fmt: skip
+CLUSTER = SettingSpec(
+    "cluster", "KINETIC_CLUSTER", "Name of the GKE cluster.", _OWNER,
+    default="kinetic-cluster", profile_key="cluster",
+)  # fmt: skip
+NAMESPACE = SettingSpec(
+    "namespace", "KINETIC_NAMESPACE", "Kubernetes namespace jobs run in.", _OWNER,
+    default="default", profile_key="namespace",
+)  # fmt: skip
+PROFILE = SettingSpec(
+    "profile", "KINETIC_PROFILE", "Profile to use instead of the file's active one.", _OWNER
+)
+PROFILES_FILE = SettingSpec(
+    "profiles_file", "KINETIC_PROFILES_FILE", "Where profiles are kept.", _OWNER,
+    default="~/.kinetic/profiles.json",
+)  # fmt: skip
+CONTAINER_IMAGE = SettingSpec(
+    "container_image", "KINETIC_CONTAINER_IMAGE",
+    "Default container_image= for Kubernetes backends: bundled, prebuilt, or an image URI.",
+    _OWNER,
+)  # fmt: skip
+BASE_IMAGE_REPO = SettingSpec(
+    "base_image_repo", "KINETIC_BASE_IMAGE_REPO",
+    "Artifact Registry repository for images Kinetic builds.", _OWNER, default="kinetic",
+)  # fmt: skip
+
+SETTINGS = (
+    BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, CONTAINER_IMAGE,
+    BASE_IMAGE_REPO,
+)  # fmt: skip
+
+
+def registry() -> SettingsRegistry:
+    """Every declared setting: the client's, the runtime's and each installed backend's."""
+    from kinetic.backends import available_backends, load_factory
+    from kinetic_runtime.settings import SETTINGS as RUNTIME
+
+    found = SettingsRegistry((*SETTINGS, *RUNTIME))
+    for name in available_backends():
+        with contextlib.suppress(ConfigError):  # a broken backend is reported where it is used
+            found.declare(*getattr(load_factory(name), "declared_settings", ()))
+    return found

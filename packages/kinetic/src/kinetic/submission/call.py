@@ -1,0 +1,115 @@
+"""Submit one call: write its artifacts create-only, then hand the record to the backend.
+
+Everything that can fail on bad input (pickling, settings, the backend) runs before the first
+write, and a backend that refuses the job gets its artifacts removed, so a failed submission
+leaves nothing half-made in the store.
+"""
+
+import contextlib
+import hashlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from kinetic import _log, session
+from kinetic.data import Data
+from kinetic.handle import JobHandle
+from kinetic.options import capture_env
+from kinetic.packaging import CodeBundle, serialize_call
+from kinetic.submission.ids import func_name_of, new_job_id
+from kinetic.submission.record import job_record
+from kinetic.submission.target import Target
+from kinetic_protocol import (
+    ArtifactRef,
+    BackendError,
+    CallDescriptor,
+    ConfigError,
+    JobRecord,
+    KineticError,
+    ObjectStore,
+    PreconditionFailedError,
+    layout,
+)
+from kinetic_protocol.records import encode_json
+
+__all__ = ["submit_call", "upload_bundle"]
+
+log = _log.get_logger(__name__)
+
+
+def upload_bundle(store: ObjectStore, bundle: CodeBundle) -> None:
+    """Store the bundle under its hash unless it is already there (checked once a session)."""
+    active = session.current()
+    with active.upload_lock:
+        if active.bundle_uploaded(store.uri, bundle.ref.key):
+            return
+        if not store.exists(bundle.ref.key):
+            # PreconditionFailed: another submitter stored the same bytes first.
+            with contextlib.suppress(PreconditionFailedError):
+                store.write(bundle.ref.key, bundle.data, if_absent=True)
+        active.mark_bundle_uploaded(store.uri, bundle.ref.key)
+
+
+def _ref(key: str, data: bytes) -> ArtifactRef:
+    return ArtifactRef(key=key, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+
+
+def submit_call(
+    target: Target,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    record: JobRecord | None = None,
+) -> JobHandle:
+    """Pickle the call, write its artifacts (the bundle first, if new) and submit it.
+
+    ``record`` defaults to a fresh single job; a batch passes each child's record.
+    """
+    _check_data_arguments(target, args, kwargs)
+    payload = serialize_call(fn, args, kwargs)
+    if record is None:
+        record = job_record(target, func_name_of(fn), new_job_id(getattr(fn, "__name__", "job")))
+    upload_bundle(target.store, target.bundle)
+    job_id, store = record.job_id, target.store
+    call = CallDescriptor(
+        job_id=job_id,
+        func_name=record.func_name,
+        payload=_ref(layout.payload_key(job_id), payload),
+        bundle=target.bundle.ref,
+        workdir=target.bundle.workdir,
+        sys_path=target.bundle.sys_path,
+        env=capture_env(target.options.capture_env_vars, dict(os.environ)),
+        output_dir=target.options.output_dir or "",
+        python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
+        requirements=list(target.requirements),
+    )
+    try:
+        store.write(layout.payload_key(job_id), payload, if_absent=True)
+        store.write(layout.call_key(job_id), encode_json(call), if_absent=True)
+        store.write(layout.job_record_key(job_id), encode_json(record), if_absent=True)
+    except PreconditionFailedError as exc:
+        raise BackendError(
+            f"Job id {job_id} already exists in {store.uri}; not resubmitted."
+        ) from exc
+    try:
+        target.backend.submit(record)
+    except BaseException as exc:
+        store.delete_prefix(layout.job_prefix(job_id))
+        if isinstance(exc, KineticError) or not isinstance(exc, Exception):
+            raise
+        raise BackendError(f"The {record.backend} backend refused job {job_id}: {exc}") from exc
+    log.info("job.submitted", job_id=job_id, backend=record.backend)
+    return JobHandle.from_record(record)
+
+
+def _check_data_arguments(target: Target, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """A local ``kinetic.Data`` means nothing where jobs cannot see this machine's files."""
+    if target.backend.capabilities.local_data:
+        return
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, Data) and not (value.is_gcs or value.is_hf):
+            raise ConfigError(
+                f"{value!r} refers to data on this machine, which the {target.backend_name!r} "
+                "backend cannot ship yet. Upload it to a gs:// bucket and pass that URI."
+            )

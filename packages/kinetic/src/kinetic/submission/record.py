@@ -1,0 +1,67 @@
+"""The durable record of a job about to be submitted (its handle, as stored)."""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from kinetic.submission.target import Target
+from kinetic_protocol import JobRecord
+
+__all__ = ["Group", "job_record"]
+
+
+@dataclass(frozen=True)
+class Group:
+    """Batch membership of a child job."""
+
+    group_id: str
+    index: int
+    kind: str = "map"
+
+
+def job_record(
+    target: Target,
+    func_name: str,
+    job_id: str,
+    *,
+    group: Group | None = None,
+    attempt: int = 0,
+    created_at: str | None = None,
+) -> JobRecord:
+    """The durable record of a job about to be submitted to ``target``."""
+    options, settings = target.options, target.settings
+    return JobRecord(
+        job_id=job_id,
+        backend=target.backend_name,
+        project=settings.project.value or "",
+        cluster_name=settings.cluster.value or "",
+        zone=settings.zone.value or "",
+        namespace=settings.namespace.value or "",
+        bucket_name=_bucket_name(target.store.uri),
+        k8s_name=job_id,
+        image_uri=target.image_uri,
+        accelerator=options.accelerator.name,
+        func_name=func_name,
+        display_name=f"{func_name} on {options.accelerator.name}",
+        created_at=created_at or datetime.now(UTC).isoformat(timespec="seconds"),
+        group_id=group.group_id if group else None,
+        group_kind=group.kind if group else None,
+        group_index=group.index if group else None,
+        debug=options.debug,
+        attempt=attempt,
+        spot=options.spot,
+        kinetic_version=_version(),
+        backend_data=dict(target.backend_data),
+    )
+
+
+def _bucket_name(uri: str) -> str:
+    """``gs://b`` is stored as ``b`` (as the API reference shows); other stores keep their URI."""
+    if uri.startswith("gs://") and "/" not in uri.removeprefix("gs://"):
+        return uri.removeprefix("gs://")
+    return uri
+
+
+def _version() -> str:
+    from kinetic import __version__
+
+    return __version__

@@ -1,0 +1,146 @@
+"""A third-party backend, defined in the test suite, that Kinetic finds only through its
+``kinetic.backends`` entry point: each job is a detached ``python -m kinetic_runtime``
+process, with its state in a directory. Nothing in ``kinetic`` knows its name.
+
+It proves the plugin seam: capabilities and settings are read from the class, ``prepare``
+is called through the contract, and the same scenarios pass on it as on the built-in backends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from kinetic_protocol import (
+    BackendSettings,
+    Capabilities,
+    JobRecord,
+    JobState,
+    JobStatus,
+    Preparation,
+    PrepareRequest,
+)
+from kinetic_protocol.settings import SettingSpec
+from kinetic_runtime.stores import default_local_store_uri
+
+__all__ = ["ROOT", "ExampleBackend"]
+
+ROOT = SettingSpec(
+    "example_root", "KINETIC_EXAMPLE_ROOT", "Where the example backend keeps its jobs.",
+    "example-backend (tests)",
+)  # fmt: skip
+_RUN = """
+import subprocess, sys
+code = subprocess.call([sys.executable, "-m", "kinetic_runtime", "--store", sys.argv[1],
+                        "--job", sys.argv[2]])
+open("exit", "w").write(str(code))
+"""
+
+
+def _group_alive(group: int) -> bool:
+    """Any process of the group still running (zombies awaiting their reaper do not count)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group and fields[0] not in ("Z", "X"):
+                return True
+    return False
+
+
+class ExampleBackend:
+    name = "example"
+    capabilities = Capabilities(local_data=True, provisions_accelerators=False)
+    declared_settings = (ROOT,)
+    poll_bounds = (0.01, 0.1)
+
+    def __init__(self, settings: BackendSettings) -> None:
+        self._settings = settings
+        self.prepared: list[PrepareRequest] = []
+
+    @property
+    def store_uri(self) -> str:
+        return self._settings.store_uri or default_local_store_uri()
+
+    @property
+    def _root(self) -> Path:
+        return Path(ROOT.value() or Path(os.environ["KINETIC_HOME"]) / "example")
+
+    def prepare(self, request: PrepareRequest) -> Preparation:
+        self.prepared.append(request)
+        return Preparation(backend_data={"prepared-by": self.name})
+
+    def submit(self, record: JobRecord) -> None:
+        job = self._root / record.job_id
+        try:
+            job.mkdir(parents=True)
+        except FileExistsError:
+            return  # submitted before
+        with (job / "output.log").open("ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _RUN, record.store_uri, record.job_id],
+                cwd=job, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        (job / "pid").write_text(str(process.pid))
+        threading.Thread(target=process.wait, daemon=True).start()  # reap it when it ends
+
+    def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
+        return {record.job_id: self._state(self._root / record.job_id) for record in records}
+
+    @staticmethod
+    def _state(job: Path) -> JobState:
+        if not job.is_dir():
+            return JobState(status=JobStatus.NOT_FOUND)
+        try:
+            code = int((job / "exit").read_text())
+        except (FileNotFoundError, ValueError):
+            return JobState(status=JobStatus.RUNNING)
+        if code == 0:
+            return JobState(status=JobStatus.SUCCEEDED)
+        return JobState(status=JobStatus.FAILED, detail=f"exit {code}", exit_code=code)
+
+    def logs(self, record: JobRecord, *, tail: int | None = None) -> str:
+        try:
+            lines = (self._root / record.job_id / "output.log").read_text().splitlines(True)
+        except FileNotFoundError:
+            return ""
+        if tail is None:
+            return "".join(lines)
+        return "".join(lines[-tail:]) if tail > 0 else ""
+
+    def follow_logs(self, record: JobRecord) -> Iterator[str]:
+        seen = 0
+        while True:
+            done = self.statuses([record])[record.job_id].status.is_terminal
+            lines = self.logs(record).splitlines(True)
+            yield from lines[seen:]
+            seen = len(lines)
+            if done:
+                return
+            time.sleep(self.poll_bounds[0])
+
+    def delete(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
+        """Kill the job's process group, confirm it is gone, then forget the job."""
+        job = self._root / record.job_id
+        try:
+            group = int((job / "pid").read_text())
+        except (FileNotFoundError, ValueError):
+            group = None
+        if group is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+            deadline = time.monotonic() + timeout
+            while _group_alive(group) and time.monotonic() < deadline:
+                time.sleep(min(poll_interval, 0.01))
+        shutil.rmtree(job, ignore_errors=True)
+
+    def list_job_ids(self) -> list[str]:
+        return sorted(p.name for p in self._root.iterdir()) if self._root.is_dir() else []

@@ -1,0 +1,477 @@
+"""Start and stop a real control plane: etcd, kube-apiserver, kube-controller-manager, LWS.
+
+There is no kubelet and no scheduler: `kinetic_testing.nodeagent` plays both. Everything
+listens on 127.0.0.1 only, on free ports, with a throwaway PKI and etcd data directory under
+the run directory. Every process is started with a parent-death signal, so a killed test run
+never leaves a control plane behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import json
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from .build import Built
+from .pki import Pki, issue_serving_cert, make_pki
+
+__all__ = ["CONTEXT", "ControlPlane", "ControlPlaneError"]
+
+CONTEXT = "kinetic-test"
+_READY_TIMEOUT_S = 90.0
+_STOP_GRACE_S = 2.0
+_LOG_TAIL_LINES = 40
+_PR_SET_PDEATHSIG = 1
+_LWS = ("leaderworkerset.x-k8s.io", "leaderworkersets", ["CREATE", "UPDATE"])
+_LWS_PATH = "leaderworkerset-x-k8s-io-v1-leaderworkerset"
+_LWS_WEBHOOKS = (
+    # (kind, name, path, group/resources/operations, only LWS-owned pods)
+    ("mutating", "mleaderworkerset.kb.io", f"/mutate-{_LWS_PATH}", _LWS, False),
+    ("mutating", "mpod.kb.io", "/mutate--v1-pod", ("", "pods", ["CREATE"]), True),
+    ("validating", "vleaderworkerset.kb.io", f"/validate-{_LWS_PATH}", _LWS, False),
+    ("validating", "vpod.kb.io", "/validate--v1-pod", ("", "pods", ["CREATE", "UPDATE"]), True),
+)
+
+
+class ControlPlaneError(RuntimeError):
+    """A component did not start; the message carries the tail of its log."""
+
+
+class ControlPlane:
+    """A running control plane for one test session. Use as a context manager."""
+
+    def __init__(self, binaries: Built, run_dir: Path) -> None:
+        self.binaries = binaries
+        self.run_dir = run_dir
+        self.kubeconfig = run_dir / "admin.kubeconfig"
+        self.context = CONTEXT
+        self.logs: dict[str, Path] = {}
+        self.startup_seconds: dict[str, float] = {}
+        self._processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._pki: Pki | None = None
+        self.api_port = 0
+
+    # -- public -------------------------------------------------------------------------
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.api_port}"
+
+    @property
+    def pki(self) -> Pki:
+        if self._pki is None:
+            raise RuntimeError("the control plane has not been started")
+        return self._pki
+
+    def api_client(self) -> Any:
+        """A new `kubernetes.client.ApiClient` for the admin user (kubeconfig only read)."""
+        from kubernetes import config
+
+        return config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(self.kubeconfig), context=self.context, persist_config=False
+        )
+
+    def create_namespace(self, prefix: str = "t") -> str:
+        """A new namespace whose `default` ServiceAccount exists, so pods can be admitted."""
+        name = f"{_dns_label(prefix)[:40]}-{uuid.uuid4().hex[:6]}"
+        self.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+        self._wait(
+            f"ServiceAccount default in {name}",
+            30.0,
+            lambda: self._exists(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
+        )
+        return name
+
+    def delete_namespace(self, name: str) -> None:
+        """Ask the namespace controller to remove it; does not wait (it takes about 5 s)."""
+        try:
+            self.request("DELETE", f"/api/v1/namespaces/{name}")
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                raise
+
+    def log_tails(self, lines: int = _LOG_TAIL_LINES) -> str:
+        """The last lines of every component's log, for a failing test's report."""
+        parts = []
+        for name, path in self.logs.items():
+            text = path.read_text(errors="replace").splitlines()[-lines:] if path.exists() else []
+            parts.append(f"--- {name} ({path}) ---\n" + "\n".join(text))
+        return "\n".join(parts)
+
+    def request(self, method: str, path: str, body: Any = None, *, content_type: str = "") -> Any:
+        """A raw API call as the admin user; JSON in and out (bytes passed through as is)."""
+        data: bytes | None
+        if isinstance(body, bytes):
+            data = body
+        else:
+            data = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": content_type or "application/json", "Accept": "application/json"}
+        request = urllib.request.Request(self.server + path, data, headers, method=method)
+        with urllib.request.urlopen(request, context=self._ssl(), timeout=30) as response:
+            payload = response.read()
+        return json.loads(payload) if payload else None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        started = time.monotonic()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "logs").mkdir(exist_ok=True)
+        self._pki = make_pki(self.run_dir / "pki")
+        ports = _free_ports(6)
+        self.api_port = ports[0]
+        etcd_port, etcd_peer, kcm_port, webhook_port, probe_port = ports[1:]
+        self._write_kubeconfig()
+        with self._timed("etcd"):
+            self._start_etcd(etcd_port, etcd_peer)
+        with self._timed("kube-apiserver"):
+            self._start_apiserver(etcd_port)
+        with self._timed("lws-crd"):
+            self._install_lws_crd()  # before KCM, so its garbage collector sees the kind
+        with self._timed("kube-controller-manager"):
+            self._start_controller_manager(kcm_port)
+        with self._timed("lws-controller"):
+            self._start_lws(webhook_port, probe_port)
+        self.startup_seconds["total"] = time.monotonic() - started
+
+    def stop(self) -> None:
+        for name in reversed(list(self._processes)):
+            process = self._processes[name]
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + _STOP_GRACE_S
+        for process in self._processes.values():
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._processes.clear()
+
+    # -- components ----------------------------------------------------------------------
+
+    def _start_etcd(self, port: int, peer: int) -> None:
+        client, peer_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{peer}"
+        self._spawn(
+            "etcd",
+            [
+                str(self.binaries.binary("etcd")),
+                "--name=test",
+                f"--data-dir={self.run_dir / 'etcd'}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=test={peer_url}",
+                "--unsafe-no-fsync",
+                "--quota-backend-bytes=2147483648",
+                "--log-level=warn",
+            ],
+        )
+        self._wait_http("etcd", f"{client}/health", lambda body: b'"health":"true"' in body)
+
+    def _start_apiserver(self, etcd_port: int) -> None:
+        pki = self.pki
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(self.binaries.binary("kube-apiserver")),
+                f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.api_port}",
+                "--advertise-address=127.0.0.1",
+                f"--tls-cert-file={pki.serving_cert}",
+                f"--tls-private-key-file={pki.serving_key}",
+                f"--client-ca-file={pki.ca_cert}",
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={pki.service_account_pub}",
+                f"--service-account-signing-key-file={pki.service_account_key}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--allow-privileged=true",
+                f"--cert-dir={self.run_dir / 'apiserver-certs'}",
+            ],
+        )
+        self._wait_http("kube-apiserver", f"{self.server}/readyz", lambda body: body == b"ok")
+
+    def _install_lws_crd(self) -> None:
+        crd = self.binaries.lws_crd.read_bytes()
+        try:
+            self.request(
+                "POST",
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                crd,
+                content_type="application/yaml",
+            )
+        except urllib.error.HTTPError as error:
+            if error.code != 409:
+                raise
+        self._wait(
+            "the LeaderWorkerSet CRD to be served",
+            30.0,
+            lambda: self._exists("/apis/leaderworkerset.x-k8s.io/v1/leaderworkersets"),
+        )
+
+    def _start_controller_manager(self, port: int) -> None:
+        pki, kubeconfig = self.pki, str(self.kubeconfig)
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(self.binaries.binary("kube-controller-manager")),
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                "--leader-elect=false",
+                "--controllers=*",
+                f"--service-account-private-key-file={pki.service_account_key}",
+                f"--root-ca-file={pki.ca_cert}",
+                "--use-service-account-credentials=true",
+                f"--cluster-signing-cert-file={pki.ca_cert}",
+                f"--cluster-signing-key-file={pki.ca_key}",
+                "--kube-api-qps=500",
+                "--kube-api-burst=1000",
+                f"--cert-dir={self.run_dir / 'kcm-certs'}",
+            ],
+        )
+        # /healthz answers before the controllers run; the default ServiceAccount proves they do.
+        self._wait(
+            "kube-controller-manager's controllers",
+            _READY_TIMEOUT_S,
+            lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
+            component="kube-controller-manager",
+        )
+
+    def _start_lws(self, webhook_port: int, probe_port: int) -> None:
+        certs = self.run_dir / "lws-certs"
+        certs.mkdir(exist_ok=True)
+        issue_serving_cert(self.pki, certs / "tls.crt", certs / "tls.key", hosts=("127.0.0.1",))
+        config = self.run_dir / "lws-config.json"  # JSON is YAML
+        config.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "config.lws.x-k8s.io/v1alpha1",
+                    "kind": "Configuration",
+                    "leaderElection": {"leaderElect": False},
+                    "internalCertManagement": {"enable": False},
+                    "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(certs)},
+                    "metrics": {"bindAddress": "0"},
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{probe_port}"},
+                }
+            )
+        )
+        self._spawn(
+            "lws-controller",
+            [
+                str(self.binaries.binary("lws-controller")),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={config}",
+            ],
+        )
+        self._wait_http(
+            "lws-controller",
+            f"http://127.0.0.1:{probe_port}/readyz",
+            lambda body: body.startswith(b"ok"),
+        )
+        self._register_lws_webhooks(f"https://127.0.0.1:{webhook_port}")
+
+    def _register_lws_webhooks(self, base_url: str) -> None:
+        # The controller's webhooks are what default an LWS and inject the TPU environment;
+        # they are registered by URL on loopback instead of through a Service.
+        ca_bundle = base64.b64encode(self.pki.ca_cert.read_bytes()).decode()
+        configs: dict[str, list[dict[str, Any]]] = {"mutating": [], "validating": []}
+        for kind, name, path, (group, resource, operations), pods_only in _LWS_WEBHOOKS:
+            hook: dict[str, Any] = {
+                "name": name,
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "clientConfig": {"url": base_url + path, "caBundle": ca_bundle},
+                "rules": [
+                    {
+                        "apiGroups": [group],
+                        "apiVersions": ["v1"],
+                        "operations": operations,
+                        "resources": [resource],
+                    }
+                ],
+            }
+            if pods_only:
+                hook["objectSelector"] = {
+                    "matchExpressions": [
+                        {"key": "leaderworkerset.sigs.k8s.io/name", "operator": "Exists"}
+                    ]
+                }
+            configs[kind].append(hook)
+        for kind, hooks in configs.items():
+            title = "Mutating" if kind == "mutating" else "Validating"
+            path = f"/apis/admissionregistration.k8s.io/v1/{kind}webhookconfigurations"
+            self.request(
+                "POST",
+                path,
+                {
+                    "apiVersion": "admissionregistration.k8s.io/v1",
+                    "kind": f"{title}WebhookConfiguration",
+                    "metadata": {"name": f"lws-{kind}"},
+                    "webhooks": hooks,
+                },
+            )
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _write_kubeconfig(self) -> None:
+        pki = self.pki
+        self.kubeconfig.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": self.context,
+                    "clusters": [
+                        {
+                            "name": self.context,
+                            "cluster": {
+                                "server": self.server,
+                                "certificate-authority": str(pki.ca_cert),
+                            },
+                        }
+                    ],
+                    "users": [
+                        {
+                            "name": "admin",
+                            "user": {
+                                "client-certificate": str(pki.admin_cert),
+                                "client-key": str(pki.admin_key),
+                            },
+                        }
+                    ],
+                    "contexts": [
+                        {
+                            "name": self.context,
+                            "context": {"cluster": self.context, "user": "admin"},
+                        }
+                    ],
+                },
+                indent=1,
+            )
+        )
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = self.run_dir / "logs" / f"{name}.log"
+        self.logs[name] = log
+        with log.open("ab") as sink:
+            self._processes[name] = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                cwd=self.run_dir,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509
+            )
+
+    def _ssl(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        context.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
+        return context
+
+    def _exists(self, path: str) -> bool:
+        try:
+            self.request("GET", path)
+        except urllib.error.HTTPError as error:
+            if error.code in (404, 429, 503):  # not there, or not served yet (a new CRD)
+                return False
+            raise
+        return True
+
+    def _wait_http(self, component: str, url: str, healthy: Callable[[bytes], bool]) -> None:
+        context = self._ssl() if url.startswith("https") else None
+
+        def probe() -> bool:
+            try:
+                with urllib.request.urlopen(url, context=context, timeout=2) as response:
+                    return healthy(response.read())
+            except (OSError, urllib.error.URLError):
+                return False
+
+        self._wait(f"{component} to be ready", _READY_TIMEOUT_S, probe, component=component)
+
+    def _wait(
+        self, what: str, timeout: float, ready: Callable[[], bool], *, component: str = ""
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        delay = 0.02
+        while not ready():
+            process = self._processes.get(component)
+            if process is not None and process.poll() is not None:
+                raise ControlPlaneError(
+                    f"{component} exited with code {process.returncode} while waiting for {what}:\n"
+                    + self.log_tails()
+                )
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(
+                    f"timed out after {timeout:.0f}s waiting for {what}:\n" + self.log_tails()
+                )
+            time.sleep(delay)  # polling an external process's readiness; nothing to wait on
+            delay = min(delay * 1.5, 0.25)
+
+    @contextmanager
+    def _timed(self, step: str) -> Iterator[None]:
+        started = time.monotonic()
+        yield
+        self.startup_seconds[step] = time.monotonic() - started
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: be killed when the test process dies, however it dies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _dns_label(text: str) -> str:
+    cleaned = "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-")
+    while "--" in cleaned:
+        cleaned = cleaned.replace("--", "-")
+    return cleaned or "t"

@@ -1,0 +1,56 @@
+"""The pinned versions of the real control plane, and the cache directory they are built into.
+
+Bumping a version here changes the cache key, so the next run builds afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PINS", "Pins", "cache_root", "bin_dir"]
+
+CACHE_ENV = "KINETIC_K8S_CACHE"
+
+
+@dataclass(frozen=True)
+class Pins:
+    kubernetes: str = "v1.36.3"
+    etcd: str = "v3.6.8"
+    lws: str = "v0.8.0"
+
+    @property
+    def staging(self) -> str:
+        """The tag of k8s.io staging modules (api, client-go...) matching `kubernetes`."""
+        return "v0." + self.kubernetes.removeprefix("v1.")
+
+    @property
+    def minor(self) -> str:
+        return self.kubernetes.removeprefix("v1.").split(".")[0]
+
+    @property
+    def key(self) -> str:
+        text = f"k8s={self.kubernetes} etcd={self.etcd} lws={self.lws}"
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def describe(self) -> str:
+        return f"kubernetes {self.kubernetes}, etcd {self.etcd}, lws {self.lws}"
+
+
+PINS = Pins()
+
+
+def cache_root() -> Path:
+    """`$KINETIC_K8S_CACHE`, else `kinetic/k8s-control-plane` in the XDG cache directory."""
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return Path(override).expanduser().absolute()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kinetic" / "k8s-control-plane"
+
+
+def bin_dir(pins: Pins = PINS) -> Path:
+    """Where the binaries of one set of pins live: keyed by the pins, so bumps never mix."""
+    return cache_root() / f"bin-{pins.key}"

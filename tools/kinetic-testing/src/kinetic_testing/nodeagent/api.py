@@ -1,0 +1,236 @@
+"""The few API calls the node agent makes, on plain dicts.
+
+Every call uses ``_preload_content=False``: client v37 turns responses into pydantic models that
+reject some valid answers (a Binding's response is a ``Status``), and dicts are cheaper. Patches
+name their content type, because v37 otherwise sends a dict body as a JSON *patch* list.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+__all__ = ["Kube", "Obj", "describe", "is_gone", "now_rfc3339"]
+
+Obj = dict[str, Any]
+_SMP = "application/strategic-merge-patch+json"
+_MERGE = "application/merge-patch+json"
+_TIMEOUT = (5, 30)
+
+
+def now_rfc3339() -> str:
+    """The current time as the API server writes it (seconds, UTC)."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def is_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` only says the object is already gone (a normal race, not an error).
+
+    A write into a namespace being deleted is refused (403, "being terminated"): its pods are
+    going too, so like kube-scheduler and kubelet the agent lets them go.
+    """
+    if not isinstance(exc, ApiException):
+        return False
+    if exc.status in (404, 409):
+        return True
+    return exc.status == 403 and "because it is being terminated" in str(exc.body or "")
+
+
+def describe(exc: BaseException) -> str:
+    """A one-line account of an error (an API error's status and message, not its headers)."""
+    if isinstance(exc, ApiException):
+        try:
+            message = json.loads(exc.body or "{}").get("message") or exc.reason
+        except ValueError:
+            message = exc.reason
+        return f"HTTP {exc.status}: {message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _json(response: Any) -> Obj:
+    data = response.data
+    return json.loads(data) if data else {}
+
+
+class Kube:
+    """A thin typed facade over CoreV1Api and CoordinationV1Api, speaking dicts."""
+
+    def __init__(self, factory: Callable[[], client.ApiClient]) -> None:
+        self.api_client = factory()
+        self.core = client.CoreV1Api(self.api_client)
+        self.coordination = client.CoordinationV1Api(self.api_client)
+
+    def close(self) -> None:
+        self.api_client.close()  # type: ignore[no-untyped-call]
+
+    # Pods
+    def list_pods(self) -> tuple[list[Obj], str]:
+        """Every pod, and the resourceVersion to watch from."""
+        body = _json(
+            self.core.list_pod_for_all_namespaces(_preload_content=False, _request_timeout=_TIMEOUT)
+        )
+        return list(body.get("items") or []), str(body["metadata"]["resourceVersion"])
+
+    def watch_pods(self, resource_version: str, timeout: int) -> Any:
+        """A streaming watch response (urllib3); the caller reads lines and closes it."""
+        return self.core.list_pod_for_all_namespaces(
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout,
+            _preload_content=False,
+            _request_timeout=(5, timeout + 10),
+        )
+
+    def bind(self, namespace: str, name: str, node: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        self.core.create_namespaced_pod_binding(
+            name,
+            namespace,
+            client.V1Binding.model_validate(body),
+            _preload_content=False,
+            _request_timeout=_TIMEOUT,
+        )
+
+    def patch_pod_status(self, namespace: str, name: str, status: Obj) -> None:
+        self.core.patch_namespaced_pod_status(
+            name,
+            namespace,
+            {"status": status},
+            _content_type=_SMP,
+            _preload_content=False,
+            _request_timeout=_TIMEOUT,
+        )
+
+    def delete_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
+        """Confirm a deletion (grace 0), guarded by uid so a namesake is never hit."""
+        body: Obj = {"gracePeriodSeconds": 0}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        self.core.delete_namespaced_pod(
+            name,
+            namespace,
+            grace_period_seconds=0,
+            body=client.V1DeleteOptions.model_validate(body),
+            _preload_content=False,
+            _request_timeout=_TIMEOUT,
+        )
+
+    def secret_value(self, namespace: str, name: str, key: str) -> str | None:
+        data = self._data("secret", namespace, name)
+        raw = None if data is None else data.get(key)
+        return None if raw is None else base64.b64decode(raw).decode()
+
+    def config_map_value(self, namespace: str, name: str, key: str) -> str | None:
+        data = self._data("configmap", namespace, name)
+        value = None if data is None else data.get(key)
+        return None if value is None else str(value)
+
+    def _data(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """A Secret's or ConfigMap's ``data``; None if the object does not exist."""
+        read = (
+            self.core.read_namespaced_secret
+            if kind == "secret"
+            else self.core.read_namespaced_config_map
+        )
+        try:
+            raw = read(name, namespace, _preload_content=False, _request_timeout=_TIMEOUT)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return dict(_json(raw).get("data") or {})
+
+    def config_map_data(self, namespace: str, name: str, secret: bool) -> dict[str, str] | None:
+        """All keys of a ConfigMap or Secret (for ``envFrom``); None if it does not exist."""
+        data = self._data("secret" if secret else "configmap", namespace, name)
+        if data is None:
+            return None
+        if secret:
+            return {k: base64.b64decode(v).decode() for k, v in data.items()}
+        return {k: str(v) for k, v in data.items()}
+
+    # Nodes and leases
+    def apply_node(self, node: Obj) -> str:
+        """Create the Node, or replace its labels/taints/status if it exists; returns its uid."""
+        name = node["metadata"]["name"]
+        try:
+            created = self.core.create_node(
+                client.V1Node.model_validate(node),
+                _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            patch = {"metadata": {"labels": node["metadata"]["labels"]}, "spec": node["spec"]}
+            created = self.core.patch_node(
+                name, patch, _content_type=_MERGE, _preload_content=False, _request_timeout=_TIMEOUT
+            )
+        self.patch_node_status(name, node["status"], replace_lists=True)
+        return str(_json(created)["metadata"]["uid"])
+
+    def patch_node_status(self, name: str, status: Obj, *, replace_lists: bool = False) -> None:
+        """Patch the Node's status; ``replace_lists`` drops stale addresses and conditions."""
+        self.core.patch_node_status(
+            name,
+            {"status": status},
+            _content_type=_MERGE if replace_lists else _SMP,
+            _preload_content=False,
+            _request_timeout=_TIMEOUT,
+        )
+
+    def delete_node(self, name: str) -> None:
+        self.core.delete_node(name, _preload_content=False, _request_timeout=_TIMEOUT)
+
+    def renew_lease(self, node: str, node_uid: str | None, now_micro: str) -> None:
+        """Create or renew the node's heartbeat Lease in ``kube-node-lease``."""
+        spec = {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": now_micro}
+        try:
+            self.coordination.patch_namespaced_lease(
+                node,
+                "kube-node-lease",
+                {"spec": spec},
+                _content_type=_MERGE,
+                _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            meta: Obj = {"name": node, "namespace": "kube-node-lease"}
+            if node_uid:
+                meta["ownerReferences"] = [
+                    {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}
+                ]
+            self.coordination.create_namespaced_lease(
+                "kube-node-lease",
+                client.V1Lease.model_validate(
+                    {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
+                     "spec": spec}
+                ),
+                _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )  # fmt: skip
+
+
+def iter_lines(response: Any) -> Iterator[str]:
+    """The newline-separated JSON lines of a watch response."""
+    buffer = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield line.decode("utf-8", errors="replace")

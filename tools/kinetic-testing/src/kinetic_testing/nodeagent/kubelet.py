@@ -1,0 +1,323 @@
+"""The kubelet role: run each pod bound to our nodes as a local process and report its status.
+
+Only the first container runs (its ``command + args``); the image is ignored. Everything here
+runs on the agent's single reconcile thread, so runtimes need no lock; only the log index,
+read by the log server's threads, is guarded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from . import statuses as st
+from .api import Kube, Obj, describe, is_gone, now_rfc3339
+from .env import EnvError, container_argv, container_env
+from .faults import FaultKind, FaultRegistry
+from .logserver import LogSource
+from .processes import PodProcess
+from .runtime import PodRuntime, container_names
+
+__all__ = ["Kubelet"]
+
+_KILL_FAULTS: tuple[FaultKind, ...] = ("oom", "evict", "preempt", "node-loss")
+_MAX_GRACE = 2.0
+_PULL_BACKOFF_AFTER = 1.0
+
+
+class Kubelet:
+    """Pod lifecycles for a set of nodes; :meth:`sync` and :meth:`tick` drive it."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        workdir: Path,
+        host_env: Mapping[str, str],
+        faults: FaultRegistry,
+        on_node_loss: Callable[[str], None],
+        report: Callable[[str], None],
+    ) -> None:
+        self._kube = kube
+        self._workdir = workdir
+        self._host_env = dict(host_env)
+        self._faults = faults
+        self._on_node_loss = on_node_loss
+        self._report = report
+        self._runtimes: dict[str, PodRuntime] = {}
+        self._logs: dict[tuple[str, str], PodRuntime] = {}
+        self._logs_lock = threading.Lock()
+        self._ips = itertools.count(random.randrange(60_000))  # unlike an earlier agent's
+
+    # Entry points (reconcile thread)
+    def sync(self, pod: Obj, node: str) -> None:
+        """React to the latest version of a pod bound to one of our (live) nodes."""
+        uid = pod["metadata"]["uid"]
+        rt = self._runtimes.get(uid)
+        if rt is None:
+            terminal = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+            if terminal and not pod["metadata"].get("deletionTimestamp"):
+                return  # finished under an earlier agent: nothing left to run or report
+            rt = self._admit(pod, node)
+        rt.pod = pod
+        if pod["metadata"].get("deletionTimestamp"):
+            self._terminate(rt)
+        elif not rt.finished and (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            rt.finished = True  # someone else (pod GC, a test) ended it: stop the process
+            if rt.alive() and rt.process is not None:
+                rt.process.kill()
+        elif rt.process is None and not rt.finished:
+            self._try_start(rt)
+
+    def forget(self, uid: str) -> None:
+        """The pod object is gone: make sure its process is too."""
+        rt = self._runtimes.pop(uid, None)
+        if rt is None:
+            return
+        if rt.process is not None:
+            rt.process.reap(timeout=0.5)
+        with self._logs_lock:
+            if self._logs.get(rt.key) is rt:
+                del self._logs[rt.key]
+
+    def tick(self) -> None:
+        """Periodic work: exits, overdue kills, timed faults, restarts, image-pull progress."""
+        for rt in list(self._runtimes.values()):
+            try:
+                self._tick_one(rt)
+            except Exception as exc:
+                self._report(f"kubelet {rt.key[0]}/{rt.key[1]}: {describe(exc)}")
+
+    def drop_node(self, node: str) -> list[Obj]:
+        """The node's VM is gone: kill its processes, forget its pods; returns their last pods."""
+        lost = [rt for rt in self._runtimes.values() if rt.node == node]
+        for rt in lost:
+            if rt.process is not None:
+                rt.process.reap(timeout=0.5)
+            rt.finished = rt.confirmed = True
+        return [rt.pod for rt in lost]
+
+    def stop(self) -> None:
+        """SIGKILL every process group first, then reap them (so stop stays fast)."""
+        processes = [rt.process for rt in self._runtimes.values() if rt.process is not None]
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.reap(timeout=0.2)
+
+    def log_source(self, namespace: str, name: str, container: str) -> LogSource | None:
+        with self._logs_lock:
+            rt = self._logs.get((namespace, name))
+        if rt is None or container not in container_names(rt.pod):
+            return None
+        return LogSource(rt.log_path, rt.alive, rt.node)
+
+    # Internals
+    def _admit(self, pod: Obj, node: str) -> PodRuntime:
+        meta = pod["metadata"]
+        directory = self._workdir / "pods" / f"{meta['namespace']}_{meta['name']}_{meta['uid'][:8]}"
+        (directory / "tmp").mkdir(parents=True, exist_ok=True)
+        n = next(self._ips)
+        ip = (pod.get("status") or {}).get("podIP") or f"10.244.{(n // 250) % 250}.{n % 250 + 1}"
+        name = container_names(pod)[0]
+        rt = PodRuntime(pod, node, directory, directory / f"{name}.log", ip)
+        rt.log_path.touch()
+        if (pod.get("status") or {}).get("phase") == "Running":
+            self._adopt(rt)
+        self._runtimes[meta["uid"]] = rt
+        with self._logs_lock:
+            self._logs[rt.key] = rt
+        return rt
+
+    def _adopt(self, rt: PodRuntime) -> None:
+        """A pod another agent ran: its process is gone, as after a node reboot.
+
+        Like the kubelet, report a container it cannot find as ContainerStatusUnknown (137);
+        pods that restart (LWS/StatefulSet) start again, with a restart counted.
+        """
+        policy = rt.pod["spec"].get("restartPolicy", "Always")
+        rt.restarts = 1 + max(
+            (c.get("restartCount", 0) for c in rt.pod["status"].get("containerStatuses") or []),
+            default=0,
+        )
+        if policy == "Always":
+            return
+        rt.finished = True
+        message = "The container could not be located when the pod was terminated"
+        status = st.terminated(
+            rt.pod, exit_code=137, started_at=None, now=now_rfc3339(),
+            outcome=st.Outcome("ContainerStatusUnknown"), message=message,
+        )  # fmt: skip
+        self._patch(rt, status)
+
+    def _patch(self, rt: PodRuntime, status: Obj) -> None:
+        ns, name = rt.key
+        try:
+            self._kube.patch_pod_status(ns, name, status)
+        except Exception as exc:
+            if not is_gone(exc):
+                raise
+
+    def _try_start(self, rt: PodRuntime) -> None:
+        if time.monotonic() < rt.retry_at:
+            return
+        pod = rt.pod
+        container = pod["spec"]["containers"][0]
+        fault = self._faults.claim(("image-pull",), pod)
+        if fault is not None:
+            self._image_pull_failure(rt, container.get("image", ""), fault.reason, fault.message)
+            return
+        rt.retry_at = time.monotonic() + 1.0  # whatever goes wrong below, retry calmly
+        pod_env = {"TMPDIR": str(rt.directory / "tmp")}
+        view = {**pod, "status": {**(pod.get("status") or {}), "podIP": rt.pod_ip}}
+        try:
+            env = container_env(
+                view,
+                container,
+                self._host_env,
+                pod_env,
+                self._kube.secret_value,
+                self._kube.config_map_value,
+                self._kube.config_map_data,
+            )
+            argv = container_argv(container, env)
+        except EnvError as exc:
+            if rt.waiting_reason != "CreateContainerConfigError":
+                rt.waiting_reason = "CreateContainerConfigError"
+                self._patch(rt, st.waiting(pod, rt.waiting_reason, str(exc), now_rfc3339()))
+            return
+        now = now_rfc3339()
+        rt.waiting_reason = None
+        try:
+            rt.process = PodProcess(argv, env, rt.directory, rt.log_path)
+        except OSError as exc:
+            rt.finished = True
+            message = f"failed to create containerd task: exec: {argv[0]!r}: {exc.strerror}"
+            status = st.terminated(
+                pod, exit_code=128, started_at=None, now=now, outcome=st.Outcome("StartError"),
+                restarts=rt.restarts, message=message,
+            )  # fmt: skip
+            self._patch(rt, status)
+            return
+        rt.started_at, rt.started_mono = now, time.monotonic()
+        self._patch(rt, st.running(pod, now, rt.pod_ip, rt.restarts, rt.last_state))
+
+    def _image_pull_failure(self, rt: PodRuntime, image: str, reason: str, message: str) -> None:
+        """ErrImagePull, then ImagePullBackOff a second later (or a fault's own reason, once)."""
+        if reason:
+            if rt.waiting_reason == reason:
+                return
+            stage = reason
+        elif rt.waiting_reason not in ("ErrImagePull", "ImagePullBackOff"):
+            stage, rt.waiting_since = "ErrImagePull", time.monotonic()
+        elif rt.waiting_reason == "ErrImagePull" and (
+            time.monotonic() - rt.waiting_since >= _PULL_BACKOFF_AFTER
+        ):
+            stage = "ImagePullBackOff"
+        else:
+            return
+        rt.waiting_reason = stage
+        text = message or st.image_pull_message(image, stage == "ImagePullBackOff")
+        self._patch(rt, st.waiting(rt.pod, stage, text, now_rfc3339()))
+
+    def _terminate(self, rt: PodRuntime) -> None:
+        if rt.alive() and rt.process is not None:
+            grace = rt.pod["metadata"].get("deletionGracePeriodSeconds")
+            rt.process.terminate(min(float(30 if grace is None else grace), _MAX_GRACE))
+            return
+        self._confirm(rt)
+
+    def _confirm(self, rt: PodRuntime) -> None:
+        if rt.confirmed:
+            return
+        rt.confirmed = rt.finished = True
+        ns, name = rt.key
+        try:
+            self._kube.delete_pod(ns, name, rt.pod["metadata"]["uid"])
+        except Exception as exc:
+            if not is_gone(exc):
+                raise
+
+    def _tick_one(self, rt: PodRuntime) -> None:
+        if rt.confirmed:
+            return
+        process = rt.process
+        if process is None:
+            if not rt.finished and not rt.pod["metadata"].get("deletionTimestamp"):
+                self._try_start(rt)
+            return
+        code = process.exit_code
+        if code is not None:
+            if rt.finished:  # ended by someone else: their status stands
+                process.kill()
+                rt.process = None
+            else:
+                self._exited(rt, process, code)
+            return
+        process.enforce()
+        if not rt.finished:
+            self._apply_kill_faults(rt, process)
+
+    def _apply_kill_faults(self, rt: PodRuntime, process: PodProcess) -> None:
+        if rt.outcome is not None or process.kill_at is not None:
+            return
+        fault = self._faults.claim(_KILL_FAULTS, rt.pod)
+        if fault is None or time.monotonic() - rt.started_mono < fault.after:
+            return
+        if fault.kind == "node-loss":
+            self._on_node_loss(rt.node)
+        elif fault.kind == "oom":
+            rt.outcome = st.OOM_KILLED
+            process.kill()
+        elif fault.kind == "evict":
+            rt.outcome = st.Outcome(
+                None, "Evicted", fault.message or st.EVICTED.message, "TerminationByKubelet"
+            )
+            process.kill()  # hard eviction: no grace
+        else:
+            rt.outcome = st.NODE_SHUTDOWN
+            grace = rt.pod["spec"].get("terminationGracePeriodSeconds", 30)
+            process.terminate(min(float(grace), _MAX_GRACE))
+
+    def _exited(self, rt: PodRuntime, process: PodProcess, code: int) -> None:
+        process.kill()  # the container's other processes die with it
+        now = now_rfc3339()
+        rt.process = None
+        deleting = bool(rt.pod["metadata"].get("deletionTimestamp"))
+        policy = rt.pod["spec"].get("restartPolicy", "Always")
+        final = (
+            deleting
+            or rt.outcome is not None
+            or policy == "Never"
+            or (policy == "OnFailure" and code == 0)
+        )
+        if not final:
+            reason = "Error" if code else "Completed"
+            rt.last_state = {
+                "terminated": {
+                    "exitCode": code,
+                    "reason": reason,
+                    "startedAt": rt.started_at,
+                    "finishedAt": now,
+                }
+            }
+            rt.restarts += 1
+            delay = min(2.0 ** (rt.restarts - 1), 10.0)
+            rt.retry_at = time.monotonic() + delay
+            message = f"back-off {delay:.0f}s restarting failed container"
+            status = st.waiting(
+                rt.pod, "CrashLoopBackOff", message, now, rt.restarts, rt.last_state
+            )
+            self._patch(rt, status)
+            return
+        rt.finished = True
+        status = st.terminated(
+            rt.pod, exit_code=code, started_at=rt.started_at, now=now, outcome=rt.outcome,
+            restarts=rt.restarts,
+        )  # fmt: skip
+        self._patch(rt, status)
+        if deleting:
+            self._confirm(rt)

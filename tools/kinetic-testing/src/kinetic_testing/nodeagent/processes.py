@@ -1,0 +1,71 @@
+"""One pod's container process: a local process group, its log file, its kill schedule.
+
+Each process runs in its own session so a kill reaches everything it spawned; stdout and stderr
+go to one log file (the kubelet's CRI log, read back by the log server).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+__all__ = ["PodProcess"]
+
+
+class PodProcess:
+    """A started container process; ``exit_code`` is the kubelet's (128+signal if killed)."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path, log_path: Path) -> None:
+        self.log_path = log_path
+        with open(log_path, "ab") as log:
+            self._popen = subprocess.Popen(
+                argv,
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.pid = self._popen.pid
+        self.kill_at: float | None = None
+        """Monotonic deadline after which a terminating process gets SIGKILL."""
+
+    @property
+    def exit_code(self) -> int | None:
+        """None while running; negative return codes (signals) become 128+signal."""
+        code = self._popen.poll()
+        if code is None:
+            return None
+        return 128 - code if code < 0 else code
+
+    def _signal(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+    def terminate(self, grace: float) -> None:
+        """SIGTERM the group now; :meth:`enforce` sends SIGKILL once ``grace`` has passed."""
+        if self.kill_at is None:
+            self._signal(signal.SIGTERM)
+            self.kill_at = time.monotonic() + grace
+
+    def kill(self) -> None:
+        """SIGKILL the group (OOM killer, hard eviction, lost VM)."""
+        self._signal(signal.SIGKILL)
+        self.kill_at = time.monotonic()
+
+    def enforce(self) -> None:
+        """Send the overdue SIGKILL of a terminating process."""
+        overdue = self.kill_at is not None and time.monotonic() >= self.kill_at
+        if overdue and self._popen.poll() is None:
+            self._signal(signal.SIGKILL)
+
+    def reap(self, timeout: float) -> None:
+        """Kill the whole group and wait for the leader (used on agent stop)."""
+        self._signal(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._popen.wait(timeout)

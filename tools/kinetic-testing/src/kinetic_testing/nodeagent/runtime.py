@@ -1,0 +1,45 @@
+"""What the kubelet role remembers about one pod between reconcile passes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import statuses as st
+from .api import Obj
+from .processes import PodProcess
+
+__all__ = ["PodRuntime", "container_names"]
+
+
+@dataclass(eq=False)
+class PodRuntime:
+    """What the kubelet remembers about one pod (by uid)."""
+
+    pod: Obj
+    node: str
+    directory: Path
+    log_path: Path
+    pod_ip: str
+    process: PodProcess | None = None
+    started_at: str | None = None
+    started_mono: float = 0.0
+    restarts: int = 0
+    last_state: Obj | None = None
+    retry_at: float = 0.0
+    waiting_since: float = 0.0
+    waiting_reason: str | None = None
+    outcome: st.Outcome | None = None
+    finished: bool = False
+    confirmed: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.pod["metadata"]["namespace"], self.pod["metadata"]["name"]
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.exit_code is None
+
+
+def container_names(pod: Obj) -> list[str]:
+    return [c["name"] for c in pod["spec"].get("containers") or []]

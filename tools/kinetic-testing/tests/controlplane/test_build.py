@@ -1,0 +1,54 @@
+"""The build step: where binaries go, what counts as built, and what a missing Go says."""
+
+from pathlib import Path
+
+import pytest
+
+from kinetic_testing.controlplane import build, versions
+from kinetic_testing.controlplane.build import BINARIES, BuildError, built, go_toolchain
+from kinetic_testing.controlplane.versions import Pins, bin_dir
+
+
+def test_the_cache_is_keyed_by_the_pinned_versions(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv(versions.CACHE_ENV, str(tmp_path))
+    one, other = Pins(), Pins(lws="v0.7.0")
+    assert bin_dir(one).parent == tmp_path
+    assert bin_dir(one) != bin_dir(other)
+    assert bin_dir(one) == bin_dir(Pins())
+
+
+def test_staging_modules_follow_the_kubernetes_version() -> None:
+    assert Pins(kubernetes="v1.36.3").staging == "v0.36.3"
+    assert Pins(kubernetes="v1.36.3").minor == "36"
+
+
+def test_a_partial_build_is_not_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(versions.CACHE_ENV, str(tmp_path))
+    directory = bin_dir()
+    directory.mkdir(parents=True)
+    for name in BINARIES[:-1]:
+        (directory / name).write_bytes(b"")
+    (directory / "VERSIONS").write_text("x")
+    assert built() is None, "one binary is missing"
+    (directory / BINARIES[-1]).write_bytes(b"")
+    assert built() is not None
+
+
+def test_without_go_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    with pytest.raises(BuildError, match=r"No Go toolchain on PATH.*Install Go 1\.26"):
+        go_toolchain()
+
+
+def test_the_command_line_exits_1_with_one_line_without_go(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(versions.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    codes: list[int] = []
+    build.main(["build"], exit=codes.append)
+    assert codes == [1]
+    err = capsys.readouterr().err
+    assert err.startswith("error: No Go toolchain") and "Traceback" not in err
