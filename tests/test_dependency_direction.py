@@ -94,7 +94,12 @@ def test_local_job_processes_never_load_the_client_package() -> None:
 def test_the_local_supervisor_loads_only_the_standard_library() -> None:
     """One supervisor starts per local job (without a launcher, as a fresh interpreter)."""
     loaded = _loaded_by_import("kinetic_runtime.local.supervisor", walk=False)
-    own = {"kinetic_runtime", "kinetic_runtime.local", "kinetic_runtime.local.supervisor"}
+    own = {
+        "kinetic_runtime",
+        "kinetic_runtime.local",
+        "kinetic_runtime.local.processes",
+        "kinetic_runtime.local.supervisor",
+    }
     assert sorted(m for m in loaded if m.split(".")[0] not in STDLIB and m not in own) == []
 
 

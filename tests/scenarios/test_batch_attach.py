@@ -179,7 +179,7 @@ def test_results_keeps_the_manifest_and_cleanup_removes_everything(
     ok, bad, retried = batch.jobs
     assert ok is not None and bad is not None and retried is not None
     assert store.list(layout.job_prefix(ok.job_id)) == [], "a collected child is cleaned up"
-    assert store.exists(layout.job_record_key(bad.job_id)), "a failed child is kept"
+    assert store.list(layout.job_prefix(bad.job_id)) == [], "a failed child is cleaned up too"
     assert store.exists(layout.manifest_key(group_id))
     attached = kinetic.attach_batch(group_id, backend=kinetic_backend.name)
     assert [job.job_id for job in attached.jobs if job] == [ok.job_id, bad.job_id, retried.job_id]

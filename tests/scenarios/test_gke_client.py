@@ -249,7 +249,7 @@ def test_a_batch_without_retries_reports_the_killed_child(
     opener = _open_when(lambda: armed.hits, gate)
     batch = _remote(uf.square_after).run_async_map([(1, str(gate)), (2, str(gate))])
     with pytest.raises(BatchError) as caught:
-        batch.results(timeout=120)
+        batch.results(timeout=120, cleanup=False)  # keep the failed child to read its reason
     opener.join()
     assert caught.value.partial_results == [1, None]
     failed = batch.failures()

@@ -15,6 +15,7 @@ __all__ = [
     "ObjectNotFoundError",
     "PreconditionFailedError",
     "RemoteError",
+    "RemoteExitError",
     "SchemaVersionError",
     "SerializationError",
     "StorageError",
@@ -60,8 +61,12 @@ class BackendError(KineticError):
     """The backend (local processes, Kubernetes) refused or failed an operation."""
 
 
-class JobNotFoundError(KineticError, LookupError):
-    """No job with that id exists in the store (or it was cleaned up)."""
+class JobNotFoundError(KineticError, LookupError, RuntimeError):
+    """No job with that id exists in the store (or it was cleaned up).
+
+    Also a ``RuntimeError``: ``result()`` on a job cleaned up before its result was read is a
+    job that "failed without uploading a result", which the API reference says raises one.
+    """
 
 
 class JobFailedError(KineticError, RuntimeError):
@@ -79,3 +84,28 @@ class RemoteError(KineticError):
         self.exc_type = exc_type
         self.message = message
         self.remote_traceback = remote_traceback
+
+
+class RemoteExitError(RemoteError):
+    """The remote function ended by a ``BaseException`` that is not an ``Exception``.
+
+    That is ``sys.exit(code)`` with a code other than ``0``/``None`` (``exit_code``), or
+    ``KeyboardInterrupt``, ``GeneratorExit`` or a ``BaseException`` subclass of the user's own.
+    These are not re-raised as themselves in the caller, because there they would act on the
+    caller's own process: ``SystemExit`` would exit it, ``KeyboardInterrupt`` would look like the
+    user pressed Ctrl-C, and neither is caught by ``except Exception``, which batch collection
+    (``results(return_exceptions=True)``) and ordinary error handling rely on. The rebuilt
+    original, when it could be unpickled, is ``original``.
+    """
+
+    def __init__(
+        self,
+        exc_type: str,
+        message: str,
+        remote_traceback: str,
+        original: BaseException | None = None,
+        exit_code: object = None,
+    ) -> None:
+        super().__init__(exc_type, message, remote_traceback)
+        self.original = original
+        self.exit_code = exit_code

@@ -2,6 +2,13 @@
 
 Exit status: 0 when the function returned, 1 when it raised, 2 when the job could not run its
 function at all (a phase before ``run`` failed) or its result could not be stored.
+
+The function's ``sys.exit`` is an outcome like any other, never the runtime's own exit:
+``sys.exit()``, ``sys.exit(0)`` and ``sys.exit(None)`` succeed with the value ``None``; any
+other code (a non-zero int, a message) fails like a raised exception. Every other
+``BaseException`` the function raises (``KeyboardInterrupt``, ``GeneratorExit``, a subclass
+of its own) is stored as a failure too, so every run that reaches the function leaves an
+envelope.
 """
 
 import argparse
@@ -69,7 +76,7 @@ class _Job:
     def step(self, phase: Phase, fn: Any, *args: Any) -> Any:
         try:
             return fn(*args)
-        except Exception as exc:
+        except BaseException as exc:  # a user module's import may sys.exit() or be interrupted
             raise PhaseError(phase, exc) from exc
 
     def run(self) -> ResultEnvelope:
@@ -88,13 +95,26 @@ class _Job:
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
         fn, args, kwargs = self.step(Phase.DESERIALIZE, _load_call, payload)
         _say(f"job {self.job_id}: running {call.func_name}")
-        value = self.step(Phase.RUN, lambda: fn(*args, **kwargs))
+        value = self.call_user_function(fn, args, kwargs)
         return Succeeded(
             job_id=self.job_id,
             value=self.step(Phase.SERIALIZE_RESULT, _dump_value, value, call.func_name),
             started_at=self.started_at,
             finished_at=_now(),
         )
+
+    def call_user_function(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call the function; any ``BaseException`` it raises becomes a ``run`` failure, except
+        a successful ``sys.exit`` (code ``None`` or ``0``), which returns ``None``."""
+        try:
+            return fn(*args, **kwargs)
+        except SystemExit as exc:
+            if _exit_succeeded(exc):
+                _say(f"job {self.job_id}: the function called sys.exit({exc.code!r}): success")
+                return None
+            raise PhaseError(Phase.RUN, exc) from exc
+        except BaseException as exc:
+            raise PhaseError(Phase.RUN, exc) from exc
 
     def prepare(self, call: CallDescriptor) -> None:
         default_output = self.store.url(layout.output_prefix(self.job_id).rstrip("/"))
@@ -114,12 +134,28 @@ class _Job:
             job_id=self.job_id,
             phase=error.phase.value,
             exc_type=f"{type(cause).__module__}.{type(cause).__qualname__}",
-            message=str(cause),
+            message=_message(cause),
             traceback="".join(frames),
             exception=pickled,
             started_at=self.started_at,
             finished_at=_now(),
         )
+
+
+def _exit_succeeded(exc: SystemExit) -> bool:
+    """Whether ``sys.exit(code)`` means success, as it would for a Python process."""
+    return exc.code is None or (isinstance(exc.code, int) and exc.code == 0)
+
+
+def _message(exc: BaseException) -> str:
+    """The envelope's message; a bare ``SystemExit`` or ``KeyboardInterrupt`` has an empty or
+    numeric ``str``, so those say what happened."""
+    if isinstance(exc, SystemExit):
+        return f"the function called sys.exit({exc.code!r})"
+    text = str(exc)
+    if not isinstance(exc, Exception) and not text:
+        return f"the function raised {type(exc).__name__}"
+    return text
 
 
 def _load_call(payload: bytes) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:

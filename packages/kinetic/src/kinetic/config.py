@@ -99,8 +99,12 @@ class ResolvedSettings:
 
 
 def kinetic_home() -> Path:
-    """``$KINETIC_HOME``, else ``~/.kinetic``; where local state and the default store live."""
-    return Path(HOME.value() or "~/.kinetic").expanduser()
+    """``$KINETIC_HOME``, else ``~/.kinetic``; where local state and the default store live.
+
+    Absolute (a relative value is taken from the current directory), so the paths handed to
+    job processes, which run elsewhere, name the same files.
+    """
+    return Path(HOME.value() or "~/.kinetic").expanduser().absolute()
 
 
 def profiles_path() -> Path:

@@ -2,6 +2,7 @@
 
 import copy
 import functools
+import types
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
@@ -65,6 +66,17 @@ class RemoteFunction(Generic[P, R]):
             name=name,
             tags=tags,
         )
+
+    def __get__(self, instance: object, owner: type | None = None) -> "RemoteFunction[..., R]":
+        """Bind like a plain function, so a decorated method works on an instance.
+
+        ``obj.method`` is a remote function of the bound method: ``obj.method(x)``,
+        ``.run_async(x)`` and ``.run_async_map(...)`` call it with ``obj`` first, and ``obj``
+        is pickled with each call (so its state is the state at submission).
+        """
+        if instance is None:
+            return self
+        return RemoteFunction(types.MethodType(self.__wrapped__, instance), self.options)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle as the plain function: inside a job, a call to another remote function runs

@@ -1,9 +1,10 @@
 """The durable :class:`JobHandle` of one job: observe, collect and clean it up from anywhere."""
 
+import dataclasses
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -23,7 +24,7 @@ from kinetic_protocol import (
     ResultEnvelope,
     layout,
 )
-from kinetic_protocol.records import decode_result
+from kinetic_protocol.records import SCHEMA_VERSION, decode_result
 
 __all__ = ["JobHandle"]
 
@@ -35,130 +36,66 @@ _REQUIRED_FIELDS = (
 )  # fmt: skip
 
 
+@dataclasses.dataclass(frozen=True, eq=True, repr=False)
 class JobHandle:
     """Durable description of a submitted job: everything needed to observe, collect and clean
-    it up from any machine. It holds no function or closure state, only plain fields."""
+    it up from any machine. It holds no function or closure state, only plain fields.
 
-    def __init__(
-        self,
-        job_id: str,
-        backend: str,
-        project: str,
-        cluster_name: str,
-        zone: str,
-        namespace: str,
-        bucket_name: str,
-        k8s_name: str,
-        image_uri: str,
-        accelerator: str,
-        func_name: str,
-        display_name: str,
-        created_at: str,
-        group_id: str | None = None,
-        group_kind: str | None = None,
-        group_index: int | None = None,
-        debug: bool = False,
-    ) -> None:
-        self._record = JobRecord(
-            job_id=job_id, backend=backend, project=project, cluster_name=cluster_name,
-            zone=zone, namespace=namespace, bucket_name=bucket_name, k8s_name=k8s_name,
-            image_uri=image_uri, accelerator=accelerator, func_name=func_name,
-            display_name=display_name, created_at=created_at, group_id=group_id,
-            group_kind=group_kind, group_index=group_index, debug=debug,
-        )  # fmt: skip
+    A small frozen dataclass (``dataclasses.asdict`` gives exactly :meth:`to_dict`,
+    ``dataclasses.replace`` makes a changed copy). The first fields are the public ones of the
+    API reference; the keyword-only ones after them are protocol extras of the stored
+    :class:`~kinetic_protocol.JobRecord`, kept so nothing is lost on a round trip. Field values
+    are validated on construction (``ConfigError``).
+    """
+
+    job_id: str
+    backend: str
+    project: str
+    cluster_name: str
+    zone: str
+    namespace: str
+    bucket_name: str
+    k8s_name: str
+    image_uri: str
+    accelerator: str
+    func_name: str
+    display_name: str
+    created_at: str
+    group_id: str | None = None
+    group_kind: str | None = None
+    group_index: int | None = None
+    debug: bool = False
+    # Protocol extras (``JobRecord``); not part of the public handle signature.
+    schema_version: int = dataclasses.field(default=SCHEMA_VERSION, kw_only=True)
+    attempt: int = dataclasses.field(default=0, kw_only=True)
+    spot: bool = dataclasses.field(default=False, kw_only=True)
+    kinetic_version: str = dataclasses.field(default="", kw_only=True)
+    backend_data: dict[str, str] = dataclasses.field(default_factory=dict, kw_only=True)
+    if TYPE_CHECKING:  # set by __post_init__; not a field at run time
+        _record: JobRecord = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        try:
+            record = msgspec.convert(fields, JobRecord)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(f"JobHandle: invalid field: {exc}") from exc
+        object.__setattr__(self, "_record", record)
 
     @classmethod
     def from_record(cls, record: JobRecord) -> "JobHandle":
-        handle = cls.__new__(cls)
-        handle._record = record
-        return handle
+        fields = {name: getattr(record, name) for name in _FIELD_NAMES}
+        return cls(**fields)
 
     @property
     def record(self) -> JobRecord:
         """The stored record behind this handle (includes protocol extras such as ``attempt``)."""
         return self._record
 
-    # The public fields, read-only views of the record.
-
-    @property
-    def job_id(self) -> str:
-        return self._record.job_id
-
-    @property
-    def backend(self) -> str:
-        return self._record.backend
-
-    @property
-    def project(self) -> str:
-        return self._record.project
-
-    @property
-    def cluster_name(self) -> str:
-        return self._record.cluster_name
-
-    @property
-    def zone(self) -> str:
-        return self._record.zone
-
-    @property
-    def namespace(self) -> str:
-        return self._record.namespace
-
-    @property
-    def bucket_name(self) -> str:
-        return self._record.bucket_name
-
-    @property
-    def k8s_name(self) -> str:
-        return self._record.k8s_name
-
-    @property
-    def image_uri(self) -> str:
-        return self._record.image_uri
-
-    @property
-    def accelerator(self) -> str:
-        return self._record.accelerator
-
-    @property
-    def func_name(self) -> str:
-        return self._record.func_name
-
-    @property
-    def display_name(self) -> str:
-        return self._record.display_name
-
-    @property
-    def created_at(self) -> str:
-        return self._record.created_at
-
-    @property
-    def group_id(self) -> str | None:
-        return self._record.group_id
-
-    @property
-    def group_kind(self) -> str | None:
-        return self._record.group_kind
-
-    @property
-    def group_index(self) -> int | None:
-        return self._record.group_index
-
-    @property
-    def debug(self) -> bool:
-        return self._record.debug
-
-    @property
-    def attempt(self) -> int:
-        return self._record.attempt
-
     def __repr__(self) -> str:
         return (
             f"JobHandle(job_id={self.job_id!r}, backend={self.backend!r}, func={self.func_name!r})"
         )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, JobHandle) and other._record == self._record
 
     def __hash__(self) -> int:
         return hash(self._record.job_id)
@@ -338,6 +275,9 @@ class JobHandle:
         raise ConfigError(
             f"debug_attach is not supported on the {self.backend!r} backend in this version."
         )
+
+
+_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(JobHandle))
 
 
 class _LogStreamer:

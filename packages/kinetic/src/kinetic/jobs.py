@@ -10,11 +10,13 @@ from kinetic._context import backend_for, open_store
 from kinetic.config import resolve_settings
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
+    CorruptRecordError,
     JobNotFoundError,
     JobRecord,
     JobState,
     JobStatus,
     ObjectNotFoundError,
+    SchemaVersionError,
     layout,
 )
 from kinetic_protocol.records import decode_json
@@ -60,7 +62,12 @@ def list_jobs(
     *,
     backend: str | None = None,
 ) -> list[JobHandle]:
-    """Jobs the backend still holds, hydrated from their stored records."""
+    """Jobs the backend still holds, hydrated from their stored records.
+
+    A job whose record is missing is skipped; one whose record cannot be read (corrupt, or from
+    a newer Kinetic) is skipped with a warning naming its store key, so one bad record never
+    hides the others.
+    """
     from kinetic.backends import get_backend
 
     settings = resolve_settings(
@@ -76,6 +83,9 @@ def list_jobs(
             record = decode_json(store.read(key), JobRecord, what=f"{store.uri}/{key}")
         except ObjectNotFoundError:
             log.warning("skipping job without a stored record", job_id=job_id, store=store.uri)
+            continue
+        except (CorruptRecordError, SchemaVersionError) as exc:
+            log.warning(f"Skipping job {job_id} in the listing: {exc}")
             continue
         handles.append(JobHandle.from_record(record))
     return handles

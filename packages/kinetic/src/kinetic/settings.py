@@ -15,6 +15,8 @@ from kinetic_protocol.settings import SettingSpec, SettingsRegistry
 __all__ = [
     "BACKEND",
     "BASE_IMAGE_REPO",
+    "BUNDLE_GITIGNORE",
+    "BUNDLE_WARN_MB",
     "CLUSTER",
     "CONTAINER_IMAGE",
     "NAMESPACE",
@@ -66,9 +68,20 @@ BASE_IMAGE_REPO = SettingSpec(
     "Artifact Registry repository for images Kinetic builds.", _OWNER, default="kinetic",
 )  # fmt: skip
 
+BUNDLE_WARN_MB = SettingSpec(
+    "bundle_warn_mb", "KINETIC_BUNDLE_WARN_MB",
+    "Warn, naming the largest files, when a code bundle's files pass this many MiB (0: never).",
+    _OWNER, default="50",
+)  # fmt: skip
+BUNDLE_GITIGNORE = SettingSpec(
+    "bundle_gitignore", "KINETIC_BUNDLE_GITIGNORE",
+    "Whether .gitignore files keep files out of code bundles too, as .kineticignore does.",
+    _OWNER, default="true",
+)  # fmt: skip
+
 SETTINGS = (
     BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, CONTAINER_IMAGE,
-    BASE_IMAGE_REPO,
+    BASE_IMAGE_REPO, BUNDLE_WARN_MB, BUNDLE_GITIGNORE,
 )  # fmt: skip
 
 

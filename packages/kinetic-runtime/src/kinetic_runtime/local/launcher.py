@@ -25,19 +25,23 @@ from typing import Any, BinaryIO
 
 import kinetic_runtime.main as runtime_main  # imported now, so every fork starts warm
 from kinetic_runtime.local import supervisor
+from kinetic_runtime.local.processes import die_with_parent
 
 __all__ = ["IDLE_SECONDS", "serve"]
 
 IDLE_SECONDS = 30.0
 
 
-def _fork_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO) -> int:
-    """``StartRuntime`` for the supervisor: the runtime in a fork instead of a new interpreter."""
+def _fork_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: int) -> int:
+    """``StartRuntime`` for the supervisor: the runtime in a fork instead of a new interpreter
+    (which inherits ``slot`` with every other descriptor)."""
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         return pid
     code = 2
     try:
+        die_with_parent(parent)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(log.fileno(), 1)

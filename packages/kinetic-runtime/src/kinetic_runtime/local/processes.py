@@ -1,11 +1,31 @@
 """Liveness and termination of a local job's process group, portable across Linux and macOS."""
 
 import contextlib
+import ctypes
 import os
 import signal
+import sys
 import time
 
-__all__ = ["group_alive", "pid_alive", "terminate_group"]
+__all__ = ["die_with_parent", "group_alive", "pid_alive", "terminate_group"]
+
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+"""Loaded at import, so ``die_with_parent`` does no loading between fork and exec."""
+
+
+def die_with_parent(parent: int) -> None:
+    """Make this process (a job's runtime, just forked) die with ``parent``, its supervisor.
+
+    On Linux the kernel SIGKILLs it when the supervisor exits, however that happens, so a job
+    never runs on unsupervised (its status would say FAILED while it stores a result, and its
+    slot would be free). If the supervisor is already gone, exit now. Elsewhere the backend
+    kills the group when it finds the supervisor dead.
+    """
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _reap(pid: int) -> None:

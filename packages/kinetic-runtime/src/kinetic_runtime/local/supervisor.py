@@ -6,6 +6,8 @@ the submitting process and ``os.killpg`` on its pid stops the whole tree. Standa
 manages::
 
     launch.json   what to run (written by the client)
+    supervisor.pid   the supervisor's pid (written by the client once it started it: until
+                  then the submission may still fail, so the supervisor waits for it)
     state.json    phase, pids, exit code (written atomically)
     output.log    the job's stdout and stderr
     cancelled     marker: the job is being deleted, do not start it
@@ -23,14 +25,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from kinetic_runtime.local.processes import die_with_parent
+
 __all__ = ["StartRuntime", "read_state", "runtime_env", "supervise", "write_state"]
 
 STATE_FILE = "state.json"
 LAUNCH_FILE = "launch.json"
 LOG_FILE = "output.log"
 CANCEL_MARKER = "cancelled"
+PID_FILE = "supervisor.pid"
+CONFIRM_SECONDS = 60.0
+"""How long a supervisor waits for the client to record it before giving the job up."""
 
-StartRuntime = Callable[[dict[str, Any], Path, BinaryIO], int]
+StartRuntime = Callable[[dict[str, Any], Path, BinaryIO, int], int]
+"""``(launch, job_dir, log, slot_fd) -> pid``: start the runtime, which must hold ``slot_fd``
+open (so the slot stays taken while it runs) and die with the supervisor."""
 
 
 def write_state(job_dir: Path, **state: Any) -> None:
@@ -96,8 +105,9 @@ def runtime_env(launch: dict[str, Any]) -> dict[str, str]:
     return {**launch.get("env", os.environ), "PYTHONUNBUFFERED": "1", "KINETIC_ENV": "local"}
 
 
-def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO) -> int:
+def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: int) -> int:
     """Start ``python -m kinetic_runtime`` for the job; return its pid."""
+    supervisor = os.getpid()
     command = [
         launch["python"], "-m", "kinetic_runtime",
         "--store", launch["store_uri"], "--job", launch["job_id"],
@@ -105,7 +115,8 @@ def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO) -> int:
     ]  # fmt: skip
     child = subprocess.Popen(
         command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        env=runtime_env(launch), cwd=job_dir,
+        env=runtime_env(launch), cwd=job_dir, pass_fds=(slot,),
+        preexec_fn=lambda: die_with_parent(supervisor),  # noqa: PLW1509 (one thread)
     )  # fmt: skip
     return child.pid
 
@@ -119,13 +130,41 @@ def _claim(job_dir: Path) -> bool:
     return True
 
 
+def _confirmed(job_dir: Path) -> bool:
+    """Wait until the client has recorded this supervisor in ``supervisor.pid``.
+
+    Until then the submission may still fail (a full disk), and a failed submission must not
+    have run anything. False if the job was withdrawn or never confirmed.
+    """
+    deadline = time.monotonic() + CONFIRM_SECONDS
+    delay = 0.0005
+    while not (job_dir / CANCEL_MARKER).exists():
+        try:
+            if (job_dir / PID_FILE).read_text() == str(os.getpid()):
+                return True
+        except FileNotFoundError:
+            if not job_dir.is_dir():
+                return False
+        if time.monotonic() > deadline:
+            write_state(
+                job_dir,
+                phase="FAILED",
+                supervisor_pid=os.getpid(),
+                detail="its submission never completed, so it did not run",
+            )
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.01)
+    return False
+
+
 def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
     """Run the job in ``job_dir`` to the end and record how it ended.
 
     ``start`` launches the runtime process and returns its pid: a fresh interpreter by
     default, or a fork of a process that has already imported the runtime (the launcher).
     """
-    if not _claim(job_dir):
+    if not _claim(job_dir) or not _confirmed(job_dir):
         return 0
     launch = json.loads((job_dir / LAUNCH_FILE).read_text())
     write_state(job_dir, phase="PENDING", supervisor_pid=os.getpid())
@@ -133,7 +172,7 @@ def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
     if slot is None or (job_dir / CANCEL_MARKER).exists():
         return 0
     with open(job_dir / LOG_FILE, "ab", buffering=0) as log:
-        pid = start(launch, job_dir, log)
+        pid = start(launch, job_dir, log, slot)
         write_state(
             job_dir, phase="RUNNING", supervisor_pid=os.getpid(), pid=pid, started_at=time.time()
         )

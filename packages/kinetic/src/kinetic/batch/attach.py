@@ -13,7 +13,15 @@ from kinetic.batch.state import BatchState
 from kinetic.batch.submitter import FailurePolicy
 from kinetic.config import resolve_settings
 from kinetic.handle import JobHandle
-from kinetic_protocol import Backend, BatchManifest, RemoteError, layout
+from kinetic_protocol import (
+    Backend,
+    BatchManifest,
+    CorruptRecordError,
+    ObjectNotFoundError,
+    RemoteError,
+    SchemaVersionError,
+    layout,
+)
 from kinetic_protocol.records import decode_json
 
 __all__ = ["BatchSummary", "attach_batch", "list_batches"]
@@ -61,7 +69,7 @@ def _poll_until_complete(
 ) -> None:
     deadline = Deadline(poll_timeout)
     while not state.stopping.wait(poll_interval):
-        listing = records.listing()
+        listing = records.listing(manifest.total_expected)
         _apply(state, manifest, listing)
         if _settled_listing(manifest, listing):
             break
@@ -90,7 +98,7 @@ def attach_batch(
     chosen = _backend(project, cluster, backend)
     records = BatchRecords(open_store(chosen.store_uri), group_id)
     manifest = records.read_manifest()
-    listing = records.listing()
+    listing = records.listing(manifest.total_expected)
     total = manifest.total_expected
     state = BatchState(total=total, retries=manifest.retries, jobs=[None] * total)
     _apply(state, manifest, listing)
@@ -132,11 +140,21 @@ class BatchSummary:
 def list_batches(
     project: str | None = None, cluster: str | None = None, *, backend: str | None = None
 ) -> list[BatchSummary]:
-    """Every batch whose manifest is in the store, newest first."""
+    """Every batch whose manifest is in the store, newest first.
+
+    A manifest that cannot be read (corrupt, or from a newer Kinetic) is left out with a
+    warning naming its store key; the other batches are still listed.
+    """
     store = open_store(_backend(project, cluster, backend).store_uri)
     summaries = []
     for key in store.list(layout.MANIFESTS_PREFIX):
-        manifest = decode_json(store.read(key), BatchManifest, what=f"{store.uri}/{key}")
+        try:
+            manifest = decode_json(store.read(key), BatchManifest, what=f"{store.uri}/{key}")
+        except ObjectNotFoundError:
+            continue  # cleaned up between the listing and the read
+        except (CorruptRecordError, SchemaVersionError) as exc:
+            log.warning(f"Skipping a batch in the listing: {exc}")
+            continue
         summaries.append(
             BatchSummary(
                 group_id=manifest.group_id,

@@ -12,10 +12,18 @@ from kinetic._results import rebuild_exception, unwrap
 from kinetic._waiting import Backoff, Deadline
 from kinetic.batch.errors import BatchError, SkippedInputError
 from kinetic.batch.records import BatchRecords
-from kinetic.batch.state import BatchState, Decision, effective_state
+from kinetic.batch.state import BatchState, Decision, child_state, is_cleaned_up
 from kinetic.batch.submitter import FailurePolicy
 from kinetic.handle import JobHandle
-from kinetic_protocol import Backend, BatchManifest, JobStatus, Succeeded, layout
+from kinetic_protocol import (
+    Backend,
+    BatchManifest,
+    JobNotFoundError,
+    JobState,
+    JobStatus,
+    Succeeded,
+    layout,
+)
 
 __all__ = ["BatchHandle"]
 
@@ -48,6 +56,7 @@ class BatchHandle:
         self._records = records
         self._policy = policy
         self._collected: dict[int, Any] = {}
+        self._failed_outcomes: dict[int, BaseException] = {}
         self._cleaned: set[int] = set()
         self._cached_failures: list[JobHandle] | None = None
         policy.cancel_siblings = self._cancel_running
@@ -84,26 +93,48 @@ class BatchHandle:
             return
         states = self._backend.statuses([job.record for job in pending.values()])
         for index, job in pending.items():
-            state = effective_state(job, states[job.job_id])
+            state = child_state(job, states[job.job_id])
             with self._state.lock:
                 self._state.states[index] = state
             decision = self._state.decide(job, state)
             if decision in (Decision.SUCCEEDED, Decision.FAILED):
                 settled = self._state.settle(index, job, state)
-                if settled and decision is Decision.FAILED:
+                if settled and decision is Decision.FAILED and not is_cleaned_up(state):
                     self._policy.on_failure()
 
-    def statuses(self) -> list[tuple[int, JobStatus]]:
-        """``(index, status)`` of every submitted child; unsubmitted slots are skipped."""
+    def states(self) -> list[tuple[int, JobState]]:
+        """``(index, state)`` of every submitted child, with the reason for its status.
+
+        A child whose result was already collected and its records cleaned up (by
+        ``results(cleanup=True)``) is NOT_FOUND with the reason ``collected and cleaned up``:
+        it did not fail. Unsubmitted slots are skipped.
+        """
         jobs = [(i, job) for i, job in enumerate(self.jobs) if job is not None]
         if not jobs:
             return []
         states = self._backend.statuses([job.record for _, job in jobs])
-        return [(i, states[job.job_id].status) for i, job in jobs]
+        return [(i, child_state(job, states[job.job_id])) for i, job in jobs]
+
+    def statuses(self) -> list[tuple[int, JobStatus]]:
+        """``(index, status)`` of every submitted child; unsubmitted slots are skipped.
+
+        :meth:`states` gives the reasons too, e.g. which NOT_FOUND children were collected and
+        cleaned up.
+        """
+        return [(i, state.status) for i, state in self.states()]
 
     def status_counts(self) -> dict[str, int]:
-        """How many children are in each status, e.g. ``{"RUNNING": 2, "SUCCEEDED": 1}``."""
-        return dict(collections.Counter(status.value for _, status in self.statuses()))
+        """How many children are in each status, e.g. ``{"RUNNING": 2, "SUCCEEDED": 1}``.
+
+        Children collected and cleaned up count apart from other NOT_FOUND ones, under
+        ``"NOT_FOUND (collected and cleaned up)"``.
+        """
+        return dict(
+            collections.Counter(
+                state.describe() if is_cleaned_up(state) else state.status.value
+                for _, state in self.states()
+            )
+        )
 
     def _settled_stream(self, timeout: float | None, poll_interval: float) -> Iterator[int]:
         """Indices in the order their children settle; ends when the batch has."""
@@ -159,20 +190,31 @@ class BatchHandle:
     # -- collection ------------------------------------------------------------------------
 
     def _outcome(self, index: int) -> tuple[Any, bool]:
-        """``(value or exception, failed)`` for a settled child; values are read once."""
+        """``(value or exception, failed)`` for a settled child; outcomes are read once, so a
+        later ``results()`` returns the same ones after the first one cleaned up."""
         if index in self._collected:
             return self._collected[index], False
+        if index in self._failed_outcomes:
+            return self._failed_outcomes[index], True
         job = self._state.jobs[index]
         assert job is not None
         state = self._state.settled[index]
+        if is_cleaned_up(state):
+            return JobNotFoundError(
+                f"Input {index} of batch {self.group_id} ({job.job_id}) was already collected "
+                "and cleaned up by an earlier results(cleanup=True); its outcome is no longer "
+                "stored. Pass cleanup=False to keep results for reading again."
+            ), True
         try:
             envelope = job.outcome(state)
         except Exception as exc:
+            self._failed_outcomes[index] = exc
             return exc, True
         if isinstance(envelope, Succeeded):
             self._collected[index] = unwrap(envelope)
             return self._collected[index], False
-        return rebuild_exception(envelope), True
+        self._failed_outcomes[index] = rebuild_exception(envelope)
+        return self._failed_outcomes[index], True
 
     @staticmethod
     def _clean_child(job: JobHandle) -> None:
@@ -193,10 +235,17 @@ class BatchHandle:
 
         Raises :class:`BatchError` if any child failed, unless ``return_exceptions``, which puts
         the exception at the failed positions. A ``TimeoutError`` leaves the jobs running.
+
+        With ``cleanup`` (the default) each child, succeeded or failed, has its backend resource
+        and stored artifacts deleted once its outcome is read, so failed children's logs go with
+        them; ``cleanup=False`` keeps them. A child already collected and cleaned up (e.g. by an
+        earlier call from another process) has no outcome left: its position holds a
+        ``JobNotFoundError`` that says so, and it is not counted among the failed jobs.
         """
         outcomes: dict[int, Any] = {}
         completion: list[int] = []
         failed: list[int] = []
+        cleaned_up: list[int] = []
         # Deleting a Kubernetes Job waits for confirmation: clean children side by side, each
         # as soon as its result is read, instead of one after another.
         with ThreadPoolExecutor(_PARALLEL_CLEANUPS, thread_name_prefix="kinetic-cleanup") as pool:
@@ -205,14 +254,19 @@ class BatchHandle:
                 completion.append(index)
                 if is_failure:
                     failed.append(index)
+                if is_cleaned_up(self._state.settled[index]):
+                    cleaned_up.append(index)
                 elif cleanup and index not in self._cleaned and (job := self._state.jobs[index]):
                     self._cleaned.add(index)
                     pool.submit(self._clean_child, job)
-        failed_jobs = [job for i in failed if (job := self._state.jobs[i]) is not None]
+        gone = set(cleaned_up)
+        failed_children = [
+            (i, job) for i in failed if i not in gone and (job := self._state.jobs[i]) is not None
+        ]
+        failed_jobs = [job for _, job in failed_children]
         self._cached_failures = [
-            job for i, job in zip(failed, failed_jobs, strict=True)
-            if self._state.settled[i].status is JobStatus.FAILED
-        ]  # fmt: skip
+            job for i, job in failed_children if self._state.settled[i].status is JobStatus.FAILED
+        ]
         submission_errors = self.submission_failures
         for index in range(self._state.total):
             if index not in outcomes:
@@ -225,13 +279,17 @@ class BatchHandle:
         if failed and not return_exceptions:
             failed_set = set(failed)
             partial = [None if i in failed_set else outcomes[i] for i in range(self._state.total)]
-            raise BatchError(self.group_id, failed_jobs, partial, submission_errors)
+            raise BatchError(
+                self.group_id, failed_jobs, partial, submission_errors, cleaned_up=cleaned_up
+            )
         return [outcomes[i] for i in (range(self._state.total) if ordered else completion)]
 
     def failures(self) -> list[JobHandle]:
         """Children whose status is FAILED (NOT_FOUND is ambiguous and left out).
 
-        After ``results()``, the failures it saw, which stay accurate after its cleanup.
+        Children collected and cleaned up are not failures (``states()`` shows them as
+        NOT_FOUND, ``collected and cleaned up``). After ``results()``, the failures it saw,
+        which stay accurate after its cleanup.
         """
         if self._cached_failures is not None:
             return list(self._cached_failures)

@@ -5,14 +5,17 @@ attempt adds its own ``children/<index>-<attempt>.json``, and a reader needs one
 plus one listing to rebuild every child's handle.
 """
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from kinetic import _log
 from kinetic_protocol import (
     BatchChild,
     BatchCompletion,
     BatchManifest,
     BatchSubmissionError,
+    CorruptRecordError,
     JobNotFoundError,
     ObjectNotFoundError,
     ObjectStore,
@@ -20,7 +23,17 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import decode_json, encode_json
 
-__all__ = ["BatchListing", "BatchRecords"]
+__all__ = ["BatchListing", "BatchRecords", "parse_child_name"]
+
+log = _log.get_logger(__name__)
+_CHILD_NAME = re.compile(r"(\d+)-(\d+)\.json")
+
+
+def parse_child_name(key: str, prefix: str) -> tuple[int, int] | None:
+    """``(index, attempt)`` of a key that :func:`layout.child_key` made under ``prefix``, or
+    ``None`` for any other object found there."""
+    match = _CHILD_NAME.fullmatch(key.removeprefix(prefix)) if key.startswith(prefix) else None
+    return None if match is None else (int(match[1]), int(match[2]))
 
 
 def _now() -> str:
@@ -42,6 +55,13 @@ class BatchRecords:
     def __init__(self, store: ObjectStore, group_id: str) -> None:
         self.store = store
         self.group_id = group_id
+        self._warned: set[str] = set()
+
+    def _ignore(self, key: str, why: str) -> None:
+        """Warn, once per key, that the stray object ``key`` is not part of the batch."""
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(f"Ignoring {self.store.uri}/{key} in batch {self.group_id}: {why}")
 
     def write_manifest(self, manifest: BatchManifest) -> None:
         self.store.write(layout.manifest_key(self.group_id), encode_json(manifest), if_absent=True)
@@ -86,11 +106,13 @@ class BatchRecords:
             layout.manifest_key(self.group_id)
         )
 
-    def listing(self) -> BatchListing:
+    def listing(self, total: int | None = None) -> BatchListing:
         """Children, submission errors and completion, as one consistent view.
 
         The completion record is read first: the submitter writes it after every child, so a
         listing taken afterwards holds every child it counts, whatever lands in between.
+        Objects that are not the batch's records (a stray ``children/notes.txt``, an index
+        outside the ``total`` inputs) are left out with a warning naming their key.
         """
         listing = BatchListing()
         try:
@@ -99,12 +121,29 @@ class BatchRecords:
             pass
         else:
             listing.complete = decode_json(data, BatchCompletion, what="completion record")
-        for key in self.store.list(layout.children_prefix(self.group_id)):
-            index, attempt = layout.parse_child_key(key)
+        prefix = layout.children_prefix(self.group_id)
+        for key in self.store.list(prefix):
+            parsed = parse_child_name(key, prefix)
+            if parsed is None:
+                self._ignore(key, "not a child record (<index>-<attempt>.json).")
+                continue
+            index, attempt = parsed
+            if total is not None and index >= total:
+                self._ignore(key, f"input {index} is beyond the batch's {total} inputs.")
+                continue
             if attempt >= listing.latest_attempts.get(index, -1):
                 listing.latest_attempts[index] = attempt
         for key in self.store.list(layout.submission_errors_prefix(self.group_id)):
-            error = decode_json(self.store.read(key), BatchSubmissionError, what=key)
+            try:
+                error = decode_json(self.store.read(key), BatchSubmissionError, what=key)
+            except ObjectNotFoundError:
+                continue
+            except CorruptRecordError as exc:
+                self._ignore(key, str(exc))
+                continue
+            if total is not None and not 0 <= error.index < total:
+                self._ignore(key, f"input {error.index} is outside the batch's {total} inputs.")
+                continue
             listing.submission_errors[error.index] = error
         return listing
 

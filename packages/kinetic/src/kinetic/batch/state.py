@@ -10,10 +10,22 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kinetic._context import store_for
 from kinetic.handle import JobHandle
-from kinetic_protocol import JobState, JobStatus, ObjectNotFoundError, Succeeded
+from kinetic_protocol import JobState, JobStatus, ObjectNotFoundError, Succeeded, layout
 
-__all__ = ["BatchState", "Decision", "effective_state"]
+__all__ = [
+    "CLEANED_UP",
+    "BatchState",
+    "Decision",
+    "child_state",
+    "effective_state",
+    "is_cleaned_up",
+]
+
+CLEANED_UP = "collected and cleaned up"
+"""The reason of a NOT_FOUND child whose stored records are gone: ``results(cleanup=True)``
+(or a cleanup) deleted them after its outcome was read. It did not fail."""
 
 
 class Decision(enum.Enum):
@@ -36,6 +48,26 @@ def effective_state(handle: JobHandle, state: JobState) -> JobState:
     if isinstance(envelope, Succeeded):
         return JobState(status=JobStatus.SUCCEEDED, detail="result collected")
     return state
+
+
+def child_state(handle: JobHandle, state: JobState) -> JobState:
+    """:func:`effective_state`, and the reason of a child that was collected and cleaned up.
+
+    A submitted child always has a job record, so a NOT_FOUND child whose record is gone had
+    its outcome read and its artifacts deleted (``results(cleanup=True)``): it is NOT_FOUND
+    with :data:`CLEANED_UP` as the reason, which is not a failure.
+    """
+    seen = effective_state(handle, state)
+    if seen.status is not JobStatus.NOT_FOUND:
+        return seen
+    if store_for(handle.record).exists(layout.job_record_key(handle.job_id)):
+        return seen
+    return JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP)
+
+
+def is_cleaned_up(state: JobState) -> bool:
+    """True for the state :func:`child_state` gives a collected and cleaned-up child."""
+    return state.status is JobStatus.NOT_FOUND and state.detail == CLEANED_UP
 
 
 @dataclass

@@ -26,6 +26,7 @@ _SUBCOMMANDS = {
     "profile": "kinetic.cli.config:profile",
     "accelerators": "kinetic.cli.accelerators:accelerators",
     "build-image": "kinetic.cli.images:build_image",
+    "bundle": "kinetic.cli.bundle:bundle",
 }
 
 _EPILOG = """\b

@@ -17,6 +17,8 @@ from kinetic.cli.errors import Failed
 
 if TYPE_CHECKING:
     from kinetic.batch import BatchHandle
+    from kinetic.cli.progress import Tally
+    from kinetic_protocol import JobState
 
 __all__ = ["batch"]
 
@@ -84,6 +86,40 @@ def _header(handle: "BatchHandle") -> dict[str, Any]:
     return {"group_id": handle.group_id, "name": handle.name, "tags": dict(handle.tags)}
 
 
+def _cleaned_up(state: "JobState") -> bool:
+    from kinetic.batch.state import is_cleaned_up
+
+    return is_cleaned_up(state)
+
+
+def _tally_states(
+    handle: "BatchHandle",
+) -> "tuple[Tally, list[tuple[int, str]], dict[int, JobState]]":
+    """One status poll: the counts (as ``progress.tally``), ``(index, status)`` of every input,
+    and the state with its reason of every submitted child."""
+    from kinetic.cli.progress import Tally
+
+    states = dict(handle.states())
+    errors = handle.submission_failures
+    total = len(handle.jobs)
+    per_input = [
+        (i, states[i].status.value if i in states
+         else "SUBMISSION_FAILED" if i in errors else "UNSUBMITTED")
+        for i in range(total)
+    ]  # fmt: skip
+    names = [name for _, name in per_input]
+    counts = Tally(
+        total=total,
+        succeeded=names.count("SUCCEEDED"),
+        failed=names.count("FAILED") + names.count("SUBMISSION_FAILED"),
+        running=names.count("RUNNING"),
+        pending=names.count("PENDING"),
+        unsubmitted=names.count("UNSUBMITTED"),
+        gone=names.count("NOT_FOUND"),
+    )
+    return counts, per_input, states
+
+
 @batch.command()
 @click.argument("group_id")
 @JSON_OPTION
@@ -91,21 +127,26 @@ def _header(handle: "BatchHandle") -> dict[str, Any]:
 def status(cli: CliContext, group_id: str, as_json: bool) -> None:
     """Count the inputs of GROUP_ID by state.
 
-    Exits 0 whatever the states are: the read worked.
+    Exits 0 whatever the states are: the read worked. Inputs whose results were already
+    collected and cleaned up (``results(cleanup=True)``) are NOT_FOUND, counted apart.
     """
-    from kinetic.cli.progress import tally
-
     handle = cli.attach_batch(group_id)
-    counts, per_input = tally(handle)
+    counts, per_input, states = _tally_states(handle)
+    cleaned = sum(1 for state in states.values() if _cleaned_up(state))
     if as_json:
         jobs = handle.jobs
         render.emit_json(
             _header(handle)
             | {
-                "counts": counts.as_dict(),
+                "counts": counts.as_dict() | {"cleaned_up": cleaned},
                 "jobs": [
-                    {"index": i, "job_id": job.job_id if job else None, "status": state}
-                    for (i, state), job in zip(per_input, jobs, strict=True)
+                    {
+                        "index": i,
+                        "job_id": job.job_id if job else None,
+                        "status": status,
+                        "description": states[i].describe() if i in states else status,
+                    }
+                    for (i, status), job in zip(per_input, jobs, strict=True)
                 ],
             }
         )
@@ -118,7 +159,8 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
         ("RUNNING", counts.running),
         ("PENDING", counts.pending),
         ("FAILED", counts.failed),
-        ("NOT_FOUND", counts.gone),
+        ("NOT_FOUND (collected and cleaned up)", cleaned),
+        ("NOT_FOUND", counts.gone - cleaned),
         ("UNSUBMITTED", counts.unsubmitted),
     ]
     render.table(
@@ -203,7 +245,8 @@ def _result_item(index: int, job_id: str | None, value: Any) -> dict[str, Any]:
 @TIMEOUT_OPTION
 @click.option(
     "--cleanup/--no-cleanup", default=True, show_default=True,
-    help="Delete each successful child's resource and artifacts once its result is read.",
+    help="Delete each child's resource and artifacts (failed ones' logs too) once its outcome "
+    "is read.",
 )  # fmt: skip
 @click.option(
     "--out", "out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
@@ -268,9 +311,24 @@ def results(
 @JSON_OPTION
 @pass_cli
 def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
-    """Show each failed input of GROUP_ID with the tail of its logs."""
+    """Show each failed input of GROUP_ID with the tail of its logs.
+
+    Inputs already collected and cleaned up (``results(cleanup=True)``) are not failures; they
+    are named as such, since their logs are gone.
+    """
     handle = cli.attach_batch(group_id)
     entries: list[dict[str, Any]] = []
+    jobs = handle.jobs
+    cleaned: list[dict[str, Any]] = [
+        {
+            "index": index,
+            "job_id": job.job_id if (job := jobs[index]) else None,
+            "status": state.status.value,
+            "description": state.describe(),
+        }
+        for index, state in handle.states()
+        if _cleaned_up(state)
+    ]
     for job in handle.failures():
         state = job.status_detail()
         entries.append(
@@ -295,8 +353,11 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
         )
     entries.sort(key=lambda e: (e["index"] is None, e["index"] or 0))
     if as_json:
-        render.emit_json(_header(handle) | {"failures": entries})
+        render.emit_json(_header(handle) | {"failures": entries, "cleaned_up": cleaned})
         return
+    for gone in cleaned:
+        click.echo(f"[{gone['index']}] {gone['job_id']}  {gone['description']}: not a failure; "
+                   "its result and logs are no longer stored.")  # fmt: skip
     if not entries:
         click.echo(f"No failed inputs in batch {group_id}.", err=True)
         return

@@ -6,6 +6,8 @@ The "backend resource" of a job is its directory under ``$KINETIC_HOME/local/job
 it is what ``cancel``/``cleanup(k8s=True)`` do, after which the job is NOT_FOUND.
 """
 
+import contextlib
+import errno
 import json
 import os
 import shutil
@@ -26,19 +28,43 @@ from kinetic_protocol import (
     ConfigError,
     JobRecord,
     JobState,
+    KineticError,
     Preparation,
     PrepareRequest,
+    Succeeded,
+    layout,
 )
 from kinetic_protocol import JobStatus as S
+from kinetic_protocol.records import decode_result
 from kinetic_runtime.local import supervisor
 from kinetic_runtime.local.processes import group_alive, pid_alive, terminate_group
-from kinetic_runtime.stores import default_local_store_uri
+from kinetic_runtime.settings import HOME
+from kinetic_runtime.stores import default_local_store_uri, open_store
 
 __all__ = ["LocalBackend", "local_slots"]
 
 _TERMINATE_GRACE = 3.0
+_WITHDRAW_TIMEOUT = 30.0
+_SUPERVISOR_DIED = "the local supervisor process exited unexpectedly; the job was stopped"
 PYTHON_KEY = "python"
 """``backend_data`` key: the interpreter a job runs in (an isolated venv), else the client's."""
+
+
+def _unwritable(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
+    """The error for a job whose files could not be written: nothing of it runs."""
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    hint = ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = " The disk is full: free some space or point KINETIC_HOME at a disk with room."
+    return BackendError(
+        f"Job {job_id} was not submitted: writing its files under {job_dir} failed "
+        f"({reason}); nothing was started.{hint}"
+    )
+
+
+def _absolute_home() -> dict[str, str]:
+    """``KINETIC_HOME`` for the job's environment, absolute as the job runs elsewhere."""
+    return {HOME.env: str(kinetic_home())} if HOME.from_env() else {}
 
 
 def local_slots() -> int:
@@ -93,11 +119,25 @@ class LocalBackend:
         return Preparation(backend_data={PYTHON_KEY: str(python)})
 
     def submit(self, record: JobRecord) -> None:
+        """Write the job directory, then start its supervisor; raising means nothing runs.
+
+        The supervisor waits until ``supervisor.pid`` names it, so a write that fails after the
+        start is withdrawn (killed, directory removed) before the job could begin.
+        """
         job_dir = self.job_dir(record.job_id)
         try:
             job_dir.mkdir(parents=True)
         except FileExistsError:
             return  # submitted before: idempotent
+        except OSError as exc:
+            raise _unwritable(record.job_id, job_dir, exc) from exc
+        try:
+            self._start(record, job_dir)
+        except OSError as exc:
+            shutil.rmtree(job_dir, ignore_errors=True)
+            raise _unwritable(record.job_id, job_dir, exc) from exc
+
+    def _start(self, record: JobRecord, job_dir: Path) -> None:
         python = record.backend_data.get(PYTHON_KEY) or self._python
         launch = {
             "job_id": record.job_id,
@@ -105,14 +145,26 @@ class LocalBackend:
             "python": python,
             "slots_dir": str(self._root / "slots"),
             "slots": local_slots(),
-            "env": dict(os.environ),
+            "env": {**os.environ, **_absolute_home()},
         }
         (job_dir / supervisor.LAUNCH_FILE).write_text(json.dumps(launch))
         supervisor.write_state(job_dir, phase="PENDING")
         pid = request_start(job_dir) if launcher_enabled(python) else None
         if pid is None:
             pid = self._start_supervisor(job_dir, python)
-        (job_dir / "supervisor.pid").write_text(str(pid))
+        try:
+            (job_dir / supervisor.PID_FILE).write_text(str(pid))  # lets the supervisor go on
+        except OSError:
+            self._withdraw(record.job_id, pid)
+            raise
+
+    def _withdraw(self, job_id: str, pid: int) -> None:
+        """Stop a supervisor that is still waiting for its ``supervisor.pid``."""
+        if not terminate_group(pid, grace=0, timeout=_WITHDRAW_TIMEOUT, poll_interval=0.01):
+            raise BackendError(
+                f"Job {job_id} was not submitted, but its supervisor (group {pid}) could not "
+                f"be stopped. Kill it by hand: kill -9 -{pid}"
+            )
 
     def _start_supervisor(self, job_dir: Path, python: str) -> int:
         """The supervisor as a fresh interpreter in its own session (no launcher)."""
@@ -132,11 +184,11 @@ class LocalBackend:
 
     def _supervisor_pid(self, job_dir: Path) -> int | None:
         try:
-            return int((job_dir / "supervisor.pid").read_text())
+            return int((job_dir / supervisor.PID_FILE).read_text())
         except (FileNotFoundError, ValueError):
             return None
 
-    def _state(self, job_id: str) -> JobState:
+    def _state(self, job_id: str, store_uri: str | None = None) -> JobState:
         job_dir = self.job_dir(job_id)
         state = supervisor.read_state(job_dir)
         if state is None:
@@ -150,16 +202,38 @@ class LocalBackend:
         if pid is not None and not pid_alive(pid):
             again = supervisor.read_state(job_dir)  # it may have finished just now
             if again and S(again["phase"]).is_terminal:
-                return self._state(job_id)
+                return self._state(job_id, store_uri)
             if not job_dir.exists() or (job_dir / supervisor.CANCEL_MARKER).exists():
                 return JobState(status=S.NOT_FOUND)  # being deleted: killed on purpose
-            return JobState(
-                status=S.FAILED, detail="the local supervisor process exited unexpectedly"
-            )
+            return self._supervisor_died(job_id, pid, store_uri)
         return JobState(status=phase)
 
+    def _supervisor_died(self, job_id: str, pid: int, store_uri: str | None) -> JobState:
+        """Settle a job whose supervisor was killed: one final state, matching its result.
+
+        The runtime dies with its supervisor (Linux); anything else of the job is killed here,
+        so no result can appear after this. A result stored before is what the job did.
+        """
+        if not terminate_group(pid, grace=0, timeout=_WITHDRAW_TIMEOUT, poll_interval=0.01):
+            return JobState(status=S.RUNNING)  # still being stopped: look again
+        state = JobState(status=S.FAILED, detail=_SUPERVISOR_DIED)
+        if store_uri is not None:
+            with contextlib.suppress(KineticError, OSError):
+                key = layout.result_key(job_id)
+                envelope = decode_result(open_store(store_uri).read(key), what=key)
+                if isinstance(envelope, Succeeded):
+                    state = JobState(status=S.SUCCEEDED)
+        with contextlib.suppress(OSError):  # the job directory may be going away
+            supervisor.write_state(
+                self.job_dir(job_id),
+                phase=state.status.value,
+                supervisor_pid=pid,
+                detail=state.detail,
+            )
+        return state
+
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
-        return {record.job_id: self._state(record.job_id) for record in records}
+        return {r.job_id: self._state(r.job_id, r.store_uri) for r in records}
 
     def logs(self, record: JobRecord, *, tail: int | None = None) -> str:
         try:
@@ -184,7 +258,7 @@ class LocalBackend:
                     delay = self.poll_bounds[0]
                     yield line
                     continue
-                if self._state(record.job_id).status.is_terminal:
+                if self._state(record.job_id, record.store_uri).status.is_terminal:
                     if handle:
                         yield from handle
                     return

@@ -1,7 +1,8 @@
 """Zip the user's project deterministically so its hash names it in the store.
 
 The same files always give the same bytes (sorted entries, fixed timestamps and modes), so an
-unchanged project maps to the same ``bundles/<sha256>.zip`` and is never uploaded twice.
+unchanged project maps to the same ``bundles/<sha256>.zip`` and is never uploaded twice. Which
+files are shipped (ignore files, secrets, built-in rules) is decided in ``ignore``.
 """
 
 import hashlib
@@ -14,16 +15,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kinetic import _log
+from kinetic.packaging.ignore import IGNORE_FILE, Entry, ProjectScan, scan_project
+from kinetic.settings import BUNDLE_GITIGNORE, BUNDLE_WARN_MB
 from kinetic_protocol import ArtifactRef, ConfigError, layout
 
-__all__ = ["MAX_BUNDLE_BYTES", "CodeBundle", "build_bundle", "find_project_root"]
+__all__ = [
+    "MAX_BUNDLE_BYTES",
+    "CodeBundle",
+    "build_bundle",
+    "bundle_root",
+    "find_project_root",
+    "scan",
+]
 
 MAX_BUNDLE_BYTES = 256 * 1024 * 1024
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", "requirements.txt")
-_SKIP_DIRS = frozenset({"__pycache__", "venv", "node_modules", "dist", "build"})
-"""Besides these, every hidden directory (``.git``, ``.venv``, ``.ssh``...) is left out."""
-_SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+_NAMED_SECRETS = 20
+"""How many withheld secrets the notice names; ``kinetic bundle show`` lists them all."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,23 @@ class CodeBundle:
     ref: ArtifactRef
     workdir: str
     sys_path: list[str] = field(default_factory=list)
+
+
+def bundle_root(source_dir: Path) -> Path:
+    """The project root ``build_bundle`` uses for ``source_dir``; never the home directory."""
+    root = find_project_root(source_dir)
+    if root == Path.home().resolve():
+        raise ConfigError(
+            f"{source_dir} is not inside a project, so Kinetic would bundle your whole home "
+            "directory. Move the script into a project directory (one with a pyproject.toml, "
+            "requirements.txt or .git, or simply its own folder)."
+        )
+    return root
+
+
+def scan(root: Path, exclude: Iterable[Path] = ()) -> ProjectScan:
+    """What a bundle of ``root`` ships and leaves out, by the ignore files and settings."""
+    return scan_project(root, exclude=exclude, use_gitignore=BUNDLE_GITIGNORE.flag())
 
 
 def find_project_root(start: Path) -> Path:
@@ -49,41 +76,47 @@ def find_project_root(start: Path) -> Path:
     return start
 
 
-def _keep_dir(directory: str, name: str, excluded: frozenset[Path]) -> bool:
-    """Hidden directories (``.ssh``, ``.git``, ``.venv``...) and Kinetic's own state stay out."""
-    if name.startswith(".") or name in _SKIP_DIRS or name.endswith(_SKIP_SUFFIXES):
-        return False
-    return not excluded or Path(directory, name).resolve() not in excluded
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB"
 
 
-def _project_files(
-    root: Path, excluded: frozenset[Path] = frozenset()
-) -> list[tuple[str, Path, os.stat_result]]:
-    found = []
-    for directory, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if _keep_dir(directory, d, excluded))
-        for name in filenames:
-            if name.endswith(_SKIP_SUFFIXES):
-                continue
-            path = Path(directory, name)
-            try:
-                stat = path.stat()
-            except OSError:  # a dangling symlink or a file removed while we walk
-                continue
-            found.append((path.relative_to(root).as_posix(), path, stat))
-    found.sort(key=lambda item: item[0])
-    return found
+def _largest(files: list[Entry], count: int) -> str:
+    biggest = sorted(files, key=lambda entry: (-entry.stat.st_size, entry.rel))[:count]
+    return ", ".join(f"{entry.rel} ({_size(entry.stat.st_size)})" for entry in biggest)
 
 
-def _zip(root: Path, files: list[tuple[str, Path, os.stat_result]]) -> bytes:
-    total = sum(stat.st_size for _, _, stat in files)
+def _say_what_was_left_out(scan: ProjectScan) -> None:
+    """One notice for withheld secrets, one for a bundle past the warning size."""
+    secrets = scan.withheld_secrets
+    if secrets:
+        more = len(secrets) - _NAMED_SECRETS
+        shown = ", ".join(secrets[:_NAMED_SECRETS]) + (f" and {more} more" if more > 0 else "")
+        _log.notice(
+            f"bundle-secrets:{scan.root}:{shown}",
+            f"kinetic: left likely secrets out of the code bundle of {scan.root}: {shown}. "
+            "Secrets are never bundled (not even when .kineticignore re-includes them); "
+            "give the job what it needs another way.",
+        )
+    warn_mb = BUNDLE_WARN_MB.number() or 0
+    total = scan.total_bytes
+    if warn_mb > 0 and total > warn_mb * 2**20:
+        _log.notice(
+            f"bundle-size:{scan.root}",
+            f"kinetic: the code bundle of {scan.root} holds {_size(total)} of files (warning "
+            f"past {warn_mb:g} MiB, {BUNDLE_WARN_MB.env}). Largest: {_largest(scan.files, 5)}. "
+            f"List data in {IGNORE_FILE} and pass it with kinetic.Data instead; "
+            "`kinetic bundle show` lists what is shipped.",
+        )
+
+
+def _zip(root: Path, files: list[Entry]) -> bytes:
+    total = sum(entry.stat.st_size for entry in files)
     if total > MAX_BUNDLE_BYTES:
-        biggest = sorted(files, key=lambda item: -item[2].st_size)[:3]
-        names = ", ".join(f"{rel} ({stat.st_size // 2**20} MiB)" for rel, _, stat in biggest)
         raise ConfigError(
             f"The project at {root} holds {total // 2**20} MiB of files, over the "
-            f"{MAX_BUNDLE_BYTES // 2**20} MiB code bundle limit. Largest: {names}. Move data "
-            "out of the project directory and pass it with kinetic.Data instead."
+            f"{MAX_BUNDLE_BYTES // 2**20} MiB code bundle limit. Largest: "
+            f"{_largest(files, 3)}. List data in {IGNORE_FILE} (or move it out of the project "
+            "directory) and pass it with kinetic.Data instead."
         )
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
@@ -116,17 +149,14 @@ def build_bundle(
     """Bundle the project around ``source_dir``; unchanged files reuse the last bundle.
 
     ``exclude`` names directories to leave out wherever they are (Kinetic's home and store,
-    when they sit inside the project).
+    when they sit inside the project). What else is left out is decided by ``ignore``:
+    built-in rules, secrets, ``.kineticignore`` and ``.gitignore``.
     """
-    root = find_project_root(source_dir)
-    if root == Path.home().resolve():
-        raise ConfigError(
-            f"{source_dir} is not inside a project, so Kinetic would bundle your whole home "
-            "directory. Move the script into a project directory (one with a pyproject.toml, "
-            "requirements.txt or .git, or simply its own folder)."
-        )
+    root = bundle_root(source_dir)
     cwd = (cwd or Path.cwd()).resolve()
-    files = _project_files(root, frozenset(path.resolve() for path in exclude))
+    scanned = scan(root, exclude)
+    _say_what_was_left_out(scanned)
+    files = scanned.files
     signature = tuple((rel, stat.st_size, stat.st_mtime_ns) for rel, _, stat in files)
     with _cache_lock:
         cached = _cache.get(root)

@@ -5,7 +5,10 @@ What differs between backends is read from their declared capabilities and done 
 ``prepare`` step; nothing here asks for a backend by name.
 """
 
+import functools
 import sys
+import sysconfig
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,14 +44,56 @@ class Target:
         return self.settings.backend_name
 
 
+def _defining_function(fn: Callable[..., Any]) -> Any:
+    """What ``fn`` really runs: through ``functools.partial``, bound methods and
+    ``__wrapped__`` to the function underneath; a callable object stands for its class."""
+    seen: set[int] = set()
+    current: Any = fn
+    while id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, functools.partial | functools.partialmethod):
+            current = current.func
+        elif isinstance(current, types.MethodType):
+            current = current.__func__
+        elif getattr(current, "__wrapped__", None) is not None:
+            current = current.__wrapped__
+    if isinstance(current, types.FunctionType | type | types.BuiltinFunctionType):
+        return current
+    return type(current)  # a callable instance: its class says where it was defined
+
+
+def _installation_dirs() -> list[Path]:
+    paths = sysconfig.get_paths()
+    names = ("stdlib", "platstdlib", "purelib", "platlib")
+    return [Path(paths[name]).resolve() for name in names if name in paths]
+
+
 def _source_dir(fn: Callable[..., Any]) -> Path:
-    module = sys.modules.get(getattr(fn, "__module__", "") or "")
+    """The project directory to bundle: the directory of the module defining ``fn``.
+
+    A ``functools.partial``, a bound method or a wrapper is followed to the function it calls
+    (their own ``__module__`` would be ``functools`` or the wrapper's). Code with no source
+    file (a builtin, a ``__main__`` from stdin) bundles the working directory; code defined in
+    the Python installation (the standard library, site-packages) is refused rather than
+    bundling the installation.
+    """
+    underlying = _defining_function(fn)
+    module = sys.modules.get(getattr(underlying, "__module__", "") or "")
     filename = getattr(module, "__file__", None) or getattr(
-        getattr(fn, "__code__", None), "co_filename", None
+        getattr(underlying, "__code__", None), "co_filename", None
     )
-    if filename and Path(filename).exists():
-        return Path(filename).resolve().parent
-    return Path.cwd()
+    if not filename or not Path(filename).exists():
+        return Path.cwd()
+    directory = Path(filename).resolve().parent
+    for installed in _installation_dirs():
+        if directory == installed or installed in directory.parents:
+            name = getattr(underlying, "__qualname__", None) or repr(underlying)
+            raise TypeError(
+                f"kinetic.run cannot tell which project to ship for {fn!r}: {name} is defined in "
+                f"the Python installation ({directory}), not in your project. Call it from a "
+                "function of your own module and decorate that function instead."
+            )
+    return directory
 
 
 def _kinetic_state_dirs(store: ObjectStore) -> list[Path]:

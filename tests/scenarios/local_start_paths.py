@@ -1,0 +1,46 @@
+"""The two ways a local job's supervisor starts: a fresh interpreter, or forked by a launcher.
+
+``start_path`` (a fixture, imported by the tests that use it) makes one of them certain and
+``assert_started_by`` checks a supervisor was started that way, from its command line.
+"""
+
+from pathlib import Path
+
+import pytest
+import scenario_funcs as uf
+from scenario_support import ScenarioBackend, wait_until
+
+from kinetic.local.launcher_client import _socket_path
+
+__all__ = ["assert_started_by", "start_path", "supervisor_pid"]
+
+_MODULES = {
+    "fresh": "kinetic_runtime.local.supervisor",
+    "launcher": "kinetic_runtime.local.launcher",
+}
+
+
+@pytest.fixture(params=sorted(_MODULES))
+def start_path(
+    request: pytest.FixtureRequest, local_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """``fresh``: launchers off. ``launcher``: one serves this code before the test starts."""
+    path: str = request.param
+    if path == "fresh":
+        monkeypatch.setenv("KINETIC_LOCAL_LAUNCHER", "0")
+    else:
+        local_backend.decorate()(uf.add).run_async(1).result(timeout=60)
+        socket_path: Path = _socket_path()
+        wait_until(socket_path.exists, f"the launcher's socket {socket_path}")
+    return path
+
+
+def supervisor_pid(home: Path, job_id: str) -> int:
+    """The pid (and process group) of a local job's supervisor, once the client recorded it."""
+    pid_file = home / "local" / "jobs" / job_id / "supervisor.pid"
+    return int(wait_until(lambda: pid_file.exists() and pid_file.read_text(), str(pid_file)))
+
+
+def assert_started_by(path: str, pid: int) -> None:
+    command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert _MODULES[path].encode() in command, f"supervisor {pid} is {command!r}, not {path}"
