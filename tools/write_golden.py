@@ -27,6 +27,8 @@ from kinetic_protocol import (
     BatchManifest,
     BatchSubmissionError,
     CallDescriptor,
+    DebugOptions,
+    DebugState,
     Failed,
     JobRecord,
     Succeeded,
@@ -61,6 +63,7 @@ _RECORD = JobRecord(
     kinetic_version="0.1.0",
     backend_data={"python": "/home/me/.kinetic/venvs/3f2a/bin/python"},
 )
+_DEBUG = DebugOptions(host="127.0.0.1", port=0, wait_timeout=30.0)
 _PAYLOAD = ArtifactRef(key=f"jobs/{_JOB_ID}/payload.pkl", sha256="a" * 64, size=812)
 
 EXAMPLES: dict[str, msgspec.Struct] = {
@@ -77,6 +80,17 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         output_dir="gs://my-bucket/outputs/" + _JOB_ID,
         python_version="3.11",
         requirements=["numpy==2.1.0", "jax[tpu]==0.4.35"],
+        debug=_DEBUG,
+    ),
+    "debug_options": _DEBUG,
+    "debug_state": DebugState(
+        job_id=_JOB_ID,
+        phase="waiting",
+        host="0.0.0.0",
+        port=5678,
+        pid=7,
+        workdir="/tmp/kinetic-" + _JOB_ID,
+        updated_at="2026-04-17T15:30:21.000+00:00",
     ),
     "batch_manifest": BatchManifest(
         group_id="grp-a1b2c3d4",

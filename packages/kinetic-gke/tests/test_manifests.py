@@ -212,3 +212,18 @@ def test_an_image_that_must_run_as_root_can_ask_for_it(record: RecordFactory) ->
     assert "runAsNonRoot" not in _pod(manifest)["securityContext"]
     assert "runAsUser" not in _pod(manifest)["securityContext"]
     assert _container(manifest)["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+@pytest.mark.parametrize("version", GKE_VERSIONS)
+def test_a_debug_job_exposes_the_debugpy_port_and_stays_valid(
+    record: RecordFactory, version: str
+) -> None:
+    manifest = job_manifest(record(debug=True))
+    assert _container(manifest)["ports"] == [
+        {"containerPort": 5678, "name": "debugpy", "protocol": "TCP"}
+    ]
+    kubernetes_validate.validate(manifest, version, strict=True)
+
+
+def test_a_job_that_is_not_debugged_exposes_no_port(record: RecordFactory) -> None:
+    assert "ports" not in _container(job_manifest(record()))

@@ -16,7 +16,7 @@ from typing import Any
 
 import cloudpickle
 
-from kinetic_protocol import ArtifactRef, CallDescriptor, ResultEnvelope, layout
+from kinetic_protocol import ArtifactRef, CallDescriptor, DebugOptions, ResultEnvelope, layout
 from kinetic_protocol.records import decode_result, encode_json
 from kinetic_runtime.stores import LocalStore
 
@@ -64,6 +64,7 @@ class JobStage:
         bundle: bytes | None = None,
         requirements: Sequence[str] = (),
         output_dir: str = "",
+        debug: DebugOptions | None = None,
     ) -> str:
         """Write the payload, bundle (if any) and call descriptor of ``job_id``."""
         bundle_ref = None
@@ -76,6 +77,7 @@ class JobStage:
             bundle=bundle_ref,
             requirements=list(requirements),
             output_dir=output_dir,
+            debug=debug,
         )
         self.store.write(layout.call_key(job_id), encode_json(call))
         return job_id

@@ -7,6 +7,7 @@ LeaderWorkerSet backend reuses them with its own workload.
 
 import os
 import re
+import shutil
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -87,7 +88,9 @@ class GKEBackend:
     """
 
     name = "gke"
-    capabilities: ClassVar[Capabilities] = Capabilities(container_image=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        container_image=True, debug_port_forward=True
+    )
     declared_settings: ClassVar[tuple[SettingSpec, ...]] = declared.SETTINGS
     workload: Workload = JobWorkload()
 
@@ -140,9 +143,7 @@ class GKEBackend:
         if self._given_connection is not None:
             return self._given_connection
         settings = self._settings
-        context = declared.KUBE_CONTEXT.from_env() or kube_context_name(
-            settings.project, settings.zone, settings.cluster
-        )
+        context = self._context_name()
         key = (os.environ.get("KUBECONFIG", ""), context)
         if key not in self._connections:
             self._connections[key] = ClusterConnection.from_kubeconfig(
@@ -153,6 +154,12 @@ class GKEBackend:
                 ),
             )
         return self._connections[key]
+
+    def _context_name(self) -> str:
+        settings = self._settings
+        return declared.KUBE_CONTEXT.from_env() or kube_context_name(
+            settings.project, settings.zone, settings.cluster
+        )
 
     # -- the Backend protocol ----------------------------------------------------------------
 
@@ -232,6 +239,33 @@ class GKEBackend:
     def _newest_pod(self, record: JobRecord) -> Obj | None:
         pods = self.connection.list_pods(job_selector(record.job_id))
         return max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
+
+    def port_forward_command(
+        self, record: JobRecord, local_port: int, remote_port: int
+    ) -> list[str]:
+        """``kubectl port-forward`` from ``local_port`` here to ``remote_port`` of the job's
+        running pod (``Capabilities.debug_port_forward``; ``kinetic.debug`` runs it)."""
+        if shutil.which("kubectl") is None:
+            raise ConfigError(
+                "Forwarding the debug port needs kubectl, which is not on PATH. Install it "
+                "with `gcloud components install kubectl` (or your package manager)."
+            )
+        connection = self.connection
+        pod = self._newest_pod(record)
+        phase = (pod or {}).get("status", {}).get("phase")
+        if pod is None or phase != "Running":
+            raise BackendError(
+                f"Job {record.job_id} has no running pod to forward the debug port to "
+                f"(pod phase: {phase or 'none'}). `kinetic jobs status {record.job_id}` says why."
+            )
+        command = [
+            "kubectl", "port-forward", f"pod/{pod['metadata']['name']}",
+            f"{local_port}:{remote_port}", "-n", connection.namespace,
+            "--context", connection.context or self._context_name(),
+        ]  # fmt: skip
+        if connection.kubeconfig is not None:
+            command += ["--kubeconfig", str(connection.kubeconfig)]
+        return command
 
     def logs(self, record: JobRecord, *, tail: int | None = None) -> str:
         if tail is not None and tail <= 0:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kinetic_gke.labels import job_labels
 from kinetic_gke.scheduling import scheduling_for
-from kinetic_protocol import JobRecord, parse_accelerator
+from kinetic_protocol import DEFAULT_DEBUG_PORT, JobRecord, parse_accelerator
 
 __all__ = [
     "DEFAULT_TTL_SECONDS",
@@ -81,6 +81,10 @@ def job_manifest(
     }
     if not placed.limits:
         del container["resources"]["limits"]
+    if record.debug:  # the runtime's debugpy server; the client reaches it by port-forward
+        container["ports"] = [
+            {"containerPort": DEFAULT_DEBUG_PORT, "name": "debugpy", "protocol": "TCP"}
+        ]
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "containers": [container],

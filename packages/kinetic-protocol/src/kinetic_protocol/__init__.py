@@ -30,6 +30,7 @@ from kinetic_protocol.errors import (
     StorageError,
 )
 from kinetic_protocol.records import (
+    DEFAULT_DEBUG_PORT,
     SCHEMA_VERSION,
     ArtifactRef,
     BatchChild,
@@ -37,6 +38,8 @@ from kinetic_protocol.records import (
     BatchManifest,
     BatchSubmissionError,
     CallDescriptor,
+    DebugOptions,
+    DebugState,
     Failed,
     JobRecord,
     ResultEnvelope,
@@ -63,6 +66,9 @@ __all__ = [
     "BatchManifest",
     "BatchSubmissionError",
     "CallDescriptor",
+    "DEFAULT_DEBUG_PORT",
+    "DebugOptions",
+    "DebugState",
     "ConfigError",
     "CorruptRecordError",
     "Failed",

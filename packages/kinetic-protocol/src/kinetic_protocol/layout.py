@@ -7,6 +7,7 @@
     jobs/<job_id>/call.json                   CallDescriptor
     jobs/<job_id>/payload.pkl                 cloudpickled (function, args, kwargs)
     jobs/<job_id>/result.msgpack              ResultEnvelope, written by the runtime
+    jobs/<job_id>/debug.json                  DebugState of a debug job, replaced as it changes
     outputs/<job_id>/...                      KINETIC_OUTPUT_DIR default; never cleaned up
     batches/<group_id>.json                   BatchManifest, written once (listable cheaply)
     groups/<group_id>/children/<index>-<attempt>.json   BatchChild, one per attempt
@@ -22,6 +23,7 @@ __all__ = [
     "call_key",
     "cancel_key",
     "child_key",
+    "debug_key",
     "children_prefix",
     "completion_key",
     "group_prefix",
@@ -61,6 +63,10 @@ def payload_key(job_id: str) -> str:
 
 def result_key(job_id: str) -> str:
     return f"jobs/{job_id}/result.msgpack"
+
+
+def debug_key(job_id: str) -> str:
+    return f"jobs/{job_id}/debug.json"
 
 
 def output_prefix(job_id: str) -> str:

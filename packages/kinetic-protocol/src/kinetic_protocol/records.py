@@ -6,7 +6,7 @@ Records are JSON so a person can read them in a bucket; the result envelope is m
 it carries pickled bytes.
 """
 
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -20,6 +20,10 @@ __all__ = [
     "BatchManifest",
     "BatchSubmissionError",
     "CallDescriptor",
+    "DEFAULT_DEBUG_PORT",
+    "DebugOptions",
+    "DebugPhase",
+    "DebugState",
     "Failed",
     "JobRecord",
     "ResultEnvelope",
@@ -82,6 +86,36 @@ class ArtifactRef(msgspec.Struct, frozen=True, kw_only=True):
     size: int
 
 
+DEFAULT_DEBUG_PORT = 5678
+"""debugpy's usual port, and what VS Code's "attach" configuration expects."""
+
+DebugPhase = Literal["waiting", "attached", "no-debugger"]
+
+
+class DebugOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """Where the job's debug server listens and how long it waits for a client."""
+
+    host: str = "0.0.0.0"  # noqa: S104 - inside a pod; the client reaches it by port-forward
+    port: int = DEFAULT_DEBUG_PORT
+    """0: any free port (the local backend, where several debug jobs may run at once)."""
+    wait_timeout: float = 600.0
+    """Seconds to wait for a debugger before running without one (and saying so)."""
+
+
+class DebugState(msgspec.Struct, kw_only=True):
+    """The job's debug server, as the runtime last recorded it."""
+
+    job_id: str
+    phase: DebugPhase
+    host: str
+    port: int
+    pid: int
+    workdir: str
+    """The job's working directory (the unpacked bundle), for a debugger's path mappings."""
+    updated_at: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+
 class CallDescriptor(msgspec.Struct, kw_only=True):
     """What the runtime needs to run the call, stored at ``layout.call_key``."""
 
@@ -98,6 +132,8 @@ class CallDescriptor(msgspec.Struct, kw_only=True):
     output_dir: str = ""
     python_version: str = ""
     requirements: list[str] = msgspec.field(default_factory=list)
+    debug: DebugOptions | None = None
+    """Set for a ``debug=True`` job: the runtime waits for a debugger as these say."""
     schema_version: int = SCHEMA_VERSION
 
 

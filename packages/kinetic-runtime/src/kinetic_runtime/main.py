@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from kinetic_protocol import (
     layout,
 )
 from kinetic_protocol.records import decode_json, encode_result
-from kinetic_runtime import settings
+from kinetic_runtime import debugging, settings
 from kinetic_runtime.phases import Phase, PhaseError
 from kinetic_runtime.stores import open_store
 from kinetic_runtime.workspace import apply_environment, install_requirements, unpack_bundle
@@ -94,8 +95,12 @@ class _Job:
         self.step(Phase.ENVIRONMENT, self.prepare, call)
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
         fn, args, kwargs = self.step(Phase.DESERIALIZE, _load_call, payload)
+        stop = None
+        if call.debug is not None:
+            debug = (call.debug, self.store, self.job_id, self.workdir, _say)
+            stop = self.step(Phase.DEBUG, debugging.serve, *debug)
         _say(f"job {self.job_id}: running {call.func_name}")
-        value = self.call_user_function(fn, args, kwargs)
+        value = self.call_user_function(fn, args, kwargs, stop)
         return Succeeded(
             job_id=self.job_id,
             value=self.step(Phase.SERIALIZE_RESULT, _dump_value, value, call.func_name),
@@ -103,11 +108,22 @@ class _Job:
             finished_at=_now(),
         )
 
-    def call_user_function(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call_user_function(
+        self,
+        fn: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        stop: Callable[[], object] | None = None,
+    ) -> Any:
         """Call the function; any ``BaseException`` it raises becomes a ``run`` failure, except
-        a successful ``sys.exit`` (code ``None`` or ``0``), which returns ``None``."""
+        a successful ``sys.exit`` (code ``None`` or ``0``), which returns ``None``.
+
+        ``stop`` (a debug job with a debugger attached: ``debugpy.breakpoint``) is called in
+        this frame, so the debugger stops on the next line: step into it to enter ``fn``."""
         try:
-            return fn(*args, **kwargs)
+            if stop is not None:
+                stop()
+            return fn(*args, **kwargs)  # debug jobs stop here: step into the function
         except SystemExit as exc:
             if _exit_succeeded(exc):
                 _say(f"job {self.job_id}: the function called sys.exit({exc.code!r}): success")

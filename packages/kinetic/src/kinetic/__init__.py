@@ -32,6 +32,7 @@ from kinetic_protocol import (
 )
 
 if TYPE_CHECKING:
+    from kinetic import debug as debug  # loaded on first use, by __getattr__
     from kinetic.batch import BatchError, BatchHandle, SkippedInputError, attach_batch, list_batches
 
 __all__ = [
@@ -66,7 +67,12 @@ _BATCH_NAMES = {"BatchError", "BatchHandle", "SkippedInputError", "attach_batch"
 
 
 def __getattr__(name: str) -> Any:
-    """The batch engine and the version load on first use, keeping ``import kinetic`` light."""
+    """The batch engine, ``kinetic.debug`` and the version load on first use, keeping
+    ``import kinetic`` light."""
+    if name == "debug":
+        import importlib
+
+        return importlib.import_module("kinetic.debug")
     if name in _BATCH_NAMES:
         from kinetic import batch
 

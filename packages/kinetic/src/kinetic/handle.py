@@ -26,6 +26,9 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import SCHEMA_VERSION, decode_result
 
+if TYPE_CHECKING:
+    from kinetic.debug import DebugProcess
+
 __all__ = ["JobHandle"]
 
 log = _log.get_logger(__name__)
@@ -128,8 +131,16 @@ class JobHandle:
     # -- observation ---------------------------------------------------------------------
 
     def status_detail(self) -> JobState:
-        """The status plus the backend's reason for it (exit code, pod condition, ...)."""
-        return backend_for(self._record).statuses([self._record])[self.job_id]
+        """The status plus the backend's reason for it (exit code, pod condition, ...).
+
+        A debug job waiting for its debugger is RUNNING "waiting for debugger at HOST:PORT".
+        """
+        state = backend_for(self._record).statuses([self._record])[self.job_id]
+        if not self.debug:
+            return state
+        from kinetic.debug import waiting_detail
+
+        return waiting_detail(self._record, state)
 
     def status(self) -> JobStatus:
         """The job's current status."""
@@ -271,10 +282,25 @@ class JobHandle:
         if gcs:
             store_for(self._record).delete_prefix(layout.job_prefix(self.job_id))
 
-    def debug_attach(self, local_port: int = 5678, working_dir: str | None = None) -> Any:
-        raise ConfigError(
-            f"debug_attach is not supported on the {self.backend!r} backend in this version."
-        )
+    def debug_attach(
+        self,
+        local_port: int = 5678,
+        working_dir: str | None = None,
+        *,
+        timeout: float | None = 900.0,
+    ) -> "DebugProcess":
+        """Wait for debugpy, start port-forward, and print VS Code config.
+
+        Waits up to ``timeout`` seconds for the job's debug server, forwards ``local_port`` to
+        it where the backend needs that (``gke``: ``kubectl port-forward``) and prints the
+        ``launch.json`` "attach" configuration (``working_dir``, default the project root,
+        maps to the job's directory). Returns the port-forward process (a ``Popen``; on a
+        backend reached directly, such as ``local``, an object with the same interface) so the
+        caller ends it, e.g. ``kinetic.debug.cleanup_port_forward(proc)`` after ``result()``.
+        """
+        from kinetic import debug
+
+        return debug.debug_attach(self, local_port, working_dir, timeout=timeout)
 
 
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(JobHandle))

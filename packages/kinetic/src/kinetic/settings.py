@@ -19,6 +19,7 @@ __all__ = [
     "BUNDLE_WARN_MB",
     "CLUSTER",
     "CONTAINER_IMAGE",
+    "DEBUG_WAIT",
     "NAMESPACE",
     "PROFILE",
     "PROFILES_FILE",
@@ -78,10 +79,15 @@ BUNDLE_GITIGNORE = SettingSpec(
     "Whether .gitignore files keep files out of code bundles too, as .kineticignore does.",
     _OWNER, default="true",
 )  # fmt: skip
+DEBUG_WAIT = SettingSpec(
+    "debug_wait", "KINETIC_DEBUG_WAIT",
+    "Seconds a debug job waits for a debugger before running without one",
+    _OWNER, default="600",
+)  # fmt: skip
 
 SETTINGS = (
     BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, CONTAINER_IMAGE,
-    BASE_IMAGE_REPO, BUNDLE_WARN_MB, BUNDLE_GITIGNORE,
+    BASE_IMAGE_REPO, BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT,
 )  # fmt: skip
 
 

@@ -283,7 +283,7 @@ def test_build_base_images_publishes_one_image_per_category(
         env = request["steps"][0]["env"][0].partition("=")[2]
         files = _untar(base64.b64decode(env))
         assert set(files) == {"Dockerfile"}
-        assert f"kinetic-runtime[gcs]=={version}" in files["Dockerfile"].decode()
+        assert f"kinetic-runtime[gcs,debug]=={version}" in files["Dockerfile"].decode()
 
 
 def test_build_base_images_rejects_unknown_categories(builder: ImageBuilder) -> None:

@@ -83,7 +83,7 @@ def test_layers_run_heavy_first_and_runtime_is_pinned_with_the_user_requirements
     assert text.index("FROM") < text.index("uv python install") < text.index("COPY requirements")
     install = next(line for line in text.splitlines() if "uv pip install" in line)
     assert "-r /opt/kinetic/requirements.txt" in install
-    assert "'kinetic-runtime[gcs]==0.4.2'" in install
+    assert "'kinetic-runtime[gcs,debug]==0.4.2'" in install
     assert "COPY --from=ghcr.io/astral-sh/uv:" in text
     assert "pip install" not in text.replace("uv pip install", "")
 
@@ -110,7 +110,7 @@ def test_without_requirements_there_is_no_requirements_file() -> None:
     ctx = build_context(_reqs(), category="cpu", kinetic_version="1.0")
     assert set(ctx.files) == {"Dockerfile"}
     assert "-r " not in ctx.dockerfile
-    assert "kinetic-runtime[gcs]==1.0" in ctx.dockerfile
+    assert "kinetic-runtime[gcs,debug]==1.0" in ctx.dockerfile
 
 
 @pytest.mark.parametrize(

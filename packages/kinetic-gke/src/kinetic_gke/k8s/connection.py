@@ -61,6 +61,10 @@ class ClusterConnection:
 
         self.namespace = namespace
         self.api_client = api_client
+        self.context: str | None = None
+        """The kubeconfig context it was made from (``from_kubeconfig``), for ``kubectl``."""
+        self.kubeconfig: Path | None = None
+        """The kubeconfig file named explicitly to ``from_kubeconfig``, if any."""
         self.core = client.CoreV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
@@ -113,7 +117,9 @@ class ClusterConnection:
                 f"Context {context!r} of kubeconfig {path} cannot be used: {exc}. Refresh it "
                 f"with `{get_credentials}`."
             ) from exc
-        return cls(api_client, namespace)
+        connection = cls(api_client, namespace)
+        connection.context, connection.kubeconfig = context, config_file
+        return connection
 
     # -- calls ---------------------------------------------------------------------------
 

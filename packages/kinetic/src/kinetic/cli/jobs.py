@@ -11,9 +11,12 @@ job.logs(follow=True) kinetic jobs logs ID --follow
 job.result()          kinetic jobs result ID [--timeout S] [--no-cleanup]
 job.cancel()          kinetic jobs cancel ID
 job.cleanup(...)      kinetic jobs cleanup ID [--no-k8s] [--no-gcs]
+job.debug_attach()    kinetic jobs debug ID [--port N] [--working-dir DIR]
 ====================  ===========================================
 """
 
+import contextlib
+import subprocess
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -195,3 +198,54 @@ def cleanup(cli: CliContext, job_id: str, k8s: bool, gcs: bool) -> None:
         what for what, on in (("backend resource", k8s), ("stored artifacts", gcs)) if on
     )
     click.echo(f"Cleaned up {job.job_id}: removed its {removed}.")
+
+
+@jobs.command()
+@click.argument("job_id")
+@click.option(
+    "--port",
+    type=click.IntRange(min=1, max=65535),
+    default=5678,
+    show_default=True,
+    help="Local port to forward the job's debug server to.",
+)
+@click.option(
+    "--working-dir",
+    help="Local source root the debugger maps to the job's files. [default: the project root]",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=900,
+    show_default=True,
+    help="Seconds to wait for the job's debug server (exit 3 past it).",
+)
+@pass_cli
+def debug(cli: CliContext, job_id: str, port: int, working_dir: str | None, timeout: float) -> None:
+    """Attach a debugger to the debug=True job JOB_ID.
+
+    Waits for its debug server, forwards PORT to it where the backend needs that, prints the
+    VS Code launch.json configuration, and keeps the forward open until the job ends or
+    Ctrl-C.
+    """
+    from kinetic.debug import cleanup_port_forward
+
+    job = cli.attach(job_id)
+    proc = job.debug_attach(local_port=port, working_dir=working_dir, timeout=timeout)
+    click.echo("Waiting until the job ends; Ctrl-C stops forwarding.", err=True)
+    try:
+        while proc.poll() is None:
+            state = job.status_detail()
+            if state.status.is_terminal:
+                click.echo(f"Job {job.job_id} ended {state.describe()}.", err=True)
+                return
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=1.0)
+        raise click.ClickException(
+            f"Forwarding to job {job.job_id} stopped (exit {proc.returncode}). "
+            f"Run `kinetic jobs debug {job.job_id}` again to reconnect."
+        )
+    except KeyboardInterrupt:
+        click.echo("Stopped forwarding.", err=True)
+    finally:
+        cleanup_port_forward(proc)

@@ -54,7 +54,7 @@ Category = Literal["cpu", "gpu", "tpu"]
 CUDA_BASE_IMAGE = "nvidia/cuda:12.4.1-runtime-ubuntu22.04"
 UV_IMAGE = "ghcr.io/astral-sh/uv:0.9.5"
 """Where the ``uv`` binary is copied from; pinned so image contents do not drift."""
-RUNTIME_PACKAGE = "kinetic-runtime[gcs]"
+RUNTIME_PACKAGE = "kinetic-runtime[gcs,debug]"
 LIBTPU_FIND_LINKS = "https://storage.googleapis.com/jax-releases/libtpu_releases.html"
 BASE_IMAGES: dict[str, str] = {
     "cpu": "python:{py}-slim",

@@ -17,6 +17,7 @@ from kinetic.data import Data
 from kinetic.handle import JobHandle
 from kinetic.options import capture_env
 from kinetic.packaging import CodeBundle, serialize_call
+from kinetic.submission.debugging import debug_options
 from kinetic.submission.ids import func_name_of, new_job_id
 from kinetic.submission.record import job_record
 from kinetic.submission.target import Target
@@ -83,6 +84,7 @@ def submit_call(
         output_dir=target.options.output_dir or "",
         python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
         requirements=list(target.requirements),
+        debug=debug_options(target) if target.options.debug else None,
     )
     try:
         store.write(layout.payload_key(job_id), payload, if_absent=True)
