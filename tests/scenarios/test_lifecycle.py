@@ -230,8 +230,11 @@ def test_result_without_cleanup_keeps_the_job(kinetic_backend: ScenarioBackend) 
     assert job.result(cleanup=False) == 10, "the kept result can be read again"
 
 
-def test_result_keeps_a_debug_job(kinetic_backend: ScenarioBackend) -> None:
+def test_result_keeps_a_debug_job(
+    kinetic_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Spec: ``result()``'s cleanup defaults to False for debug jobs, from any handle."""
+    monkeypatch.setenv("KINETIC_DEBUG_WAIT", "0")  # no debugger comes: run at once
     job = kinetic_backend.decorate(debug=True)(uf.add).run_async(5, b=6)
     assert job.debug
     assert job.result() == 11
@@ -249,7 +252,10 @@ def test_result_keeps_a_debug_job(kinetic_backend: ScenarioBackend) -> None:
     assert store.list(layout.job_prefix(job.job_id)) == []
 
 
-def test_calling_a_debug_function_keeps_its_job(kinetic_backend: ScenarioBackend) -> None:
+def test_calling_a_debug_function_keeps_its_job(
+    kinetic_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KINETIC_DEBUG_WAIT", "0")  # no debugger comes: run at once
     add = kinetic_backend.decorate(debug=True)(uf.add)
     assert add(1, b=2) == 3
     jobs = kinetic.list_jobs(backend=kinetic_backend.name)
