@@ -40,7 +40,7 @@ from kinetic_protocol.settings import SettingSpec
 
 __all__ = ["GKEBackend", "default_bucket_name"]
 
-DEFAULT_UNSCHEDULABLE_TIMEOUT = 15 * 60.0
+DEFAULT_UNSCHEDULABLE_TIMEOUT = float(declared.UNSCHEDULABLE_TIMEOUT.default or 900)
 """A fresh accelerator node pool can take minutes to scale up; past this, say why and fail."""
 
 
@@ -65,8 +65,7 @@ def _poll_bounds(raw: str) -> tuple[float, float]:
 def _unschedulable_timeout(given: float | None) -> float:
     if given is not None:
         return given
-    seconds = declared.UNSCHEDULABLE_TIMEOUT.number()
-    return DEFAULT_UNSCHEDULABLE_TIMEOUT if seconds is None else seconds
+    return declared.UNSCHEDULABLE_TIMEOUT.number() or DEFAULT_UNSCHEDULABLE_TIMEOUT
 
 
 def _check_single_host(accelerator: Accelerator) -> None:
@@ -117,7 +116,7 @@ class GKEBackend:
         the pod that explained it, must not replace a specific reason with a vague one."""
         self._unschedulable_timeout = _unschedulable_timeout(unschedulable_timeout)
         self._command = command
-        self.poll_bounds = _poll_bounds(declared.POLL.value() or "1,10")
+        self.poll_bounds = _poll_bounds(declared.POLL.value() or "")
 
     @property
     def store_uri(self) -> str:
@@ -187,15 +186,15 @@ class GKEBackend:
             obj["metadata"]["name"]: obj for obj in workload.list_matching(connection, selector)
         }
         wanted = [found.get(record.k8s_name) for record in records]
+        explained_by_pods = [
+            record for record, obj in zip(records, wanted, strict=True)
+            if obj is not None and workload.needs_pods(obj)
+        ]  # fmt: skip
         pods_by_job: dict[str, list[Obj]] = defaultdict(list)
-        if any(obj is not None and workload.needs_pods(obj) for obj in wanted):
+        if explained_by_pods:
             for pod in connection.list_pods(selector):
                 pods_by_job[pod["metadata"].get("labels", {}).get(JOB_ID, "")].append(pod)
-        podless = {
-            obj["metadata"]["name"]
-            for record, obj in zip(records, wanted, strict=True)
-            if obj is not None and workload.needs_pods(obj) and not pods_by_job.get(record.job_id)
-        }
+        podless = {r.k8s_name for r in explained_by_pods if not pods_by_job.get(r.job_id)}
         events = self._failed_create_events(podless) if podless else {}
         return {
             record.job_id: self._remember(

@@ -68,7 +68,6 @@ class ClusterConnection:
         self.core = client.CoreV1Api(api_client)
         self.batch = client.BatchV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
-        self.extensions = client.ApiextensionsV1Api(api_client)
 
     @classmethod
     def from_kubeconfig(

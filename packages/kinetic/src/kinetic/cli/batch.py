@@ -17,7 +17,6 @@ from kinetic.cli.errors import Failed
 
 if TYPE_CHECKING:
     from kinetic.batch import BatchHandle
-    from kinetic.cli.progress import Tally
     from kinetic_protocol import JobState
 
 __all__ = ["batch"]
@@ -92,34 +91,6 @@ def _cleaned_up(state: "JobState") -> bool:
     return is_cleaned_up(state)
 
 
-def _tally_states(
-    handle: "BatchHandle",
-) -> "tuple[Tally, list[tuple[int, str]], dict[int, JobState]]":
-    """One status poll: the counts (as ``progress.tally``), ``(index, status)`` of every input,
-    and the state with its reason of every submitted child."""
-    from kinetic.cli.progress import Tally
-
-    states = dict(handle.states())
-    errors = handle.submission_failures
-    total = len(handle.jobs)
-    per_input = [
-        (i, states[i].status.value if i in states
-         else "SUBMISSION_FAILED" if i in errors else "UNSUBMITTED")
-        for i in range(total)
-    ]  # fmt: skip
-    names = [name for _, name in per_input]
-    counts = Tally(
-        total=total,
-        succeeded=names.count("SUCCEEDED"),
-        failed=names.count("FAILED") + names.count("SUBMISSION_FAILED"),
-        running=names.count("RUNNING"),
-        pending=names.count("PENDING"),
-        unsubmitted=names.count("UNSUBMITTED"),
-        gone=names.count("NOT_FOUND"),
-    )
-    return counts, per_input, states
-
-
 @batch.command()
 @click.argument("group_id")
 @JSON_OPTION
@@ -130,8 +101,10 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
     Exits 0 whatever the states are: the read worked. Inputs whose results were already
     collected and cleaned up (``results(cleanup=True)``) are NOT_FOUND, counted apart.
     """
+    from kinetic.cli.progress import tally
+
     handle = cli.attach_batch(group_id)
-    counts, per_input, states = _tally_states(handle)
+    counts, per_input, states = tally(handle)
     cleaned = sum(1 for state in states.values() if _cleaned_up(state))
     if as_json:
         jobs = handle.jobs
@@ -195,7 +168,7 @@ def watch(
     stop_at = None if timeout is None else time.monotonic() + timeout
     display = WatchDisplay(handle.group_id, len(handle.jobs), live=False if as_json else None)
     with display:
-        counts, _ = tally(handle)
+        counts, _, _ = tally(handle)
         if not as_json:
             display.update(counts)
         finished = False
@@ -212,7 +185,7 @@ def watch(
                         f"Batch {group_id} is still running after {timeout:g}s "
                         f"({counts.summary()}); its jobs keep running."
                     ) from None
-            counts, _ = tally(handle)
+            counts, _, _ = tally(handle)
             if not as_json:
                 display.update(counts)
     if as_json:

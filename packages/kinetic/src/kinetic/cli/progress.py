@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from kinetic.batch import BatchHandle
+    from kinetic_protocol import JobState
 
 __all__ = ["Tally", "WatchDisplay", "format_seconds", "tally"]
 
@@ -57,15 +58,18 @@ class Tally:
         return ", ".join(parts)
 
 
-def tally(batch: "BatchHandle") -> tuple[Tally, list[tuple[int, str]]]:
-    """One status poll of ``batch``: the counts, and ``(index, status)`` of every input."""
-    submitted = {index: status.value for index, status in batch.statuses()}
+def tally(
+    batch: "BatchHandle",
+) -> "tuple[Tally, list[tuple[int, str]], dict[int, JobState]]":
+    """One status poll of ``batch``: the counts, ``(index, status)`` of every input, and the
+    state (with its reason) of every submitted child."""
+    submitted = dict(batch.states())
     errors = batch.submission_failures
     total = len(batch.jobs)
     per_input = []
     for index in range(total):
         if index in submitted:
-            per_input.append((index, submitted[index]))
+            per_input.append((index, submitted[index].status.value))
         elif index in errors:
             per_input.append((index, "SUBMISSION_FAILED"))
         else:
@@ -80,7 +84,7 @@ def tally(batch: "BatchHandle") -> tuple[Tally, list[tuple[int, str]]]:
         unsubmitted=states.count("UNSUBMITTED"),
         gone=states.count("NOT_FOUND"),
     )
-    return counts, per_input
+    return counts, per_input, submitted
 
 
 def format_seconds(seconds: float | None) -> str:

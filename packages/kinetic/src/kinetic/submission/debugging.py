@@ -11,8 +11,9 @@ def debug_options(target: Target) -> DebugOptions:
     """A backend that forwards a port (Kubernetes) gets debugpy's usual ``0.0.0.0:5678`` in
     the pod; otherwise the job runs on this machine: loopback only, any free port, since
     several debug jobs may run at once."""
-    wait = DEBUG_WAIT.number()
-    wait_timeout = 600.0 if wait is None else wait
+    wait_timeout = DEBUG_WAIT.number()
+    if wait_timeout is None:  # never: the setting has a default
+        wait_timeout = DebugOptions().wait_timeout
     if target.backend.capabilities.debug_port_forward:
         return DebugOptions(wait_timeout=wait_timeout)
     return DebugOptions(host="127.0.0.1", port=0, wait_timeout=wait_timeout)

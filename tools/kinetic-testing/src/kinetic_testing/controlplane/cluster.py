@@ -62,6 +62,7 @@ class ControlPlane:
         self.startup_seconds: dict[str, float] = {}
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self._pki: Pki | None = None
+        self._ssl_context: ssl.SSLContext | None = None
         self.api_port = 0
 
     # -- public -------------------------------------------------------------------------
@@ -120,7 +121,8 @@ class ControlPlane:
             data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": content_type or "application/json", "Accept": "application/json"}
         request = urllib.request.Request(self.server + path, data, headers, method=method)
-        with urllib.request.urlopen(request, context=self._ssl(), timeout=30) as response:
+        context = self.admin_ssl_context()
+        with urllib.request.urlopen(request, context=context, timeout=30) as response:
             payload = response.read()
         return json.loads(payload) if payload else None
 
@@ -399,10 +401,14 @@ class ControlPlane:
                 preexec_fn=_die_with_parent,  # noqa: PLW1509
             )
 
-    def _ssl(self) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
-        context.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
-        return context
+    def admin_ssl_context(self) -> ssl.SSLContext:
+        """TLS to the API server as the admin user (for raw HTTP clients and the proxy); made
+        once, since readiness polls call it many times."""
+        if self._ssl_context is None:
+            context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+            context.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
+            self._ssl_context = context
+        return self._ssl_context
 
     def _exists(self, path: str) -> bool:
         try:
@@ -414,7 +420,7 @@ class ControlPlane:
         return True
 
     def _wait_http(self, component: str, url: str, healthy: Callable[[bytes], bool]) -> None:
-        context = self._ssl() if url.startswith("https") else None
+        context = self.admin_ssl_context() if url.startswith("https") else None
 
         def probe() -> bool:
             try:

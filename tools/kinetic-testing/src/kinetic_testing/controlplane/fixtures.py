@@ -41,9 +41,7 @@ def required() -> bool:
 
 
 @pytest.fixture(scope="session")
-def real_k8s(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ControlPlane]:
+def real_k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     """etcd, kube-apiserver, kube-controller-manager and the LWS controller for the session.
 
     The binaries were built at collection time (see the plugin), outside any test's timeout.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -133,8 +132,7 @@ class ApiProxy:
 
     def __enter__(self) -> Self:
         upstream = urlsplit(self._plane.server)
-        context = ssl.create_default_context(cafile=str(self._plane.pki.ca_cert))
-        context.load_cert_chain(str(self._plane.pki.admin_cert), str(self._plane.pki.admin_key))
+        context = self._plane.admin_ssl_context()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
