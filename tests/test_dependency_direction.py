@@ -169,6 +169,7 @@ GCS_CLIENT_MODULES = ("google.cloud.storage", "google.api_core", "google.auth")
 def test_runtime_source_imports_only_protocol_cloudpickle_and_gcs_in_its_store() -> None:
     source = _source("kinetic-runtime", "kinetic_runtime")
     gcs_store = source / "stores" / "gcs.py"
+    multihost = source / "multihost.py"
     bad = []
     for i in _imports(source):
         if i.module.split(".")[0] in STDLIB:
@@ -177,6 +178,8 @@ def test_runtime_source_imports_only_protocol_cloudpickle_and_gcs_in_its_store()
             continue
         if i.file == gcs_store and _under(i.module, *GCS_CLIENT_MODULES):
             continue
+        if i.file == multihost and i.module == "jax":
+            continue  # imported only once the user's own code has imported JAX
         bad.append(str(i))
     assert bad == []
 

@@ -30,6 +30,7 @@ from kinetic_protocol import (
     DebugOptions,
     DebugState,
     Failed,
+    HostStart,
     JobRecord,
     Succeeded,
 )
@@ -146,6 +147,15 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         exception=b"\x80\x05pickled-exception-bytes",
         started_at="2026-04-17T15:30:20.000+00:00",
         finished_at="2026-04-17T15:45:02.500+00:00",
+        host=2,
+        hosts=4,
+    ),
+    "host_start": HostStart(
+        job_id=_JOB_ID,
+        host=2,
+        hosts=4,
+        instance="3c1f7a52-9b0e-4d7e-8a11-5f6e2d9c0b44",
+        started_at="2026-04-17T15:30:19.500+00:00",
     ),
 }
 """One fixed example per record; the result envelope is msgpack, every other record JSON."""

@@ -25,7 +25,9 @@ from example_env import example_scenario_env  # noqa: F401  (a third-party backe
 from gke_env import gke_api_proxy_fixture, gke_scenario_env  # noqa: F401  (gke fixtures)
 from scenario_support import ScenarioBackend, local_job_pids
 
-SCENARIO_BACKENDS = ["local", "gke", "example"]
+from kinetic_testing.nodeagent import NodeAgent
+
+SCENARIO_BACKENDS = ["local", "gke", "pathways", "example"]
 
 
 @pytest.fixture(autouse=True)
@@ -43,6 +45,14 @@ def isolated_kinetic(clean_kinetic_env: Path) -> Iterator[Path]:
         for pgid in local_job_pids(home):
             with suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
+
+
+@pytest.fixture
+def pathways_scenario_env(request: pytest.FixtureRequest) -> NodeAgent:
+    """The gke environment (same cluster, bucket and settings): pathways jobs are
+    LeaderWorkerSets on its multi-host TPU pools."""
+    agent: NodeAgent = request.getfixturevalue("gke_scenario_env")
+    return agent
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from pathlib import Path
 from kinetic_protocol import (
     BackendSettings,
     Capabilities,
+    HostSelection,
     JobRecord,
     JobState,
     JobStatus,
@@ -107,7 +108,10 @@ class ExampleBackend:
             return JobState(status=JobStatus.SUCCEEDED)
         return JobState(status=JobStatus.FAILED, detail=f"exit {code}", exit_code=code)
 
-    def logs(self, record: JobRecord, *, tail: int | None = None) -> str:
+    def logs(
+        self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
+    ) -> str:
+        """One host only: ``host`` is accepted for the protocol, as a single host's output."""
         try:
             lines = (self._root / record.job_id / "output.log").read_text().splitlines(True)
         except FileNotFoundError:
@@ -116,7 +120,7 @@ class ExampleBackend:
             return "".join(lines)
         return "".join(lines[-tail:]) if tail > 0 else ""
 
-    def follow_logs(self, record: JobRecord) -> Iterator[str]:
+    def follow_logs(self, record: JobRecord, *, host: HostSelection = None) -> Iterator[str]:
         seen = 0
         while True:
             done = self.statuses([record])[record.job_id].status.is_terminal

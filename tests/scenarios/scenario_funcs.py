@@ -17,6 +17,7 @@ from typing import Any
 
 __all__ = [
     "ScenarioError",
+    "fail_on_host",
     "add",
     "env_snapshot",
     "fail_with",
@@ -54,6 +55,12 @@ def _wait_for(gate: str) -> None:
 
 def add(a: int, b: int = 0) -> int:
     return a + b
+
+
+def fail_on_host(host: int, message: str) -> None:
+    """Raise on host ``host`` of a multi-host job only; every other host returns None."""
+    if int(os.environ["KINETIC_HOST_INDEX"]) == host:
+        raise ScenarioError(message, 1)
 
 
 def hold(gate: str, value: Any = None, started: str | None = None) -> Any:

@@ -26,7 +26,9 @@ __all__ = [
 
 _T = TypeVar("_T")
 DEFAULT_DEADLINE_S = 30.0
-_CUSTOM_IMAGES = {"gke": "python:3.11-slim"}
+_CUSTOM_IMAGES = {"gke": "python:3.11-slim", "pathways": "python:3.11-slim"}
+_ACCELERATORS = {"pathways": "tpu-v5litepod-2x4"}
+"""What a scenario runs on: a 2-host TPU slice for pathways (multi-host only), else CPU."""
 
 
 def wait_until(
@@ -67,13 +69,22 @@ class ScenarioBackend:
 
     name: str
 
+    @property
+    def accelerator(self) -> str:
+        return _ACCELERATORS.get(self.name, "cpu")
+
+    @property
+    def options(self) -> dict[str, str]:
+        """``kinetic.run`` keywords for a script run in another process."""
+        return {"accelerator": self.accelerator, "backend": self.name}
+
     def decorate(self, **options: Any) -> Callable[[Callable[..., Any]], Any]:
-        """``kinetic.run(accelerator="cpu", backend=<name>, **options)``.
+        """``kinetic.run(accelerator=<self.accelerator>, backend=<name>, **options)``.
 
         Kubernetes backends get a custom image (used as-is, so nothing is built): the node
         agent runs the pod's command with this interpreter whatever the image.
         """
-        defaults = {"accelerator": "cpu", "backend": self.name}
+        defaults = {"accelerator": self.accelerator, "backend": self.name}
         if self.name in _CUSTOM_IMAGES:
             defaults["container_image"] = _CUSTOM_IMAGES[self.name]
         return kinetic.run(**{**defaults, **options})

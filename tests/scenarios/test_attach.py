@@ -18,7 +18,7 @@ def test_attach_from_another_process_after_the_submitter_exited(
         import time
         import kinetic
 
-        @kinetic.run(accelerator="cpu", backend={kinetic_backend.name!r})
+        @kinetic.run(**{kinetic_backend.options!r})
         def train(steps, gate):
             for step in range(steps):
                 print(f"step {{step}}", flush=True)

@@ -73,7 +73,7 @@ def test_attach_mid_submission_sees_the_gaps_then_collects_everything(
             import kinetic
             import batch_userfuncs as uf
 
-            step = kinetic.run(accelerator="cpu", backend={kinetic_backend.name!r})(uf.step)
+            step = kinetic.run(**{kinetic_backend.options!r})(uf.step)
             gates = sys.argv[1:]
             batch = step.run_async_map(
                 [{{"value": i, "wait_for": gate}} for i, gate in enumerate(gates)],
@@ -126,7 +126,7 @@ def test_cancel_from_another_process_stops_the_original_submitter(
             import kinetic
             import batch_userfuncs as uf
 
-            step = kinetic.run(accelerator="cpu", backend={kinetic_backend.name!r})(uf.step)
+            step = kinetic.run(**{kinetic_backend.options!r})(uf.step)
             first = {{"value": 0, "create": {str(started)!r}, "wait_for": {str(never)!r}}}
             batch = step.run_async_map([first] + [{{"value": i}} for i in range(1, 5)],
                                        max_concurrent=1)

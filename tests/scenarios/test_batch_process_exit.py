@@ -29,7 +29,7 @@ def test_a_script_that_returns_right_after_run_async_map_still_submits_every_inp
         import kinetic
         import batch_userfuncs as uf
 
-        square = kinetic.run(accelerator="cpu", backend={kinetic_backend.name!r})(uf.square)
+        square = kinetic.run(**{kinetic_backend.options!r})(uf.square)
         batch = square.run_async_map([1, 2, 3], max_concurrent=1)
         print(batch.group_id, flush=True)
         """,

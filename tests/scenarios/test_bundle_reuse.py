@@ -42,7 +42,7 @@ store_class.write = recording_write
 import kinetic
 import {module} as funcs
 
-step = kinetic.run(accelerator="cpu", backend={backend!r})(funcs.step)
+step = kinetic.run(accelerator={accelerator!r}, backend={backend!r})(funcs.step)
 single = step.run_async("single").result()
 batch = step.run_async_map([{{"value": 0}}, {{"value": 1}}]).results()
 print(json.dumps({{"results": [single, batch], "bundle_writes": bundle_writes}}))
@@ -91,6 +91,7 @@ def test_a_new_process_does_not_upload_unchanged_code_again(
         store_class=f"{store_class.__module__}:{store_class.__qualname__}",
         module=_MODULE,
         backend=kinetic_backend.name,
+        accelerator=kinetic_backend.accelerator,
     )
     done = run_script(script, tmp_path / "second-process", timeout=120)
     report = json.loads(done.stdout.strip().splitlines()[-1])

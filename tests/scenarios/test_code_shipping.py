@@ -29,17 +29,18 @@ def test_functions_and_closures_defined_in_a_scripts_main_run_remotely(
         import kinetic
 
         BACKEND = {kinetic_backend.name!r}
+        ACCELERATOR = {kinetic_backend.accelerator!r}
         OFFSET = 100
 
         def helper(x):
             return x * 2
 
-        @kinetic.run(accelerator="cpu", backend=BACKEND)
+        @kinetic.run(accelerator=ACCELERATOR, backend=BACKEND)
         def shifted(x):
             return helper(x) + OFFSET
 
         def make_scaler(k):
-            @kinetic.run(accelerator="cpu", backend=BACKEND)
+            @kinetic.run(accelerator=ACCELERATOR, backend=BACKEND)
             def scale(x):
                 return x * k
             return scale
@@ -77,7 +78,7 @@ def test_a_function_from_the_users_project_is_imported_from_the_bundle(
         import kinetic
         from mypkg.shapes import area
 
-        remote_area = kinetic.run(accelerator="cpu", backend={kinetic_backend.name!r})(area)
+        remote_area = kinetic.run(**{kinetic_backend.options!r})(area)
         print("RESULT", json.dumps(remote_area.run_async(3, 4).result()))
         """,
         project,

@@ -101,7 +101,7 @@ def test_an_unpicklable_global_of_a_script_function_is_named(
 
         REGISTRY_LOCK = threading.Lock()
 
-        @kinetic.run(accelerator="cpu", backend={kinetic_backend.name!r})
+        @kinetic.run(**{kinetic_backend.options!r})
         def register(name):
             with REGISTRY_LOCK:
                 return name

@@ -163,8 +163,10 @@ def test_a_job_ended_by_the_cluster_raises_saying_why_and_is_kept(
     accelerator: str,
     shown: list[str],
 ) -> None:
-    monkeypatch.setenv("KINETIC_UNSCHEDULABLE_TIMEOUT", "1")
-    if fault is not None:
+    if fault is None:  # a short deadline only where it is the point: on a busy machine the
+        # job controller can take over a second to create a pod, which that deadline counts
+        monkeypatch.setenv("KINETIC_UNSCHEDULABLE_TIMEOUT", "1")
+    else:
         getattr(gke_scenario_env, fault)(k8s_namespace, selector="app=kinetic")
     job = _remote(uf.hold_until, accelerator).run_async(str(tmp_path / "never-opened"))
     with pytest.raises(JobFailedError) as caught:

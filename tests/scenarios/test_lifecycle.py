@@ -12,7 +12,7 @@ from scenario_support import ScenarioBackend, pid_gone, wait_until
 
 import kinetic
 from kinetic import JobHandle, JobNotFoundError, JobStatus
-from kinetic_protocol import layout
+from kinetic_protocol import layout, parse_accelerator
 
 DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -36,7 +36,7 @@ def test_run_async_returns_a_handle_whose_result_is_the_value(
     assert DNS_1123_LABEL.match(job.job_id) and len(job.job_id) <= 63
     assert job.job_id.startswith("add-")
     assert job.backend == kinetic_backend.name
-    assert job.accelerator == "cpu"
+    assert job.accelerator == parse_accelerator(kinetic_backend.accelerator).name
     assert job.func_name == "add"
     assert job.result() == 42
 

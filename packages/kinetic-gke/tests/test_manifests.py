@@ -75,6 +75,8 @@ def test_a_single_host_tpu_job_asks_for_the_whole_slice(record: RecordFactory) -
     assert _pod(manifest)["nodeSelector"] == {
         "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
         "cloud.google.com/gke-tpu-topology": "2x4",
+        # 2x4 is also a 2-host slice of 4-chip hosts: the machine type tells them apart
+        "node.kubernetes.io/instance-type": "ct5lp-hightpu-8t",
     }
     assert _container(manifest)["resources"]["limits"] == {"google.com/tpu": "8"}
     assert _pod(manifest)["tolerations"] == [
@@ -92,6 +94,7 @@ def test_a_multi_host_tpu_manifest_asks_for_one_hosts_share_of_the_slice(
     assert _pod(manifest)["nodeSelector"] == {
         "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
         "cloud.google.com/gke-tpu-topology": "4x4",
+        "node.kubernetes.io/instance-type": "ct6e-standard-4t",
     }
     assert _container(manifest)["resources"]["limits"] == {"google.com/tpu": "4"}
 

@@ -22,7 +22,7 @@ from kinetic_gke.k8s import (
     get_credentials_command,
     kube_context_name,
 )
-from kinetic_gke.labels import JOB_ID, group_selector, job_selector
+from kinetic_gke.labels import APP, JOB_ID, group_selector, job_selector
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_protocol import (
     Accelerator,
@@ -30,6 +30,7 @@ from kinetic_protocol import (
     BackendSettings,
     Capabilities,
     ConfigError,
+    HostSelection,
     JobRecord,
     JobState,
     Preparation,
@@ -38,7 +39,7 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.settings import SettingSpec
 
-__all__ = ["GKEBackend", "default_bucket_name"]
+__all__ = ["GKEBackend", "check_single_host", "default_bucket_name"]
 
 DEFAULT_UNSCHEDULABLE_TIMEOUT = float(declared.UNSCHEDULABLE_TIMEOUT.default or 900)
 """A fresh accelerator node pool can take minutes to scale up; past this, say why and fail."""
@@ -68,9 +69,9 @@ def _unschedulable_timeout(given: float | None) -> float:
     return declared.UNSCHEDULABLE_TIMEOUT.number() or DEFAULT_UNSCHEDULABLE_TIMEOUT
 
 
-def _check_single_host(accelerator: Accelerator) -> None:
+def check_single_host(accelerator: Accelerator) -> None:
+    """Refuse a slice that spans hosts: one pod holds one host's share of it."""
     if accelerator.multi_host:
-        # One pod holds one host's share of the slice; the other hosts would never join.
         raise ConfigError(
             f"Accelerator {accelerator.name!r} spans {accelerator.hosts} TPU hosts, and "
             "the gke backend runs single-host jobs. Use backend='pathways' for a "
@@ -91,7 +92,11 @@ class GKEBackend:
         container_image=True, debug_port_forward=True
     )
     declared_settings: ClassVar[tuple[SettingSpec, ...]] = declared.SETTINGS
+    related_backends: ClassVar[tuple[str, ...]] = ("pathways",)
+    """Backends whose jobs share this cluster and store: ``list_jobs`` lists theirs too."""
     workload: Workload = JobWorkload()
+    app: ClassVar[str] = "kinetic"
+    """The ``app`` label of this backend's objects and pods."""
 
     def __init__(
         self,
@@ -162,9 +167,12 @@ class GKEBackend:
 
     # -- the Backend protocol ----------------------------------------------------------------
 
+    def check_accelerator(self, accelerator: Accelerator) -> None:
+        """Refuse an accelerator this backend cannot run (before anything is written)."""
+        check_single_host(accelerator)
+
     def prepare(self, request: PrepareRequest) -> Preparation:
-        """Refuse what cannot run as one pod before anything is written."""
-        _check_single_host(request.accelerator)
+        self.check_accelerator(request.accelerator)
         return Preparation()
 
     def manifest(self, record: JobRecord) -> Obj:
@@ -173,7 +181,7 @@ class GKEBackend:
     def submit(self, record: JobRecord) -> None:
         if not record.image_uri:
             raise ConfigError(f"Job {record.job_id} has no container image to run on GKE.")
-        _check_single_host(parse_accelerator(record.accelerator))
+        self.check_accelerator(parse_accelerator(record.accelerator))
         # "already exists" means a retried submit: fine
         self.workload.create(self.connection, self.manifest(record))
 
@@ -197,22 +205,30 @@ class GKEBackend:
         podless = {r.k8s_name for r in explained_by_pods if not pods_by_job.get(r.job_id)}
         events = self._failed_create_events(podless) if podless else {}
         return {
-            record.job_id: self._remember(
+            record.job_id: self._settle(
+                record,
                 obj,
-                workload.state(
+                self._remember(
                     obj,
-                    pods_by_job.get(record.job_id, []),
-                    events=events.get(record.k8s_name, []),
-                    unschedulable_timeout=self._unschedulable_timeout,
+                    workload.state(
+                        obj,
+                        pods_by_job.get(record.job_id, []),
+                        events=events.get(record.k8s_name, []),
+                        unschedulable_timeout=self._unschedulable_timeout,
+                    ),
                 ),
             )
             for record, obj in zip(records, wanted, strict=True)
         }
 
+    def _settle(self, record: JobRecord, obj: Obj | None, state: JobState) -> JobState:
+        """What to do on seeing ``state`` (a subclass may stop what is still running)."""
+        return state
+
     def _failed_create_events(self, names: set[str]) -> dict[str, list[Obj]]:
         """Why the cluster refuses to create pods (admission, quota): one LIST for them all."""
         by_name: dict[str, list[Obj]] = defaultdict(list)
-        kind = self.workload.kind
+        kind = self.workload.pod_owner_kind
         for event in self.connection.list_events(f"involvedObject.kind={kind},reason=FailedCreate"):
             name = event.get("involvedObject", {}).get("name", "")
             if name in names:
@@ -225,18 +241,17 @@ class GKEBackend:
             return state
         return self._terminal.setdefault(uid, state)
 
-    @staticmethod
-    def _selector_for(records: Sequence[JobRecord]) -> str:
+    def _selector_for(self, records: Sequence[JobRecord]) -> str:
         """One LIST covers them all: by job id, by the batch's group, or every Kinetic job."""
         if len(records) == 1:
-            return job_selector(records[0].job_id)
+            return job_selector(records[0].job_id, self.app)
         groups = {record.group_id for record in records}
         if len(groups) == 1 and None not in groups:
-            return group_selector(str(groups.pop()))
-        return "app=kinetic"
+            return group_selector(str(groups.pop()), self.app)
+        return f"{APP}={self.app}"
 
     def _newest_pod(self, record: JobRecord) -> Obj | None:
-        pods = self.connection.list_pods(job_selector(record.job_id))
+        pods = self.connection.list_pods(job_selector(record.job_id, self.app))
         return max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
 
     def port_forward_command(
@@ -266,14 +281,23 @@ class GKEBackend:
             command += ["--kubeconfig", str(connection.kubeconfig)]
         return command
 
-    def logs(self, record: JobRecord, *, tail: int | None = None) -> str:
+    def _pod_for(self, record: JobRecord, host: int) -> Obj | None:
+        """The pod whose output is host ``host``'s (a Job has one host)."""
+        return self._newest_pod(record)
+
+    def logs(
+        self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
+    ) -> str:
         if tail is not None and tail <= 0:
             return ""
-        pod = self._newest_pod(record)
+        pod = self._pod_for(record, 0)
         return "" if pod is None else self.connection.pod_log(pod, tail=tail)
 
-    def follow_logs(self, record: JobRecord) -> Iterator[str]:
-        """Stream the pod's output, then return once the job is terminal.
+    def follow_logs(self, record: JobRecord, *, host: HostSelection = None) -> Iterator[str]:
+        return self._follow_host(record, 0)
+
+    def _follow_host(self, record: JobRecord, host: int) -> Iterator[str]:
+        """Stream one host's output, then return once the job is terminal.
 
         The stream ends when the container exits, a moment before the Job records it; waiting
         for that keeps the promise that the job has ended when this returns.
@@ -282,15 +306,19 @@ class GKEBackend:
         delay = low
         streamed = False
         while True:
-            pod = None if streamed else self._newest_pod(record)
+            pod = None if streamed else self._pod_for(record, host)
             phase = (pod or {}).get("status", {}).get("phase")
             if pod is not None and phase in ("Running", "Succeeded", "Failed"):
-                yield from self.connection.follow_pod_log(pod["metadata"]["name"])
+                yield from self._stream(pod)
                 streamed, delay = True, low
             if self.statuses([record])[record.job_id].status.is_terminal:
                 return
             time.sleep(delay)
             delay = min(delay * 2, high)
+
+    def _stream(self, pod: Obj) -> Iterator[str]:
+        """A started pod's output as it is written, until its container exits."""
+        return self.connection.follow_pod_log(pod["metadata"]["name"])
 
     def delete(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
         """Delete the job's object and its pods (foreground) and confirm both are gone.
@@ -303,19 +331,19 @@ class GKEBackend:
         deadline = time.monotonic() + timeout
         delay = min(self.poll_bounds[0], poll_interval)
         while self.workload.get(connection, record.k8s_name) is not None or connection.list_pods(
-            job_selector(record.job_id)
+            job_selector(record.job_id, self.app)
         ):
             if time.monotonic() >= deadline:
                 raise BackendError(
                     f"{kind} {record.k8s_name} in namespace {connection.namespace} was still "
                     f"present {timeout:g}s after its deletion; check it with `kubectl get "
                     f"{kind.lower()},pods -n {connection.namespace} "
-                    f"-l {job_selector(record.job_id)}`."
+                    f"-l {job_selector(record.job_id, self.app)}`."
                 )
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, poll_interval)
 
     def list_job_ids(self) -> list[str]:
-        objects = self.workload.list_matching(self.connection, "app=kinetic")
+        objects = self.workload.list_matching(self.connection, f"{APP}={self.app}")
         live = [obj for obj in objects if not obj["metadata"].get("deletionTimestamp")]
         return sorted({obj["metadata"].get("labels", {}).get(JOB_ID, "") for obj in live} - {""})

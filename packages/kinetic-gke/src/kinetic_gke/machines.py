@@ -48,21 +48,23 @@ _GPU_MACHINES: dict[str, dict[int, MachineShape]] = {
     "h200": {8: MachineShape("a3-ultragpu-8g", 224, 2952)},
     "b200": {8: MachineShape("a4-highgpu-8g", 224, 3968)},
 }
-_TPU_MACHINES: dict[str, dict[int, MachineShape]] = {
-    "v3": {4: MachineShape("tpu-v3-host", 96, 340)},
-    "v4": {4: MachineShape("ct4p-hightpu-4t", 240, 407)},
-    "v5e": {
-        1: MachineShape("ct5lp-hightpu-1t", 24, 48),
-        4: MachineShape("ct5lp-hightpu-4t", 112, 192),
-        8: MachineShape("ct5lp-hightpu-8t", 224, 384),
-    },
-    "v5p": {4: MachineShape("ct5p-hightpu-4t", 208, 448)},
-    "v6e": {
-        1: MachineShape("ct6e-standard-1t", 44, 176),
-        4: MachineShape("ct6e-standard-4t", 180, 720),
-        8: MachineShape("ct6e-standard-8t", 180, 1440),
-    },
+_TPU_MACHINES: dict[str, MachineShape] = {
+    shape.machine_type: shape
+    for shape in (
+        MachineShape("ct3-hightpu-4t", 96, 340),
+        MachineShape("ct3p-hightpu-4t", 48, 340),
+        MachineShape("ct4p-hightpu-4t", 240, 407),
+        MachineShape("ct5lp-hightpu-1t", 24, 48),
+        MachineShape("ct5lp-hightpu-4t", 112, 192),
+        MachineShape("ct5lp-hightpu-8t", 224, 384),
+        MachineShape("ct5p-hightpu-4t", 208, 448),
+        MachineShape("ct6e-standard-1t", 44, 176),
+        MachineShape("ct6e-standard-4t", 180, 720),
+        MachineShape("ct6e-standard-8t", 180, 1440),
+        MachineShape("tpu7x-standard-4t", 224, 960),
+    )
 }
+"""Sizes of the TPU hosts; which host a shape runs on is the catalogue's ``machine_type``."""
 
 
 def machine_for(accelerator: Accelerator) -> MachineShape | None:
@@ -70,7 +72,7 @@ def machine_for(accelerator: Accelerator) -> MachineShape | None:
     if accelerator.category == "gpu":
         return _GPU_MACHINES.get(accelerator.type, {}).get(accelerator.count)
     if accelerator.category == "tpu":
-        return _TPU_MACHINES.get(accelerator.type, {}).get(accelerator.chips_per_host)
+        return _TPU_MACHINES.get(accelerator.machine_type)
     return None
 
 

@@ -10,6 +10,7 @@ __all__ = ["Scheduling", "scheduling_for"]
 GPU_RESOURCE = "nvidia.com/gpu"
 TPU_RESOURCE = "google.com/tpu"
 _SPOT_LABEL = "cloud.google.com/gke-spot"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 class Scheduling:
@@ -54,6 +55,8 @@ def scheduling_for(
     elif accelerator.category == "tpu":
         placed.node_selector["cloud.google.com/gke-tpu-accelerator"] = accelerator.k8s_accelerator
         placed.node_selector["cloud.google.com/gke-tpu-topology"] = accelerator.topology
+        if accelerator.machine_type:  # one topology can be one 8-chip host or two 4-chip ones
+            placed.node_selector[INSTANCE_TYPE_LABEL] = accelerator.machine_type
         placed.limits[TPU_RESOURCE] = str(accelerator.chips_per_host)
         placed.requests[TPU_RESOURCE] = str(accelerator.chips_per_host)
         placed.tolerations.append(_toleration(TPU_RESOURCE))

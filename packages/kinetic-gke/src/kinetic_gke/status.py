@@ -15,7 +15,17 @@ from typing import Any
 
 from kinetic_protocol import JobState, JobStatus
 
-__all__ = ["IMAGE_PULL_REASONS", "job_state", "needs_pods", "succeeded", "failed"]
+__all__ = [
+    "IMAGE_PULL_REASONS",
+    "failed",
+    "job_state",
+    "needs_pods",
+    "parse_time",
+    "pod_state",
+    "succeeded",
+    "terminated_reason",
+    "waiting_reason",
+]
 
 IMAGE_PULL_REASONS = frozenset({
     "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
@@ -43,7 +53,7 @@ def _condition(obj: Obj, kind: str) -> Obj | None:
     return None
 
 
-def _parse_time(value: str | None) -> datetime | None:
+def parse_time(value: str | None) -> datetime | None:
     if not value:
         return None
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -84,7 +94,7 @@ def _newest(pods: list[Obj]) -> Obj | None:
     return max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
 
 
-def _terminated_reason(pod: Obj) -> tuple[str, int | None]:
+def terminated_reason(pod: Obj) -> tuple[str, int | None]:
     status = pod.get("status", {})
     disruption = None
     for condition in status.get("conditions") or []:
@@ -107,7 +117,7 @@ def _terminated_reason(pod: Obj) -> tuple[str, int | None]:
     return disruption or status.get("reason") or "", None
 
 
-def _waiting_reason(pod: Obj) -> tuple[str, str]:
+def waiting_reason(pod: Obj) -> tuple[str, str]:
     for container in pod.get("status", {}).get("containerStatuses") or []:
         waiting = (container.get("state") or {}).get("waiting")
         if waiting:
@@ -148,7 +158,7 @@ def job_state(
     now = now or datetime.now(UTC)
     if pod is None:
         return _no_pod_state(job, events or [], unschedulable_timeout, now)
-    return _pod_state(pod, unschedulable_timeout, now)
+    return pod_state(pod, unschedulable_timeout, now)
 
 
 def _no_pod_state(job: Obj, events: list[Obj], timeout: float, now: datetime) -> JobState:
@@ -156,7 +166,7 @@ def _no_pod_state(job: Obj, events: list[Obj], timeout: float, now: datetime) ->
     newest = max(events, key=_event_time, default=None)
     if newest is None:
         detail = "waiting for the Job's pod"
-        since = _parse_time(job.get("metadata", {}).get("creationTimestamp"))
+        since = parse_time(job.get("metadata", {}).get("creationTimestamp"))
     else:
         message = (newest.get("message") or "").strip()[:_MESSAGE_LIMIT]
         detail = f"FailedCreate: {message}"
@@ -170,7 +180,7 @@ def _event_time(event: Obj) -> str:
 
 
 def _event_first_time(event: Obj) -> datetime | None:
-    return _parse_time(event.get("firstTimestamp") or event.get("eventTime"))
+    return parse_time(event.get("firstTimestamp") or event.get("eventTime"))
 
 
 def _deadline_state(detail: str, since: datetime | None, timeout: float, now: datetime) -> JobState:
@@ -183,7 +193,7 @@ def _deadline_state(detail: str, since: datetime | None, timeout: float, now: da
 
 def _failed_state(job: Obj, pod: Obj | None) -> JobState:
     if pod is not None:
-        detail, code = _terminated_reason(pod)
+        detail, code = terminated_reason(pod)
         return JobState(status=JobStatus.FAILED, detail=detail, exit_code=code)
     condition = _condition(job, "Failed") or _condition(job, "FailureTarget") or {}
     reason = condition.get("reason", "")
@@ -194,13 +204,13 @@ def _failed_state(job: Obj, pod: Obj | None) -> JobState:
     return JobState(status=JobStatus.FAILED, detail=f"{reason}: {message}".rstrip(": "))
 
 
-def _pod_state(pod: Obj, unschedulable_timeout: float, now: datetime) -> JobState:
+def pod_state(pod: Obj, unschedulable_timeout: float, now: datetime) -> JobState:
     """The state of a Job that is neither finished nor ready, read off its newest pod."""
     phase = pod.get("status", {}).get("phase")
     if phase == "Failed":
-        detail, code = _terminated_reason(pod)
+        detail, code = terminated_reason(pod)
         return JobState(status=JobStatus.FAILED, detail=detail, exit_code=code)
-    reason, message = _waiting_reason(pod)
+    reason, message = waiting_reason(pod)
     if reason in IMAGE_PULL_REASONS:
         return JobState(status=JobStatus.FAILED, detail=f"{reason}: {message}".rstrip(": "))
     if phase == "Running":
@@ -224,7 +234,7 @@ def _pending_state(pod: Obj, reason: str, unschedulable_timeout: float, now: dat
     # Not placed, and no scheduler has said why (none running, or scheduling gates).
     gates = [gate.get("name", "") for gate in pod.get("spec", {}).get("schedulingGates") or []]
     detail = f"scheduling gated by {', '.join(gates)}" if gates else "not scheduled yet"
-    since = _parse_time(pod.get("metadata", {}).get("creationTimestamp"))
+    since = parse_time(pod.get("metadata", {}).get("creationTimestamp"))
     return _deadline_state(detail, since, unschedulable_timeout, now)
 
 
@@ -247,7 +257,7 @@ def _not_ready(pod: Obj) -> str:
 def _unschedulable_state(condition: Obj, timeout: float, now: datetime) -> JobState:
     """PENDING with the scheduler's message, FAILED once it has said so for ``timeout``."""
     message = condition.get("message", "")
-    since = _parse_time(condition.get("lastTransitionTime"))
+    since = parse_time(condition.get("lastTransitionTime"))
     waited = (now - since).total_seconds() if since else 0.0
     if waited >= timeout:
         return JobState(

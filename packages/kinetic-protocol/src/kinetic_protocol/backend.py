@@ -7,7 +7,7 @@ the ``kinetic.backends`` entry-point group, whose entries are :data:`BackendFact
 
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 import msgspec
 
@@ -22,11 +22,16 @@ __all__ = [
     "BackendFactory",
     "BackendSettings",
     "Capabilities",
+    "HostSelection",
     "Preparation",
     "PrepareRequest",
 ]
 
 ENTRY_POINT_GROUP = "kinetic.backends"
+
+HostSelection = int | Literal["all"] | None
+"""Whose output ``logs``/``follow_logs`` return on a multi-host job: the leader (None or 0),
+host ``i``, or every host interleaved, each line prefixed ``[host i]`` (``"all"``)."""
 
 
 class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -123,11 +128,14 @@ class Backend(Protocol):
         """The state of each job, keyed by job id, from one backend call where possible."""
         ...
 
-    def logs(self, record: JobRecord, *, tail: int | None = None) -> str:
-        """The job's output so far (the last ``tail`` lines when given)."""
+    def logs(
+        self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
+    ) -> str:
+        """The job's output so far (the last ``tail`` lines when given). ``host`` is passed
+        only to backends that declare ``per_host_logs``."""
         ...
 
-    def follow_logs(self, record: JobRecord) -> Iterator[str]:
+    def follow_logs(self, record: JobRecord, *, host: HostSelection = None) -> Iterator[str]:
         """Yield output lines as they appear until the job ends."""
         ...
 

@@ -8,6 +8,8 @@
     jobs/<job_id>/payload.pkl                 cloudpickled (function, args, kwargs)
     jobs/<job_id>/result.msgpack              ResultEnvelope, written by the runtime
     jobs/<job_id>/debug.json                  DebugState of a debug job, replaced as it changes
+    jobs/<job_id>/hosts/<i>/started.json      HostStart of host i of a multi-host job, create-only
+    jobs/<job_id>/hosts/<i>/result.msgpack    Failed envelope of worker host i (i > 0), if it failed
     outputs/<job_id>/...                      KINETIC_OUTPUT_DIR default; never cleaned up
     batches/<group_id>.json                   BatchManifest, written once (listable cheaply)
     groups/<group_id>/children/<index>-<attempt>.json   BatchChild, one per attempt
@@ -27,6 +29,10 @@ __all__ = [
     "children_prefix",
     "completion_key",
     "group_prefix",
+    "host_result_key",
+    "host_started_key",
+    "hosts_prefix",
+    "parse_host_key",
     "job_prefix",
     "job_record_key",
     "manifest_key",
@@ -67,6 +73,25 @@ def result_key(job_id: str) -> str:
 
 def debug_key(job_id: str) -> str:
     return f"jobs/{job_id}/debug.json"
+
+
+def hosts_prefix(job_id: str) -> str:
+    return f"jobs/{job_id}/hosts/"
+
+
+def host_started_key(job_id: str, host: int) -> str:
+    return f"{hosts_prefix(job_id)}{host}/started.json"
+
+
+def host_result_key(job_id: str, host: int) -> str:
+    """A worker host's failure; host 0 (the leader) writes :func:`result_key` instead."""
+    return f"{hosts_prefix(job_id)}{host}/result.msgpack"
+
+
+def parse_host_key(key: str) -> tuple[int, str]:
+    """``(host, file name)`` of a key under :func:`hosts_prefix`."""
+    host, name = key.rsplit("/", 2)[-2:]
+    return int(host), name
 
 
 def output_prefix(job_id: str) -> str:

@@ -24,6 +24,7 @@ __all__ = [
     "DebugOptions",
     "DebugPhase",
     "DebugState",
+    "HostStart",
     "Failed",
     "JobRecord",
     "ResultEnvelope",
@@ -116,6 +117,23 @@ class DebugState(msgspec.Struct, kw_only=True):
     schema_version: int = SCHEMA_VERSION
 
 
+class HostStart(msgspec.Struct, kw_only=True):
+    """One host of a multi-host job began running it, in this pod (or local process).
+
+    Written create-only before the host runs anything: a second start of the same host (its
+    container restarted, or its pod replaced by Kubernetes) finds it and does not run the
+    function again behind Kinetic's back.
+    """
+
+    job_id: str
+    host: int
+    hosts: int
+    instance: str
+    """The pod's uid (or the local process's own id): a restart in the same pod matches it."""
+    started_at: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+
 class CallDescriptor(msgspec.Struct, kw_only=True):
     """What the runtime needs to run the call, stored at ``layout.call_key``."""
 
@@ -162,6 +180,9 @@ class Failed(msgspec.Struct, tag_field="status", tag="failed", kw_only=True):
     exception: bytes | None = None
     started_at: str = ""
     finished_at: str = ""
+    host: int = 0
+    """The host that failed, for a job whose slice spans ``hosts`` hosts (0 is the leader)."""
+    hosts: int = 1
     schema_version: int = SCHEMA_VERSION
 
 

@@ -1,7 +1,8 @@
 """Run one job: fetch its artifacts, call the function, store a result envelope.
 
 Exit status: 0 when the function returned, 1 when it raised, 2 when the job could not run its
-function at all (a phase before ``run`` failed) or its result could not be stored.
+function at all (a phase before ``run`` failed) or its result could not be stored, and 3 when
+a host of a multi-host job was started again in a new pod after it had begun (see below).
 
 The function's ``sys.exit`` is an outcome like any other, never the runtime's own exit:
 ``sys.exit()``, ``sys.exit(0)`` and ``sys.exit(None)`` succeed with the value ``None``; any
@@ -9,10 +10,17 @@ other code (a non-zero int, a message) fails like a raised exception. Every othe
 ``BaseException`` the function raises (``KeyboardInterrupt``, ``GeneratorExit``, a subclass
 of its own) is stored as a failure too, so every run that reaches the function leaves an
 envelope.
+
+On a multi-host job every host runs this entrypoint: the leader (host 0) stores the result, a
+worker stores only its own failure. A host's container that Kubernetes restarts after it ran
+(a LeaderWorkerSet's pods always restart) waits for the slice to be stopped instead of running
+the function again.
 """
 
 import argparse
 import hashlib
+import os
+import signal
 import sys
 import tempfile
 import time
@@ -37,13 +45,14 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import decode_json, encode_result
 from kinetic_runtime import debugging, settings
+from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
 from kinetic_runtime.stores import open_store
 from kinetic_runtime.workspace import apply_environment, install_requirements, unpack_bundle
 
 __all__ = ["main", "run_job"]
 
-EXIT_OK, EXIT_USER_ERROR, EXIT_INFRA_ERROR = 0, 1, 2
+EXIT_OK, EXIT_USER_ERROR, EXIT_INFRA_ERROR, EXIT_HOST_REPLACED = 0, 1, 2, 3
 _REPR_LIMIT = 500
 
 
@@ -68,10 +77,13 @@ def _verify(ref: ArtifactRef, data: bytes) -> None:
 class _Job:
     """The steps of one run, each wrapped so a failure records its phase."""
 
-    def __init__(self, store: ObjectStore, job_id: str, workdir: Path) -> None:
+    def __init__(
+        self, store: ObjectStore, job_id: str, workdir: Path, host: SliceHost | None = None
+    ) -> None:
         self.store = store
         self.job_id = job_id
         self.workdir = workdir
+        self.host = host
         self.started_at = _now()
 
     def step(self, phase: Phase, fn: Any, *args: Any) -> Any:
@@ -95,6 +107,8 @@ class _Job:
         self.step(Phase.ENVIRONMENT, self.prepare, call)
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
         fn, args, kwargs = self.step(Phase.DESERIALIZE, _load_call, payload)
+        if self.host is not None and self.step(Phase.DISTRIBUTED, initialise_jax, self.host):
+            _say(f"job {self.job_id}: jax.distributed initialised ({self.host.label})")
         stop = None
         if call.debug is not None:
             debug = (call.debug, self.store, self.job_id, self.workdir, _say)
@@ -135,6 +149,8 @@ class _Job:
     def prepare(self, call: CallDescriptor) -> None:
         default_output = self.store.url(layout.output_prefix(self.job_id).rstrip("/"))
         apply_environment(call, self.workdir, call.output_dir or default_output)
+        if self.host is not None:
+            os.environ.update(self.host.environment())
 
     def failed(self, error: PhaseError) -> Failed:
         cause = error.cause
@@ -155,6 +171,8 @@ class _Job:
             exception=pickled,
             started_at=self.started_at,
             finished_at=_now(),
+            host=self.host.index if self.host else 0,
+            hosts=self.host.count if self.host else 1,
         )
 
 
@@ -213,6 +231,35 @@ def _dump_value(value: Any, func_name: str) -> bytes:
     return data
 
 
+def _result_key(job_id: str, host: SliceHost | None, envelope: ResultEnvelope) -> str | None:
+    """Where this host's envelope goes: the leader's is the job's result; a worker's success
+    carries nothing the client reads."""
+    if host is None or host.is_leader:
+        return layout.result_key(job_id)
+    return layout.host_result_key(job_id, host.index) if isinstance(envelope, Failed) else None
+
+
+def _hold() -> int:
+    """Wait, doing nothing, until the pod is deleted (SIGTERM ends the process)."""
+    while True:
+        signal.pause()
+
+
+def _start_host(store: ObjectStore, job_id: str, host: SliceHost) -> int | None:
+    """Claim ``host`` for this run; an exit status instead when it must not run again."""
+    claim = claim_host(store, job_id, host)
+    if claim == "restarted":
+        _say(f"job {job_id}: {host.label} has run already in this pod; waiting to be stopped")
+        return _hold()
+    if claim == "replaced":
+        _say(
+            f"job {job_id}: {host.label} started in a new pod after its first pod was lost "
+            "(evicted, preempted or its node failed); a slice is never re-run in part."
+        )
+        return EXIT_HOST_REPLACED
+    return None
+
+
 def run_job(store_uri: str, job_id: str, workdir: Path) -> int:
     """Run ``job_id`` from ``store_uri`` in ``workdir``; return the process exit status."""
     begin = time.monotonic()
@@ -221,7 +268,15 @@ def run_job(store_uri: str, job_id: str, workdir: Path) -> int:
     except Exception as exc:
         _say(f"job {job_id}: cannot open store {store_uri}: {exc}")
         return EXIT_INFRA_ERROR
-    job = _Job(store, job_id, workdir)
+    try:
+        host = SliceHost.from_env()
+        early = None if host is None else _start_host(store, job_id, host)
+    except Exception as exc:
+        _say(f"job {job_id}: cannot start this host of a multi-host job: {exc}")
+        return EXIT_INFRA_ERROR
+    if early is not None:
+        return early
+    job = _Job(store, job_id, workdir, host)
     envelope: ResultEnvelope
     try:
         try:
@@ -238,13 +293,16 @@ def run_job(store_uri: str, job_id: str, workdir: Path) -> int:
             sys.stderr.write(envelope.traceback)
         else:
             _say(f"job {job_id}: failed in phase {error.phase.value}: {error.cause!r}")
+    key = _result_key(job_id, host, envelope)
     try:
-        store.write(layout.result_key(job_id), encode_result(envelope))
+        if key is not None:
+            store.write(key, encode_result(envelope))
     except Exception as exc:
         _say(f"job {job_id}: could not store the result: {exc!r}")
         return EXIT_INFRA_ERROR
     outcome = "succeeded" if isinstance(envelope, Succeeded) else f"failed ({envelope.phase})"
-    _say(f"job {job_id}: {outcome} in {time.monotonic() - begin:.2f}s")
+    where = f" on {host.label}" if host else ""
+    _say(f"job {job_id}: {outcome}{where} in {time.monotonic() - begin:.2f}s")
     return code
 
 

@@ -12,6 +12,7 @@ class Phase(enum.StrEnum):
     ENVIRONMENT = "environment"
     INSTALL = "install"
     DESERIALIZE = "deserialize"
+    DISTRIBUTED = "distributed"
     DEBUG = "debug"
     RUN = "run"
     SERIALIZE_RESULT = "serialize_result"

@@ -2,7 +2,20 @@
 
 from kinetic_protocol.settings import SettingSpec
 
-__all__ = ["ENV", "HOME", "JOB_ID", "OUTPUT_DIR", "SETTINGS", "STORE", "WORKDIR"]
+__all__ = [
+    "COORDINATOR_ADDRESS",
+    "ENV",
+    "HOME",
+    "HOST_INDEX",
+    "HOST_INSTANCE",
+    "JAX_DISTRIBUTED",
+    "JOB_ID",
+    "NUM_HOSTS",
+    "OUTPUT_DIR",
+    "SETTINGS",
+    "STORE",
+    "WORKDIR",
+]
 
 _OWNER = "kinetic-runtime"
 
@@ -33,4 +46,34 @@ ENV = SettingSpec(
     kind="job",
 )  # fmt: skip
 
-SETTINGS = (HOME, STORE, JOB_ID, OUTPUT_DIR, WORKDIR, ENV)
+NUM_HOSTS = SettingSpec(
+    "num_hosts", "KINETIC_NUM_HOSTS",
+    "Inside a job: how many hosts its slice spans (1 for a single-host job).", _OWNER,
+    kind="job", default="1",
+)  # fmt: skip
+HOST_INDEX = SettingSpec(
+    "host_index", "KINETIC_HOST_INDEX",
+    "Inside a multi-host job: this host's index, 0 for the leader.", _OWNER, kind="job",
+    fallback_env=("LWS_WORKER_INDEX", "TPU_WORKER_ID"),
+)  # fmt: skip
+COORDINATOR_ADDRESS = SettingSpec(
+    "coordinator_address", "KINETIC_COORDINATOR_ADDRESS",
+    "Inside a multi-host job: HOST:PORT of the leader's JAX coordinator (default: the "
+    "LeaderWorkerSet leader's address, port 8476).", _OWNER, kind="job",
+)  # fmt: skip
+HOST_INSTANCE = SettingSpec(
+    "host_instance", "KINETIC_HOST_INSTANCE",
+    "Inside a multi-host job: what this host runs in (the pod's uid), so a restart is told "
+    "apart from a replacement.", _OWNER, kind="job",
+)  # fmt: skip
+JAX_DISTRIBUTED = SettingSpec(
+    "jax_distributed", "KINETIC_JAX_DISTRIBUTED",
+    "Multi-host jobs: 'auto' initialises jax.distributed before the function runs when the "
+    "function's code imported JAX; 'off' leaves it to the function.", _OWNER,
+    default="auto", choices=("auto", "off"),
+)  # fmt: skip
+
+SETTINGS = (
+    HOME, STORE, JOB_ID, OUTPUT_DIR, WORKDIR, ENV,
+    NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, JAX_DISTRIBUTED,
+)  # fmt: skip

@@ -13,7 +13,7 @@ import msgspec
 
 from kinetic import settings as declared
 from kinetic._log import notice
-from kinetic_protocol import BackendSettings, ConfigError
+from kinetic_protocol import Accelerator, BackendSettings, ConfigError
 from kinetic_protocol.settings import SettingSpec
 from kinetic_runtime.settings import HOME, STORE
 
@@ -162,8 +162,10 @@ def resolve_settings(
     cluster: str | None = None,
     namespace: str | None = None,
     quiet: bool = False,
+    accelerator: Accelerator | None = None,
 ) -> ResolvedSettings:
-    """Resolve every setting. With no backend named and no project anywhere, use ``local``."""
+    """Resolve every setting. With no backend named and no project anywhere, use ``local``;
+    with a project, ``pathways`` for a multi-host ``accelerator`` and ``gke`` otherwise."""
     profiles = load_profiles()
     active = declared.PROFILE.from_env() or profiles.active
     profile = profiles.profiles.get(active) if active else None
@@ -175,7 +177,12 @@ def resolve_settings(
     resolved_project = _pick(declared.PROJECT, project, profile, active)
     chosen_backend = _pick(declared.BACKEND, backend, profile, active)
     if chosen_backend.value is None:
-        if resolved_project.value:
+        if resolved_project.value and accelerator is not None and accelerator.multi_host:
+            chosen_backend = Setting(
+                "pathways", "default", f"a GCP project is configured and {accelerator.name} "
+                "spans several hosts",
+            )  # fmt: skip
+        elif resolved_project.value:
             chosen_backend = Setting("gke", "default", "a GCP project is configured")
         else:
             chosen_backend = Setting("local", "default", "no GCP project is configured")

@@ -14,6 +14,8 @@ from kinetic._results import unwrap
 from kinetic._waiting import Backoff, Deadline
 from kinetic_protocol import (
     ConfigError,
+    Failed,
+    HostSelection,
     JobFailedError,
     JobNotFoundError,
     JobRecord,
@@ -23,6 +25,7 @@ from kinetic_protocol import (
     ObjectNotFoundError,
     ResultEnvelope,
     layout,
+    parse_accelerator,
 )
 from kinetic_protocol.records import SCHEMA_VERSION, decode_result
 
@@ -146,19 +149,39 @@ class JobHandle:
         """The job's current status."""
         return self.status_detail().status
 
-    def tail(self, n: int = 100) -> str:
-        """The last ``n`` lines of the job's output."""
-        return backend_for(self._record).logs(self._record, tail=n)
-
-    def logs(self, follow: bool = False) -> str | None:
-        """The job's output so far; with ``follow``, print it until the job ends instead."""
+    def tail(self, n: int = 100, *, host: HostSelection = None) -> str:
+        """The last ``n`` lines of the job's output (of the leader, of host ``host``, or of
+        every host with ``host="all"``, on a multi-host job)."""
         backend = backend_for(self._record)
+        if self._per_host(host):
+            return backend.logs(self._record, tail=n, host=host)
+        return backend.logs(self._record, tail=n)
+
+    def logs(self, follow: bool = False, *, host: HostSelection = None) -> str | None:
+        """The job's output so far; with ``follow``, print it until the job ends instead.
+
+        On a multi-host job: the leader's by default, host ``i``'s with ``host=i``, every
+        host's with ``host="all"`` (each line prefixed ``[host i]``)."""
+        backend = backend_for(self._record)
+        per_host = self._per_host(host)
         if not follow:
-            return backend.logs(self._record)
-        for line in backend.follow_logs(self._record):
+            return backend.logs(self._record, host=host) if per_host else backend.logs(self._record)
+        lines = backend.follow_logs(self._record, host=host) if per_host else None
+        for line in lines if lines is not None else backend.follow_logs(self._record):
             sys.stdout.write(line)
             sys.stdout.flush()
         return None
+
+    def _per_host(self, host: HostSelection) -> bool:
+        """Whether to pass ``host=`` on: only a backend with per-host logs takes it."""
+        if backend_for(self._record).capabilities.per_host_logs:
+            return True
+        if host not in (None, 0, "all"):
+            raise ConfigError(
+                f"Job {self.job_id} runs on one host (backend {self.backend!r}); there is no "
+                f"host {host!r}. Leave host= unset."
+            )
+        return False
 
     # -- collection ----------------------------------------------------------------------
 
@@ -229,11 +252,46 @@ class JobHandle:
         return value
 
     def outcome(self, state: JobState) -> ResultEnvelope:
-        """The stored envelope of a terminal job, or the error that explains its absence."""
+        """The stored envelope of a terminal job, or the error that explains its absence.
+
+        On a multi-host job the lowest-index host's failure wins, and a leader's success
+        never hides a host that failed without storing an error (killed, out of memory)."""
         try:
-            return self.read_envelope()
+            leader: ResultEnvelope | None = self.read_envelope()
         except ObjectNotFoundError:
-            raise self._no_result_error(state) from None
+            leader = None
+        hosts = parse_accelerator(self.accelerator).hosts
+        if isinstance(leader, Failed) or hosts == 1:
+            if leader is None:
+                raise self._no_result_error(state)
+            return leader
+        failure = self._worker_failure()
+        if failure is not None:
+            return failure
+        if leader is None:
+            raise self._no_result_error(state)
+        if state.status is JobStatus.FAILED:
+            raise JobFailedError(
+                f"Job {self.job_id} ended {state.describe()}: its leader returned a value, but "
+                f"a host of its {hosts}-host slice failed without storing an error, so the "
+                f"value is not trusted. Read that host's logs: kinetic jobs logs "
+                f"{self.job_id} --all-hosts"
+            )
+        return leader
+
+    def _worker_failure(self) -> Failed | None:
+        """The stored failure of the lowest-index worker host that stored one."""
+        store = store_for(self._record)
+        keys = [
+            key
+            for key in store.list(layout.hosts_prefix(self.job_id))
+            if key.endswith("/result.msgpack")
+        ]
+        if not keys:
+            return None
+        key = min(keys, key=lambda k: layout.parse_host_key(k)[0])
+        envelope = decode_result(store.read(key), what=f"{self._record.store_uri}/{key}")
+        return envelope if isinstance(envelope, Failed) else None
 
     def _no_result_error(self, state: JobState) -> Exception:
         if state.status is JobStatus.NOT_FOUND and not self._has_record():

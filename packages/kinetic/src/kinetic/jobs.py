@@ -77,7 +77,7 @@ def list_jobs(
     chosen = get_backend(settings.backend_name, settings.backend_settings())
     store = open_store(chosen.store_uri)
     handles = []
-    for job_id in chosen.list_job_ids():
+    for job_id in _listed_job_ids(chosen, settings, explicit=backend is not None):
         key = layout.job_record_key(job_id)
         try:
             record = decode_json(store.read(key), JobRecord, what=f"{store.uri}/{key}")
@@ -89,6 +89,19 @@ def list_jobs(
             continue
         handles.append(JobHandle.from_record(record))
     return handles
+
+
+def _listed_job_ids(chosen: Any, settings: Any, *, explicit: bool) -> list[str]:
+    """The chosen backend's jobs and, unless a backend was named, those of the backends that
+    share its cluster and store (``related_backends``: gke Jobs and pathways slices)."""
+    from kinetic.backends import available_backends, get_backend
+
+    ids = set(chosen.list_job_ids())
+    if not explicit:
+        for name in getattr(chosen, "related_backends", ()):
+            if name in available_backends():
+                ids.update(get_backend(name, settings.backend_settings()).list_job_ids())
+    return sorted(ids)
 
 
 def job_states(handles: list[JobHandle]) -> dict[str, JobState]:

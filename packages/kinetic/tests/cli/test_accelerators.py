@@ -12,6 +12,10 @@ def test_json_lists_every_valid_name_with_its_shape(invoke) -> None:
     assert list(catalogue) == valid_accelerator_names()
     assert (catalogue["tpu-v5e-8"]["topology"], catalogue["tpu-v5e-8"]["hosts"]) == ("2x4", 1)
     assert catalogue["tpu-v5e-32"]["multi_host"] is True
+    two_hosts = catalogue["tpu-v5e-8-multihost"]
+    assert (two_hosts["hosts"], two_hosts["chips_per_host"]) == (2, 4)
+    assert two_hosts["machine_type"] == "ct5lp-hightpu-4t"
+    assert catalogue["tpu-v5e-8"]["machine_type"] == "ct5lp-hightpu-8t"
     assert catalogue["gpu-a100-x8"]["count"] == 8
     assert catalogue["cpu"]["category"] == "cpu"
 
@@ -27,8 +31,13 @@ def test_category_filters_the_list(invoke) -> None:
 def test_plain_table_has_one_row_per_name_and_no_ansi(invoke) -> None:
     result = invoke("accelerators")
     lines = result.stdout.splitlines()
-    assert lines[0].split()[:5] == ["NAME", "CATEGORY", "GPUS/CHIPS", "TOPOLOGY", "HOSTS"]
+    assert lines[0].split()[:6] == [
+        "NAME", "CATEGORY", "GPUS/CHIPS", "TOPOLOGY", "HOSTS", "CHIPS/HOST",
+    ]  # fmt: skip
+    assert "MACHINE TYPE" in lines[0]
     assert [line.split()[0] for line in lines[1:]] == valid_accelerator_names()
+    row = next(line.split() for line in lines if line.startswith("tpu-v5e-8-multihost "))
+    assert row[1:7] == ["tpu", "8", "2x4", "2", "4", "ct5lp-hightpu-4t"]
     assert "\x1b[" not in result.stdout
 
 

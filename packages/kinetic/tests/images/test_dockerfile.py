@@ -1,5 +1,7 @@
 """The generated Dockerfile and build context: bases, layer order, uv, no project code."""
 
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,7 +76,8 @@ def test_layers_run_heavy_first_and_runtime_is_pinned_with_the_user_requirements
         "RUN",  # apt: certificates
         "RUN",  # python + venv
         "COPY",  # requirements
-        "RUN",  # one install: requirements + runtime
+        "RUN",  # one install: requirements + JAX build + runtime
+        "ENV",  # KERAS_BACKEND
         "RUN",  # the non-root user pods run as, owning the venv
         "USER",
         "WORKDIR",
@@ -113,17 +116,99 @@ def test_without_requirements_there_is_no_requirements_file() -> None:
     assert "kinetic-runtime[gcs,debug]==1.0" in ctx.dockerfile
 
 
+def _install(ctx_dockerfile: str) -> str:
+    return next(line for line in ctx_dockerfile.splitlines() if "uv pip install" in line)
+
+
+@pytest.mark.parametrize(
+    ("category", "lines", "added"),
+    [
+        ("tpu", (), "'jax[tpu]'"),
+        ("gpu", (), "'jax[cuda12]'"),
+        ("tpu", ("flax",), "'jax[tpu]'"),
+        ("gpu", ("jax-ai-stack", "jaxtyping"), "'jax[cuda12]'"),
+        ("tpu", ("--index-url https://example.com/simple", "numpy"), "'jax[tpu]'"),
+        ("tpu", ("jax==0.4.30",), None),
+        ("gpu", ("jax==0.4.30",), None),
+        ("tpu", ("JAX[tpu]>=0.4",), None),
+        ("gpu", ("jaxlib==0.4.30",), None),
+        ("tpu", ("jax @ https://example.com/jax-0.4.30-py3-none-any.whl",), None),
+        ("gpu", ("jax; python_version >= '3.10'",), None),
+        ("cpu", (), None),
+        ("cpu", ("flax",), None),
+    ],
+)
+def test_accelerator_images_install_jax_unless_the_user_names_it(
+    category: Category, lines: tuple[str, ...], added: str | None
+) -> None:
+    install = _install(
+        build_context(_reqs(*lines), category=category, kinetic_version="1.0").dockerfile
+    )
+    jax_args = [arg for arg in install.split() if arg.startswith("'jax[")]
+    assert jax_args == ([added] if added else [])
+    if added:
+        assert install.index(added) < install.index("kinetic-runtime"), "one resolution"
+
+
+@pytest.mark.parametrize("category", ["tpu", "gpu"])
+def test_accelerator_images_default_keras_to_jax(category: Category) -> None:
+    text = build_context(_reqs("jax==0.4.30"), category=category, kinetic_version="1.0").dockerfile
+    assert [line for line in text.splitlines() if line.startswith("ENV KERAS")] == [
+        "ENV KERAS_BACKEND=jax"
+    ]
+
+
+def test_a_captured_keras_backend_wins_over_the_image_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kinetic_protocol.records import ArtifactRef, CallDescriptor
+    from kinetic_runtime.workspace import apply_environment
+
+    monkeypatch.setenv("KERAS_BACKEND", "jax")  # what the image's ENV line sets
+    for name in ("KINETIC_OUTPUT_DIR", "KINETIC_JOB_ID"):
+        monkeypatch.setenv(name, "")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    call = CallDescriptor(
+        job_id="job",
+        func_name="train",
+        payload=ArtifactRef(key="jobs/job/payload.pkl", sha256="ab" * 32, size=1),
+        env={"KERAS_BACKEND": "torch"},
+    )
+    apply_environment(call, tmp_path, str(tmp_path / "out"))
+    assert os.environ["KERAS_BACKEND"] == "torch"
+
+
+def test_cpu_images_are_unchanged_by_the_accelerator_extras() -> None:
+    text = build_context(_reqs("numpy"), category="cpu", kinetic_version="1.0").dockerfile
+    assert "KERAS_BACKEND" not in text
+    assert "jax" not in text
+    assert _install(text) == (
+        "RUN uv pip install --no-cache -r /opt/kinetic/requirements.txt "
+        "'kinetic-runtime[gcs,debug]==1.0'"
+    )
+
+
+def test_the_jax_build_changes_the_image_hash() -> None:
+    pinned = build_context(_reqs("jax==0.4.30"), category="tpu", kinetic_version="1.0")
+    added = build_context(_reqs("jax==0.4.30"), category="gpu", kinetic_version="1.0")
+    assert "'jax[" not in _install(pinned.dockerfile)
+    unpinned = build_context(_reqs("numpy"), category="tpu", kinetic_version="1.0")
+    plain = build_context(_reqs("numpy"), category="cpu", kinetic_version="1.0")
+    assert unpinned.files["requirements.txt"] == plain.files["requirements.txt"]
+    assert len({pinned.content_hash, added.content_hash, unpinned.content_hash}) == 3
+    assert unpinned.content_hash != plain.content_hash
+
+
 @pytest.mark.parametrize(
     ("lines", "expect_index"),
-    [(("jax[tpu]>=0.4",), True), (("libtpu-nightly",), True), (("jax",), False), ((), False)],
+    [(("jax[tpu]>=0.4",), True), (("libtpu-nightly",), True), (("jax",), False), ((), True)],
 )
-def test_tpu_adds_the_libtpu_index_only_when_requirements_ask(
+def test_tpu_adds_the_libtpu_index_when_something_installs_libtpu(
     lines: tuple[str, ...], expect_index: bool
 ) -> None:
     ctx = build_context(_reqs(*lines), category="tpu", kinetic_version="1.0")
     assert (LIBTPU_FIND_LINKS in ctx.dockerfile) is expect_index
-    # Kinetic never adds jax itself: it only reaches the image through requirements.txt.
-    assert "jax" not in ctx.dockerfile.replace(LIBTPU_FIND_LINKS, "")
 
 
 def test_cpu_never_adds_the_libtpu_index() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from kinetic.images import discover_requirements, prebuilt_requirements
+from kinetic.images.requirements import jax_requirement, requirement_name
 from kinetic_protocol.errors import ConfigError
 
 WriteFiles = Callable[[Path, dict[str, str]], Path]
@@ -126,3 +127,40 @@ def test_non_list_dependencies_are_rejected(write: WriteFiles, tmp_path: Path) -
     write(tmp_path, {"pyproject.toml": '[project]\nname = "x"\ndependencies = "numpy"\n'})
     with pytest.raises(ConfigError, match="list of strings"):
         discover_requirements(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("line", "name"),
+    [
+        ("jax==0.4.30", "jax"),
+        ("JAX[tpu] >= 0.4", "jax"),
+        ("jaxlib", "jaxlib"),
+        ("jax @ https://example.com/jax.whl", "jax"),
+        ("jax; python_version >= '3.10'", "jax"),
+        ("jax_ai_stack", "jax-ai-stack"),
+        ("Flax.Core~=1.0", "flax-core"),
+        ("--index-url https://example.com/simple", None),
+        ("git+https://github.com/google/jax", None),
+        ("https://example.com/jax.whl", None),
+    ],
+)
+def test_requirement_names_are_normalised(line: str, name: str | None) -> None:
+    assert requirement_name(line) == name
+
+
+@pytest.mark.parametrize(
+    ("lines", "category", "expected"),
+    [
+        ((), "tpu", "jax[tpu]"),
+        ((), "gpu", "jax[cuda12]"),
+        ((), "cpu", None),
+        (("flax", "jax-ai-stack"), "tpu", "jax[tpu]"),
+        (("jax==0.4.30",), "tpu", None),
+        (("Jax_Lib==0.4.30",), "gpu", "jax[cuda12]"),
+        (("JAXLIB==0.4.30",), "gpu", None),
+    ],
+)
+def test_jax_requirement_defers_to_a_user_pin(
+    lines: tuple[str, ...], category: str, expected: str | None
+) -> None:
+    assert jax_requirement(lines, category) == expected

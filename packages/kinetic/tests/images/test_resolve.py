@@ -15,6 +15,8 @@ from kinetic.images import (
     region_from_zone,
     resolve_image,
 )
+from kinetic.images.dockerfile import Category
+from kinetic.images.requirements import Requirements
 from kinetic_protocol.accelerators import parse_accelerator
 from kinetic_protocol.errors import ConfigError
 from kinetic_testing.cloudbuild_fake import FakeCloudBuild
@@ -106,7 +108,7 @@ def test_prebuilt_uses_the_base_image_and_hands_requirements_to_the_pod(
     assert resolved == ResolvedImage(
         uri=f"kinetic/kinetic-gpu:{kinetic_version()}-{PY}",
         mode="prebuilt",
-        requirements=["numpy==1.26.4", "optax"],
+        requirements=["numpy==1.26.4", "optax", "jax[cuda12]"],
     )
     assert fake_cloudbuild.create_calls == 0
     assert fake_cloudbuild.manifest_requests == 0
@@ -128,6 +130,33 @@ def test_prebuilt_repo_argument_beats_env_which_beats_default(
 
 def test_prebuilt_with_no_requirements_installs_nothing(tmp_path: Path) -> None:
     assert _resolve(tmp_path, "prebuilt", accelerator="tpu-v5e-1").requirements == []
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "lines", "expected"),
+    [
+        ("tpu-v5e-1", "flax\n", ["flax", "jax[tpu]"]),
+        ("gpu-l4", "flax\n", ["flax", "jax[cuda12]"]),
+        ("tpu-v5e-1", "jax==0.4.30\nflax\n", ["jax==0.4.30", "flax"]),
+        ("cpu", "flax\n", ["flax"]),
+    ],
+)
+def test_prebuilt_keeps_the_jax_build_unless_the_user_names_jax(
+    write: WriteFiles, tmp_path: Path, accelerator: str, lines: str, expected: list[str]
+) -> None:
+    write(tmp_path, {"requirements.txt": lines})
+    assert _resolve(tmp_path, "prebuilt", accelerator=accelerator).requirements == expected
+
+
+@pytest.mark.parametrize(("category", "jax"), [("tpu", "'jax[tpu]'"), ("gpu", "'jax[cuda12]'")])
+def test_prebuilt_base_images_carry_the_jax_build_and_keras_default(
+    category: Category, jax: str
+) -> None:
+    base = build_context(
+        Requirements(lines=(), source=""), category=category, kinetic_version="1.0"
+    ).dockerfile
+    assert jax in base
+    assert "ENV KERAS_BACKEND=jax" in base
 
 
 def test_prebuilt_with_an_invalid_repo_fails_early(tmp_path: Path) -> None:

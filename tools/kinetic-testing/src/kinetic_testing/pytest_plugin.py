@@ -14,6 +14,7 @@ from kinetic_testing.controlplane.fixtures import (
     MARKER,
     REQUIRE_ENV,
     k8s_namespace,
+    node_agent,
     prepare_binaries,
     real_k8s,
     required,
@@ -26,6 +27,7 @@ __all__ = [
     "gcs_bucket",
     "k8s_namespace",
     "kinetic_session",
+    "node_agent",
     "real_k8s",
 ]
 

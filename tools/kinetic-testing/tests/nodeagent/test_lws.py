@@ -53,8 +53,12 @@ def test_lws_of_two_tpu_hosts_runs_with_injected_env(agent: NodeAgent, h) -> Non
     pods = h.wait(running, timeout=30, what="2 Running LWS pods")
     assert {p["metadata"]["name"] for p in pods} == {"tpu-0", "tpu-0-1"}
     assert len({p["spec"]["nodeName"] for p in pods}) == 2  # 4 chips each: one pod per host
-    hosts = "tpu-0.tpu,tpu-0-1.tpu"
-    leader = f"tpu-0.tpu.{h.ns}"
+    # The webhook injected pod DNS names (tpu-0.tpu, tpu-0.tpu.<ns>); the agent stands in for
+    # cluster DNS and hands the processes 127.0.0.1, where every pod process listens.
+    assert {p["spec"].get("subdomain") for p in pods} == {"tpu"}
+    assert "tpu-0.tpu" in str(pods[0]["spec"]["containers"][0].get("env"))
+    hosts = "127.0.0.1,127.0.0.1"
+    leader = "127.0.0.1"
     for pod, worker in (("tpu-0", 0), ("tpu-0-1", 1)):
         line = h.wait(lambda p=pod: h.logs(p), what=f"{pod} output")
         assert line == f"id {worker} hosts {hosts} leader {leader}\n"

@@ -167,12 +167,16 @@ class ClusterConnection:
         )
         return list(listing.get("items") or [])
 
-    def pod_log(self, pod: Obj, *, tail: int | None = None) -> str:
-        """A pod's output so far; empty until a container has started (nothing written yet)."""
+    def pod_log(self, pod: Obj, *, tail: int | None = None, previous: bool = False) -> str:
+        """A pod's output so far; empty until a container has started (nothing written yet).
+
+        ``previous``: the output of the container's run before its last restart."""
         if not _started(pod):
             return ""
         name = pod["metadata"]["name"]
         kwargs: dict[str, Any] = {"tail_lines": tail} if tail is not None else {}
+        if previous:
+            kwargs["previous"] = True
         try:
             response = self.call(
                 f"reading the log of pod {name}",

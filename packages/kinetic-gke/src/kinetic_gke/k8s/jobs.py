@@ -15,6 +15,7 @@ __all__ = ["JobWorkload"]
 
 class JobWorkload:
     kind = "Job"
+    pod_owner_kind = "Job"
 
     def create(self, connection: ClusterConnection, body: Obj) -> bool:
         try:

@@ -22,6 +22,9 @@ class Workload(Protocol):
 
     kind: str
     """For messages and ``kubectl`` hints: ``Job``, ``LeaderWorkerSet``."""
+    pod_owner_kind: str
+    """The kind whose ``FailedCreate`` events say why no pod appears (a LeaderWorkerSet's
+    pods are created by its leader StatefulSet, of the same name)."""
 
     def create(self, connection: ClusterConnection, body: Obj) -> bool:
         """Create it; False if one of that name exists already (an idempotent resubmit)."""

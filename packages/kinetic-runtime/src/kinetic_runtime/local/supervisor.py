@@ -9,15 +9,24 @@ manages::
     supervisor.pid   the supervisor's pid (written by the client once it started it: until
                   then the submission may still fail, so the supervisor waits for it)
     state.json    phase, pids, exit code (written atomically)
-    output.log    the job's stdout and stderr
+    output.log    the job's stdout and stderr (host 0's on a multi-host job)
+    output-host<i>.log   host i's, on a multi-host job
     cancelled     marker: the job is being deleted, do not start it
-    work/         the unpacked bundle and the job's working directory
+    work/         the unpacked bundle and the job's working directory (``work-host<i>/``: host i's)
+
+A multi-host job (``hosts`` > 1 in ``launch.json``) is one job: it holds one slot and runs one
+runtime per host, each told its place through ``KINETIC_NUM_HOSTS``, ``KINETIC_HOST_INDEX``,
+``KINETIC_COORDINATOR_ADDRESS`` and ``KINETIC_HOST_INSTANCE``. It fails as soon as any host
+fails, as a slice does: the other hosts are stopped rather than left waiting on a collective
+their failed peer will never join.
 """
 
+import contextlib
 import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -27,19 +36,50 @@ from typing import Any, BinaryIO
 
 from kinetic_runtime.local.processes import die_with_parent
 
-__all__ = ["StartRuntime", "read_state", "runtime_env", "supervise", "write_state"]
+__all__ = [
+    "StartRuntime",
+    "log_name",
+    "read_state",
+    "runtime_env",
+    "supervise",
+    "workdir",
+    "write_state",
+]
 
 STATE_FILE = "state.json"
 LAUNCH_FILE = "launch.json"
-LOG_FILE = "output.log"
 CANCEL_MARKER = "cancelled"
 PID_FILE = "supervisor.pid"
+LOG_FILE = "output.log"
 CONFIRM_SECONDS = 60.0
 """How long a supervisor waits for the client to record it before giving the job up."""
+_RUNTIMES: list[subprocess.Popen[bytes]] = []
+"""Kept so that ``subprocess`` never reaps a runtime behind the supervisor's own ``wait``."""
+STOP_GRACE_SECONDS = 2.0
+"""How long the other hosts of a failed job get to exit after SIGTERM, before SIGKILL."""
 
 StartRuntime = Callable[[dict[str, Any], Path, BinaryIO, int], int]
 """``(launch, job_dir, log, slot_fd) -> pid``: start the runtime, which must hold ``slot_fd``
 open (so the slot stays taken while it runs) and die with the supervisor."""
+
+
+def log_name(host: int) -> str:
+    """Host 0 keeps ``output.log``, so readers of a single-host job's log read the leader's."""
+    return LOG_FILE if host == 0 else f"output-host{host}.log"
+
+
+def workdir(launch: dict[str, Any], job_dir: Path) -> Path:
+    """Where a runtime unpacks the bundle: each host has its own, as each pod does."""
+    host = int(launch.get("host", 0))
+    return job_dir / ("work" if host == 0 else f"work-host{host}")
+
+
+def _describe_exit(code: int) -> str:
+    if code >= 0:
+        return "" if code == 0 else f"exit {code}"
+    name = signal.Signals(-code).name
+    hint = " (out of memory?)" if -code == signal.SIGKILL else ""
+    return f"killed by {name}{hint}"
 
 
 def write_state(job_dir: Path, **state: Any) -> None:
@@ -92,14 +132,6 @@ def _acquire_slot(slots_dir: Path, slots: int, job_dir: Path) -> int | None:
     return acquired
 
 
-def _describe_exit(code: int) -> str:
-    if code >= 0:
-        return "" if code == 0 else f"exit {code}"
-    name = signal.Signals(-code).name
-    hint = " (out of memory?)" if -code == signal.SIGKILL else ""
-    return f"killed by {name}{hint}"
-
-
 def runtime_env(launch: dict[str, Any]) -> dict[str, str]:
     """The job's environment: the submitter's, plus what the runtime needs."""
     return {**launch.get("env", os.environ), "PYTHONUNBUFFERED": "1", "KINETIC_ENV": "local"}
@@ -111,13 +143,14 @@ def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: in
     command = [
         launch["python"], "-m", "kinetic_runtime",
         "--store", launch["store_uri"], "--job", launch["job_id"],
-        "--workdir", str(job_dir / "work"),
+        "--workdir", str(workdir(launch, job_dir)),
     ]  # fmt: skip
     child = subprocess.Popen(
         command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
         env=runtime_env(launch), cwd=job_dir, pass_fds=(slot,),
         preexec_fn=lambda: die_with_parent(supervisor),  # noqa: PLW1509 (one thread)
     )  # fmt: skip
+    _RUNTIMES.append(child)
     return child.pid
 
 
@@ -158,6 +191,91 @@ def _confirmed(job_dir: Path) -> bool:
     return False
 
 
+# --- multi-host jobs: one runtime per host, ended together ----------------------------------
+
+
+def _free_port() -> int:
+    """A port for host 0's JAX coordinator; the hosts start right away, so it stays free."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def _host_launch(launch: dict[str, Any], host: int, coordinator: str) -> dict[str, Any]:
+    """``launch`` for one host: the variables ``SliceHost.from_env`` reads, and its workdir."""
+    env = {
+        **launch.get("env", os.environ),
+        "KINETIC_NUM_HOSTS": str(launch["hosts"]),
+        "KINETIC_HOST_INDEX": str(host),
+        "KINETIC_COORDINATOR_ADDRESS": coordinator,
+        "KINETIC_HOST_INSTANCE": f"{launch['job_id']}-host{host}-{os.getpid()}",
+    }
+    return {**launch, "env": env, "host": host}
+
+
+def _stop_hosts(running: dict[int, int]) -> None:
+    """SIGTERM every host in ``running`` (pid -> host), SIGKILL those left after the grace,
+    and reap them all, so none outlives the job's final state."""
+    for pid in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    while running and time.monotonic() < deadline:
+        for pid in list(running):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                del running[pid]
+        time.sleep(0.01)
+    for pid in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    running.clear()
+
+
+def _wait_hosts(running: dict[int, int], count: int) -> tuple[int, str]:
+    """Wait for every host; at the first that fails, stop the rest and say which failed."""
+    while running:
+        pid, status = os.wait()  # the hosts are the supervisor's only children
+        host = running.pop(pid, None)
+        if host is None:
+            continue
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            _stop_hosts(running)
+            return code, f"host {host} of {count}: {_describe_exit(code)}"
+    return 0, ""
+
+
+def _run_hosts(
+    launch: dict[str, Any],
+    job_dir: Path,
+    slot: int,
+    start: StartRuntime,
+    started: Callable[[list[int]], None],
+) -> tuple[int, str, list[int]]:
+    """Run the job's ``launch["hosts"]`` runtimes; ``started`` gets their pids, in host order.
+
+    Returns the exit code (the failed host's, else 0), the state's detail, and the pids.
+    """
+    count = int(launch["hosts"])
+    coordinator = f"127.0.0.1:{_free_port()}"
+    running: dict[int, int] = {}
+    with contextlib.ExitStack() as logs:
+        try:
+            for host in range(count):
+                log = logs.enter_context(open(job_dir / log_name(host), "ab", buffering=0))
+                pid = start(_host_launch(launch, host, coordinator), job_dir, log, slot)
+                running[pid] = host
+        except BaseException:
+            _stop_hosts(running)
+            raise
+    pids = list(running)
+    started(pids)
+    code, detail = _wait_hosts(running, count)
+    return code, detail, pids
+
+
 def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
     """Run the job in ``job_dir`` to the end and record how it ended.
 
@@ -171,19 +289,34 @@ def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
     slot = _acquire_slot(Path(launch["slots_dir"]), int(launch["slots"]), job_dir)
     if slot is None or (job_dir / CANCEL_MARKER).exists():
         return 0
-    with open(job_dir / LOG_FILE, "ab", buffering=0) as log:
-        pid = start(launch, job_dir, log, slot)
+    started_at = time.time()
+
+    def running(pids: list[int]) -> None:
         write_state(
-            job_dir, phase="RUNNING", supervisor_pid=os.getpid(), pid=pid, started_at=time.time()
+            job_dir,
+            phase="RUNNING",
+            supervisor_pid=os.getpid(),
+            pid=pids[0],
+            pids=pids,
+            started_at=started_at,
         )
-        _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
+
+    if int(launch.get("hosts", 1)) > 1:
+        code, detail, pids = _run_hosts(launch, job_dir, slot, start, running)
+    else:
+        with open(job_dir / LOG_FILE, "ab", buffering=0) as log:
+            pids = [start(launch, job_dir, log, slot)]
+            running(pids)
+            _, status = os.waitpid(pids[0], 0)
+        code = os.waitstatus_to_exitcode(status)
+        detail = _describe_exit(code)
     write_state(
         job_dir,
         phase="SUCCEEDED" if code == 0 else "FAILED",
         supervisor_pid=os.getpid(),
+        pids=pids,
         exit_code=code,
-        detail=_describe_exit(code),
+        detail=detail,
         finished_at=time.time(),
     )
     os.close(slot)

@@ -23,6 +23,7 @@ import click
 
 from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
+from kinetic_protocol import HostSelection
 
 if TYPE_CHECKING:
     from kinetic.jobs import JobHandle
@@ -113,18 +114,40 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
 @click.argument("job_id")
 @click.option("--follow", "-f", is_flag=True, help="Stream the output until the job ends.")
 @click.option("--tail", "-n", type=click.IntRange(min=0), help="Only the last N lines.")
+@click.option(
+    "--host",
+    type=click.IntRange(min=0),
+    help="Multi-host job: host N's output (0: the leader).",
+)
+@click.option(
+    "--all-hosts",
+    is_flag=True,
+    help="Multi-host job: every host's output, prefixed.",
+)
 @JSON_OPTION
 @pass_cli
-def logs(cli: CliContext, job_id: str, follow: bool, tail: int | None, as_json: bool) -> None:
-    """Print the output of JOB_ID (stdout and stderr of the job)."""
+def logs(
+    cli: CliContext,
+    job_id: str,
+    follow: bool,
+    tail: int | None,
+    host: int | None,
+    all_hosts: bool,
+    as_json: bool,
+) -> None:
+    """Print the output of JOB_ID (stdout and stderr of the job; the leader's on a multi-host
+    job unless --host or --all-hosts)."""
     if follow and (tail is not None or as_json):
         raise click.UsageError("--follow streams the output; it cannot be combined with "
                                "--tail or --json.")  # fmt: skip
+    if host is not None and all_hosts:
+        raise click.UsageError("--host and --all-hosts each choose whose output; give one.")
+    selection: HostSelection = "all" if all_hosts else host
     job = cli.attach(job_id)
     if follow:
-        job.logs(follow=True)
+        job.logs(follow=True, host=selection)
         return
-    text = job.tail(tail) if tail is not None else (job.logs() or "")
+    text = job.tail(tail, host=selection) if tail is not None else (job.logs(host=selection) or "")
     if as_json:
         render.emit_json({"job_id": job.job_id, "logs": text})
     elif text:

@@ -6,6 +6,10 @@ parents). Comments, blank lines and line continuations are resolved here and ``-
 inlined, so the result depends only on what would be installed, never on formatting. The same
 list feeds the bundled image's build context, the prebuilt pod-start install and the local
 isolated environment.
+
+Accelerator jobs also get the matching JAX build (:data:`JAX_BUILDS`) unless the user's own
+requirements name JAX: a TPU or GPU is useless to JAX's CPU-only default wheels, and a user
+pin must win over Kinetic's choice.
 """
 
 import re
@@ -16,7 +20,19 @@ import msgspec
 
 from kinetic_protocol.errors import ConfigError
 
-__all__ = ["Requirements", "discover_requirements", "prebuilt_requirements"]
+__all__ = [
+    "JAX_BUILDS",
+    "Requirements",
+    "discover_requirements",
+    "jax_requirement",
+    "prebuilt_requirements",
+    "requirement_name",
+]
+
+JAX_BUILDS: dict[str, str] = {"tpu": "jax[tpu]", "gpu": "jax[cuda12]"}
+"""The JAX build an image of each accelerator category installs; CPU images add none."""
+_JAX_PROJECTS = frozenset({"jax", "jaxlib"})
+_NAME_RE = re.compile(r"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:[\[;@<>=!~(]|$)")
 
 _INCLUDE_RE = re.compile(r"^(?:-r|--requirement)(?:\s+|=)(?P<path>\S+)$")
 _LOCAL_RE = re.compile(r"^(?:-e|--editable)(?:\s+|=)|^(?:\.{1,2}|~)?/|^\.{1,2}$|^file:")
@@ -62,6 +78,25 @@ def prebuilt_requirements(project_root: Path) -> list[str]:
     the code bundle, not through the installer.
     """
     return list(discover_requirements(project_root).lines)
+
+
+def requirement_name(line: str) -> str | None:
+    """The normalised project name (PEP 503) a requirement line installs; None for options
+    (``--index-url ...``) and bare URLs, which name no project."""
+    match = _NAME_RE.match(line.strip())
+    return re.sub(r"[-_.]+", "-", match["name"]).lower() if match else None
+
+
+def jax_requirement(lines: tuple[str, ...] | list[str], category: str) -> str | None:
+    """The JAX build to add for a ``category`` job, or None when the user names JAX already.
+
+    Only the projects ``jax`` and ``jaxlib`` count (with any extra or pin): packages that
+    merely depend on JAX, such as ``flax`` or ``jax-ai-stack``, would pull the CPU build.
+    """
+    build = JAX_BUILDS.get(category)
+    if build is None or any(requirement_name(line) in _JAX_PROJECTS for line in lines):
+        return None
+    return build
 
 
 def _logical_lines(text: str) -> list[str]:

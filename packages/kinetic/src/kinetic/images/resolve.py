@@ -9,6 +9,8 @@ Three modes (see the API reference of ``kinetic.run``):
 * ``"prebuilt"``: ``{base_image_repo}/kinetic-{category}:{kinetic_version}-py{major}{minor}``;
   the user's requirements are returned in :attr:`ResolvedImage.requirements` for the runtime to
   install at pod start (contract: :func:`kinetic.images.requirements.prebuilt_requirements`).
+  The base image already holds the accelerator's JAX build; when the user has requirements
+  that do not name JAX, that build joins them, so their install cannot swap it for the CPU one.
 * any other string: used as-is, after a sanity check that it is an image reference.
 """
 
@@ -23,7 +25,12 @@ import msgspec
 from kinetic.images.cloudbuild import ImageBuilder
 from kinetic.images.dockerfile import Category, build_context, python_minor
 from kinetic.images.registry import parse_image_reference
-from kinetic.images.requirements import Requirements, discover_requirements, prebuilt_requirements
+from kinetic.images.requirements import (
+    Requirements,
+    discover_requirements,
+    jax_requirement,
+    prebuilt_requirements,
+)
 from kinetic.settings import BASE_IMAGE_REPO
 from kinetic_protocol.accelerators import Accelerator
 from kinetic_protocol.errors import ConfigError
@@ -134,7 +141,7 @@ def resolve_image(
         return ResolvedImage(
             uri=prebuilt_image_uri(repo, category),
             mode="prebuilt",
-            requirements=prebuilt_requirements(project_root),
+            requirements=_with_jax(prebuilt_requirements(project_root), category),
         )
     if not isinstance(choice, str) or not choice:
         raise ConfigError(
@@ -143,6 +150,12 @@ def resolve_image(
         )
     parse_image_reference(choice)
     return ResolvedImage(uri=choice, mode="custom")
+
+
+def _with_jax(lines: list[str], category: Category) -> list[str]:
+    """Pod-start lines plus the JAX build; empty stays empty (the base image has it)."""
+    jax = jax_requirement(lines, category) if lines else None
+    return [*lines, jax] if jax else lines
 
 
 def build_base_images(

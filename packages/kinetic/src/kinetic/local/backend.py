@@ -4,6 +4,8 @@ It runs the same ``kinetic_runtime`` entrypoint, from the same stored bundle, as
 the job's processes (``kinetic_runtime.local``) never load this client package.
 The "backend resource" of a job is its directory under ``$KINETIC_HOME/local/jobs``: deleting
 it is what ``cancel``/``cleanup(k8s=True)`` do, after which the job is NOT_FOUND.
+A multi-host accelerator's hosts run as that many local runtime processes of one job, each
+with its own log (see ``kinetic_runtime.local.supervisor``).
 """
 
 import contextlib
@@ -20,12 +22,14 @@ from pathlib import Path
 
 from kinetic.config import kinetic_home
 from kinetic.local import settings
+from kinetic.local.host_logs import HostLog
 from kinetic.local.launcher_client import launcher_enabled, request_start
 from kinetic_protocol import (
     BackendError,
     BackendSettings,
     Capabilities,
     ConfigError,
+    HostSelection,
     JobRecord,
     JobState,
     KineticError,
@@ -33,6 +37,7 @@ from kinetic_protocol import (
     PrepareRequest,
     Succeeded,
     layout,
+    parse_accelerator,
 )
 from kinetic_protocol import JobStatus as S
 from kinetic_protocol.records import decode_result
@@ -86,7 +91,9 @@ class LocalBackend:
 
     name = "local"
     declared_settings = settings.SETTINGS
-    capabilities = Capabilities(local_data=True, multi_host=True, provisions_accelerators=False)
+    capabilities = Capabilities(
+        local_data=True, multi_host=True, per_host_logs=True, provisions_accelerators=False
+    )
     poll_bounds = (0.005, 0.05)  # a poll is one small file read per job
 
     def __init__(self, settings: BackendSettings, *, python: str | None = None) -> None:
@@ -124,6 +131,7 @@ class LocalBackend:
         The supervisor waits until ``supervisor.pid`` names it, so a write that fails after the
         start is withdrawn (killed, directory removed) before the job could begin.
         """
+        hosts = parse_accelerator(record.accelerator).hosts
         job_dir = self.job_dir(record.job_id)
         try:
             job_dir.mkdir(parents=True)
@@ -132,12 +140,12 @@ class LocalBackend:
         except OSError as exc:
             raise _unwritable(record.job_id, job_dir, exc) from exc
         try:
-            self._start(record, job_dir)
+            self._start(record, job_dir, hosts)
         except OSError as exc:
             shutil.rmtree(job_dir, ignore_errors=True)
             raise _unwritable(record.job_id, job_dir, exc) from exc
 
-    def _start(self, record: JobRecord, job_dir: Path) -> None:
+    def _start(self, record: JobRecord, job_dir: Path, hosts: int) -> None:
         python = record.backend_data.get(PYTHON_KEY) or self._python
         launch = {
             "job_id": record.job_id,
@@ -145,6 +153,7 @@ class LocalBackend:
             "python": python,
             "slots_dir": str(self._root / "slots"),
             "slots": local_slots(),
+            "hosts": hosts,
             "env": {**os.environ, **_absolute_home()},
         }
         (job_dir / supervisor.LAUNCH_FILE).write_text(json.dumps(launch))
@@ -235,38 +244,61 @@ class LocalBackend:
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         return {r.job_id: self._state(r.job_id, r.store_uri) for r in records}
 
-    def logs(self, record: JobRecord, *, tail: int | None = None) -> str:
+    def _host_count(self, record: JobRecord) -> int:
+        """How many hosts the job was started with; its accelerator's before it was."""
         try:
-            text = (self.job_dir(record.job_id) / supervisor.LOG_FILE).read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-        if tail is None:
-            return text
-        lines = text.splitlines(keepends=True)
-        return "".join(lines[-tail:]) if tail > 0 else ""
+            launch = json.loads((self.job_dir(record.job_id) / supervisor.LAUNCH_FILE).read_text())
+            return int(launch.get("hosts", 1))
+        except (OSError, ValueError):
+            return parse_accelerator(record.accelerator).hosts
 
-    def follow_logs(self, record: JobRecord) -> Iterator[str]:
-        path = self.job_dir(record.job_id) / supervisor.LOG_FILE
+    def _selected_logs(self, record: JobRecord, host: HostSelection) -> list[HostLog]:
+        count = self._host_count(record)
+        if host == "all":
+            hosts = list(range(count))
+        elif host is None:
+            hosts = [0]
+        elif isinstance(host, int) and not isinstance(host, bool) and 0 <= host < count:
+            hosts = [host]
+        else:
+            raise ConfigError(
+                f"Job {record.job_id} has no host {host!r}: it runs on {count} "
+                f"host{'s' if count != 1 else ''} (0..{count - 1}); pass an index in that "
+                "range, or 'all'."
+            )
+        job_dir = self.job_dir(record.job_id)
+        prefix = "[host {}] " if host == "all" else ""
+        return [HostLog(job_dir / supervisor.log_name(i), prefix.format(i)) for i in hosts]
+
+    def logs(
+        self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
+    ) -> str:
+        """The selected host's output; with ``"all"``, every host's in host order (``tail``
+        lines of each)."""
+        return "".join(log.read(tail) for log in self._selected_logs(record, host))
+
+    def follow_logs(self, record: JobRecord, *, host: HostSelection = None) -> Iterator[str]:
+        """Lines as they are written; a bad ``host`` raises here, not at the first line."""
+        return self._follow(record, self._selected_logs(record, host))
+
+    def _follow(self, record: JobRecord, logs: list[HostLog]) -> Iterator[str]:
         delay = self.poll_bounds[0]
-        handle = None
         try:
             while True:
-                if handle is None and path.exists():
-                    handle = open(path, errors="replace")  # noqa: SIM115
-                line = handle.readline() if handle else ""
-                if line:
+                lines = [line for log in logs if (line := log.next_line())]
+                if lines:
                     delay = self.poll_bounds[0]
-                    yield line
+                    yield from lines
                     continue
                 if self._state(record.job_id, record.store_uri).status.is_terminal:
-                    if handle:
-                        yield from handle
+                    for log in logs:
+                        yield from log.rest()
                     return
                 time.sleep(delay)
                 delay = min(delay * 2, self.poll_bounds[1])
         finally:
-            if handle:
-                handle.close()
+            for log in logs:
+                log.close()
 
     def delete(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
         job_dir = self.job_dir(record.job_id)

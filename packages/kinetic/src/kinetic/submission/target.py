@@ -108,7 +108,7 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
     """Resolve settings, backend, store, code bundle, image and the backend's preparation."""
     settings = resolve_settings(
         backend=options.backend, project=options.project, zone=options.zone,
-        cluster=options.cluster, namespace=options.namespace,
+        cluster=options.cluster, namespace=options.namespace, accelerator=options.accelerator,
     )  # fmt: skip
     name = settings.backend_name
     backend = get_backend(name, settings.backend_settings())

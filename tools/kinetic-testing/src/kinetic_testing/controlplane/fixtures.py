@@ -10,13 +10,25 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .build import BuildError, built, ensure_built, go_toolchain
 from .cluster import ControlPlane
 
-__all__ = ["MARKER", "REQUIRE_ENV", "k8s_namespace", "prepare_binaries", "real_k8s", "required"]
+if TYPE_CHECKING:
+    from kinetic_testing.nodeagent import NodeAgent
+
+__all__ = [
+    "MARKER",
+    "REQUIRE_ENV",
+    "k8s_namespace",
+    "node_agent",
+    "prepare_binaries",
+    "real_k8s",
+    "required",
+]
 
 MARKER = "realk8s"
 REQUIRE_ENV = "KINETIC_REQUIRE_REAL_K8S"
@@ -60,3 +72,17 @@ def k8s_namespace(real_k8s: ControlPlane, request: pytest.FixtureRequest) -> Ite
     name = real_k8s.create_namespace(request.node.name)
     yield name
     real_k8s.delete_namespace(name)
+
+
+@pytest.fixture
+def node_agent(real_k8s: ControlPlane, tmp_path: Path) -> Iterator[NodeAgent]:
+    """The default GKE-like nodes, running pods as local processes with a small host
+    environment; fails the test if the agent recorded an error."""
+    from kinetic_testing.nodeagent import NodeAgent, base_host_env
+
+    with NodeAgent(
+        real_k8s.api_client, workdir=tmp_path / "nodes", host_env=base_host_env(os.environ)
+    ) as agent:
+        yield agent
+        errors = list(agent.errors)
+    assert errors == [], f"the node agent failed: {errors}"

@@ -240,7 +240,7 @@ class NodeAgent(FaultMethods):
             meta = pod["metadata"]
             try:
                 self._main.patch_pod_status(
-                    meta["namespace"], meta["name"], st.pod_gc_failed(pod, now)
+                    meta["namespace"], meta["name"], st.pod_gc_failed(pod, now), meta["uid"]
                 )
                 self._main.delete_pod(meta["namespace"], meta["name"], meta["uid"])
             except Exception as exc:

@@ -103,11 +103,18 @@ class Kube:
             _request_timeout=_TIMEOUT,
         )
 
-    def patch_pod_status(self, namespace: str, name: str, status: Obj) -> None:
+    def patch_pod_status(
+        self, namespace: str, name: str, status: Obj, uid: str | None = None
+    ) -> None:
+        """Patch a pod's status; with ``uid``, only that pod's, never a namesake's (as the
+        kubelet does: the apiserver answers 409 when the uid differs)."""
+        body: Obj = {"status": status}
+        if uid:
+            body["metadata"] = {"uid": uid}
         self.core.patch_namespaced_pod_status(
             name,
             namespace,
-            {"status": status},
+            body,
             _content_type=_SMP,
             _preload_content=False,
             _request_timeout=_TIMEOUT,

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["base_host_env", "container_argv", "container_env", "expand"]
+__all__ = ["base_host_env", "container_argv", "container_env", "expand", "resolve_pod_names"]
 
 Obj = dict[str, Any]
 _REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
@@ -118,7 +118,22 @@ def container_env(
                 env[entry["name"]] = value
         else:
             env[entry["name"]] = expand(str(entry.get("value", "")), env)
-    return env
+    return resolve_pod_names(pod, env)
+
+
+def resolve_pod_names(pod: Obj, env: dict[str, str]) -> dict[str, str]:
+    """Stand in for cluster DNS: pod processes share this machine's resolver, so names of pods
+    in this pod's subdomain (``<pod>.<subdomain>[.<ns>[.svc[.cluster.local]]]``, what a
+    LeaderWorkerSet hands its hosts) become ``127.0.0.1``, where every pod process listens."""
+    subdomain = pod["spec"].get("subdomain")
+    if not subdomain:
+        return env
+    ns = re.escape(pod["metadata"]["namespace"])
+    name = re.compile(
+        rf"\b[a-z0-9]([a-z0-9-]*[a-z0-9])?\.{re.escape(subdomain)}"
+        rf"(\.{ns}(\.svc(\.cluster\.local)?)?)?(?![a-z0-9.-])"
+    )
+    return {key: name.sub("127.0.0.1", value) for key, value in env.items()}
 
 
 def container_argv(container: Obj, env: Mapping[str, str]) -> list[str]:

@@ -18,7 +18,7 @@ from . import statuses as st
 from .api import Kube, Obj, describe, is_gone, now_rfc3339
 from .env import EnvError, container_argv, container_env
 from .faults import FaultKind, FaultRegistry
-from .logserver import LogSource
+from .logserver import LogSource, rotate_log
 from .processes import PodProcess
 from .runtime import PodRuntime, container_names
 
@@ -156,7 +156,7 @@ class Kubelet:
     def _patch(self, rt: PodRuntime, status: Obj) -> None:
         ns, name = rt.key
         try:
-            self._kube.patch_pod_status(ns, name, status)
+            self._kube.patch_pod_status(ns, name, status, rt.pod["metadata"]["uid"])
         except Exception as exc:
             if not is_gone(exc):
                 raise
@@ -288,14 +288,18 @@ class Kubelet:
         rt.process = None
         deleting = bool(rt.pod["metadata"].get("deletionTimestamp"))
         policy = rt.pod["spec"].get("restartPolicy", "Always")
+        oom = rt.outcome == st.OOM_KILLED
         final = (
             deleting
-            or rt.outcome is not None
+            or (rt.outcome is not None and not (oom and policy != "Never"))
             or policy == "Never"
             or (policy == "OnFailure" and code == 0)
         )
         if not final:
-            reason = "Error" if code else "Completed"
+            # An OOM-killed container restarts like any other exit; the pod stays.
+            reason = "OOMKilled" if oom else ("Error" if code else "Completed")
+            code = 137 if oom else code
+            rt.outcome = None
             rt.last_state = {
                 "terminated": {
                     "exitCode": code,
@@ -304,6 +308,7 @@ class Kubelet:
                     "finishedAt": now,
                 }
             }
+            rotate_log(rt.log_path)
             rt.restarts += 1
             delay = min(2.0 ** (rt.restarts - 1), 10.0)
             rt.retry_at = time.monotonic() + delay
@@ -316,7 +321,7 @@ class Kubelet:
         rt.finished = True
         status = st.terminated(
             rt.pod, exit_code=code, started_at=rt.started_at, now=now, outcome=rt.outcome,
-            restarts=rt.restarts,
+            restarts=rt.restarts, last_state=rt.last_state,
         )  # fmt: skip
         self._patch(rt, status)
         if deleting:

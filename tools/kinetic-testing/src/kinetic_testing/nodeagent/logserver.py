@@ -33,6 +33,17 @@ class LogSource:
 Resolver = Callable[[str, str, str], LogSource | None]
 
 
+def previous_log(path: Path) -> Path:
+    """The log of a container's previous run (``kubectl logs --previous``)."""
+    return path.with_name(path.name + ".previous")
+
+
+def rotate_log(path: Path) -> None:
+    """A restarted container starts a fresh log; the last run's stays readable as previous."""
+    path.replace(previous_log(path))
+    path.touch()
+
+
 def write_self_signed_cert(directory: Path) -> tuple[Path, Path]:
     """A throwaway key and certificate for 127.0.0.1 (nobody verifies it)."""
     import ipaddress
@@ -101,7 +112,16 @@ class _Handler(BaseHTTPRequestHandler):
         query = parse_qs(url.query)
         tail = query.get("tailLines", [None])[0]
         follow = query.get("follow", ["false"])[0] == "true"
-        data = source.path.read_bytes()
+        path = source.path
+        if query.get("previous", ["false"])[0] == "true":
+            path = previous_log(path)
+            if not path.exists():
+                self.send_error(
+                    400, f"previous terminated container {parts[3]!r} in pod {parts[2]!r} not found"
+                )
+                return
+            follow = False
+        data = path.read_bytes()
         offset = len(data)
         if tail is not None:
             data = _tail(data, int(tail))

@@ -8,6 +8,7 @@ pools ``cloud.google.com/gke-spot=true`` with the matching taint.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,10 +100,11 @@ def tpu_nodes(
     vcpus: int = 224,
     memory_gib: int = 384,
     spot: bool = False,
+    machine_type: str = "ct5lp-hightpu-8t",
 ) -> list[NodeSpec]:
     """The ``hosts`` nodes of one TPU slice node pool (one node per TPU VM host).
 
-    Default size: ct5lp-hightpu-8t; pass the host machine's vCPUs and memory for others.
+    Default size: ct5lp-hightpu-8t; pass the host machine's type, vCPUs and memory for others.
     """
     nodes = []
     for index in range(hosts):
@@ -114,6 +116,7 @@ def tpu_nodes(
             {
                 "cloud.google.com/gke-tpu-accelerator": accelerator,
                 "cloud.google.com/gke-tpu-topology": topology,
+                "node.kubernetes.io/instance-type": machine_type,
             },
         )
         capacity = {
@@ -130,20 +133,31 @@ def default_nodes() -> list[NodeSpec]:
     """One node per pool kind the tests use: every catalogue accelerator in tests schedules.
 
     cpu (and a spot cpu), gpu-l4 x1/x2/x4 (4 L4s, plus a spot L4 node), v5e single-host 1x1,
-    2x2 and 2x4, and a multi-host v5e 4x4 slice (4 hosts of 4 chips, for LWS: ``tpu-v5e-16``).
+    2x2 and 2x4, and the multi-host v5e slices 2x4 (four pools of 2 hosts of 4 chips) and 4x4
+    (4 hosts).
     """
+    host_4t = functools.partial(
+        tpu_nodes, chips_per_host=4, vcpus=112, memory_gib=192, machine_type="ct5lp-hightpu-4t"
+    )
     return [
         cpu_node("cpu-0"),
         cpu_node("cpu-spot-0", spot=True, pool="cpu-spot-pool"),
         gpu_node("gpu-l4-0"),
         gpu_node("gpu-l4-spot-0", spot=True, pool="gpu-l4-spot-pool"),
         # ct5lp-hightpu-1t / -4t / -8t hosts, as kinetic_gke.machines sizes them.
-        *tpu_nodes("tpu-v5e-1x1", topology="1x1", chips_per_host=1, vcpus=24, memory_gib=48),
-        *tpu_nodes("tpu-v5e-2x2", topology="2x2", chips_per_host=4, vcpus=112, memory_gib=192),
-        *tpu_nodes("tpu-v5e-2x4", topology="2x4", chips_per_host=8),
         *tpu_nodes(
-            "tpu-v5e-4x4", topology="4x4", chips_per_host=4, hosts=4, vcpus=112, memory_gib=192
+            "tpu-v5e-1x1",
+            topology="1x1",
+            chips_per_host=1,
+            vcpus=24,
+            memory_gib=48,
+            machine_type="ct5lp-hightpu-1t",
         ),
+        *host_4t("tpu-v5e-2x2", topology="2x2"),
+        *tpu_nodes("tpu-v5e-2x4", topology="2x4", chips_per_host=8),
+        # Four 2-host slices, so scenarios can run several multi-host jobs at once.
+        *(n for pool in "abcd" for n in host_4t(f"tpu-v5e-2x4-{pool}", topology="2x4", hosts=2)),
+        *host_4t("tpu-v5e-4x4", topology="4x4", hosts=4),
     ]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 
+from .affinity import Placed, affinity_reasons
 from .api import Kube, Obj, describe, is_gone, now_rfc3339
 from .fit import fits, pod_requests, unschedulable_message
 from .nodes import NodeSpec
@@ -68,8 +69,14 @@ class Scheduler:
         if not waiting:
             return
         used = self._usage(pods)
+        placed = [
+            Placed(p, node)
+            for p in pods
+            if not is_terminal(p)
+            and (node := p["spec"].get("nodeName") or self._assumed.get(p["metadata"]["uid"]))
+        ]
         for pod in waiting:
-            self._place(pod, used)
+            self._place(pod, used, placed)
 
     def _wants_node(self, pod: Obj) -> bool:
         spec = pod["spec"]
@@ -82,13 +89,13 @@ class Scheduler:
             and not is_terminal(pod)
         )
 
-    def _place(self, pod: Obj, used: dict[str, dict[str, Decimal]]) -> None:
+    def _place(self, pod: Obj, used: dict[str, dict[str, Decimal]], placed: list[Placed]) -> None:
         meta = pod["metadata"]
         reasons: dict[str, list[str]] = {}
         for name, spec in self._nodes.items():
             if not self._is_alive(name):
                 continue
-            why = fits(pod, spec, used[name])
+            why = fits(pod, spec, used[name]) or affinity_reasons(pod, spec, placed, self._nodes)
             if why:
                 reasons[name] = why
                 continue
@@ -99,6 +106,7 @@ class Scheduler:
                     self._report(f"bind {meta['namespace']}/{meta['name']}: {describe(exc)}")
                 return
             self._assumed[meta["uid"]] = name
+            placed.append(Placed(pod, name))
             for res, amount in {**pod_requests(pod), "pods": Decimal(1)}.items():
                 used[name][res] = used[name].get(res, Decimal(0)) + amount
             return
@@ -122,7 +130,7 @@ class Scheduler:
         meta = pod["metadata"]
         try:
             self._kube.patch_pod_status(
-                meta["namespace"], meta["name"], {"conditions": [condition]}
+                meta["namespace"], meta["name"], {"conditions": [condition]}, meta["uid"]
             )
         except Exception as exc:
             if not is_gone(exc):

@@ -80,8 +80,10 @@ def terminated(
     outcome: Outcome | None,
     restarts: int = 0,
     message: str | None = None,
+    last_state: Obj | None = None,
 ) -> Obj:
-    """The terminal status after the container exited with ``exit_code``."""
+    """The terminal status after the container exited with ``exit_code`` (``last_state``: how
+    its run before the last restart ended, which the kubelet keeps)."""
     status = dict(pod.get("status") or {})
     reason = "Completed" if exit_code == 0 else "Error"
     if outcome is not None and outcome.container_reason:
@@ -97,6 +99,7 @@ def terminated(
         phase=phase,
         message=message,
         restarts=restarts,
+        last_state=last_state,
     )
     if outcome is not None and outcome.pod_reason:
         out["reason"], out["message"] = outcome.pod_reason, outcome.message

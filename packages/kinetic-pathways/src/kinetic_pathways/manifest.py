@@ -1,0 +1,65 @@
+"""The LeaderWorkerSet a multi-host Kinetic job becomes: a pure function of the record.
+
+One group (``replicas: 1``) of ``size`` = host count pods, leader and workers from the same pod
+spec as a gke Job's pod. Kubernetes never re-runs the job: the group is not recreated when a
+container restarts (``restartPolicy: None``), and a restarted host's runtime waits instead of
+running the function again (see ``kinetic_runtime.main``).
+"""
+
+from typing import Any
+
+from kinetic_gke.labels import job_labels
+from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
+from kinetic_protocol import JobRecord, parse_accelerator
+
+__all__ = ["APP", "LWS_GROUP", "RUNTIME_COMMAND", "lws_manifest"]
+
+APP = "kinetic-pathways"
+"""The ``app`` label of Pathways jobs' objects and pods (the spec's label)."""
+LWS_GROUP = "leaderworkerset.x-k8s.io"
+EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
+"""One slice per node pool: the LWS controller gives a group's pods affinity to their leader's
+pool and anti-affinity to other groups, so two slices never half-fill one pool each."""
+
+
+def lws_manifest(
+    record: JobRecord,
+    *,
+    version: str = "v1",
+    options: PodOptions | None = None,
+    command: tuple[str, ...] = RUNTIME_COMMAND,
+) -> dict[str, Any]:
+    """A LeaderWorkerSet that runs ``record`` once on every host of its slice."""
+    hosts = parse_accelerator(record.accelerator).hosts
+    job = job_manifest(
+        record,
+        options=options,
+        command=command,
+        extra_env={"KINETIC_ENV": "pathways", "KINETIC_NUM_HOSTS": str(hosts)},
+    )
+    labels = job_labels(record, app=APP)
+    template = job["spec"]["template"]
+    template["metadata"]["labels"] = labels
+    pod_spec = template["spec"]
+    pod_spec["restartPolicy"] = "Always"  # a StatefulSet's pods must; see the module doc
+    container = pod_spec["containers"][0]
+    container["env"].append(
+        {"name": "KINETIC_HOST_INSTANCE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}}
+    )
+    metadata = {**job["metadata"], "labels": labels}
+    metadata["annotations"] = {**metadata["annotations"], EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}
+    return {
+        "apiVersion": f"{LWS_GROUP}/{version}",
+        "kind": "LeaderWorkerSet",
+        "metadata": metadata,
+        "spec": {
+            "replicas": 1,
+            "startupPolicy": "LeaderCreated",
+            "leaderWorkerTemplate": {
+                "size": hosts,
+                "restartPolicy": "None",
+                "workerTemplate": template,
+            },
+        },
+    }

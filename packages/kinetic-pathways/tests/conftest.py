@@ -1,0 +1,32 @@
+"""Fixtures for kinetic-pathways' cluster tests: the real control plane (with the
+LeaderWorkerSet controller and its webhooks), a node agent with multi-host TPU pools, and
+backends on the test's namespace."""
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kinetic_gke.k8s import ClusterConnection
+from kinetic_pathways import PathwaysBackend
+from kinetic_protocol import BackendSettings
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.nodeagent import NodeAgent
+
+STORE = "gs://kinetic-tests-jobs"
+
+
+@pytest.fixture
+def agent(node_agent: NodeAgent) -> NodeAgent:
+    """The default GKE-like nodes (``node_agent``), with the multi-host TPU pools."""
+    return node_agent
+
+
+@pytest.fixture
+def backend(
+    real_k8s: ControlPlane, k8s_namespace: str, agent: NodeAgent
+) -> Iterator[PathwaysBackend]:
+    api: Any = real_k8s.api_client()
+    settings = BackendSettings(project="kinetic-tests", namespace=k8s_namespace, store_uri=STORE)
+    yield PathwaysBackend(settings, connection=ClusterConnection(api, k8s_namespace))
+    api.close()

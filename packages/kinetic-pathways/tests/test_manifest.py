@@ -1,0 +1,57 @@
+"""The LeaderWorkerSet a multi-host record becomes (pure; no cluster)."""
+
+import msgspec
+
+from kinetic_pathways import lws_manifest
+from kinetic_protocol import JobRecord
+
+RECORD = JobRecord(
+    job_id="job-1",
+    backend="pathways",
+    project="p",
+    cluster_name="c",
+    zone="us-central2-b",
+    namespace="team",
+    bucket_name="bucket",
+    k8s_name="kinetic-job-1",
+    image_uri="img:1",
+    accelerator="tpu-v5e-16",
+    func_name="train",
+    display_name="train",
+    created_at="2026-11-24T00:00:00+00:00",
+)
+
+
+def test_one_group_of_host_count_pods_never_recreated_by_kubernetes() -> None:
+    body = lws_manifest(RECORD)
+    spec = body["spec"]
+    assert body["apiVersion"] == "leaderworkerset.x-k8s.io/v1"
+    assert spec["replicas"] == 1
+    assert spec["leaderWorkerTemplate"]["size"] == 4
+    assert spec["leaderWorkerTemplate"]["restartPolicy"] == "None"
+    assert "leaderTemplate" not in spec["leaderWorkerTemplate"]  # leader = workers' spec
+
+
+def test_each_host_asks_for_its_share_of_the_slice_and_knows_the_host_count() -> None:
+    template = lws_manifest(RECORD)["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    container = template["spec"]["containers"][0]
+    assert container["resources"]["limits"]["google.com/tpu"] == "4"
+    selector = template["spec"]["nodeSelector"]
+    assert selector["cloud.google.com/gke-tpu-topology"] == "4x4"
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+    assert env["KINETIC_NUM_HOSTS"] == "4"
+    assert env["KINETIC_ENV"] == "pathways"
+    assert env["KINETIC_HOST_INSTANCE"] == {"fieldRef": {"fieldPath": "metadata.uid"}}
+
+
+def test_labels_let_list_jobs_find_the_set_and_its_pods() -> None:
+    body = lws_manifest(msgspec.structs.replace(RECORD, group_id="g1", group_index=3))
+    template = body["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    for labels in (body["metadata"]["labels"], template["metadata"]["labels"]):
+        assert labels["app"] == "kinetic-pathways"
+        assert labels["kinetic.dev/job-id"] == "job-1"
+        assert labels["kinetic.dev/group-id"] == "g1"
+
+
+def test_discovered_version_is_used() -> None:
+    assert lws_manifest(RECORD, version="v2")["apiVersion"] == "leaderworkerset.x-k8s.io/v2"

@@ -1,0 +1,142 @@
+"""This process's place in a multi-host job, and JAX's multi-process set-up from it.
+
+A backend starts one runtime per host with ``KINETIC_NUM_HOSTS`` set. The host index and the
+leader's address come from Kinetic's own variables (the local backend sets them) or, in a
+LeaderWorkerSet pod, from what the LWS controller injects (``LWS_WORKER_INDEX``,
+``LWS_LEADER_ADDRESS``), so the pod spec stays the same for every host.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from kinetic_protocol import ConfigError, HostStart, ObjectStore, PreconditionFailedError, layout
+from kinetic_protocol.records import decode_json, encode_json
+from kinetic_runtime import settings
+
+__all__ = ["COORDINATOR_PORT", "SliceHost", "claim_host", "initialise_jax"]
+
+COORDINATOR_PORT = 8476
+"""Where the leader serves JAX's coordinator when the backend names only the leader's host."""
+
+Claim = Literal["run", "restarted", "replaced"]
+
+
+def _integer(name: str, raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}.") from None
+
+
+@dataclass(frozen=True)
+class SliceHost:
+    """One host of a multi-host job."""
+
+    index: int
+    count: int
+    coordinator: str
+    """``HOST:PORT`` of the leader's JAX coordinator."""
+    instance: str
+
+    @property
+    def is_leader(self) -> bool:
+        return self.index == 0
+
+    @property
+    def label(self) -> str:
+        return f"host {self.index} of {self.count}"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> SliceHost | None:
+        """The host this process is, or None for a single-host job."""
+        env = os.environ if environ is None else environ
+        count = _integer(settings.NUM_HOSTS.env, settings.NUM_HOSTS.value(env) or "1")
+        if count <= 1:
+            return None
+        index_var = next(
+            (v for v in (settings.HOST_INDEX.env, *settings.HOST_INDEX.fallback_env) if env.get(v)),
+            None,
+        )
+        if index_var is None:
+            raise ConfigError(
+                f"This job spans {count} hosts but no host index is set "
+                f"({settings.HOST_INDEX.env}, LWS_WORKER_INDEX or TPU_WORKER_ID)."
+            )
+        index = _integer(index_var, env[index_var])
+        if not 0 <= index < count:
+            raise ConfigError(f"{index_var}={index} is outside 0..{count - 1}.")
+        coordinator = settings.COORDINATOR_ADDRESS.from_env(env)
+        if coordinator is None and env.get("LWS_LEADER_ADDRESS"):
+            coordinator = f"{env['LWS_LEADER_ADDRESS']}:{COORDINATOR_PORT}"
+        if coordinator is None:
+            raise ConfigError(
+                f"This job spans {count} hosts but no coordinator address is set "
+                f"({settings.COORDINATOR_ADDRESS.env} or LWS_LEADER_ADDRESS)."
+            )
+        instance = (
+            settings.HOST_INSTANCE.from_env(env) or env.get("HOSTNAME") or f"pid-{os.getpid()}"
+        )
+        return cls(index=index, count=count, coordinator=coordinator, instance=instance)
+
+    def environment(self) -> dict[str, str]:
+        """What the function sees: its host index, and what code that sets up
+        ``jax.distributed`` itself reads (JAX reads the coordinator's address on its own)."""
+        return {
+            settings.HOST_INDEX.env: str(self.index),
+            "JAX_COORDINATOR_ADDRESS": self.coordinator,
+            "JAX_NUM_PROCESSES": str(self.count),
+            "JAX_PROCESS_ID": str(self.index),
+        }
+
+
+def claim_host(store: ObjectStore, job_id: str, host: SliceHost) -> Claim:
+    """Record that ``host`` starts the job; say if it had started before.
+
+    ``restarted``: the same pod ran it already (its container exited and Kubernetes restarted
+    it); ``replaced``: another pod did (Kubernetes replaced an evicted or lost pod). Either
+    way the function must not run again: Kinetic, not Kubernetes, decides what re-runs.
+    """
+    key = layout.host_started_key(job_id, host.index)
+    start = HostStart(
+        job_id=job_id,
+        host=host.index,
+        hosts=host.count,
+        instance=host.instance,
+        started_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+    )
+    try:
+        store.write(key, encode_json(start), if_absent=True)
+    except PreconditionFailedError:
+        earlier = decode_json(store.read(key), HostStart, what=key)
+        return "restarted" if earlier.instance == host.instance else "replaced"
+    return "run"
+
+
+def initialise_jax(host: SliceHost) -> bool:
+    """Join the slice's JAX processes before the function runs, when it uses JAX.
+
+    Only when the function's code has imported JAX by now (unpickling the call imports the
+    modules it refers to), and never twice: a module that initialised JAX itself is left alone.
+    On a CPU stand-in, cross-process collectives need gloo, which is set unless chosen already.
+    """
+    os.environ.update(host.environment())
+    if settings.JAX_DISTRIBUTED.value() == "off" or "jax" not in sys.modules:
+        return False
+    import jax
+
+    if jax.distributed.is_initialized():
+        return False
+    if getattr(jax.config, "jax_cpu_collectives_implementation", "gloo") in (None, "none"):
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")  # type: ignore[no-untyped-call]
+    jax.distributed.initialize(
+        coordinator_address=host.coordinator,
+        num_processes=host.count,
+        process_id=host.index,
+    )
+    return True

@@ -1,0 +1,161 @@
+"""Multi-host jobs in the runtime: which host a process is, claiming it once, and what each
+host stores (the leader the job's result, a worker only its failure)."""
+
+from collections.abc import Callable
+
+import cloudpickle
+import pytest
+from runtime_jobs import JobStage, pickled_call
+
+from kinetic_protocol import ConfigError, Failed, HostStart, Succeeded, layout
+from kinetic_protocol.records import decode_json, decode_result
+from kinetic_runtime.main import EXIT_HOST_REPLACED, _start_host
+from kinetic_runtime.multihost import COORDINATOR_PORT, SliceHost, claim_host
+
+EXIT_OK, EXIT_USER_ERROR = 0, 1
+
+
+def _host_env(index: int, count: int = 2, instance: str = "pod-a") -> dict[str, str]:
+    return {
+        "KINETIC_NUM_HOSTS": str(count),
+        "KINETIC_HOST_INDEX": str(index),
+        "KINETIC_COORDINATOR_ADDRESS": "127.0.0.1:1",
+        "KINETIC_HOST_INSTANCE": instance,
+    }
+
+
+def _fails_on(host: int) -> Callable[[], int]:
+    """A function (a closure, so it travels by value) that raises on ``host`` only."""
+
+    def on_each_host() -> int:
+        import os
+
+        index = int(os.environ["KINETIC_HOST_INDEX"])
+        if index == host:
+            raise RuntimeError(f"host {index} gave up")
+        return index
+
+    return on_each_host
+
+
+# --- SliceHost.from_env -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("env", [{}, {"KINETIC_NUM_HOSTS": "1", "KINETIC_HOST_INDEX": "0"}])
+def test_a_single_host_job_has_no_slice_host(env: dict[str, str]) -> None:
+    assert SliceHost.from_env(env) is None
+
+
+def test_kinetic_variables_name_the_host() -> None:
+    host = SliceHost.from_env(_host_env(1, count=4, instance="pod-b"))
+    assert host == SliceHost(index=1, count=4, coordinator="127.0.0.1:1", instance="pod-b")
+    assert not host.is_leader
+    assert host.label == "host 1 of 4"
+    assert host.environment() == {
+        "KINETIC_HOST_INDEX": "1",
+        "JAX_COORDINATOR_ADDRESS": "127.0.0.1:1",
+        "JAX_NUM_PROCESSES": "4",
+        "JAX_PROCESS_ID": "1",
+    }
+
+
+def test_a_leader_worker_set_pod_falls_back_to_what_lws_injects() -> None:
+    env = {
+        "KINETIC_NUM_HOSTS": "2",
+        "LWS_WORKER_INDEX": "0",
+        "LWS_LEADER_ADDRESS": "job-0.job.default",
+        "HOSTNAME": "job-0",
+    }
+    host = SliceHost.from_env(env)
+    assert host == SliceHost(
+        index=0, count=2, coordinator=f"job-0.job.default:{COORDINATOR_PORT}", instance="job-0"
+    )
+    assert host.is_leader
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"KINETIC_NUM_HOSTS": "2", "KINETIC_COORDINATOR_ADDRESS": "h:1"}, "no host index"),
+        ({**_host_env(2)}, r"KINETIC_HOST_INDEX=2 is outside 0\.\.1"),
+        ({**_host_env(0), "KINETIC_HOST_INDEX": "-1"}, r"is outside 0\.\.1"),
+        ({**_host_env(0), "KINETIC_HOST_INDEX": "first"}, "must be an integer"),
+        ({**_host_env(0), "KINETIC_NUM_HOSTS": "two"}, "KINETIC_NUM_HOSTS must be an integer"),
+        ({"KINETIC_NUM_HOSTS": "2", "KINETIC_HOST_INDEX": "0"}, "no coordinator address"),
+    ],
+)
+def test_a_multi_host_environment_that_is_incomplete_is_refused(
+    env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        SliceHost.from_env(env)
+
+
+# --- claim_host -------------------------------------------------------------------------------
+
+
+def test_a_host_is_claimed_once_then_restarted_or_replaced(jobs: JobStage) -> None:
+    first = SliceHost(index=1, count=2, coordinator="127.0.0.1:1", instance="pod-a")
+    assert claim_host(jobs.store, "job-claim", first) == "run"
+    assert claim_host(jobs.store, "job-claim", first) == "restarted"
+    other_pod = SliceHost(index=1, count=2, coordinator="127.0.0.1:1", instance="pod-b")
+    assert claim_host(jobs.store, "job-claim", other_pod) == "replaced"
+    key = layout.host_started_key("job-claim", 1)
+    start = decode_json(jobs.store.read(key), HostStart, what=key)
+    assert (start.host, start.hosts, start.instance) == (1, 2, "pod-a")
+    leader = SliceHost(index=0, count=2, coordinator="127.0.0.1:1", instance="pod-b")
+    assert claim_host(jobs.store, "job-claim", leader) == "run", "each host is claimed apart"
+
+
+def test_a_replaced_host_does_not_run_again_and_exits_3(jobs: JobStage) -> None:
+    host = SliceHost(index=1, count=2, coordinator="127.0.0.1:1", instance="pod-a")
+    assert _start_host(jobs.store, "job-replaced", host) is None
+    replacement = SliceHost(index=1, count=2, coordinator="127.0.0.1:1", instance="pod-b")
+    assert _start_host(jobs.store, "job-replaced", replacement) == EXIT_HOST_REPLACED
+
+
+# --- run_job on two hosts ---------------------------------------------------------------------
+
+
+def test_the_leaders_success_is_the_jobs_result(jobs: JobStage) -> None:
+    job_id = jobs.stage("job-leader", pickled_call(_fails_on(1)))
+    run = jobs.run(job_id, env=_host_env(0))
+    assert run.exit_code == EXIT_OK, run.output
+    assert isinstance(run.envelope, Succeeded)
+    assert cloudpickle.loads(run.envelope.value) == 0
+    assert not jobs.store.exists(layout.host_result_key(job_id, 0))
+    assert "succeeded on host 0 of 2" in run.output
+
+
+def test_a_workers_failure_is_stored_apart_with_its_host(jobs: JobStage) -> None:
+    job_id = jobs.stage("job-worker-fails", pickled_call(_fails_on(1)))
+    run = jobs.run(job_id, env=_host_env(1))
+    assert run.exit_code == EXIT_USER_ERROR, run.output
+    assert run.envelope is None, "a worker never writes the job's result"
+    key = layout.host_result_key(job_id, 1)
+    failed = decode_result(jobs.store.read(key), what=key)
+    assert isinstance(failed, Failed)
+    assert (failed.host, failed.hosts, failed.phase) == (1, 2, "run")
+    assert "host 1 gave up" in failed.message
+
+
+def test_a_workers_success_stores_nothing(jobs: JobStage) -> None:
+    job_id = jobs.stage("job-worker-ok", pickled_call(_fails_on(0)))
+    run = jobs.run(job_id, env=_host_env(1))
+    assert run.exit_code == EXIT_OK, run.output
+    assert run.envelope is None
+    assert not jobs.store.exists(layout.host_result_key(job_id, 1))
+    assert jobs.store.exists(layout.host_started_key(job_id, 1))
+
+
+def test_a_host_run_again_is_restarted_or_replaced_never_rerun(jobs: JobStage) -> None:
+    job_id = jobs.stage("job-again", pickled_call(_fails_on(1)))
+    assert jobs.run(job_id, env=_host_env(1)).exit_code == EXIT_USER_ERROR
+    same_pod = SliceHost.from_env(_host_env(1))
+    assert same_pod is not None
+    assert claim_host(jobs.store, job_id, same_pod) == "restarted"
+    jobs.store.delete(layout.host_result_key(job_id, 1))
+    run = jobs.run(job_id, env=_host_env(1, instance="pod-b"))
+    assert run.exit_code == EXIT_HOST_REPLACED, run.output
+    assert "new pod" in run.output
+    assert not jobs.store.exists(layout.host_result_key(job_id, 1)), "the function ran again"
