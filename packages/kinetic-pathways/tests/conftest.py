@@ -3,6 +3,7 @@ LeaderWorkerSet controller and its webhooks), a node agent with multi-host TPU p
 backends on the test's namespace."""
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from kinetic_gke.k8s import ClusterConnection
 from kinetic_pathways import PathwaysBackend
 from kinetic_protocol import BackendSettings
 from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.controlplane.proxy import ApiProxy
 from kinetic_testing.nodeagent import NodeAgent
 
 STORE = "gs://kinetic-tests-jobs"
@@ -20,6 +22,23 @@ STORE = "gs://kinetic-tests-jobs"
 def agent(node_agent: NodeAgent) -> NodeAgent:
     """The default GKE-like nodes (``node_agent``), with the multi-host TPU pools."""
     return node_agent
+
+
+@pytest.fixture
+def proxied_backend(
+    real_k8s: ControlPlane, k8s_namespace: str, agent: NodeAgent, tmp_path: Path
+) -> Iterator[tuple[PathwaysBackend, ApiProxy]]:
+    """A backend whose API calls go through a recording proxy."""
+    with ApiProxy(real_k8s) as proxy:
+        config = proxy.kubeconfig(tmp_path / "proxy.json", context="proxy", namespace=k8s_namespace)
+        connection = ClusterConnection.from_kubeconfig(
+            context="proxy", namespace=k8s_namespace, config_file=config
+        )
+        settings = BackendSettings(
+            project="kinetic-tests", namespace=k8s_namespace, store_uri=STORE
+        )
+        yield PathwaysBackend(settings, connection=connection), proxy
+        connection.api_client.close()
 
 
 @pytest.fixture

@@ -7,10 +7,12 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import msgspec
 import pytest
 
 from kinetic_pathways import PathwaysBackend
 from kinetic_protocol import ConfigError, JobRecord, JobState, JobStatus
+from kinetic_testing.controlplane.proxy import ApiProxy
 from kinetic_testing.nodeagent import NodeAgent
 
 pytestmark = pytest.mark.realk8s
@@ -202,3 +204,28 @@ def test_a_single_host_shape_is_refused_before_anything_is_created(
 def test_the_served_lws_version_is_discovered(backend: PathwaysBackend) -> None:
     assert backend.workload.version(backend.connection) == "v1"
     assert json.dumps(backend.manifest(make_record("x", "ns")))  # built with it
+
+
+def test_a_batch_of_slices_is_read_with_one_list_of_sets_and_one_of_pods(
+    proxied_backend: tuple[PathwaysBackend, ApiProxy], k8s_namespace: str
+) -> None:
+    backend, proxy = proxied_backend
+    children = [
+        msgspec.structs.replace(
+            make_record(f"grp-{i}", k8s_namespace, accelerator="tpu-v5litepod-2x4"),
+            group_id="grp-00c0ffee",
+            group_index=i,
+        )
+        for i in range(3)
+    ]
+    for child in children:
+        submit(backend, child, HOLD)
+    wait_for(
+        lambda: all(s.status is JobStatus.RUNNING for s in backend.statuses(children).values()),
+        "every slice to run",
+    )  # the first poll that sees a slice run records its pods, once
+    proxy.clear()
+    states = backend.statuses(children)
+    assert set(states) == {child.job_id for child in children}
+    calls = [(r.method, r.path.rsplit("/", 1)[-1]) for r in proxy.requests]
+    assert calls == [("GET", "leaderworkersets"), ("GET", "pods")], calls

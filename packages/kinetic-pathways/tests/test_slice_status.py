@@ -5,7 +5,14 @@ from typing import Any
 
 import pytest
 
-from kinetic_pathways.status import FINAL_DETAIL, FINAL_STATE, WORKER_INDEX, slice_state
+from kinetic_pathways.status import (
+    FINAL_DETAIL,
+    FINAL_STATE,
+    HOST_PODS,
+    WORKER_INDEX,
+    host_pods,
+    slice_state,
+)
 from kinetic_protocol import JobStatus
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -19,10 +26,13 @@ def lws(size: int = 4, **annotations: str) -> Obj:
     }
 
 
-def pod(host: int, *, state: Obj | None = None, last: Obj | None = None, **status: Any) -> Obj:
+def pod(
+    host: int, *, state: Obj | None = None, last: Obj | None = None, uid: str = "", **status: Any
+) -> Obj:
     container = {"name": "kinetic", "state": state or {"running": {}}, "lastState": last or {}}
     return {
         "metadata": {
+            "uid": uid or f"uid-{host}",
             "name": f"job-0-{host}" if host else "job-0",
             "labels": {WORKER_INDEX: str(host)},
             "creationTimestamp": "2026-11-24T11:59:00Z",
@@ -102,3 +112,15 @@ def test_a_recorded_outcome_wins_over_pods_and_their_absence() -> None:
 @pytest.mark.parametrize("obj", [None, {**lws(), "metadata": {"deletionTimestamp": "x"}}])
 def test_a_missing_or_deleting_set_is_not_found(obj: Obj | None) -> None:
     assert state(obj, []).status is JobStatus.NOT_FOUND
+
+
+def test_a_host_whose_pod_was_replaced_after_all_ran_fails_at_once() -> None:
+    """The replacement waits for a node (its VM is gone): it is not a pending host."""
+    running = [pod(0), pod(1)]
+    recorded = lws(2, **{HOST_PODS: ",".join(host_pods(running))})
+    assert state(recorded, running).status is JobStatus.RUNNING
+    waiting = pod(1, uid="uid-new", state={"waiting": {"reason": "ContainerCreating"}})
+    got = state(recorded, [pod(0), {**waiting, "spec": {}}])
+    assert got.status is JobStatus.FAILED
+    assert got.detail.startswith("host 1 of 2: its pod was replaced")
+    assert state(recorded, [pod(0)]).detail.startswith("host 1 of 2: its pod was replaced")

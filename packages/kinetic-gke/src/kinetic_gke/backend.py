@@ -208,6 +208,7 @@ class GKEBackend:
             record.job_id: self._settle(
                 record,
                 obj,
+                pods_by_job.get(record.job_id, []),
                 self._remember(
                     obj,
                     workload.state(
@@ -221,7 +222,9 @@ class GKEBackend:
             for record, obj in zip(records, wanted, strict=True)
         }
 
-    def _settle(self, record: JobRecord, obj: Obj | None, state: JobState) -> JobState:
+    def _settle(
+        self, record: JobRecord, obj: Obj | None, pods: list[Obj], state: JobState
+    ) -> JobState:
         """What to do on seeing ``state`` (a subclass may stop what is still running)."""
         return state
 

@@ -16,7 +16,14 @@ from kinetic_gke import GKEBackend
 from kinetic_gke.k8s import Obj
 from kinetic_gke.labels import job_selector
 from kinetic_pathways.manifest import APP, lws_manifest
-from kinetic_pathways.status import LOG_TAIL_LINES, host_of, recorded_log, recorded_state
+from kinetic_pathways.status import (
+    LOG_TAIL_LINES,
+    host_of,
+    host_pods,
+    recorded_hosts,
+    recorded_log,
+    recorded_state,
+)
 from kinetic_pathways.workload import LeaderWorkerSetWorkload
 from kinetic_protocol import (
     Accelerator,
@@ -25,6 +32,7 @@ from kinetic_protocol import (
     HostSelection,
     JobRecord,
     JobState,
+    JobStatus,
     parse_accelerator,
 )
 
@@ -71,10 +79,17 @@ class PathwaysBackend(GKEBackend):
             command=self._command,
         )
 
-    def _settle(self, record: JobRecord, obj: Obj | None, state: JobState) -> JobState:
+    def _settle(
+        self, record: JobRecord, obj: Obj | None, pods: list[Obj], state: JobState
+    ) -> JobState:
         """Stop a slice as soon as its outcome is known, recording it (and the end of every
-        host's output, which goes with the pods) on the object."""
-        if obj is not None and state.status.is_terminal and recorded_state(obj) is None:
+        host's output, which goes with the pods) on the object; record which pod runs each
+        host the first time all of them run, so a replaced host is told at once."""
+        if obj is None:
+            return state
+        if state.status is JobStatus.RUNNING and recorded_hosts(obj) is None:
+            self.workload.record_hosts(self.connection, record.k8s_name, host_pods(pods))
+        if state.status.is_terminal and recorded_state(obj) is None:
             hosts = range(parse_accelerator(record.accelerator).hosts)
             tails = {host: self._pod_log(record, host, LOG_TAIL_LINES) for host in hosts}
             self.workload.stop(self.connection, record.k8s_name, state, tails)

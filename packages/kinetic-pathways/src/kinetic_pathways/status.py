@@ -7,6 +7,10 @@ first run is its container's ``state.terminated`` or, after Kubernetes restarted
 
 Once Kinetic has stopped a finished slice it records the outcome on the LeaderWorkerSet
 (:data:`FINAL_STATE` and friends), so every later reader sees the same reason without pods.
+
+A host's pod that Kubernetes replaces (evicted, preempted, its node lost) comes back under the
+same name, and may wait for a node for a long time; the first time every host runs, Kinetic
+records which pod runs each (:data:`HOST_PODS`), so a replaced host is a failure at once.
 """
 
 from dataclasses import dataclass
@@ -20,10 +24,13 @@ __all__ = [
     "FINAL_DETAIL",
     "FINAL_EXIT_CODE",
     "FINAL_STATE",
+    "HOST_PODS",
     "LOG_TAIL_BYTES",
     "LOG_TAIL_LINES",
     "WORKER_INDEX",
     "host_of",
+    "host_pods",
+    "recorded_hosts",
     "log_tail_key",
     "recorded_log",
     "recorded_state",
@@ -35,6 +42,8 @@ WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 FINAL_STATE = "kinetic.dev/final-state"
 FINAL_DETAIL = "kinetic.dev/final-detail"
 FINAL_EXIT_CODE = "kinetic.dev/final-exit-code"
+HOST_PODS = "kinetic.dev/host-pods"
+"""The uids of the pods that ran hosts 0..N-1, comma-separated, recorded once all ran."""
 LOG_TAIL_LINES = 200
 LOG_TAIL_BYTES = 16_000
 """How much of each host's output is kept on a stopped slice (annotations total < 256 KiB)."""
@@ -68,6 +77,23 @@ def recorded_log(lws: Obj, host: int) -> str | None:
     annotations = lws.get("metadata", {}).get("annotations") or {}
     value = annotations.get(log_tail_key(host))
     return None if value is None else str(value)
+
+
+def host_pods(pods: list[Obj]) -> list[str]:
+    """The uid of the newest pod of each host, in host order."""
+    return [pod["metadata"]["uid"] for _, pod in sorted(_newest_by_host(pods).items())]
+
+
+def recorded_hosts(lws: Obj) -> list[str] | None:
+    value = (lws.get("metadata", {}).get("annotations") or {}).get(HOST_PODS)
+    return None if not value else str(value).split(",")
+
+
+def _newest_by_host(pods: list[Obj]) -> dict[int, Obj]:
+    newest: dict[int, Obj] = {}
+    for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or ""):
+        newest[host_of(pod)] = pod
+    return newest
 
 
 def recorded_state(lws: Obj) -> JobState | None:
@@ -135,9 +161,14 @@ def _hosts_state(
 ) -> JobState:
     """FAILED if any host failed (the lowest such host named), SUCCEEDED if all succeeded."""
     count = hosts_of(lws)
-    newest: dict[int, Obj] = {}
-    for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or ""):
-        newest[host_of(pod)] = pod
+    newest = _newest_by_host(pods)
+    ran = recorded_hosts(lws)
+    if ran is not None:
+        for index, uid in enumerate(ran):
+            if (newest.get(index) or {}).get("metadata", {}).get("uid") != uid:
+                return JobState(
+                    status=JobStatus.FAILED, detail=f"host {index} of {count}: {_REPLACED}"
+                )
     if not newest and events:
         message = (events[-1].get("message") or "").strip()[:300]
         return JobState(status=JobStatus.PENDING, detail=f"FailedCreate: {message}")

@@ -138,6 +138,18 @@ class LeaderWorkerSetWorkload:
                 patch,
             )
 
+    def record_hosts(self, connection: ClusterConnection, name: str, uids: list[str]) -> None:
+        """Record the uid of the pod that runs each host (see ``status.HOST_PODS``)."""
+        patch = {"metadata": {"annotations": {status.HOST_PODS: ",".join(uids)}}}
+        with contextlib.suppress(NotFound):
+            self._call(
+                connection,
+                f"recording the pods of LeaderWorkerSet {name}",
+                "patch_namespaced_custom_object",
+                name,
+                patch,
+            )
+
     def delete(self, connection: ClusterConnection, name: str) -> None:
         with contextlib.suppress(NotFound):
             connection.call(
