@@ -173,18 +173,3 @@ def test_a_single_host_job_keeps_one_log_and_one_process() -> None:
         backend.logs(job.record, host=1)
     assert len(_state(job)["pids"]) == 1
     job.cleanup()
-
-
-@pytest.mark.slow
-def test_jax_on_two_local_hosts_gathers_across_processes() -> None:
-    try:
-        import multihost_jax_userfuncs as jax_uf
-    except ImportError as exc:
-        pytest.skip(f"JAX is not installed: {exc}")
-    job = _submit(jax_uf.gathered_sum)
-    assert _finished(job) is JobStatus.SUCCEEDED, job.tail(50)
-    assert job.result(cleanup=False) == (3.0, 2)
-    assert "jax.distributed initialised (host 1 of 2)" in backend_for(job.record).logs(
-        job.record, host=1
-    )
-    job.cleanup()

@@ -7,9 +7,10 @@ from typing import Any
 
 from kinetic import _log
 from kinetic._context import backend_for, open_store
-from kinetic.config import resolve_settings
+from kinetic.config import ResolvedSettings, resolve_settings
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
+    Backend,
     CorruptRecordError,
     JobNotFoundError,
     JobRecord,
@@ -91,7 +92,7 @@ def list_jobs(
     return handles
 
 
-def _listed_job_ids(chosen: Any, settings: Any, *, explicit: bool) -> list[str]:
+def _listed_job_ids(chosen: Backend, settings: ResolvedSettings, *, explicit: bool) -> list[str]:
     """The chosen backend's jobs and, unless a backend was named, those of the backends that
     share its cluster and store (``related_backends``: gke Jobs and pathways slices)."""
     from kinetic.backends import available_backends, get_backend
