@@ -18,7 +18,7 @@ import pytest
 
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiProxy
-from kinetic_testing.nodeagent import NodeAgent, base_host_env
+from kinetic_testing.nodeagent import NodeAgent
 
 __all__ = ["GKE_IMAGE", "GKE_PROJECT", "gke_api_proxy_fixture", "gke_scenario_env"]
 
@@ -34,9 +34,11 @@ def gke_scenario_env(
     gcs_bucket: str,
     real_k8s: ControlPlane,
     k8s_namespace: str,
+    node_agent: NodeAgent,
 ) -> Iterator[NodeAgent]:
     """Point Kinetic's ``gke`` backend at the real control plane (this test's namespace) and a
-    fresh bucket; fails the test if the node agent broke or the kubeconfig was written to."""
+    fresh bucket; fails the test if the node agent broke (``node_agent``) or the kubeconfig
+    was written to."""
     kubeconfig = tmp_path / "kube" / "config"
     kubeconfig.parent.mkdir()
     shutil.copyfile(real_k8s.kubeconfig, kubeconfig)
@@ -51,12 +53,7 @@ def gke_scenario_env(
     monkeypatch.setenv("KINETIC_GKE_POLL", "0.02,0.2")
     # Scripts run in subprocesses decorate with backend="gke" alone: name the image here.
     monkeypatch.setenv("KINETIC_CONTAINER_IMAGE", GKE_IMAGE)
-    with NodeAgent(
-        real_k8s.api_client, workdir=tmp_path / "nodes", host_env=base_host_env(os.environ)
-    ) as agent:
-        yield agent
-        errors = list(agent.errors)
-    assert errors == [], f"the node agent failed: {errors}"
+    yield node_agent
     assert hashlib.sha256(kubeconfig.read_bytes()).hexdigest() == before, "kubeconfig modified"
 
 

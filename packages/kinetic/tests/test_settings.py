@@ -18,7 +18,7 @@ from kinetic.config import (
     resolve_settings,
     save_profiles,
 )
-from kinetic_protocol import ConfigError
+from kinetic_protocol import ConfigError, parse_accelerator
 
 
 @pytest.fixture(autouse=True)
@@ -177,3 +177,16 @@ def test_an_active_profile_that_does_not_exist_lists_the_known_ones(clean_env: P
     _write_profiles(clean_env, "gone", work={"zone": "z"}, home={"zone": "y"})
     with pytest.raises(ConfigError, match=r"'gone'.*home, work"):
         resolve_settings(backend="local")
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "chosen"),
+    [("tpu-v5e-16", "pathways"), ("tpu-v5litepod-2x4", "pathways"), ("tpu-v5e-8", "gke")],
+)
+def test_with_a_project_the_shape_picks_pathways_or_gke(accelerator: str, chosen: str) -> None:
+    shape = parse_accelerator(accelerator)
+    settings = resolve_settings(project="p", accelerator=shape)
+    assert (settings.backend.value, settings.backend.source) == (chosen, "default")
+    named = resolve_settings(project="p", backend="gke", accelerator=shape)
+    assert named.backend.value == "gke"  # a named backend is kept; gke itself then refuses
+    assert resolve_settings(accelerator=shape, quiet=True).backend.value == "local"

@@ -18,8 +18,8 @@ from kinetic_gke.labels import job_selector
 from kinetic_pathways.manifest import APP, lws_manifest
 from kinetic_pathways.status import (
     LOG_TAIL_LINES,
-    host_of,
     host_pods,
+    newest_by_host,
     recorded_hosts,
     recorded_log,
     recorded_state,
@@ -90,8 +90,9 @@ class PathwaysBackend(GKEBackend):
         if state.status is JobStatus.RUNNING and recorded_hosts(obj) is None:
             self.workload.record_hosts(self.connection, record.k8s_name, host_pods(pods))
         if state.status.is_terminal and recorded_state(obj) is None:
+            newest = newest_by_host(pods)  # the pods this poll listed: no read of its own
             hosts = range(parse_accelerator(record.accelerator).hosts)
-            tails = {host: self._pod_log(record, host, LOG_TAIL_LINES) for host in hosts}
+            tails = {host: self._pod_log(newest.get(host), LOG_TAIL_LINES) for host in hosts}
             self.workload.stop(self.connection, record.k8s_name, state, tails)
         return state
 
@@ -109,26 +110,27 @@ class PathwaysBackend(GKEBackend):
             )
         return [index]
 
+    def _pods_by_host(self, record: JobRecord) -> dict[int, Obj]:
+        """The newest pod of each host: one LIST for the whole slice."""
+        return newest_by_host(self.connection.list_pods(job_selector(record.job_id, self.app)))
+
     def _pod_for(self, record: JobRecord, host: int) -> Obj | None:
-        pods = [
-            pod
-            for pod in self.connection.list_pods(job_selector(record.job_id, self.app))
-            if host_of(pod) == host
-        ]
-        return max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
+        return self._pods_by_host(record).get(host)
 
-    def _host_log(self, record: JobRecord, host: int, tail: int | None) -> str:
-        """The host's output: once the slice is stopped (its pods going or gone), the end of
-        it recorded on the LeaderWorkerSet; before, its pod's."""
+    def _host_logs(self, record: JobRecord, hosts: list[int], tail: int | None) -> dict[int, str]:
+        """Each host's output: once the slice is stopped (its pods going or gone), the end of
+        it recorded on the LeaderWorkerSet; before, its pod's. One read of each kind."""
         lws = self.workload.get(self.connection, record.k8s_name)
-        recorded = None if lws is None else recorded_log(lws, host)
-        if recorded is not None:
-            lines = recorded.splitlines(keepends=True)
-            return "".join(lines if tail is None else lines[-tail:])
-        return self._pod_log(record, host, tail)
+        if lws is not None and recorded_state(lws) is not None:
+            recorded = {host: (recorded_log(lws, host) or "") for host in hosts}
+            return {
+                host: "".join(text.splitlines(keepends=True)[-tail:] if tail else text)
+                for host, text in recorded.items()
+            }
+        pods = self._pods_by_host(record)
+        return {host: self._pod_log(pods.get(host), tail) for host in hosts}
 
-    def _pod_log(self, record: JobRecord, host: int, tail: int | None) -> str:
-        pod = self._pod_for(record, host)
+    def _pod_log(self, pod: Obj | None, tail: int | None) -> str:
         if pod is None:
             return ""
         return self.connection.pod_log(pod, tail=tail, previous=_restarted(pod))
@@ -139,11 +141,11 @@ class PathwaysBackend(GKEBackend):
         hosts = self._hosts(record, host)
         if tail is not None and tail <= 0:
             return ""
+        texts = self._host_logs(record, hosts, tail)
         if host != "all":
-            return self._host_log(record, hosts[0], tail)
+            return texts[hosts[0]]
         return "".join(
-            "".join(_prefixed(i, iter(self._host_log(record, i, tail).splitlines(keepends=True))))
-            for i in hosts
+            "".join(_prefixed(i, iter(texts[i].splitlines(keepends=True)))) for i in hosts
         )
 
     def _stream(self, pod: Obj) -> Iterator[str]:
@@ -165,7 +167,7 @@ class PathwaysBackend(GKEBackend):
             streamed = True
             yield line
         if not streamed:
-            yield from self._host_log(record, host, None).splitlines(keepends=True)
+            yield from self._host_logs(record, [host], None)[host].splitlines(keepends=True)
 
     def _follow_all(self, record: JobRecord, hosts: list[int]) -> Iterator[str]:
         """Every host's lines as they come, prefixed, until the job has ended."""

@@ -13,7 +13,6 @@ same name, and may wait for a node for a long time; the first time every host ru
 records which pod runs each (:data:`HOST_PODS`), so a replaced host is a failure at once.
 """
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +29,7 @@ __all__ = [
     "WORKER_INDEX",
     "host_of",
     "host_pods",
+    "newest_by_host",
     "recorded_hosts",
     "log_tail_key",
     "recorded_log",
@@ -50,13 +50,6 @@ LOG_TAIL_BYTES = 16_000
 _REPLACED_EXIT = 3
 """The runtime's exit status when it finds its host was started before in another pod."""
 _REPLACED = "its pod was replaced after the host had started (evicted, preempted or node lost)"
-
-
-@dataclass(frozen=True)
-class _Host:
-    status: JobStatus
-    detail: str = ""
-    exit_code: int | None = None
 
 
 def host_of(pod: Obj) -> int:
@@ -81,7 +74,7 @@ def recorded_log(lws: Obj, host: int) -> str | None:
 
 def host_pods(pods: list[Obj]) -> list[str]:
     """The uid of the newest pod of each host, in host order."""
-    return [pod["metadata"]["uid"] for _, pod in sorted(_newest_by_host(pods).items())]
+    return [pod["metadata"]["uid"] for _, pod in sorted(newest_by_host(pods).items())]
 
 
 def recorded_hosts(lws: Obj) -> list[str] | None:
@@ -89,7 +82,8 @@ def recorded_hosts(lws: Obj) -> list[str] | None:
     return None if not value else str(value).split(",")
 
 
-def _newest_by_host(pods: list[Obj]) -> dict[int, Obj]:
+def newest_by_host(pods: list[Obj]) -> dict[int, Obj]:
+    """Each host's newest pod, by host index."""
     newest: dict[int, Obj] = {}
     for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or ""):
         newest[host_of(pod)] = pod
@@ -114,32 +108,34 @@ def _first_run(pod: Obj) -> Obj | None:
     for container in pod.get("status", {}).get("containerStatuses") or []:
         for state in (container.get("lastState") or {}, container.get("state") or {}):
             if "terminated" in state:
-                return dict(state["terminated"])
+                terminated: Obj = state["terminated"]
+                return terminated
     return None
 
 
-def _ended(terminated: Obj) -> _Host:
+def _ended(terminated: Obj) -> JobState:
     code = terminated.get("exitCode")
     if code == 0:
-        return _Host(JobStatus.SUCCEEDED)
+        return JobState(status=JobStatus.SUCCEEDED)
     if code == _REPLACED_EXIT:
-        return _Host(JobStatus.FAILED, _REPLACED, code)
+        return JobState(status=JobStatus.FAILED, detail=_REPLACED, exit_code=code)
     reason = terminated.get("reason") or ""
     text = f"{reason}, exit {code}" if reason not in ("", "Error", "Completed") else f"exit {code}"
-    return _Host(JobStatus.FAILED, text, code)
+    return JobState(status=JobStatus.FAILED, detail=text, exit_code=code)
 
 
-def _host_state(pod: Obj | None, timeout: float, now: datetime | None) -> _Host:
+def _host_state(pod: Obj | None, timeout: float, now: datetime | None) -> JobState:
     if pod is None:
-        return _Host(JobStatus.PENDING, "waiting for its pod")
+        return JobState(status=JobStatus.PENDING, detail="waiting for its pod")
     terminated = _first_run(pod)
     if terminated is not None:
         return _ended(terminated)
     if pod.get("status", {}).get("phase") == "Failed" or pod["metadata"].get("deletionTimestamp"):
         detail, code = pod_status.terminated_reason(pod)
-        return _Host(JobStatus.FAILED, detail or "its pod was deleted", code)
-    state = pod_status.pod_state(pod, timeout, now or datetime.now(UTC))
-    return _Host(state.status, state.detail, state.exit_code)
+        return JobState(
+            status=JobStatus.FAILED, detail=detail or "its pod was deleted", exit_code=code
+        )
+    return pod_status.pod_state(pod, timeout, now or datetime.now(UTC))
 
 
 def slice_state(
@@ -161,7 +157,7 @@ def _hosts_state(
 ) -> JobState:
     """FAILED if any host failed (the lowest such host named), SUCCEEDED if all succeeded."""
     count = hosts_of(lws)
-    newest = _newest_by_host(pods)
+    newest = newest_by_host(pods)
     ran = recorded_hosts(lws)
     if ran is not None:
         for index, uid in enumerate(ran):

@@ -28,7 +28,7 @@ import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import cloudpickle
 
@@ -239,7 +239,7 @@ def _result_key(job_id: str, host: SliceHost | None, envelope: ResultEnvelope) -
     return layout.host_result_key(job_id, host.index) if isinstance(envelope, Failed) else None
 
 
-def _hold() -> int:
+def _hold() -> NoReturn:
     """Wait, doing nothing, until the pod is deleted (SIGTERM ends the process)."""
     while True:
         signal.pause()

@@ -124,8 +124,8 @@ def initialise_jax(host: SliceHost) -> bool:
     Only when the function's code has imported JAX by now (unpickling the call imports the
     modules it refers to), and never twice: a module that initialised JAX itself is left alone.
     On a CPU stand-in, cross-process collectives need gloo, which is set unless chosen already.
+    The process environment already holds :meth:`SliceHost.environment` (set with the call's).
     """
-    os.environ.update(host.environment())
     if settings.JAX_DISTRIBUTED.value() == "off" or "jax" not in sys.modules:
         return False
     import jax

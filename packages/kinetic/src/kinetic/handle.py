@@ -166,8 +166,11 @@ class JobHandle:
         per_host = self._per_host(host)
         if not follow:
             return backend.logs(self._record, host=host) if per_host else backend.logs(self._record)
-        lines = backend.follow_logs(self._record, host=host) if per_host else None
-        for line in lines if lines is not None else backend.follow_logs(self._record):
+        if per_host:
+            lines = backend.follow_logs(self._record, host=host)
+        else:
+            lines = backend.follow_logs(self._record)
+        for line in lines:
             sys.stdout.write(line)
             sys.stdout.flush()
         return None

@@ -50,3 +50,11 @@ def square_unless_two(x: int) -> int:
         print("two is refused")
         raise RuntimeError("two is not allowed")
     return x * x
+
+
+@kinetic.run(accelerator="tpu-v5litepod-2x4", backend="local")
+def greet_from_each_host() -> str:
+    """A two-host job: each host prints its index; the leader's value is returned."""
+    host = os.environ["KINETIC_HOST_INDEX"]
+    print(f"hello from host {host}", flush=True)
+    return host

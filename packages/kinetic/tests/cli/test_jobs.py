@@ -102,6 +102,22 @@ def test_logs_print_the_whole_output_or_its_tail(invoke, done) -> None:
     assert as_json == {"job_id": done.ok.job_id, "logs": everything.stdout}
 
 
+def test_logs_of_a_multi_host_job_by_host_and_for_all_hosts(invoke, funcs) -> None:
+    job = funcs.greet_from_each_host.run_async()
+    assert job.result(cleanup=False) == "0"
+    leader = invoke("jobs", "logs", job.job_id)
+    assert "hello from host 0\n" in leader.stdout and "host 1" not in leader.stdout
+    worker = invoke("jobs", "logs", job.job_id, "--host", "1")
+    assert "hello from host 1\n" in worker.stdout and "host 0" not in worker.stdout
+    every = invoke("jobs", "logs", job.job_id, "--all-hosts").stdout.splitlines()
+    assert "[host 0] hello from host 0" in every and "[host 1] hello from host 1" in every
+    assert all(line.startswith(("[host 0] ", "[host 1] ")) for line in every)
+    both = invoke("jobs", "logs", job.job_id, "--host", "1", "--all-hosts")
+    assert both.exit_code == 2 and "--all-hosts" in both.stderr
+    missing = invoke("jobs", "logs", job.job_id, "--host", "2")
+    assert missing.exit_code != 0 and "no host 2" in missing.stderr
+
+
 def test_logs_follow_of_a_finished_job_prints_everything_and_ends(invoke, done) -> None:
     result = invoke("jobs", "logs", done.ok.job_id, "--follow")
     assert result.exit_code == 0
