@@ -41,11 +41,24 @@ def proxied_backend(
         connection.api_client.close()
 
 
+def _backend(real_k8s: ControlPlane, namespace: str) -> Iterator[PathwaysBackend]:
+    api: Any = real_k8s.api_client()
+    settings = BackendSettings(project="kinetic-tests", namespace=namespace, store_uri=STORE)
+    yield PathwaysBackend(settings, connection=ClusterConnection(api, namespace))
+    api.close()
+
+
 @pytest.fixture
 def backend(
     real_k8s: ControlPlane, k8s_namespace: str, agent: NodeAgent
 ) -> Iterator[PathwaysBackend]:
-    api: Any = real_k8s.api_client()
-    settings = BackendSettings(project="kinetic-tests", namespace=k8s_namespace, store_uri=STORE)
-    yield PathwaysBackend(settings, connection=ClusterConnection(api, k8s_namespace))
-    api.close()
+    yield from _backend(real_k8s, k8s_namespace)
+
+
+@pytest.fixture
+def other_reader(
+    real_k8s: ControlPlane, k8s_namespace: str, backend: PathwaysBackend
+) -> Iterator[PathwaysBackend]:
+    """A second backend on the same namespace, as another process polling the same jobs
+    would have (its own connection and its own memory of states)."""
+    yield from _backend(real_k8s, k8s_namespace)

@@ -4,12 +4,15 @@ the node agent runs each host as a process, and the backend reads all of them.""
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 import pytest
 
+from kinetic_gke.labels import job_selector
 from kinetic_pathways import PathwaysBackend
+from kinetic_pathways.status import recorded_hosts
 from kinetic_protocol import ConfigError, JobRecord, JobState, JobStatus
 from kinetic_testing.controlplane.proxy import ApiProxy
 from kinetic_testing.nodeagent import NodeAgent
@@ -34,6 +37,18 @@ FINISH = (
     "sys.exit(int(os.environ.get('EXIT_ON_HOST_' + str(host), '0')))",
 )
 """Every host prints and exits (``EXIT_ON_HOST_<i>`` picks host i's status)."""
+GATED = (
+    sys.executable,
+    "-c",
+    "import os, time\n"
+    "first_run_done = os.environ['GATE'] + '.' + os.environ['KINETIC_HOST_INSTANCE']\n"
+    "if os.path.exists(first_run_done):\n"
+    "    while True: time.sleep(1)\n"
+    "while not os.path.exists(os.environ['GATE']): time.sleep(0.02)\n"
+    "open(first_run_done, 'w').close()",
+)
+"""Every host runs until the file ``GATE`` exists, then exits 0; restarted, it only waits (as
+the runtime does)."""
 
 
 def make_record(job_id: str, namespace: str, accelerator: str = "tpu-v5e-16") -> JobRecord:
@@ -229,3 +244,37 @@ def test_a_batch_of_slices_is_read_with_one_list_of_sets_and_one_of_pods(
     assert set(states) == {child.job_id for child in children}
     calls = [(r.method, r.path.rsplit("/", 1)[-1]) for r in proxy.requests]
     assert calls == [("GET", "leaderworkersets"), ("GET", "pods")], calls
+
+
+def test_a_reader_whose_listing_predates_anothers_stop_reports_the_recorded_outcome(
+    backend: PathwaysBackend,
+    other_reader: PathwaysBackend,
+    k8s_namespace: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two readers poll one slice (a submitter and an attached handle). One sees it succeed
+    and stops it; the other listed the set just before that and lists the pods just after,
+    when they are gone. It must report the recorded SUCCEEDED, not "host 0 was replaced"."""
+    record = make_record("slice-race", k8s_namespace, accelerator="tpu-v5litepod-2x4")
+    gate = tmp_path / "gate"
+    submit(backend, record, GATED, GATE=str(gate))
+
+    def running_with_hosts_recorded() -> bool:
+        if state(backend, record).status is not JobStatus.RUNNING:
+            return False
+        lws = backend.workload.get(backend.connection, record.k8s_name)
+        return lws is not None and recorded_hosts(lws) is not None
+
+    wait_for(running_with_hosts_recorded, "the slice to run with its hosts recorded")
+    selector = job_selector(record.job_id, other_reader.app)
+    stale = other_reader.workload.list_matching(other_reader.connection, selector)
+    gate.touch()
+    final = wait_for(
+        lambda: (s := state(backend, record)).status.is_terminal and s, "the slice to end"
+    )
+    assert final.status is JobStatus.SUCCEEDED
+    wait_for(lambda: not pods(backend, record), "the stopped slice's pods to go")
+    monkeypatch.setattr(other_reader.workload, "list_matching", lambda connection, sel: stale)
+    seen = other_reader.statuses([record])[record.job_id]
+    assert (seen.status, seen.detail) == (JobStatus.SUCCEEDED, "")

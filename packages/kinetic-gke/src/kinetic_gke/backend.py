@@ -205,12 +205,12 @@ class GKEBackend:
         podless = {r.k8s_name for r in explained_by_pods if not pods_by_job.get(r.job_id)}
         events = self._failed_create_events(podless) if podless else {}
         return {
-            record.job_id: self._settle(
-                record,
+            record.job_id: self._remember(
                 obj,
-                pods_by_job.get(record.job_id, []),
-                self._remember(
+                self._settle(
+                    record,
                     obj,
+                    pods_by_job.get(record.job_id, []),
                     workload.state(
                         obj,
                         pods_by_job.get(record.job_id, []),
@@ -225,7 +225,8 @@ class GKEBackend:
     def _settle(
         self, record: JobRecord, obj: Obj | None, pods: list[Obj], state: JobState
     ) -> JobState:
-        """What to do on seeing ``state`` (a subclass may stop what is still running)."""
+        """What to do on seeing ``state``; the state to report. A subclass may stop what is
+        still running, or defer to an outcome another reader recorded first."""
         return state
 
     def _failed_create_events(self, names: set[str]) -> dict[str, list[Obj]]:

@@ -39,6 +39,11 @@ from kinetic_protocol import (
 __all__ = ["PathwaysBackend"]
 
 
+_STOP_ATTEMPTS = 5
+"""Reads of a finished slice before giving up on recording its outcome in this poll (the
+LWS controller's own status writes also change its version)."""
+
+
 def _restarted(pod: Obj) -> bool:
     """The container ran once and was restarted: its first run's output is the previous log."""
     return any(
@@ -90,11 +95,33 @@ class PathwaysBackend(GKEBackend):
         if state.status is JobStatus.RUNNING and recorded_hosts(obj) is None:
             self.workload.record_hosts(self.connection, record.k8s_name, host_pods(pods))
         if state.status.is_terminal and recorded_state(obj) is None:
-            newest = newest_by_host(pods)  # the pods this poll listed: no read of its own
-            hosts = range(parse_accelerator(record.accelerator).hosts)
-            tails = {host: self._pod_log(newest.get(host), LOG_TAIL_LINES) for host in hosts}
-            self.workload.stop(self.connection, record.k8s_name, state, tails)
+            return self._stop(record, pods, state)
         return state
+
+    def _stop(self, record: JobRecord, pods: list[Obj], state: JobState) -> JobState:
+        """Record ``state`` on the slice and stop it, unless another reader recorded an outcome
+        first: then that one is the job's.
+
+        Readers race: one whose listing of the set predates another's stop lists the stopped
+        hosts' pods gone and would take them for replaced hosts. The record is written only
+        over the version of the set it was checked against, so the first outcome wins and
+        every reader returns it.
+        """
+        tails: dict[int, str] | None = None
+        for _ in range(_STOP_ATTEMPTS):
+            current = self.workload.get(self.connection, record.k8s_name)
+            if current is None or current["metadata"].get("deletionTimestamp"):
+                return JobState(status=JobStatus.NOT_FOUND)
+            recorded = recorded_state(current)
+            if recorded is not None:
+                return recorded
+            if tails is None:
+                newest = newest_by_host(pods)  # the pods this poll listed: no read of its own
+                hosts = range(parse_accelerator(record.accelerator).hosts)
+                tails = {host: self._pod_log(newest.get(host), LOG_TAIL_LINES) for host in hosts}
+            if self.workload.stop(self.connection, current, state, tails):
+                return state
+        return state  # the set kept changing under us; the next poll records it
 
     # -- logs, per host --------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from kinetic_gke.k8s import ClusterConnection, Obj
-from kinetic_gke.k8s.errors import AlreadyExists, NotFound
+from kinetic_gke.k8s.errors import AlreadyExists, Conflict, NotFound
 from kinetic_pathways import status
 from kinetic_pathways.manifest import LWS_GROUP
 from kinetic_protocol import ConfigError, JobState
@@ -114,13 +114,18 @@ class LeaderWorkerSetWorkload:
     def stop(
         self,
         connection: ClusterConnection,
-        name: str,
+        lws: Obj,
         state: JobState,
         log_tails: dict[int, str] | None = None,
-    ) -> None:
+    ) -> bool:
         """Record ``state`` (and each host's last output) on the LWS and scale it to no pods,
         in one patch: the slice's hosts stop (no TPU hours burnt) while the object keeps the
-        outcome and the logs' ends for every later reader."""
+        outcome and the logs' ends for every later reader.
+
+        The patch holds only if ``lws`` (as read) is still current: False when the set changed
+        meanwhile (re-read it: another reader may have recorded its outcome) or is gone.
+        """
+        name = lws["metadata"]["name"]
         annotations = {
             status.FINAL_STATE: state.status.value,
             status.FINAL_DETAIL: state.detail[:1000],
@@ -128,8 +133,12 @@ class LeaderWorkerSetWorkload:
         }
         for host, text in (log_tails or {}).items():
             annotations[status.log_tail_key(host)] = text[-status.LOG_TAIL_BYTES :]
-        patch = {"metadata": {"annotations": annotations}, "spec": {"replicas": 0}}
-        with contextlib.suppress(NotFound):  # deleted meanwhile: nothing left to stop
+        metadata = {
+            "annotations": annotations,
+            "resourceVersion": lws["metadata"]["resourceVersion"],
+        }
+        patch = {"metadata": metadata, "spec": {"replicas": 0}}
+        try:
             self._call(
                 connection,
                 f"stopping LeaderWorkerSet {name}",
@@ -137,6 +146,9 @@ class LeaderWorkerSetWorkload:
                 name,
                 patch,
             )
+        except (Conflict, NotFound):
+            return False
+        return True
 
     def record_hosts(self, connection: ClusterConnection, name: str, uids: list[str]) -> None:
         """Record the uid of the pod that runs each host (see ``status.HOST_PODS``)."""

@@ -13,6 +13,7 @@ __all__ = [
     "AlreadyExists",
     "ApiUnreachable",
     "BadRequest",
+    "Conflict",
     "KubeApiError",
     "NotFound",
     "PermissionDenied",
@@ -37,6 +38,11 @@ class NotFound(KubeApiError):
 
 class AlreadyExists(KubeApiError):
     """HTTP 409: an object of that name exists already."""
+
+
+class Conflict(KubeApiError):
+    """HTTP 409 for a write whose ``resourceVersion`` precondition no longer holds: the
+    object changed since it was read."""
 
 
 class BadRequest(KubeApiError):
@@ -74,10 +80,14 @@ def translate(exc: Exception, doing: str) -> KubeApiError:
     message = str(document.get("message", body))[:_BODY_LIMIT]
     reason = str(document.get("reason", "") or exc.reason or "")
     kind = _BY_STATUS.get(exc.status or 0, KubeApiError)
+    if kind is AlreadyExists and reason == "Conflict":
+        kind = Conflict
     if kind is NotFound:
         text = f"{doing}: not found ({message})"
     elif kind is AlreadyExists:
         text = f"{doing}: already exists ({message})"
+    elif kind is Conflict:
+        text = f"{doing}: changed meanwhile ({message})"
     elif kind is BadRequest:
         text = f"{doing}: refused ({message})"
     elif kind is PermissionDenied:
