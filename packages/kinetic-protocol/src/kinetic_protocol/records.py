@@ -15,10 +15,6 @@ from kinetic_protocol.errors import CorruptRecordError, SchemaVersionError
 __all__ = [
     "SCHEMA_VERSION",
     "ArtifactRef",
-    "BatchChild",
-    "BatchCompletion",
-    "BatchManifest",
-    "BatchSubmissionError",
     "CallDescriptor",
     "DEFAULT_DEBUG_PORT",
     "DebugOptions",
@@ -26,6 +22,7 @@ __all__ = [
     "DebugState",
     "HostStart",
     "Failed",
+    "InputChunk",
     "JobRecord",
     "ResultEnvelope",
     "Succeeded",
@@ -134,8 +131,25 @@ class HostStart(msgspec.Struct, kw_only=True):
     schema_version: int = SCHEMA_VERSION
 
 
+class InputChunk(msgspec.Struct, frozen=True, kw_only=True):
+    """Inputs ``start`` to ``start + count - 1`` of a batch, stored together in one object: a
+    msgpack array whose items are each input's cloudpickled ``(args, kwargs)``."""
+
+    start: int
+    count: int
+    ref: ArtifactRef
+
+    def covers(self, index: int) -> bool:
+        return self.start <= index < self.start + self.count
+
+
 class CallDescriptor(msgspec.Struct, kw_only=True):
-    """What the runtime needs to run the call, stored at ``layout.call_key``."""
+    """What the runtime needs to run the call, stored at ``layout.call_key``.
+
+    A batch stores one for all its children (``layout.group_call_key``): there ``payload`` is
+    the function alone, ``job_id`` the group's id, and each child's arguments are in
+    ``inputs``.
+    """
 
     job_id: str
     func_name: str
@@ -152,6 +166,8 @@ class CallDescriptor(msgspec.Struct, kw_only=True):
     requirements: list[str] = msgspec.field(default_factory=list)
     debug: DebugOptions | None = None
     """Set for a ``debug=True`` job: the runtime waits for a debugger as these say."""
+    inputs: list[InputChunk] = msgspec.field(default_factory=list)
+    """A batch's inputs, in chunks (empty for a single job, whose payload holds its call)."""
     schema_version: int = SCHEMA_VERSION
 
 
@@ -193,76 +209,6 @@ class _EnvelopeHeader(msgspec.Struct):
     """Decoded first, so a newer writer's unknown tag gives a clear error, not a decode crash."""
 
     status: str
-    schema_version: int = SCHEMA_VERSION
-
-
-class BatchManifest(msgspec.Struct, kw_only=True):
-    """The header of a batch, written once (create-only) before the first child is submitted.
-
-    ``job_template`` holds the fields every child shares, and a child's id is
-    ``{job_id_prefix}-{index}`` (``-r{attempt}`` appended for retries), so a reader rebuilds
-    every child handle from this header plus one listing of ``children/``, without a read per
-    child.
-    """
-
-    group_id: str
-    func_name: str
-    total_expected: int
-    job_id_prefix: str
-    job_template: JobRecord
-    created_at: str
-    name: str | None = None
-    tags: dict[str, str] = msgspec.field(default_factory=dict)
-    retries: int = 0
-    max_concurrent: int | None = None
-    fail_fast: bool = False
-    input_mode: str = "auto"
-    schema_version: int = SCHEMA_VERSION
-
-    def child_job_id(self, index: int, attempt: int) -> str:
-        return f"{self.job_id_prefix}-{index}" + (f"-r{attempt}" if attempt else "")
-
-    def child_record(self, index: int, attempt: int) -> JobRecord:
-        job_id = self.child_job_id(index, attempt)
-        return msgspec.structs.replace(
-            self.job_template,
-            job_id=job_id,
-            k8s_name=job_id,
-            group_id=self.group_id,
-            group_kind="map",
-            group_index=index,
-            attempt=attempt,
-        )
-
-
-class BatchChild(msgspec.Struct, kw_only=True):
-    """One submitted attempt of one input; a new small object per attempt, never rewritten."""
-
-    group_id: str
-    index: int
-    attempt: int
-    job_id: str
-    submitted_at: str
-    schema_version: int = SCHEMA_VERSION
-
-
-class BatchSubmissionError(msgspec.Struct, kw_only=True):
-    """An input whose submission raised; kept so a reattached batch can report it."""
-
-    group_id: str
-    index: int
-    exc_type: str
-    message: str
-    schema_version: int = SCHEMA_VERSION
-
-
-class BatchCompletion(msgspec.Struct, kw_only=True):
-    """Written when the submitting process has finished submitting (or stopped trying)."""
-
-    group_id: str
-    submitted: int
-    finished_at: str
-    cancelled: bool = False
     schema_version: int = SCHEMA_VERSION
 
 

@@ -22,6 +22,7 @@ from kinetic_protocol.errors import (
     ObjectNotFoundError,
     PreconditionFailedError,
     StorageError,
+    StoreError,
 )
 from kinetic_runtime.stores._keys import check_key, check_prefix
 
@@ -219,13 +220,17 @@ class GCSStore:
     def _raise_storage_error(self, exc: Exception, verb: str, key: str) -> NoReturn:
         errors = _api_errors()
         if isinstance(exc, errors.Forbidden | errors.Unauthorized):
-            raise StorageError(
+            raise StoreError(
                 f"Permission denied to {verb} {key!r} in {self.uri}: {_short(exc)}. Check that "
                 "your credentials (gcloud auth application-default login, or the pod's service "
-                f"account) may use bucket {self._bucket_name!r}."
+                f"account) may use bucket {self._bucket_name!r}.",
+                key=key,
+                cause=exc,
             ) from exc
         if isinstance(exc, errors.GoogleAPIError | OSError) or _is_auth_error(exc):
-            raise StorageError(f"Could not {verb} {key!r} in {self.uri}: {_short(exc)}") from exc
+            raise StoreError(
+                f"Could not {verb} {key!r} in {self.uri}: {_short(exc)}", key=key, cause=exc
+            ) from exc
         raise exc
 
 

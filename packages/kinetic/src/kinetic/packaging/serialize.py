@@ -8,7 +8,7 @@ import cloudpickle
 
 from kinetic_protocol import SerializationError
 
-__all__ = ["serialize_call"]
+__all__ = ["serialize_arguments", "serialize_call", "serialize_function"]
 
 
 def _picklable(obj: object) -> bool:
@@ -42,24 +42,68 @@ def serialize_call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
         cause = exc
     else:
         return payload
+    _explain_function(fn, cause)
+    _explain_arguments(fn, args, kwargs, cause)
     name = getattr(fn, "__qualname__", repr(fn))
-    if not _picklable(fn):
-        culprit = _culprit_in_function(fn) if inspect.isfunction(fn) else None
-        where = f": {culprit}" if culprit else ""
-        raise SerializationError(
-            f"Function {name} cannot be pickled{where} ({cause}). Functions must only "
-            "reference picklable objects; create clients, locks and open files inside the function."
-        ) from cause
+    raise SerializationError(f"The call to {name}() cannot be pickled: {cause}") from cause
+
+
+def serialize_function(fn: Callable[..., Any]) -> bytes:
+    """The cloudpickled function a batch's children share, or a SerializationError."""
+    try:
+        payload: bytes = cloudpickle.dumps(fn)
+    except Exception as exc:
+        _explain_function(fn, exc)
+        raise SerializationError(f"{fn!r} cannot be pickled: {exc}") from exc
+    return payload
+
+
+def serialize_arguments(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, where: str = ""
+) -> bytes:
+    """One call's cloudpickled ``(args, kwargs)``; the error names the argument (and ``where``,
+    e.g. which input of a batch)."""
+    try:
+        payload: bytes = cloudpickle.dumps((args, kwargs))
+    except Exception as exc:
+        _explain_arguments(fn, args, kwargs, exc, where=where)
+        raise SerializationError(f"The arguments{where} cannot be pickled: {exc}") from exc
+    return payload
+
+
+def _explain_function(fn: Callable[..., Any], cause: Exception) -> None:
+    """Raise a SerializationError naming what makes ``fn`` unpicklable, if it is."""
+    if _picklable(fn):
+        return
+    name = getattr(fn, "__qualname__", repr(fn))
+    culprit = _culprit_in_function(fn) if inspect.isfunction(fn) else None
+    where = f": {culprit}" if culprit else ""
+    raise SerializationError(
+        f"Function {name} cannot be pickled{where} ({cause}). Functions must only "
+        "reference picklable objects; create clients, locks and open files inside the function."
+    ) from cause
+
+
+def _explain_arguments(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    cause: Exception,
+    *,
+    where: str = "",
+) -> None:
+    """Raise a SerializationError naming the first argument that cannot be pickled."""
+    name = getattr(fn, "__qualname__", repr(fn))
     for position, value in enumerate(args):
         if not _picklable(value):
             raise SerializationError(
-                f"Argument {position} of {name}() cannot be pickled: {_describe(value)} "
+                f"Argument {position} of {name}(){where} cannot be pickled: {_describe(value)} "
                 f"({type(value).__name__}): {cause}. Pass plain data, or a path to load."
             ) from cause
     for key, value in kwargs.items():
         if not _picklable(value):
             raise SerializationError(
-                f"Keyword argument {key!r} of {name}() cannot be pickled: {_describe(value)} "
-                f"({type(value).__name__}): {cause}. Pass plain data, or a path to load."
+                f"Keyword argument {key!r} of {name}(){where} cannot be pickled: "
+                f"{_describe(value)} ({type(value).__name__}): {cause}. Pass plain data, or a "
+                "path to load."
             ) from cause
-    raise SerializationError(f"The call to {name}() cannot be pickled: {cause}") from cause

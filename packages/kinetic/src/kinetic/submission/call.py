@@ -1,4 +1,4 @@
-"""Submit one call: write its artifacts create-only, then hand the record to the backend.
+"""Submit one job: write its artifacts create-only, then hand the record to the backend.
 
 Everything that can fail on bad input (pickling, settings, the backend) runs before the first
 write, and a backend that refuses the job gets its artifacts removed, so a failed submission
@@ -26,7 +26,6 @@ from kinetic_protocol import (
     BackendError,
     CallDescriptor,
     ConfigError,
-    JobRecord,
     KineticError,
     ObjectStore,
     PreconditionFailedError,
@@ -34,7 +33,13 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import encode_json
 
-__all__ = ["submit_call", "upload_bundle"]
+__all__ = [
+    "artifact_ref",
+    "call_descriptor",
+    "check_data_arguments",
+    "submit_call",
+    "upload_bundle",
+]
 
 log = _log.get_logger(__name__)
 
@@ -52,31 +57,19 @@ def upload_bundle(store: ObjectStore, bundle: CodeBundle) -> None:
         active.mark_bundle_uploaded(store.uri, bundle.ref.key)
 
 
-def _ref(key: str, data: bytes) -> ArtifactRef:
+def artifact_ref(key: str, data: bytes) -> ArtifactRef:
     return ArtifactRef(key=key, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
 
-def submit_call(
-    target: Target,
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    record: JobRecord | None = None,
-) -> JobHandle:
-    """Pickle the call, write its artifacts (the bundle first, if new) and submit it.
-
-    ``record`` defaults to a fresh single job; a batch passes each child's record.
-    """
-    _check_data_arguments(target, args, kwargs)
-    payload = serialize_call(fn, args, kwargs)
-    if record is None:
-        record = job_record(target, func_name_of(fn), new_job_id(getattr(fn, "__name__", "job")))
-    upload_bundle(target.store, target.bundle)
-    job_id, store = record.job_id, target.store
-    call = CallDescriptor(
-        job_id=job_id,
-        func_name=record.func_name,
-        payload=_ref(layout.payload_key(job_id), payload),
+def call_descriptor(
+    target: Target, owner_id: str, func_name: str, payload: ArtifactRef, **extra: Any
+) -> CallDescriptor:
+    """What the runtime needs to run ``payload`` on ``target`` (``owner_id``: the job, or the
+    batch whose children share it)."""
+    return CallDescriptor(
+        job_id=owner_id,
+        func_name=func_name,
+        payload=payload,
         bundle=target.bundle.ref,
         workdir=target.bundle.workdir,
         sys_path=target.bundle.sys_path,
@@ -85,6 +78,24 @@ def submit_call(
         python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
         requirements=list(target.requirements),
         debug=debug_options(target) if target.options.debug else None,
+        **extra,
+    )
+
+
+def submit_call(
+    target: Target,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> JobHandle:
+    """Pickle the call, write its artifacts (the bundle first, if new) and submit it."""
+    check_data_arguments(target, args, kwargs)
+    payload = serialize_call(fn, args, kwargs)
+    record = job_record(target, func_name_of(fn), new_job_id(getattr(fn, "__name__", "job")))
+    upload_bundle(target.store, target.bundle)
+    job_id, store = record.job_id, target.store
+    call = call_descriptor(
+        target, job_id, record.func_name, artifact_ref(layout.payload_key(job_id), payload)
     )
     try:
         store.write(layout.payload_key(job_id), payload, if_absent=True)
@@ -105,7 +116,7 @@ def submit_call(
     return JobHandle.from_record(record)
 
 
-def _check_data_arguments(target: Target, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def check_data_arguments(target: Target, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """A local ``kinetic.Data`` means nothing where jobs cannot see this machine's files."""
     if target.backend.capabilities.local_data:
         return
