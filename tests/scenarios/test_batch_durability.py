@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_support import start_script
+from batch_support import private_project, start_script
 from scenario_support import ScenarioBackend, run_script, wait_until
 
 import kinetic
@@ -27,6 +27,7 @@ FAILING = {i for i in range(INPUTS) if i % 7 == 3}
 
 SUBMITTER = f"""
     import sys
+    sys.path.insert(0, sys.argv[2])
     import kinetic
     import durability_userfuncs as uf
 
@@ -51,7 +52,7 @@ RESUMER = """
         assert time.monotonic() < deadline, "the killed submitter still looks alive"
         time.sleep(0.05)
     print(batch.resume(), file=sys.stderr)
-    values = batch.results(timeout=240, cleanup=False, return_exceptions=True)
+    values = batch.results(timeout=120, cleanup=False, return_exceptions=True)
     print(json.dumps([v if isinstance(v, int) else repr(v) for v in values]))
 """
 
@@ -108,7 +109,8 @@ def _one_round(
     runs.mkdir(parents=True)
     store = backend.store()
     known = set(store.list(layout.MANIFESTS_PREFIX))
-    process = start_script(round_dir, SUBMITTER, str(runs))
+    project = private_project(round_dir.parent, "durability_userfuncs")
+    process = start_script(round_dir, SUBMITTER, str(runs), str(project))
     try:
         _kill_at_a_random_point(process, rng, store, known)
     finally:
@@ -121,7 +123,7 @@ def _one_round(
         return {"lost": 0, "duplicated": 0, "orphaned": 0, "resumed": 0}
     [group_id] = fresh
 
-    done = run_script(RESUMER, round_dir, timeout=300, args=(group_id,))
+    done = run_script(RESUMER, round_dir, timeout=150, args=(group_id,))
     values = json.loads(done.stdout.strip().splitlines()[-1])
     lost = sum(1 for i, value in enumerate(values) if value != i * i)
     # One run per attempt: the failing inputs' retry is the only second run allowed.

@@ -9,7 +9,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from batch_support import SCENARIOS_DIR, start_script
+from batch_support import SCENARIOS_DIR, private_project, start_script
+from batch_userfuncs import square as uf_square
 from click.testing import CliRunner
 from scenario_support import ScenarioBackend, run_script, wait_until
 
@@ -18,10 +19,10 @@ from kinetic import JobStatus
 from kinetic.batch import SkippedInputError, SubmitterAliveError
 from kinetic_protocol import JobFailedError, JobNotFoundError
 
-DIES_AFTER_RECORDING = f"""
+DIES_AFTER_RECORDING = """
     import os
     import sys
-    sys.path.insert(0, {SCENARIOS_DIR!r})
+    sys.path.insert(0, sys.argv[2])
     import kinetic
     import durability_userfuncs as uf
     from kinetic.batch import submitter
@@ -35,7 +36,7 @@ DIES_AFTER_RECORDING = f"""
     real, submitter.submit_child = submitter.submit_child, record_then_die
     traced = kinetic.run(accelerator="cpu", backend="local")(uf.traced)
     batch = traced.run_async_map(
-        [{{"index": i, "runs": sys.argv[1]}} for i in range(4)], max_concurrent=1
+        [{"index": i, "runs": sys.argv[1]} for i in range(4)], max_concurrent=1
     )
     print(batch.group_id, flush=True)
     batch.wait(timeout=60)
@@ -53,7 +54,8 @@ def _died_after_recording(tmp_path: Path) -> tuple[str, Path]:
     """A batch of 4 whose submitter died after input 1's record, before its job existed."""
     runs = tmp_path / "runs"
     runs.mkdir()
-    process = start_script(tmp_path, DIES_AFTER_RECORDING, str(runs))
+    project = private_project(tmp_path, "durability_userfuncs")
+    process = start_script(tmp_path, DIES_AFTER_RECORDING, str(runs), str(project))
     out, err = process.communicate(timeout=120)
     assert process.returncode == 9, err
     return out.split()[0], runs
@@ -201,3 +203,27 @@ def test_a_single_job_whose_submitter_died_before_starting_it_says_so(
     assert state.status is JobStatus.NOT_FOUND and "never started" in state.detail
     with pytest.raises(JobFailedError, match="never started"):
         job.result(timeout=30)
+
+
+def test_a_local_job_whose_deletion_was_cut_short_is_not_found_never_pending(
+    local_backend: ScenarioBackend, isolated_kinetic: Path
+) -> None:
+    """A deletion killed half-way (a retry deleting a failed attempt when its submitter was
+    SIGKILLed) once left a directory without its state, read as PENDING forever."""
+    import shutil
+
+    job = kinetic.run(accelerator="cpu", backend="local")(uf_square).run_async(4)
+    assert job.result(timeout=60, cleanup=False) == 16
+    jobs = isolated_kinetic / "local" / "jobs"
+
+    def cut_short(path: object, *args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt("the deleting process died here")
+
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        patch.setattr(shutil, "rmtree", cut_short)
+        job.cancel()
+    assert job.status() is JobStatus.NOT_FOUND, "the job's directory was taken away first"
+    assert [p.name for p in jobs.iterdir() if not p.name.startswith(".")] == []
+    later = kinetic.run(accelerator="cpu", backend="local")(uf_square).run_async(5)
+    assert later.result(timeout=60) == 25  # its cleanup deletes a job directory too
+    assert list(jobs.iterdir()) == [], "a later deletion removes what was left"

@@ -26,8 +26,10 @@ __all__ = [
     "JobRecord",
     "ResultEnvelope",
     "Succeeded",
+    "decode_inputs",
     "decode_json",
     "decode_result",
+    "encode_inputs",
     "encode_json",
     "encode_result",
 ]
@@ -272,3 +274,18 @@ def decode_result(data: bytes, *, what: str) -> ResultEnvelope:
     except msgspec.DecodeError as exc:
         raise CorruptRecordError(f"{what} is not a valid result envelope ({exc}).") from exc
     return envelope
+
+
+_inputs_decoder = msgspec.msgpack.Decoder(list[bytes])
+
+
+def encode_inputs(items: list[bytes]) -> bytes:
+    """An :class:`InputChunk`'s object: each input's pickled ``(args, kwargs)``, in order."""
+    return _msgpack_encoder.encode(items)
+
+
+def decode_inputs(data: bytes, *, what: str) -> list[bytes]:
+    try:
+        return _inputs_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CorruptRecordError(f"{what} is not a chunk of inputs ({exc}).") from exc

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import cloudpickle
-import msgspec
 
 from kinetic_protocol import (
     ArtifactRef,
@@ -20,7 +19,7 @@ from kinetic_protocol import (
     layout,
     parse_child_job_id,
 )
-from kinetic_protocol.records import decode_json
+from kinetic_protocol.records import decode_inputs, decode_json
 
 __all__ = ["BatchInput", "StoredCall", "load_call", "read_call", "read_input", "verify"]
 
@@ -80,10 +79,7 @@ def read_input(store: ObjectStore, call: CallDescriptor, member: BatchInput) -> 
         )
     data = store.read(chunk.ref.key)
     verify(chunk.ref, data)
-    try:
-        items = msgspec.msgpack.decode(data, type=list[bytes])
-    except msgspec.DecodeError as exc:
-        raise CorruptRecordError(f"{chunk.ref.key} is not a chunk of inputs ({exc}).") from exc
+    items = decode_inputs(data, what=chunk.ref.key)
     if len(items) != chunk.count:
         raise CorruptRecordError(
             f"{chunk.ref.key} holds {len(items)} inputs where its call says {chunk.count}."

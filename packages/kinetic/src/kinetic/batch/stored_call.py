@@ -10,8 +10,6 @@ child record) instead of a payload, a call and a record of its own.
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-
 from kinetic.packaging import serialize_arguments, serialize_function
 from kinetic.submission import (
     Target,
@@ -27,7 +25,7 @@ from kinetic_protocol import (
     SerializationError,
     layout,
 )
-from kinetic_protocol.records import encode_json
+from kinetic_protocol.records import encode_inputs, encode_json
 
 __all__ = ["CHUNK_BYTES", "CHUNK_INPUTS", "PickledBatch"]
 
@@ -81,7 +79,7 @@ class PickledBatch:
         _write_once(store, function_key, self.function)
         refs = []
         for start, items in self.chunks():
-            data = msgspec.msgpack.encode(items)
+            data = encode_inputs(items)
             key = layout.input_chunk_key(group_id, start)
             _write_once(store, key, data)
             refs.append(InputChunk(start=start, count=len(items), ref=artifact_ref(key, data)))

@@ -60,7 +60,8 @@ _TERMINATE_GRACE = 3.0
 _WITHDRAW_TIMEOUT = 30.0
 _SUPERVISOR_DIED = "the local supervisor process exited unexpectedly; the job was stopped"
 _STAGING_MARK = ".incoming-"
-"""Job directories being written; never listed as jobs."""
+_DELETING_MARK = ".deleting-"
+"""Job directories being written, or being deleted; never listed as jobs."""
 PYTHON_KEY = "python"
 """``backend_data`` key: the interpreter a job runs in (an isolated venv), else the client's."""
 
@@ -156,7 +157,7 @@ class LocalBackend:
         if job_dir.exists():
             if not self._abandoned(job_dir):
                 return  # submitted before: idempotent
-            shutil.rmtree(job_dir, ignore_errors=True)
+            self._remove(job_dir)
         try:
             published = self._publish(record, job_dir)
         except OSError as exc:
@@ -166,7 +167,7 @@ class LocalBackend:
         try:
             self._start(job_dir, record.backend_data.get(PYTHON_KEY) or self._python)
         except OSError as exc:
-            shutil.rmtree(job_dir, ignore_errors=True)
+            self._remove(job_dir)
             raise _unwritable(record.job_id, job_dir, exc) from exc
 
     def _publish(self, record: JobRecord, job_dir: Path) -> bool:
@@ -253,8 +254,8 @@ class LocalBackend:
     def _state(self, job_id: str, store_uri: str | None = None) -> JobState:
         job_dir = self.job_dir(job_id)
         state = supervisor.read_state(job_dir)
-        if state is None:
-            return JobState(status=S.NOT_FOUND if not job_dir.exists() else S.PENDING)
+        if state is None:  # a published job always has a state: this one is being removed
+            return JobState(status=S.NOT_FOUND)
         phase = S(state["phase"])
         if phase.is_terminal:
             return JobState(
@@ -381,16 +382,28 @@ class LocalBackend:
                     f"Job {record.job_id}: its processes (group {pid}) were still alive "
                     f"{timeout:g}s after SIGKILL. Kill them by hand: kill -9 -{pid}"
                 )
-        shutil.rmtree(job_dir, ignore_errors=True)
+        self._remove(job_dir)
         if job_dir.exists():
             raise BackendError(f"Job {record.job_id}: could not remove {job_dir}.")
+
+    def _remove(self, job_dir: Path) -> None:
+        """Take the directory away in one step (a rename), then delete it: a deletion cut
+        short never leaves a half-deleted job that still looks submitted."""
+        doomed = self._jobs / f"{_DELETING_MARK}{job_dir.name}-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            os.rename(job_dir, doomed)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(doomed, ignore_errors=True)
+        for leftover in self._jobs.glob(f"{_DELETING_MARK}*"):  # earlier ones cut short
+            shutil.rmtree(leftover, ignore_errors=True)
 
     def list_job_ids(self) -> list[str]:
         try:
             return sorted(
                 entry.name
                 for entry in self._jobs.iterdir()
-                if entry.is_dir() and not entry.name.startswith(_STAGING_MARK)
+                if entry.is_dir() and not entry.name.startswith((_STAGING_MARK, _DELETING_MARK))
             )
         except FileNotFoundError:
             return []
