@@ -12,10 +12,12 @@ precondition; larger ones use a resumable upload, which real GCS also checks.
 import os
 import re
 import threading
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from kinetic_protocol.errors import (
     ConfigError,
@@ -243,13 +245,25 @@ def _make_client(project: str | None) -> "Client":
             "gs:// stores need google-cloud-storage; install it with: "
             'pip install "kinetic-runtime[gcs]"'
         ) from exc
-    if os.environ.get(EMULATOR_ENV):
+    emulator = os.environ.get(EMULATOR_ENV)
+    if emulator:
         from google.auth.credentials import AnonymousCredentials
 
         anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]  # google-auth
-        return storage.Client(project=project or EMULATOR_PROJECT, credentials=anonymous)
+        return storage.Client(
+            project=project or EMULATOR_PROJECT,
+            credentials=anonymous,
+            _http=_session(anonymous, emulator),
+        )
     try:
-        return storage.Client(project=project)
+        import google.auth
+
+        credentials, found_project = google.auth.default(scopes=storage.Client.SCOPE)
+        return storage.Client(
+            project=project or found_project,
+            credentials=credentials,
+            _http=_session(credentials, _ENDPOINT),
+        )
     except Exception as exc:
         if _is_auth_error(exc):
             raise StorageError(
@@ -257,6 +271,33 @@ def _make_client(project: str | None) -> "Client":
                 "'gcloud auth application-default login', or give the pod a service account."
             ) from exc
         raise
+
+
+_ENDPOINT = "https://storage.googleapis.com"
+_POOL_SIZE = 32
+
+
+def _session(credentials: Any, endpoint: str) -> Any:
+    """An authorized HTTP session that reads proxy and CA settings from the environment once,
+    and keeps a connection open for each of a batch's parallel writers.
+
+    ``requests`` rereads those settings for every request (scanning the whole environment
+    twice), which was about half of a small write's CPU; the store only ever talks to one
+    endpoint, so its proxies are decided once, here.
+    """
+    from google.auth.transport.requests import AuthorizedSession
+    from requests.adapters import HTTPAdapter
+
+    session = AuthorizedSession(credentials)  # type: ignore[no-untyped-call]  # google-auth
+    for scheme in ("https://", "http://"):  # a kept-alive connection for each parallel writer
+        session.mount(scheme, HTTPAdapter(pool_connections=1, pool_maxsize=_POOL_SIZE))
+    session.trust_env = False
+    host = urllib.parse.urlsplit(endpoint).hostname or ""
+    session.proxies = {} if urllib.request.proxy_bypass(host) else urllib.request.getproxies()
+    session.verify = (
+        os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+    )
+    return session
 
 
 def _is_auth_error(exc: BaseException) -> bool:
