@@ -47,11 +47,27 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     cluster: str | None = None
     namespace: str | None = None
     backend: str | None = None
+    state_backend: str | None = None
+    """Written by another Kinetic version (where its provisioning state lives); unused here,
+    kept so that version still reads the file after this one writes it."""
 
 
 class ProfilesFile(msgspec.Struct, omit_defaults=True):
     active: str | None = None
     profiles: dict[str, Profile] = msgspec.field(default_factory=dict)
+    current: str | None = None
+    """The active profile as another Kinetic version stores it: read when ``active`` is
+    absent, and written beside ``active`` once the file had it, so both versions agree."""
+
+    def __post_init__(self) -> None:
+        if self.active is None and self.current is not None:
+            self.active = self.current
+
+    def mirrored(self) -> "ProfilesFile":
+        """This file as written: ``current`` follows ``active`` where the file uses it."""
+        if self.current is None:
+            return self
+        return ProfilesFile(active=self.active, profiles=self.profiles, current=self.active)
 
 
 @dataclass(frozen=True)
@@ -118,6 +134,11 @@ def load_profiles(path: Path | None = None) -> ProfilesFile:
         data = path.read_bytes()
     except FileNotFoundError:
         return ProfilesFile()
+    except OSError as exc:  # a directory, no permission, an I/O error
+        raise ConfigError(
+            f"Profiles file {path} cannot be read: {exc.strerror or exc}. Fix its permissions "
+            f"or move it away, or point KINETIC_PROFILES_FILE at another file."
+        ) from exc
     try:
         return msgspec.json.decode(data, type=ProfilesFile)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -131,7 +152,7 @@ def save_profiles(profiles: ProfilesFile, path: Path | None = None) -> None:
     path = path or profiles_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(profiles)))
+    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(profiles.mirrored())))
     tmp.replace(path)
 
 
