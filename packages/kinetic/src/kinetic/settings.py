@@ -20,6 +20,10 @@ __all__ = [
     "CLUSTER",
     "CONTAINER_IMAGE",
     "DEBUG_WAIT",
+    "GPU_DRIVER_MANIFEST",
+    "GPU_DRIVER_MANIFEST_SHA256",
+    "LWS_MANIFEST",
+    "LWS_MANIFEST_SHA256",
     "NAMESPACE",
     "PROFILE",
     "PROFILES_FILE",
@@ -85,9 +89,31 @@ DEBUG_WAIT = SettingSpec(
     _OWNER, default="600",
 )  # fmt: skip
 
+LWS_MANIFEST = SettingSpec(
+    "lws_manifest", "KINETIC_LWS_MANIFEST",
+    "Where kinetic up fetches the LeaderWorkerSet manifest (URL or file; default: the pinned "
+    "release).",
+    _OWNER,
+)  # fmt: skip
+LWS_MANIFEST_SHA256 = SettingSpec(
+    "lws_manifest_sha256", "KINETIC_LWS_MANIFEST_SHA256",
+    "sha256 the LeaderWorkerSet manifest must have; kinetic up applies nothing else.", _OWNER,
+)  # fmt: skip
+GPU_DRIVER_MANIFEST = SettingSpec(
+    "gpu_driver_manifest", "KINETIC_GPU_DRIVER_MANIFEST",
+    "Where kinetic up fetches the NVIDIA driver installer for GPU pools without GKE-managed "
+    "drivers (URL or file).",
+    _OWNER,
+)  # fmt: skip
+GPU_DRIVER_MANIFEST_SHA256 = SettingSpec(
+    "gpu_driver_manifest_sha256", "KINETIC_GPU_DRIVER_MANIFEST_SHA256",
+    "sha256 the NVIDIA driver installer manifest must have.", _OWNER,
+)  # fmt: skip
+
 SETTINGS = (
     BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, CONTAINER_IMAGE,
-    BASE_IMAGE_REPO, BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT,
+    BASE_IMAGE_REPO, BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT, LWS_MANIFEST,
+    LWS_MANIFEST_SHA256, GPU_DRIVER_MANIFEST, GPU_DRIVER_MANIFEST_SHA256,
 )  # fmt: skip
 
 

@@ -158,6 +158,11 @@ class ClusterConnection:
         )
         return list(listing.get("items") or [])
 
+    def list_nodes(self, selector: str = "") -> list[Obj]:
+        """The cluster's nodes matching a label selector (cluster-scoped: needs RBAC for it)."""
+        listing = self.read("listing nodes", self.core.list_node, label_selector=selector)
+        return list(listing.get("items") or [])
+
     def list_events(self, field_selector: str) -> list[Obj]:
         listing = self.read(
             "listing events",

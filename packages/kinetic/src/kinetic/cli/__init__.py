@@ -27,6 +27,12 @@ _SUBCOMMANDS = {
     "accelerators": "kinetic.cli.accelerators:accelerators",
     "build-image": "kinetic.cli.images:build_image",
     "bundle": "kinetic.cli.bundle:bundle",
+    "up": "kinetic.cli.infra:up",
+    "down": "kinetic.cli.infra:down",
+    "status": "kinetic.cli.infra:status",
+    "pool": "kinetic.cli.pool:pool",
+    "doctor": "kinetic.cli.doctor:doctor",
+    "init": "kinetic.cli.init:init",
 }
 
 _EPILOG = """\b

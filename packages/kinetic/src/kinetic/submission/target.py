@@ -144,7 +144,7 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
     preparation = backend.prepare(
         PrepareRequest(
             accelerator=accelerator, project_root=bundle.root, isolate=options.isolate,
-            image=image_uri,
+            spot=options.spot, image=image_uri,
         )
     )  # fmt: skip
     return Target(

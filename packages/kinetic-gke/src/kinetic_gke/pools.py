@@ -1,0 +1,184 @@
+"""Node pools in the accelerator catalogue's terms: the pool an accelerator needs, and whether
+a pool or a node that exists can run it.
+
+One rule serves the pre-flight check on submit (:mod:`kinetic_gke.capacity`), ``kinetic pool
+add`` and ``kinetic doctor``, so what Kinetic creates is exactly what it later looks for. The
+pools are described by :class:`PoolInfo`, a plain view of a GKE ``NodePool`` that needs no
+Google client library.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from kinetic_gke.k8s import Obj
+from kinetic_gke.machines import machine_for
+from kinetic_gke.scheduling import GPU_RESOURCE, TPU_RESOURCE, scheduling_for
+from kinetic_protocol import Accelerator, ConfigError
+
+__all__ = [
+    "SPOT_TAINT",
+    "Autoprovisioning",
+    "PoolInfo",
+    "PoolShape",
+    "node_serves",
+    "pool_name",
+    "pool_serves",
+    "pool_shape",
+]
+
+SPOT_TAINT = ("cloud.google.com/gke-spot", "true")
+"""Kinetic's spot pools carry this NoSchedule taint (its spot pods tolerate it), so jobs that
+did not ask for spot never land on a VM that can be reclaimed at any moment."""
+_MAX_NAME = 40
+
+
+@dataclass(frozen=True)
+class PoolShape:
+    """What a node pool for one accelerator is made of."""
+
+    accelerator: Accelerator
+    machine_type: str
+    gpu_type: str = ""
+    gpu_count: int = 0
+    tpu_topology: str = ""
+    hosts: int = 1
+    """Nodes of one slice: a multi-host TPU pool holds exactly one slice of this many VMs."""
+
+    @property
+    def multi_host(self) -> bool:
+        return self.hosts > 1
+
+
+@dataclass(frozen=True)
+class PoolInfo:
+    """A node pool as the cluster has it (read from the GKE API)."""
+
+    name: str
+    machine_type: str
+    gpu_type: str = ""
+    gpu_count: int = 0
+    tpu_topology: str = ""
+    spot: bool = False
+    autoscaling: bool = False
+    min_nodes: int = 0
+    max_nodes: int = 0
+    node_count: int = 0
+    gpu_driver_managed: bool = False
+    """GKE installs the NVIDIA driver itself (``gpuDriverInstallationConfig``)."""
+    status: str = ""
+
+    @property
+    def can_have_nodes(self) -> bool:
+        """The pool has nodes, or its autoscaler may add some."""
+        return self.node_count > 0 or (self.autoscaling and self.max_nodes > 0)
+
+    @property
+    def accelerator_label(self) -> str:
+        """What it offers, for listings: ``2 x nvidia-l4``, ``tpu 2x4``, or ``cpu``."""
+        if self.gpu_type:
+            return f"{self.gpu_count} x {self.gpu_type}"
+        if self.machine_type.startswith(("ct", "tpu")):
+            return f"tpu {self.tpu_topology or '(single host)'}"
+        return "cpu"
+
+
+@dataclass(frozen=True)
+class Autoprovisioning:
+    """Node auto-provisioning: whether GKE may create pools, and up to how many of each
+    accelerator (GKE's resource type names, ``nvidia-l4``, ``tpu-v5-lite-podslice``)."""
+
+    enabled: bool = False
+    accelerator_limits: tuple[tuple[str, int], ...] = ()
+
+    def can_create(self, accelerator: Accelerator) -> bool:
+        if not self.enabled:
+            return False
+        if accelerator.category == "cpu":
+            return True
+        limit = dict(self.accelerator_limits).get(accelerator.k8s_accelerator, 0)
+        return limit >= accelerator.count
+
+
+def pool_shape(accelerator: Accelerator) -> PoolShape:
+    """The node pool ``accelerator`` runs on; a ConfigError for CPU (the default pool's)."""
+    if accelerator.category == "cpu":
+        raise ConfigError(
+            "cpu jobs run on the cluster's default pool, which `kinetic up` creates; a pool "
+            "is added per accelerator (`kinetic accelerators` lists them)."
+        )
+    machine = machine_for(accelerator)
+    if machine is None:
+        raise ConfigError(f"No GKE machine type is known for accelerator {accelerator.name!r}.")
+    if accelerator.category == "gpu":
+        return PoolShape(
+            accelerator,
+            machine.machine_type,
+            gpu_type=accelerator.k8s_accelerator,
+            gpu_count=accelerator.count,
+        )
+    return PoolShape(
+        accelerator,
+        machine.machine_type,
+        tpu_topology=accelerator.topology,
+        hosts=accelerator.hosts,
+    )
+
+
+def pool_name(accelerator: Accelerator, *, spot: bool = False) -> str:
+    """Kinetic's name for the pool of ``accelerator``: ``kinetic-gpu-l4-x2[-spot]``."""
+    name = re.sub(r"[^a-z0-9-]+", "-", f"kinetic-{accelerator.name}".lower())
+    suffix = "-spot" if spot else ""
+    return name[: _MAX_NAME - len(suffix)].rstrip("-") + suffix
+
+
+def pool_serves(pool: PoolInfo, accelerator: Accelerator, *, spot: bool = False) -> bool:
+    """Whether ``pool`` can ever run a job of ``accelerator`` (with or without spot)."""
+    if pool.spot != spot or not pool.can_have_nodes:
+        return False
+    if accelerator.category == "cpu":
+        return not pool.gpu_type and not pool.machine_type.startswith(("ct", "tpu"))
+    if accelerator.category == "gpu":
+        return pool.gpu_type == accelerator.k8s_accelerator and pool.gpu_count >= accelerator.count
+    if pool.machine_type != accelerator.machine_type:
+        return False
+    if accelerator.multi_host:
+        return pool.tpu_topology == accelerator.topology
+    return pool.tpu_topology in ("", accelerator.topology)
+
+
+def _tolerated(taint: Obj, tolerations: list[dict[str, object]]) -> bool:
+    if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+        return True
+    for toleration in tolerations:
+        if toleration.get("key") != taint.get("key"):
+            continue
+        if toleration.get("operator") == "Exists" or toleration.get("value") == taint.get("value"):
+            return True
+    return False
+
+
+def node_serves(node: Obj, accelerator: Accelerator, *, spot: bool = False) -> bool:
+    """Whether a registered Node offers what a job of ``accelerator`` asks for: its labels
+    match the pod's node selector, its taints are tolerated, its accelerators are enough."""
+    placed = scheduling_for(accelerator, spot=spot)
+    labels = node.get("metadata", {}).get("labels") or {}
+    if any(labels.get(key) != value for key, value in placed.node_selector.items()):
+        return False
+    taints = node.get("spec", {}).get("taints") or []
+    if not all(_tolerated(taint, placed.tolerations) for taint in taints):
+        return False
+    allocatable = node.get("status", {}).get("allocatable") or {}
+    for resource in (GPU_RESOURCE, TPU_RESOURCE):
+        wanted = placed.limits.get(resource)
+        if wanted is not None and _count(allocatable.get(resource)) < int(wanted):
+            return False
+    return True
+
+
+def _count(quantity: object) -> int:
+    try:
+        return int(str(quantity))
+    except ValueError:
+        return 0

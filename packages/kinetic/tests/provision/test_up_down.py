@@ -1,0 +1,125 @@
+"""`kinetic up`, `pool add`, `status` and `down` with the real Google client libraries (REST)
+against the in-process fakes, fake-gcs-server for the bucket, and the real control plane for
+the in-cluster objects."""
+
+import json
+from typing import Any
+
+import pytest
+from provision_support import PROJECT, ZONE, Invoke
+
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.gcp_fake import FakeGoogleCloud
+
+pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
+
+
+def _ok(result: Any) -> str:
+    assert result.exit_code == 0, f"{result.output}\n{result.stderr if result.stderr_bytes else ''}"
+    return str(result.stdout)
+
+
+def test_up_from_nothing_builds_everything_then_up_again_changes_nothing(
+    up_env: FakeGoogleCloud,
+    kinetic: Invoke,
+    real_k8s: ControlPlane,
+    k8s_namespace: str,
+    cluster_name: str,
+) -> None:
+    dry = _ok(kinetic("up", "--dry-run"))
+    assert "enable 7 APIs" in dry and "Dry run: nothing was changed." in dry
+    assert up_env.apis.enabled == {}
+
+    out = _ok(kinetic("up"))
+    assert "Done." in out
+    cluster = up_env.container.cluster(PROJECT, ZONE, cluster_name)
+    assert cluster is not None and cluster["status"] == "RUNNING"
+    assert cluster["workloadIdentityConfig"]["workloadPool"] == f"{PROJECT}.svc.id.goog"
+    assert cluster["addonsConfig"]["gcsFuseCsiDriverConfig"]["enabled"] is True
+    assert cluster["autoscaling"]["enableNodeAutoprovisioning"] is True
+    assert (
+        cluster["releaseChannel"]["channel"] == 2
+    )  # REGULAR (the REST transport sends enums as numbers)
+    assert cluster["nodePools"][0]["config"]["machineType"] == "e2-standard-4"
+    assert len(up_env.apis.service_accounts) == 3
+    assert any(r.endswith("/repositories/kinetic") for r in up_env.apis.repositories)
+    ksa = real_k8s.request("GET", f"/api/v1/namespaces/{k8s_namespace}/serviceaccounts/default")
+    jobs_account = next(e for e in up_env.apis.service_accounts if "-jobs@" in e)
+    assert ksa["metadata"]["annotations"]["iam.gke.io/gcp-service-account"] == jobs_account
+    wi = up_env.apis.sa_policies[jobs_account]["bindings"]
+    assert wi == [{
+        "role": "roles/iam.workloadIdentityUser",
+        "members": [f"serviceAccount:{PROJECT}.svc.id.goog[{k8s_namespace}/default]"],
+    }]  # fmt: skip
+    assert "LeaderWorkerSet API served" in out
+
+    calls_before = list(up_env.calls)
+    again = _ok(kinetic("up"))
+    assert "Nothing to do: everything is in place." in again
+    changes = [
+        c
+        for c in up_env.calls[len(calls_before) :]
+        if c.endswith((".create", ".enable", ".setIam", ".update", ".delete"))
+    ]
+    assert changes == []
+    profiles = json.loads((up_env_profiles := _profiles_path()).read_text())
+    assert profiles["active"] == cluster_name
+    assert profiles["profiles"][cluster_name]["project"] == PROJECT
+    del up_env_profiles
+
+
+def _profiles_path() -> Any:
+    import os
+    from pathlib import Path
+
+    return Path(os.environ["KINETIC_PROFILES_FILE"])
+
+
+def test_pool_add_gpu_and_multi_host_tpu_then_status_and_down(
+    up_env: FakeGoogleCloud, kinetic: Invoke, cluster_name: str
+) -> None:
+    _ok(kinetic("up"))
+    gpu = _ok(kinetic("pool", "add", "--accelerator", "gpu-l4-x2", "--max-nodes", "4", "--spot"))
+    assert "create node pool kinetic-gpu-l4-x2-spot" in gpu
+    tpu = _ok(kinetic("pool", "add", "--accelerator", "tpu-v5litepod-2x4"))
+    assert "2 hosts, compact placement" in tpu
+    pools = {
+        p["name"]: p for p in up_env.container.cluster(PROJECT, ZONE, cluster_name)["nodePools"]
+    }
+    l4 = pools["kinetic-gpu-l4-x2-spot"]
+    assert l4["config"]["machineType"] == "g2-standard-24"
+    assert l4["config"]["accelerators"][0]["acceleratorType"] == "nvidia-l4"
+    assert l4["config"]["accelerators"][0]["acceleratorCount"] == "2"
+    assert l4["config"]["spot"] is True
+    assert l4["config"]["taints"] == [
+        {"key": "cloud.google.com/gke-spot", "value": "true", "effect": 1}  # NO_SCHEDULE
+    ]
+    slice_pool = pools["kinetic-tpu-v5e-8-multihost"]
+    assert slice_pool["config"]["machineType"] == "ct5lp-hightpu-4t"
+    assert slice_pool["placementPolicy"] == {"type": 1, "tpuTopology": "2x4"}  # COMPACT
+    assert slice_pool["autoscaling"]["maxNodeCount"] == 2
+    again = _ok(kinetic("pool", "add", "--accelerator", "tpu-v5litepod-2x4"))
+    assert "exists" in again and up_env.count("container.nodePools.create") == 2
+
+    status = json.loads(_ok(kinetic("status", "--json")))
+    assert status["cluster"]["status"] == "RUNNING"
+    assert status["bucket"]["exists"] and status["registry"]["exists"]
+    shown = {p["name"]: p for p in status["cluster"]["pools"]}
+    assert shown["kinetic-gpu-l4-x2-spot"]["accelerator"] == "2 x nvidia-l4"
+    assert shown["kinetic-gpu-l4-x2-spot"]["spot"] is True
+    assert status["lws"].startswith("installed")
+    assert "job(s) running" in status["running"]
+    assert "kinetic-tpu-v5e-8-multihost" in _ok(kinetic("pool", "list"))
+
+    _ok(kinetic("pool", "remove", "kinetic-tpu-v5e-8-multihost", "--yes"))
+    assert "kinetic-tpu-v5e-8-multihost" not in _ok(kinetic("pool", "list"))
+
+    refused = kinetic("down", input="n\n")
+    assert refused.exit_code != 0
+    assert up_env.container.cluster(PROJECT, ZONE, cluster_name) is not None
+    gone = _ok(kinetic("down", "--yes"))
+    assert up_env.container.cluster(PROJECT, ZONE, cluster_name) is None
+    assert up_env.apis.service_accounts == {} and up_env.apis.repositories == {}
+    assert "is kept" in gone
+    after = json.loads(_ok(kinetic("status", "--json")))
+    assert after["cluster"] is None and after["bucket"]["exists"] is True
