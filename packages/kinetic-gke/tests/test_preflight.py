@@ -25,7 +25,7 @@ def _request(name: str, *, spot: bool = False) -> PrepareRequest:
 
 
 def _cluster(fake: FakeGoogleCloud, pools: list[dict[str, object]], nap: dict[str, object]) -> None:
-    fake.container.add_cluster(
+    fake.add_cluster(
         PROJECT,
         "us-central1-a",
         {"name": "kinetic-cluster", "nodePools": pools, "autoscaling": nap},

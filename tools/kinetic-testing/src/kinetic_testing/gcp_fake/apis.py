@@ -1,9 +1,11 @@
 """Fakes of the smaller APIs ``kinetic up`` uses: Service Usage, Compute machine types,
-Resource Manager (project and its IAM policy), IAM service accounts and Artifact Registry.
+Resource Manager (project and its IAM policy), IAM service accounts and Artifact Registry, and
+an OAuth token endpoint.
 
 Service Usage and Artifact Registry answer changes with ``google.longrunning`` operations that
-are done after ``polls_until_done`` reads. IAM policies keep an etag, and a write with a stale
-one is refused (ABORTED), so read-modify-write code is exercised as against Google.
+are done after ``polls_until_done`` reads (``fail_operation`` makes the next one of a route end
+in an error, its change not made). IAM policies keep an etag, and a write with a stale one is
+refused (ABORTED), so read-modify-write code is exercised as against Google.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kinetic_testing.gcp_fake.server import ApiError, RoutedServer
@@ -33,11 +37,14 @@ class _LongRunning:
     response: dict[str, Any]
     metadata_type: str
     effect: Any = None
+    error: str = ""
     done: bool = False
 
     def render(self) -> dict[str, Any]:
         rendered: dict[str, Any] = {"name": self.name, "metadata": {"@type": self.metadata_type}}
-        if self.done:
+        if self.done and self.error:
+            rendered.update(done=True, error={"code": 13, "message": self.error})
+        elif self.done:
             rendered.update(done=True, response=self.response)
         return rendered
 
@@ -63,9 +70,19 @@ class FakeApis:
     sa_policies: dict[str, dict[str, Any]] = field(default_factory=dict)
     repositories: dict[str, dict[str, Any]] = field(default_factory=dict)
     operations: dict[str, _LongRunning] = field(default_factory=dict)
+    failing: dict[str, str] = field(default_factory=dict)
+    """Route name -> error message for the next operation that route starts."""
+    access_token: str = ""
+    """What the token endpoint hands out (refreshing any credentials whose ``token_uri`` is
+    ``{url}/token``); empty: it refuses."""
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
+        self._routes_usage_and_projects()
+        self._routes_iam_and_registry()
+        self.server.route("POST", r"/token", "oauth2.token", self._token)
+
+    def _routes_usage_and_projects(self) -> None:
         route = self.server.route
         route("GET", _PROJECT + r"/services/(?P<service>[^/:]+)", "serviceusage.get", self._svc)
         route("POST", _PROJECT + r"/services:batchEnable", "serviceusage.enable", self._enable)
@@ -76,16 +93,25 @@ class FakeApis:
             r"(?P<type>[^/]+)",
             "compute.machineTypes.get",
             self._machine_type,
+            service="compute.googleapis.com",
         )
-        route("GET", r"/v3/projects/(?P<project>[^/:]+)", "resourcemanager.get", self._project)
+        manager = "cloudresourcemanager.googleapis.com"
+        route("GET", r"/v3/projects/(?P<project>[^/:]+)", "resourcemanager.get", self._project,
+              service=manager)  # fmt: skip
         route(
             "POST", r"/v3/projects/(?P<project>[^/:]+):getIamPolicy", "resourcemanager.getIam",
-            self._get_project_policy,
+            self._get_project_policy, service=manager,
         )  # fmt: skip
         route(
             "POST", r"/v3/projects/(?P<project>[^/:]+):setIamPolicy", "resourcemanager.setIam",
-            self._set_project_policy,
+            self._set_project_policy, service=manager,
         )  # fmt: skip
+
+    def _routes_iam_and_registry(self) -> None:
+        def route(method: str, pattern: str, name: str, handler: Any) -> None:
+            service = name.split(".", maxsplit=1)[0] + ".googleapis.com"
+            self.server.route(method, pattern, name, handler, service=service)
+
         route("GET", _SA, "iam.serviceAccounts.get", self._get_sa)
         route("POST", _PROJECT + r"/serviceAccounts", "iam.serviceAccounts.create", self._new_sa)
         route("DELETE", _SA, "iam.serviceAccounts.delete", self._delete_sa)
@@ -99,14 +125,62 @@ class FakeApis:
             "artifactregistry.operations.get", self._lro,
         )  # fmt: skip
 
+    # -- scripting ---------------------------------------------------------------------------
+
+    def fail_operation(self, route: str, message: str = "injected operation failure") -> None:
+        """The next operation route ``route`` starts (``serviceusage.enable``,
+        ``artifactregistry.create``...) ends in an error, and its change is not made."""
+        with self.server.lock:
+            self.failing[route] = message
+
+    def enable(self, project: str, *services: str) -> None:
+        with self.server.lock:
+            self.enabled.setdefault(project, set()).update(services)
+
+    def is_enabled(self, project: str, service: str) -> bool:
+        return service in self.enabled.get(project, set())
+
+    def credentials_file(self, path: Path, project: str = "kinetic-test") -> Path:
+        """Application Default Credentials whose token comes from this fake: a service account
+        key (a fresh RSA key; ``token_uri`` is the fake's) for ``GOOGLE_APPLICATION_CREDENTIALS``.
+        google-auth signs its grant and asks the fake, as it would ask Google."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ).decode()
+        path.write_text(
+            json.dumps(
+                {
+                    "type": "service_account",
+                    "project_id": project,
+                    "private_key_id": "kinetic-test-key",
+                    "private_key": pem,
+                    "client_email": f"kinetic-test@{project}.iam.gserviceaccount.com",
+                    "client_id": "100000000000000000001",
+                    "token_uri": f"{self.server.url}/token",
+                }
+            )
+        )
+        return path
+
     # -- helpers ----------------------------------------------------------------------------
 
     def _number(self, project: str) -> str:
         return self.project_numbers.setdefault(project, str(100000 + len(self.project_numbers)))
 
-    def _operation(self, prefix: str, response: dict[str, Any], metadata: str, effect: Any) -> Any:
+    def _operation(
+        self, route: str, prefix: str, response: dict[str, Any], metadata: str, effect: Any
+    ) -> Any:
         name = f"{prefix}operations/op-{next(self._ids)}"
-        op = _LongRunning(name, max(1, self.polls_until_done), response, metadata, effect)
+        op = _LongRunning(
+            name, max(1, self.polls_until_done), response, metadata, effect,
+            error=self.failing.pop(route, ""),
+        )  # fmt: skip
         self.operations[name.rsplit("/", 1)[-1]] = op
         return op.render()
 
@@ -118,7 +192,7 @@ class FakeApis:
             op.polls_left -= 1
             if op.polls_left <= 0:
                 op.done = True
-                if op.effect is not None:
+                if op.effect is not None and not op.error:
                     op.effect()
         return op.render()
 
@@ -140,7 +214,8 @@ class FakeApis:
         def effect() -> None:
             self.enabled.setdefault(g["project"], set()).update(wanted)
 
-        return self._operation("", {"@type": _SU + "BatchEnableServicesResponse"},
+        return self._operation("serviceusage.enable", "",
+                               {"@type": _SU + "BatchEnableServicesResponse"},
                                _SU + "OperationMetadata", effect)  # fmt: skip
 
     # -- Compute -----------------------------------------------------------------------------
@@ -248,7 +323,8 @@ class FakeApis:
             self.repositories[name] = repository
 
         prefix = f"projects/{g['project']}/locations/{g['location']}/"
-        return self._operation(prefix, {"@type": _AR + "Repository", **repository},
+        return self._operation("artifactregistry.create", prefix,
+                               {"@type": _AR + "Repository", **repository},
                                _AR + "OperationMetadata", effect)  # fmt: skip
 
     def _delete_repo(self, g: dict[str, str], _q: Any, _b: Any) -> Any:
@@ -261,4 +337,12 @@ class FakeApis:
 
         prefix = f"projects/{g['project']}/locations/{g['location']}/"
         empty = {"@type": "type.googleapis.com/google.protobuf.Empty"}
-        return self._operation(prefix, empty, _AR + "OperationMetadata", effect)
+        return self._operation("artifactregistry.delete", prefix, empty,
+                               _AR + "OperationMetadata", effect)  # fmt: skip
+
+    # -- OAuth -------------------------------------------------------------------------------
+
+    def _token(self, _g: dict[str, str], _q: Any, body: Any) -> Any:
+        if not self.access_token or not (body or {}).get("grant_type"):
+            raise ApiError(400, "invalid_grant: the fake has no token to give")
+        return {"access_token": self.access_token, "expires_in": 3600, "token_type": "Bearer"}

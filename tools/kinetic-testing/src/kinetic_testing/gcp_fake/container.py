@@ -47,10 +47,17 @@ class FakeContainer:
     operations: dict[str, _Operation] = field(default_factory=dict)
     failing: dict[str, str] = field(default_factory=dict)
     """Operation type -> error message for the next such operation."""
+    endpoint: str = "127.0.0.1"
+    """The control plane address new clusters report (a test's real API server, or a proxy
+    in front of it: ``127.0.0.1:PORT``)."""
+    ca_certificate: str = ""
+    """The base64 PEM of the CA their endpoint's certificate is signed by."""
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
-        route = self.server.route
+        def route(method: str, pattern: str, name: str, handler: Any) -> None:
+            self.server.route(method, pattern, name, handler, service="container.googleapis.com")
+
         route("POST", _LOC + r"/clusters", "container.clusters.create", self._create_cluster)
         route("GET", _LOC + r"/clusters", "container.clusters.list", self._list_clusters)
         route("GET", _CLUSTER, "container.clusters.get", self._get_cluster)
@@ -61,7 +68,11 @@ class FakeContainer:
         pool = _CLUSTER + r"/nodePools/(?P<pool>[^/:]+)"
         route("GET", pool, "container.nodePools.get", self._get_pool)
         route("DELETE", pool, "container.nodePools.delete", self._delete_pool)
-        route("GET", _LOC + r"/operations/(?P<op>[^/:]+)", "container.operations.get", self._op)
+        # No API check: Artifact Registry's operations share the path (see ``_op``), and an
+        # operation is only known to whoever could start it.
+        self.server.route(
+            "GET", _LOC + r"/operations/(?P<op>[^/:]+)", "container.operations.get", self._op
+        )
         route("GET", _LOC + r"/operations", "container.operations.list", self._list_ops)
 
     # -- scripting ---------------------------------------------------------------------------
@@ -107,7 +118,8 @@ class FakeContainer:
             return
         pool = next((p for p in cluster["nodePools"] if p["name"] == op.pool), None)
         if op.error:
-            (pool if pool is not None else cluster)["status"] = "ERROR"
+            broken = pool if pool is not None else cluster
+            broken.update(status="ERROR", statusMessage=op.error)
             return
         if op.type == "DELETE_CLUSTER":
             del self.clusters[op.cluster]
@@ -167,7 +179,8 @@ class FakeContainer:
         cluster = copy.deepcopy(body)
         name = f"projects/{project}/locations/{location}/clusters/{cluster['name']}"
         cluster.update(
-            location=location, zone=location, status="PROVISIONING", endpoint="127.0.0.1",
+            location=location, zone=location, status="PROVISIONING", endpoint=self.endpoint,
+            masterAuth={"clusterCaCertificate": self.ca_certificate},
             currentMasterVersion="1.33.5-gke.100", selfLink=name,
         )  # fmt: skip
         if not cluster.get("nodePools"):

@@ -1,5 +1,6 @@
-"""The HTTP side of the Google Cloud fake: routing, JSON error bodies, injected faults and the
-request log. The APIs themselves are plain state machines (``container``, ``apis``).
+"""The HTTP side of the Google Cloud fakes: a JSON server on loopback, routing, JSON error
+bodies, injected faults and the request log. The APIs themselves are plain state machines
+(``container``, ``apis``; Cloud Build's in :mod:`kinetic_testing.cloudbuild_state`).
 
 The real client libraries talk to it over their REST transport with anonymous credentials
 (``KINETIC_GCP_API_ENDPOINT=http://127.0.0.1:PORT``); it speaks the JSON mapping of each API
@@ -15,9 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlsplit
 
-__all__ = ["ApiError", "Fault", "Handler", "Route", "RoutedServer", "Unrouted"]
+__all__ = [
+    "ApiError",
+    "Fault",
+    "Handler",
+    "JsonHttpServer",
+    "Route",
+    "RoutedServer",
+    "Unrouted",
+    "error_body",
+]
 
 _STATUS = {
     400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 409: "ALREADY_EXISTS",
@@ -25,21 +35,98 @@ _STATUS = {
 }  # fmt: skip
 
 
-class ApiError(Exception):
-    """An error answered as ``{"error": {...}}`` with HTTP ``code``."""
+def error_body(code: int, status: str, message: str, **details: Any) -> dict[str, Any]:
+    """Google's JSON error envelope."""
+    return {"error": {"code": code, "message": message, "status": status, **details}}
 
-    def __init__(self, code: int, message: str, status: str = "") -> None:
+
+class ApiError(Exception):
+    """An error answered as ``{"error": {...}}`` with HTTP ``code``; a ``reason`` is sent as
+    Google sends it, in an ``ErrorInfo`` detail (with ``metadata``)."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        status: str = "",
+        *,
+        reason: str = "",
+        metadata: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
-        self.code, self.message = code, message
+        self.code, self.message, self.reason = code, message, reason
+        self.metadata = metadata or {}
         self.status = status or _STATUS.get(code, "UNKNOWN")
+
+    def body(self) -> dict[str, Any]:
+        if not self.reason:
+            return error_body(self.code, self.status, self.message)
+        detail = {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": self.reason,
+            "domain": "googleapis.com",
+            "metadata": self.metadata,
+        }
+        return error_body(self.code, self.status, self.message, details=[detail])
 
 
 class Unrouted(Exception):
     """Raised by a handler for a request that is another route's (two APIs share a path)."""
 
 
+class JsonHttpServer:
+    """A threaded HTTP server on a random 127.0.0.1 port answering JSON; a context manager.
+
+    Subclasses answer in :meth:`respond`; request bodies arrive decoded (JSON, or a form as a
+    dict), and a HEAD request gets the headers of the answer without its body.
+    """
+
+    def __init__(self) -> None:
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def respond(
+        self, method: str, path: str, query: dict[str, list[str]], body: Any
+    ) -> tuple[int, Any]:
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError(f"{type(self).__name__} is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> Self:
+        handler = type("_Bound", (_HttpHandler,), {"fake": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=type(self).__name__,
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 Handler = Callable[[dict[str, str], dict[str, list[str]], Any], Any]
-"""``(path groups, query, JSON body) -> JSON answer``; raises ApiError."""
+"""``(path groups, query, decoded body) -> JSON answer``; raises ApiError."""
 
 
 @dataclass(frozen=True)
@@ -49,134 +136,160 @@ class Route:
     name: str
     """What tests call it by when injecting a fault: ``container.clusters.create``."""
     handler: Handler
+    service: str = ""
+    """The API it belongs to (``container.googleapis.com``), which the project must have
+    enabled; empty for routes that need none."""
 
 
 @dataclass
 class Fault:
-    """Answer the next ``times`` calls of route ``name`` with an error instead."""
+    """Answer one call of route ``name`` with an error instead, after letting ``skip`` calls
+    through; with ``after``, the call is carried out first and only its answer is lost (a
+    timeout after the server acted)."""
 
     name: str
     code: int = 500
     message: str = "injected failure"
-    times: int = 1
+    skip: int = 0
+    after: bool = False
 
 
-class RoutedServer:
-    """A threaded HTTP server on a random 127.0.0.1 port; use as a context manager."""
+class RoutedServer(JsonHttpServer):
+    """Routes requests to handlers by method and path; records and breaks calls on demand."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.lock = threading.RLock()
         self.routes: list[Route] = []
         self.faults: list[Fault] = []
-        self.calls: list[str] = []
-        """Route names of the calls answered (faults included), oldest first."""
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self.answers: list[tuple[str, int]] = []
+        """``(route name, HTTP status)`` of every call answered (faults included), in order."""
 
-    def route(self, method: str, pattern: str, name: str, handler: Handler) -> None:
-        self.routes.append(Route(method, re.compile(f"^{pattern}$"), name, handler))
+    def route(
+        self, method: str, pattern: str, name: str, handler: Handler, *, service: str = ""
+    ) -> None:
+        self.routes.append(Route(method, re.compile(f"^{pattern}$"), name, handler, service))
 
-    def fail(self, name: str, *, code: int = 500, message: str = "injected failure") -> None:
-        """Make the next call of route ``name`` fail with HTTP ``code``."""
+    def check_enabled(self, route: Route, groups: dict[str, str]) -> None:
+        """Raise the ApiError Google answers when ``route``'s API is off in the project."""
+
+    def fail(
+        self,
+        name: str,
+        *,
+        code: int = 500,
+        message: str = "injected failure",
+        skip: int = 0,
+        after: bool = False,
+    ) -> None:
+        """Make a call of route ``name`` (the next one, or the one after ``skip`` others) fail
+        with HTTP ``code``; ``after``: once the call has taken effect."""
         if not any(route.name == name for route in self.routes):
             raise ValueError(f"no route {name!r}; routes: {sorted(r.name for r in self.routes)}")
         with self.lock:
-            self.faults.append(Fault(name, code, message))
-
-    def count(self, name: str) -> int:
-        with self.lock:
-            return self.calls.count(name)
-
-    # -- lifecycle -------------------------------------------------------------------------
+            self.faults.append(Fault(name, code, message, skip, after))
 
     @property
-    def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the fake is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+    def calls(self) -> list[str]:
+        """Route names of the calls answered (faults included), oldest first."""
+        with self.lock:
+            return [name for name, _status in self.answers]
 
-    def __enter__(self) -> Self:
-        handler = type("_Bound", (_HttpHandler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
+    def count(self, name: str) -> int:
+        """Calls of route ``name``, failed ones included."""
+        return self.calls.count(name)
 
-    def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
+    def succeeded(self, name: str) -> int:
+        """Calls of route ``name`` answered with success."""
+        with self.lock:
+            return sum(1 for called, status in self.answers if called == name and status < 300)
 
-    # -- dispatch --------------------------------------------------------------------------
+    def _take(self, name: str) -> Fault | None:
+        """Count one call of ``name`` against its first fault: the fault, if this call is it."""
+        fault = next((f for f in self.faults if f.name == name), None)
+        if fault is None:
+            return None
+        if fault.skip:
+            fault.skip -= 1
+            return None
+        self.faults.remove(fault)
+        return fault
 
-    def handle(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> Any:
+    def _due(self, name: str) -> Fault | None:
+        """The fault the next call of ``name`` meets, without counting the call."""
+        fault = next((f for f in self.faults if f.name == name), None)
+        return fault if fault is not None and not fault.skip else None
+
+    def respond(
+        self, method: str, path: str, query: dict[str, list[str]], body: Any
+    ) -> tuple[int, Any]:
+        try:
+            return 200, self._dispatch(method, path, query, body)
+        except ApiError as exc:
+            return exc.code, exc.body()
+
+    def _dispatch(self, method: str, path: str, query: dict[str, list[str]], body: Any) -> Any:
         for route in self.routes:
             match = route.pattern.match(path)
             if route.method != method or match is None:
                 continue
             with self.lock:
-                fault = next((f for f in self.faults if f.name == route.name), None)
-                if fault is not None:
-                    self.calls.append(route.name)
-                    self.faults.remove(fault)
-                    raise ApiError(fault.code, fault.message)
+                due = self._due(route.name)
+                if due is not None and not due.after:
+                    self._take(route.name)
+                    self.answers.append((route.name, due.code))
+                    raise ApiError(due.code, due.message)
                 try:
+                    self.check_enabled(route, match.groupdict())
                     answer = route.handler(match.groupdict(), query, body)
                 except Unrouted:
                     continue
-                self.calls.append(route.name)
+                except ApiError as exc:
+                    self._take(route.name)
+                    self.answers.append((route.name, exc.code))
+                    raise
+                lost = self._take(route.name)
+                if lost is not None:
+                    self.answers.append((route.name, lost.code))
+                    raise ApiError(lost.code, lost.message)
+                self.answers.append((route.name, 200))
                 return answer
         raise ApiError(404, f"No route for {method} {path}")
 
 
 class _HttpHandler(BaseHTTPRequestHandler):
-    fake: RoutedServer
+    fake: JsonHttpServer
     protocol_version = "HTTP/1.1"
-    timeout = 10
+    timeout = 10  # idle keep-alive connections end instead of lingering
 
     def log_message(self, format: str, *args: Any) -> None:
         return
 
-    def _serve(self, method: str) -> None:
-        parts = urlsplit(self.path)
+    def _body(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return None
+        if "x-www-form-urlencoded" in (self.headers.get("Content-Type") or ""):
+            return dict(parse_qsl(raw.decode()))
+        return json.loads(raw)
+
+    def _serve(self) -> None:
+        parts = urlsplit(self.path)
         try:
-            body = json.loads(raw) if raw else None
-            status, payload = 200, self.fake.handle(method, parts.path, parse_qs(parts.query), body)
+            body = self._body()
         except json.JSONDecodeError as exc:
-            status, payload = 400, _error(ApiError(400, f"Bad JSON: {exc}"))
-        except ApiError as exc:
-            status, payload = exc.code, _error(exc)
+            status, payload = 400, error_body(400, "INVALID_ARGUMENT", f"Bad JSON: {exc}")
+        else:
+            status, payload = self.fake.respond(
+                self.command, parts.path, parse_qs(parts.query), body
+            )
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":
+            self.wfile.write(data)
 
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def do_PUT(self) -> None:
-        self._serve("PUT")
-
-    def do_PATCH(self) -> None:
-        self._serve("PATCH")
-
-    def do_DELETE(self) -> None:
-        self._serve("DELETE")
-
-
-def _error(exc: ApiError) -> dict[str, Any]:
-    return {"error": {"code": exc.code, "message": exc.message, "status": exc.status}}
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
