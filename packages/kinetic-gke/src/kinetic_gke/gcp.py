@@ -9,16 +9,23 @@ in clear text. The client libraries are imported only when a call is made.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kinetic_gke import settings as declared
-from kinetic_gke.pools import Autoprovisioning, PoolInfo
+from kinetic_gke.k8s import ClusterConnection
+from kinetic_gke.pools import Autoprovisioning, PoolHardware, PoolInfo
 from kinetic_protocol import BackendError, ConfigError, KineticError
 
 __all__ = [
     "ClusterView",
     "GoogleApiError",
+    "access_token_source",
+    "cluster_connection",
     "cluster_name",
     "cluster_view",
     "container_client",
@@ -65,6 +72,16 @@ def google_error(exc: Exception, doing: str) -> KineticError:
     if isinstance(exc, api.GoogleAPICallError):
         code = int(exc.code or 0)
         message = str(exc.message or exc)[:300]
+        if exc.reason == "SERVICE_DISABLED":
+            service = (exc.metadata or {}).get("service", "")
+            return GoogleApiError(
+                f"{doing}: the API is not enabled ({message}). `kinetic up` enables every API "
+                "Kinetic needs"
+                + (
+                    f"; or enable it alone: `gcloud services enable {service}`." if service else "."
+                ),
+                code=code,
+            )
         if code in (401, 403):
             return GoogleApiError(
                 f"{doing}: permission denied ({message}). Ask a project owner for the role "
@@ -100,6 +117,9 @@ class ClusterView:
     release_channel: str = ""
     version: str = ""
     endpoint: str = ""
+    """The control plane's address (no scheme, HTTPS on 443 unless a port is given)."""
+    ca_certificate: str = ""
+    """The base64 PEM of the CA the endpoint's certificate is signed by."""
 
 
 def pool_info(pool: Any) -> PoolInfo:
@@ -108,12 +128,15 @@ def pool_info(pool: Any) -> PoolInfo:
     gpus = list(config.accelerators)
     gpu = gpus[0] if gpus else None
     driver = gpu.gpu_driver_installation_config.gpu_driver_version if gpu else 0
-    return PoolInfo(
-        name=pool.name,
-        machine_type=config.machine_type,
+    hardware = PoolHardware(
+        config.machine_type,
         gpu_type=gpu.accelerator_type if gpu else "",
         gpu_count=int(gpu.accelerator_count) if gpu else 0,
         tpu_topology=pool.placement_policy.tpu_topology,
+    )
+    return PoolInfo(
+        name=pool.name,
+        hardware=hardware,
         spot=bool(config.spot or config.preemptible),
         autoscaling=bool(pool.autoscaling.enabled),
         min_nodes=int(pool.autoscaling.min_node_count),
@@ -143,6 +166,7 @@ def cluster_view(cluster: Any) -> ClusterView:
         release_channel=(channel.name if (channel := cluster.release_channel.channel) else ""),
         version=cluster.current_master_version,
         endpoint=cluster.endpoint,
+        ca_certificate=cluster.master_auth.cluster_ca_certificate,
     )
 
 
@@ -158,3 +182,56 @@ def read_cluster(project: str, zone: str, cluster: str, client: Any = None) -> C
     except Exception as exc:
         raise google_error(exc, f"reading cluster {cluster} ({zone}, project {project})") from exc
     return cluster_view(found)
+
+
+_CLOUD_PLATFORM = ("https://www.googleapis.com/auth/cloud-platform",)
+
+
+def access_token_source() -> Callable[[], str]:
+    """A function returning a valid access token of the Application Default Credentials (what
+    ``gke-gcloud-auth-plugin`` gives kubectl), refreshed when it expires."""
+    import google.auth
+    from google.auth.transport.requests import Request
+
+    doing = "getting an access token for the cluster from your Google credentials"
+    try:
+        credentials, _project = google.auth.default(scopes=_CLOUD_PLATFORM)
+    except Exception as exc:
+        raise google_error(exc, doing) from exc
+    lock = threading.Lock()
+
+    def token() -> str:
+        with lock:
+            if not credentials.valid:
+                try:
+                    credentials.refresh(Request())  # type: ignore[no-untyped-call]
+                except Exception as exc:
+                    raise google_error(exc, doing) from exc
+            return str(credentials.token)
+
+    return token
+
+
+def cluster_connection(
+    view: ClusterView, namespace: str, *, token: Callable[[], str] | None = None
+) -> ClusterConnection:
+    """The cluster reached directly at its endpoint, trusting only its own CA, with a Google
+    access token: needs no kubeconfig context (a cluster just created has none) and writes
+    none."""
+    if not view.endpoint or not view.ca_certificate:
+        raise ConfigError(
+            f"Cluster {view.name} ({view.status or 'status unknown'}) has no endpoint yet; run "
+            "the command again once it is RUNNING."
+        )
+    try:
+        ca_certificate = base64.b64decode(view.ca_certificate, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BackendError(
+            f"The GKE API gave cluster {view.name} a CA certificate that is not base64: {exc}"
+        ) from exc
+    return ClusterConnection.from_endpoint(
+        server=f"https://{view.endpoint}",
+        ca_certificate=ca_certificate,
+        token=token or access_token_source(),
+        namespace=namespace,
+    )

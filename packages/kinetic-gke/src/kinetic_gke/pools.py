@@ -20,6 +20,7 @@ from kinetic_protocol import Accelerator, ConfigError
 __all__ = [
     "SPOT_TAINT",
     "Autoprovisioning",
+    "PoolHardware",
     "PoolInfo",
     "PoolShape",
     "node_serves",
@@ -35,14 +36,34 @@ _MAX_NAME = 40
 
 
 @dataclass(frozen=True)
-class PoolShape:
-    """What a node pool for one accelerator is made of."""
+class PoolHardware:
+    """What each node of a pool has: its machine and the accelerators attached to it."""
 
-    accelerator: Accelerator
     machine_type: str
     gpu_type: str = ""
     gpu_count: int = 0
     tpu_topology: str = ""
+
+    @property
+    def tpu(self) -> bool:
+        return self.machine_type.startswith(("ct", "tpu"))
+
+    @property
+    def label(self) -> str:
+        """What it offers, for people: ``2 x nvidia-l4``, ``tpu 2x4``, or ``cpu``."""
+        if self.gpu_type:
+            return f"{self.gpu_count} x {self.gpu_type}"
+        if self.tpu:
+            return f"tpu {self.tpu_topology or '(single host)'}"
+        return "cpu"
+
+
+@dataclass(frozen=True)
+class PoolShape:
+    """The pool one accelerator needs."""
+
+    accelerator: Accelerator
+    hardware: PoolHardware
     hosts: int = 1
     """Nodes of one slice: a multi-host TPU pool holds exactly one slice of this many VMs."""
 
@@ -56,10 +77,7 @@ class PoolInfo:
     """A node pool as the cluster has it (read from the GKE API)."""
 
     name: str
-    machine_type: str
-    gpu_type: str = ""
-    gpu_count: int = 0
-    tpu_topology: str = ""
+    hardware: PoolHardware
     spot: bool = False
     autoscaling: bool = False
     min_nodes: int = 0
@@ -75,13 +93,9 @@ class PoolInfo:
         return self.node_count > 0 or (self.autoscaling and self.max_nodes > 0)
 
     @property
-    def accelerator_label(self) -> str:
-        """What it offers, for listings: ``2 x nvidia-l4``, ``tpu 2x4``, or ``cpu``."""
-        if self.gpu_type:
-            return f"{self.gpu_count} x {self.gpu_type}"
-        if self.machine_type.startswith(("ct", "tpu")):
-            return f"tpu {self.tpu_topology or '(single host)'}"
-        return "cpu"
+    def needs_gpu_driver(self) -> bool:
+        """A GPU pool whose driver GKE does not install: a driver installer must."""
+        return bool(self.hardware.gpu_type) and not self.gpu_driver_managed
 
 
 @dataclass(frozen=True)
@@ -112,18 +126,10 @@ def pool_shape(accelerator: Accelerator) -> PoolShape:
     if machine is None:
         raise ConfigError(f"No GKE machine type is known for accelerator {accelerator.name!r}.")
     if accelerator.category == "gpu":
-        return PoolShape(
-            accelerator,
-            machine.machine_type,
-            gpu_type=accelerator.k8s_accelerator,
-            gpu_count=accelerator.count,
-        )
-    return PoolShape(
-        accelerator,
-        machine.machine_type,
-        tpu_topology=accelerator.topology,
-        hosts=accelerator.hosts,
-    )
+        gpus = PoolHardware(machine.machine_type, accelerator.k8s_accelerator, accelerator.count)
+        return PoolShape(accelerator, gpus)
+    tpus = PoolHardware(machine.machine_type, tpu_topology=accelerator.topology)
+    return PoolShape(accelerator, tpus, hosts=accelerator.hosts)
 
 
 def pool_name(accelerator: Accelerator, *, spot: bool = False) -> str:
@@ -137,15 +143,19 @@ def pool_serves(pool: PoolInfo, accelerator: Accelerator, *, spot: bool = False)
     """Whether ``pool`` can ever run a job of ``accelerator`` (with or without spot)."""
     if pool.spot != spot or not pool.can_have_nodes:
         return False
+    hardware = pool.hardware
     if accelerator.category == "cpu":
-        return not pool.gpu_type and not pool.machine_type.startswith(("ct", "tpu"))
+        return not hardware.gpu_type and not hardware.tpu
     if accelerator.category == "gpu":
-        return pool.gpu_type == accelerator.k8s_accelerator and pool.gpu_count >= accelerator.count
-    if pool.machine_type != accelerator.machine_type:
+        return (
+            hardware.gpu_type == accelerator.k8s_accelerator
+            and hardware.gpu_count >= accelerator.count
+        )
+    if hardware.machine_type != accelerator.machine_type:
         return False
     if accelerator.multi_host:
-        return pool.tpu_topology == accelerator.topology
-    return pool.tpu_topology in ("", accelerator.topology)
+        return hardware.tpu_topology == accelerator.topology
+    return hardware.tpu_topology in ("", accelerator.topology)
 
 
 def _tolerated(taint: Obj, tolerations: list[dict[str, object]]) -> bool:

@@ -47,6 +47,7 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     cluster: str | None = None
     namespace: str | None = None
     backend: str | None = None
+    build_service_account: str | None = None
     state_backend: str | None = None
     """Written by another Kinetic version (where its provisioning state lives); unused here,
     kept so that version still reads the file after this one writes it."""
@@ -87,6 +88,7 @@ class ResolvedSettings:
     cluster: Setting
     namespace: Setting
     store: Setting
+    build_service_account: Setting
     profile: str | None
 
     @property
@@ -111,6 +113,7 @@ class ResolvedSettings:
             ("cluster", self.cluster),
             ("namespace", self.namespace),
             ("store", self.store),
+            ("build_service_account", self.build_service_account),
         ]
 
 
@@ -220,5 +223,6 @@ def resolve_settings(
         cluster=_pick(declared.CLUSTER, cluster, profile, active),
         namespace=_pick(declared.NAMESPACE, namespace, profile, active),
         store=_pick(STORE, None, None, None),
+        build_service_account=_pick(declared.BUILD_SERVICE_ACCOUNT, None, profile, active),
         profile=active,
     )

@@ -3,6 +3,7 @@ shows its fix, and the command exits 1."""
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,8 +19,10 @@ def _findings(result: Any) -> dict[str, dict[str, str]]:
 
 
 @pytest.fixture
-def healthy(up_env: FakeGoogleCloud, kinetic: Invoke) -> FakeGoogleCloud:
-    assert kinetic("up").exit_code == 0
+def healthy(up_env: FakeGoogleCloud, kinetic: Invoke, kubeconfig: Path) -> FakeGoogleCloud:
+    """A cluster `kinetic up` made, and the kubeconfig context its jobs (and doctor) use."""
+    done = kinetic("up")
+    assert done.exit_code == 0, done.output
     return up_env
 
 

@@ -16,7 +16,7 @@ from kinetic.cli.context import CliContext, pass_cli
 if TYPE_CHECKING:
     from kinetic.provision import ClusterSpec, Plan
 
-__all__ = ["down", "run_plan", "spec_from", "status", "up"]
+__all__ = ["down", "show_pools", "run_plan", "save_profile", "spec_from", "status", "up"]
 
 
 def spec_from(cli: CliContext, **extra: Any) -> ClusterSpec:
@@ -52,15 +52,28 @@ def run_plan(plan: Plan, *, heading: str, dry_run: bool) -> None:
     click.echo("Done.")
 
 
-def _save_profile(spec: ClusterSpec, name: str) -> None:
+def save_profile(spec: ClusterSpec, name: str, *, build_service_account: str = "") -> None:
+    """Write the profile of ``spec``'s cluster and make it active."""
     from kinetic.config import Profile, load_profiles, save_profiles
 
     profiles = load_profiles()
     profiles.profiles[name] = Profile(
-        project=spec.project, zone=spec.zone, cluster=spec.cluster, namespace=spec.namespace
-    )
+        project=spec.project, zone=spec.zone, cluster=spec.cluster, namespace=spec.namespace,
+        build_service_account=build_service_account or None,
+    )  # fmt: skip
     profiles.active = name
     save_profiles(profiles)
+
+
+def show_pools(pools: list[dict[str, Any]]) -> None:
+    """The node pools table of ``status`` and ``pool list``."""
+    rows = [
+        [p["name"], p["accelerator"], p["machine_type"], f"{p['min_nodes']}-{p['max_nodes']}",
+         "yes" if p["spot"] else "", p["status"]]
+        for p in pools
+    ]  # fmt: skip
+    render.table(["POOL", "ACCELERATOR", "MACHINE", "NODES", "SPOT", "STATUS"], rows,
+                 empty="No node pools.")  # fmt: skip
 
 
 @click.command()
@@ -91,10 +104,11 @@ def up(
     if dry_run:
         return
     name = profile_name or spec.cluster
-    _save_profile(spec, name)
+    save_profile(spec, name, build_service_account=spec.account("build"))
     click.echo(f"Profile {name!r} saved and made active.")
     click.echo(
-        "To reach the cluster with kubectl and Kinetic's jobs, fetch its credentials once:\n  "
+        "Kinetic's jobs reach the cluster through your kubeconfig, which kinetic up never "
+        "writes; fetch its credentials once:\n  "
         + get_credentials_command(spec.project, spec.zone, spec.cluster)
     )
 
@@ -167,10 +181,4 @@ def _show_status(document: dict[str, Any]) -> None:
         }
     )
     click.echo("")
-    rows = [
-        [p["name"], p["accelerator"], p["machine_type"], f"{p['min_nodes']}-{p['max_nodes']}",
-         "yes" if p["spot"] else "", p["status"]]
-        for p in cluster["pools"]
-    ]  # fmt: skip
-    render.table(["POOL", "ACCELERATOR", "MACHINE", "NODES", "SPOT", "STATUS"], rows,
-                 empty="No node pools.")  # fmt: skip
+    show_pools(cluster["pools"])

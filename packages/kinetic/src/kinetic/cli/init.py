@@ -1,14 +1,18 @@
 """``kinetic init``: onboarding. Detects credentials and tools, lists the project's clusters,
-and offers to join one (its credentials command and a profile), create one (`kinetic up`) or
-diagnose (`kinetic doctor`)."""
+and offers to join one (a profile, and the command that fetches its credentials), create one
+(``kinetic up``) or diagnose (``kinetic doctor``)."""
 
 from __future__ import annotations
 
 import shutil
+from typing import TYPE_CHECKING
 
 import click
 
 from kinetic.cli.context import CliContext, pass_cli
+
+if TYPE_CHECKING:
+    from kinetic.doctor import Context
 
 __all__ = ["init"]
 
@@ -20,17 +24,23 @@ __all__ = ["init"]
 @pass_cli
 def init(cli: CliContext, ctx: click.Context, yes: bool) -> None:
     """Set up Kinetic for a GCP project: join a cluster, create one, or diagnose."""
-    from kinetic.cli.infra import _save_profile, spec_from
-    from kinetic.provision import GoogleClients
+    from kinetic.cli.infra import spec_from
+    from kinetic.doctor import Context
+    from kinetic.doctor.checks import credentials
     from kinetic.provision.clients import calling
-    from kinetic_gke.k8s import get_credentials_command
+    from kinetic_protocol import ConfigError
 
     for tool in ("gcloud", "kubectl", "gke-gcloud-auth-plugin"):
         click.echo(f"{tool:24} {'found' if shutil.which(tool) else 'not found'}")
     spec = spec_from(cli)
+    context = Context(spec)
+    outcome, message, fix = credentials(context)
+    click.echo(f"{'credentials':24} {message}")
+    if outcome == "FAIL":
+        raise ConfigError(f"{message}. Fix: {fix}")
     listing = calling(
         f"listing clusters of project {spec.project}",
-        GoogleClients().container.list_clusters,
+        context.clients.container.list_clusters,
         parent=f"projects/{spec.project}/locations/-",
     )
     names = [f"{c.name} ({c.location})" for c in listing.clusters]
@@ -40,14 +50,12 @@ def init(cli: CliContext, ctx: click.Context, yes: bool) -> None:
         choice = "join" if exists else "create"
     else:
         choice = click.prompt(
-            "Join a cluster, create one, or diagnose?",
+            f"Join cluster {spec.cluster} ({spec.zone}), create it, or diagnose?",
             type=click.Choice(["join", "create", "diagnose"]),
             default="join" if exists else "create",
         )
     if choice == "join":
-        _save_profile(spec, spec.cluster)
-        click.echo(f"Profile {spec.cluster!r} saved and made active. Fetch the credentials:\n  "
-                   + get_credentials_command(spec.project, spec.zone, spec.cluster))  # fmt: skip
+        _join(context, exists)
     elif choice == "create":
         from kinetic.cli.infra import up
 
@@ -56,3 +64,29 @@ def init(cli: CliContext, ctx: click.Context, yes: bool) -> None:
         from kinetic.cli.doctor import doctor
 
         ctx.invoke(doctor)
+
+
+def _join(context: Context, exists: bool) -> None:
+    """Save the cluster's profile (with the build account ``kinetic up`` made, if there is
+    one) and say how to fetch its credentials; the kubeconfig is never written."""
+    from kinetic.cli.infra import save_profile
+    from kinetic.provision.accounts import get_account
+    from kinetic_gke.k8s import get_credentials_command
+    from kinetic_protocol import ConfigError, KineticError
+
+    spec = context.spec
+    if not exists:
+        raise ConfigError(
+            f"Cluster {spec.cluster} does not exist in {spec.zone} (project {spec.project}), so "
+            "there is nothing to join: choose create, or name another with --cluster/--zone."
+        )
+    try:
+        builds_as = get_account(spec, context.clients, spec.account("build"))
+    except KineticError:  # no right to read service accounts: builds use Cloud Build's own
+        builds_as = None
+    account = spec.account("build") if builds_as else ""
+    save_profile(spec, spec.cluster, build_service_account=account)
+    click.echo(
+        f"Profile {spec.cluster!r} saved and made active. Fetch the cluster's credentials once:\n"
+        f"  {get_credentials_command(spec.project, spec.zone, spec.cluster)}"
+    )

@@ -6,7 +6,7 @@ import click
 
 from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
-from kinetic.cli.infra import run_plan, spec_from
+from kinetic.cli.infra import run_plan, show_pools, spec_from
 
 __all__ = ["pool"]
 
@@ -76,13 +76,7 @@ def list_pools(cli: CliContext, as_json: bool) -> None:
     if as_json:
         render.emit_json(pools)
         return
-    rows = [
-        [p["name"], p["accelerator"], p["machine_type"], f"{p['min_nodes']}-{p['max_nodes']}",
-         "yes" if p["spot"] else "", p["status"]]
-        for p in pools
-    ]  # fmt: skip
-    render.table(["POOL", "ACCELERATOR", "MACHINE", "NODES", "SPOT", "STATUS"], rows,
-                 empty="No node pools.")  # fmt: skip
+    show_pools(pools)
 
 
 @pool.command()

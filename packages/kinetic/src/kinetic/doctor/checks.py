@@ -3,8 +3,6 @@ WARN or FAIL and, when it is not PASS, the exact command that fixes it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from kinetic.doctor.model import Check, Context, Outcome, fail, ok, warn
 from kinetic.provision.manifests import GPU_DRIVER, LWS
 from kinetic.provision.spec import JOB_BUCKET_ROLE, REQUIRED_APIS
@@ -121,12 +119,11 @@ def _jobs_account(ctx: Context) -> str:
 
 
 def bucket(ctx: Context) -> Result:
-    from kinetic.provision.clients import calling
-    from kinetic.provision.cloud import project_policy
+    from kinetic.provision.accounts import project_policy
+    from kinetic.provision.cloud import get_bucket
 
     s = ctx.spec
-    found = calling(f"reading bucket gs://{s.bucket}", ctx.clients.storage.lookup_bucket, s.bucket)
-    if found is None:
+    if get_bucket(s, ctx.clients) is None:
         return fail(f"bucket gs://{s.bucket} does not exist", _up(ctx))
     email = _jobs_account(ctx)
     member = f"serviceAccount:{email}"
@@ -146,19 +143,10 @@ def bucket(ctx: Context) -> Result:
 
 
 def registry(ctx: Context) -> Result:
-    from google.api_core import exceptions
-
-    from kinetic.provision.clients import calling
+    from kinetic.provision.cloud import get_repository
 
     s = ctx.spec
-
-    def get() -> Any:
-        try:
-            return ctx.clients.registry.get_repository(name=s.repository_path)
-        except exceptions.NotFound:
-            return None
-
-    if calling("reading the repository", get) is None:
+    if get_repository(s, ctx.clients) is None:
         fix = (f"gcloud artifacts repositories create {s.repository} --repository-format=docker "
                f"--location {s.region} --project {s.project}")  # fmt: skip
         return fail(f"Artifact Registry repository {s.repository} ({s.region}) is missing", fix)
@@ -166,6 +154,7 @@ def registry(ctx: Context) -> Result:
 
 
 def workload_identity(ctx: Context) -> Result:
+    from kinetic.provision.accounts import WORKLOAD_IDENTITY_ROLE
     from kinetic.provision.iam_api import add_binding
 
     s = ctx.spec
@@ -174,9 +163,9 @@ def workload_identity(ctx: Context) -> Result:
         return fail(f"service account {s.namespace}/{s.ksa} has no Workload Identity annotation",
                     _up(ctx))  # fmt: skip
     policy = ctx.clients.iam.get_policy(s.project, email)
-    if add_binding(policy, "roles/iam.workloadIdentityUser", s.ksa_member):
+    if add_binding(policy, WORKLOAD_IDENTITY_ROLE, s.ksa_member):
         fix = (f"gcloud iam service-accounts add-iam-policy-binding {email} "
-               f"--role roles/iam.workloadIdentityUser --member '{s.ksa_member}'")  # fmt: skip
+               f"--role {WORKLOAD_IDENTITY_ROLE} --member '{s.ksa_member}'")  # fmt: skip
         return fail(f"{s.namespace}/{s.ksa} may not act as {email}", fix)
     return ok(f"{s.namespace}/{s.ksa} acts as {email}")
 
@@ -189,7 +178,8 @@ def lws(ctx: Context) -> Result:
         return ok(f"LeaderWorkerSet API served ({version})")
     needed = ctx.accelerator is not None and ctx.accelerator.multi_host
     message = "LeaderWorkerSet is not installed (multi-host TPU jobs need it)"
-    return (fail if needed else warn)(message, LWS.manual_command)
+    fix = f"{_up(ctx)}  (installs LeaderWorkerSet {LWS.version}; or: {LWS.manual_command})"
+    return (fail if needed else warn)(message, fix)
 
 
 def fuse(ctx: Context) -> Result:
@@ -208,12 +198,11 @@ def gpu_driver(ctx: Context) -> Result:
 
     found = ctx.cluster
     pools = cluster_view(found).pools if found is not None else ()
-    gpu_pools = [pool for pool in pools if pool.gpu_type]
-    unmanaged = [pool.name for pool in gpu_pools if not pool.gpu_driver_managed]
-    if not gpu_pools:
+    needing = [pool.name for pool in pools if pool.needs_gpu_driver]
+    if not any(pool.hardware.gpu_type for pool in pools):
         return ok("no GPU pools")
-    if unmanaged and not gpu_driver_installed(ctx.connection):
-        return fail(f"GPU pools without a driver installer: {', '.join(unmanaged)}",
+    if needing and not gpu_driver_installed(ctx.connection):
+        return fail(f"GPU pools without a driver installer: {', '.join(needing)}",
                     GPU_DRIVER.manual_command)  # fmt: skip
     return ok("GPU drivers installed")
 

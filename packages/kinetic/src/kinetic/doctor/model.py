@@ -57,9 +57,10 @@ class Context:
 
     @functools.cached_property
     def connection(self) -> Any:
-        from kinetic.provision.incluster import connect
+        """The kubeconfig context Kinetic's backends use (what a job goes through)."""
+        from kinetic.provision.incluster import kubeconfig_connection
 
-        return connect(self.spec)
+        return kubeconfig_connection(self.spec)
 
 
 @dataclass(frozen=True)

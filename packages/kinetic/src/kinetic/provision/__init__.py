@@ -2,16 +2,17 @@
 cloud and applied step by step (:mod:`kinetic.provision.engine`).
 
 One module per kind of resource: ``cloud`` (APIs, bucket, registry, service accounts and
-roles), ``cluster`` (the GKE cluster and its node pools), ``incluster`` (namespace, service
-account, LeaderWorkerSet, GPU driver). The Google client libraries are imported only when a
-plan is made.
+roles), ``cluster`` (the GKE cluster), ``pools`` (its node pools), ``incluster`` (namespace,
+service account, LeaderWorkerSet, GPU driver). The Google client libraries are imported only
+when a plan is made.
 """
 
 from __future__ import annotations
 
 from kinetic.provision.clients import GoogleClients
-from kinetic.provision.cluster import PoolRequest, get_cluster, plan_pool, unplan_pool
+from kinetic.provision.cluster import get_cluster
 from kinetic.provision.engine import Plan, Report, Step, apply
+from kinetic.provision.pools import PoolRequest, plan_pool, unplan_pool
 from kinetic.provision.spec import ClusterSpec
 from kinetic.provision.up import down_plan, up_plan
 

@@ -13,10 +13,17 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from kinetic_gke.gcp import client_kwargs, container_client, google_error
+from kinetic_gke.gcp import GoogleApiError, client_kwargs, container_client, google_error
 from kinetic_protocol import BackendError
 
-__all__ = ["GoogleClients", "calling", "wait_container_operation", "wait_operation"]
+__all__ = [
+    "GoogleClients",
+    "calling",
+    "exists_or_none",
+    "tolerate_exists",
+    "wait_container_operation",
+    "wait_operation",
+]
 
 T = TypeVar("T")
 OPERATION_TIMEOUT = 3600.0
@@ -32,7 +39,17 @@ def calling(doing: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 class GoogleClients:
-    """One client per API for one run of a command."""
+    """One client per API for one run of a command.
+
+    ``unreadable`` names the APIs that were off when the plan was made: what they serve cannot
+    be read yet, so planning takes it as missing (the steps that make it accept finding it).
+    """
+
+    def __init__(self, *, unreadable: frozenset[str] = frozenset()) -> None:
+        self.unreadable = unreadable
+
+    def readable(self, api: str) -> bool:
+        return api not in self.unreadable
 
     @functools.cached_property
     def container(self) -> Any:
@@ -75,6 +92,26 @@ class GoogleClients:
         return storage.Client()
 
 
+def exists_or_none(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
+    """The resource ``fn`` reads, or None if the API says it does not exist."""
+    from google.api_core import exceptions
+
+    try:
+        return fn(*args, **kwargs)
+    except exceptions.NotFound:
+        return None
+
+
+def tolerate_exists(doing: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
+    """Create; "already exists" (an earlier run, or a concurrent one) is success (None)."""
+    try:
+        return calling(doing, fn, *args, **kwargs)
+    except GoogleApiError as exc:
+        if exc.code == 409:
+            return None
+        raise
+
+
 def wait_operation(doing: str, operation: Any, timeout: float = OPERATION_TIMEOUT) -> Any:
     """Wait for a ``google.api_core`` long-running operation; its result, or a Kinetic error."""
     return calling(doing, operation.result, timeout=timeout)
@@ -96,7 +133,7 @@ def wait_container_operation(
 
     name = f"projects/{project}/locations/{location}/operations/{operation.name}"
     deadline = time.monotonic() + timeout
-    delay, shown = poll[0], 0.0
+    delay, shown = poll[0], time.monotonic()
     current = operation
     while current.status != container_v1.Operation.Status.DONE:
         if time.monotonic() > deadline:

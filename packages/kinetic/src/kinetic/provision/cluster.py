@@ -1,37 +1,42 @@
-"""The GKE cluster and its node pools.
+"""The GKE cluster, and the operations every change to it waits on.
 
 The cluster ``kinetic up`` creates has Workload Identity, the GCS FUSE CSI driver, a release
 channel, node auto-provisioning limits and a small default pool on the first of the default
 machine types the zone offers. On an existing cluster the features that differ are updated one
 at a time (GKE changes one feature per update) and its pools are kept. A cluster whose
-operation is still running (an earlier run was interrupted) is waited for, not created again.
+operation is still running (an earlier run was interrupted) is waited for, not created again;
+one that Kinetic created and whose creation failed (GKE leaves it in ERROR, beyond repair) is
+deleted and created again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kinetic.provision.clients import GoogleClients, calling, wait_container_operation
 from kinetic.provision.engine import Plan, Report, Step
 from kinetic.provision.spec import ClusterSpec
-from kinetic_gke.gcp import GoogleApiError, cluster_view
-from kinetic_gke.pools import SPOT_TAINT, PoolShape
+from kinetic_gke.gcp import GoogleApiError, cluster_view, google_error
 from kinetic_protocol import ConfigError
 
 __all__ = [
+    "BUSY",
     "DEFAULT_POOL",
-    "PoolRequest",
+    "delete_step",
     "get_cluster",
-    "node_pool",
+    "made_by_kinetic",
+    "node_config",
     "plan_cluster",
-    "plan_pool",
+    "recreates",
     "unplan_cluster",
-    "unplan_pool",
+    "wait_running",
 ]
 
 DEFAULT_POOL = "kinetic-default"
+BUSY = ("PROVISIONING", "RECONCILING", "STOPPING")
 _SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
-_BUSY = ("PROVISIONING", "RECONCILING", "STOPPING")
+_CONTAINER_API = "container.googleapis.com"
 
 
 def get_cluster(spec: ClusterSpec, clients: GoogleClients) -> Any:
@@ -47,7 +52,17 @@ def get_cluster(spec: ClusterSpec, clients: GoogleClients) -> Any:
     return calling(f"reading cluster {spec.cluster} ({spec.zone})", get)
 
 
-def _wait_running(spec: ClusterSpec, clients: GoogleClients, report: Report) -> None:
+def made_by_kinetic(labels: Any, spec: ClusterSpec) -> bool:
+    """Whether a resource's labels say ``kinetic up`` (or ``pool add``) made it."""
+    return all(labels.get(key) == value for key, value in spec.labels.items())
+
+
+def recreates(spec: ClusterSpec, cluster: Any) -> bool:
+    """Whether ``plan_cluster`` replaces this cluster (its creation by Kinetic failed)."""
+    return cluster.status.name == "ERROR" and made_by_kinetic(cluster.resource_labels, spec)
+
+
+def wait_running(spec: ClusterSpec, clients: GoogleClients, report: Report) -> None:
     """Wait for the cluster's running operations (another run's, or ours) to finish."""
     from google.cloud import container_v1
 
@@ -67,6 +82,30 @@ def _wait_running(spec: ClusterSpec, clients: GoogleClients, report: Report) -> 
             )  # fmt: skip
 
 
+def delete_step(
+    spec: ClusterSpec, clients: GoogleClients, what: str, delete: Callable[[], Any], detail: str
+) -> Step:
+    """A step that deletes ``what`` with a GKE operation (waiting for running ones first); one
+    already gone is success."""
+
+    def run(report: Report) -> None:
+        from google.api_core import exceptions
+
+        wait_running(spec, clients, report)
+        try:
+            operation = delete()
+        except exceptions.NotFound:
+            return
+        except Exception as exc:
+            raise google_error(exc, f"deleting {what}") from exc
+        wait_container_operation(
+            clients, f"deleting {what}", operation, project=spec.project, location=spec.zone,
+            report=report,
+        )  # fmt: skip
+
+    return Step("delete", what, run, detail)
+
+
 def _pick_machine_type(spec: ClusterSpec, clients: GoogleClients) -> str:
     from google.api_core import exceptions
 
@@ -78,9 +117,7 @@ def _pick_machine_type(spec: ClusterSpec, clients: GoogleClients) -> str:
         except exceptions.NotFound:
             continue
         except Exception as exc:
-            raise GoogleApiError(
-                f"checking machine type {machine_type} in {spec.zone}: {exc}"
-            ) from exc
+            raise google_error(exc, f"checking machine type {machine_type} in {spec.zone}") from exc
         return machine_type
     raise ConfigError(
         f"Zone {spec.zone} offers none of the default pool's machine types "
@@ -88,7 +125,9 @@ def _pick_machine_type(spec: ClusterSpec, clients: GoogleClients) -> str:
     )
 
 
-def _node_config(spec: ClusterSpec, machine_type: str, **extra: Any) -> Any:
+def node_config(spec: ClusterSpec, machine_type: str, **extra: Any) -> Any:
+    """The nodes of a Kinetic pool: its node service account, Workload Identity's metadata
+    server, Kinetic's labels."""
     from google.cloud import container_v1
 
     return container_v1.NodeConfig(
@@ -137,7 +176,7 @@ def _new_cluster(spec: ClusterSpec, machine_type: str) -> Any:
             c.NodePool(
                 name=DEFAULT_POOL,
                 initial_node_count=1,
-                config=_node_config(spec, machine_type),
+                config=node_config(spec, machine_type),
                 autoscaling=c.NodePoolAutoscaling(enabled=True, min_node_count=1, max_node_count=3),
                 management=c.NodeManagement(auto_repair=True, auto_upgrade=True),
             )
@@ -145,29 +184,33 @@ def _new_cluster(spec: ClusterSpec, machine_type: str) -> Any:
     )
 
 
-def _create_step(spec: ClusterSpec, clients: GoogleClients, machine_type: str) -> Step:
+def _create_step(spec: ClusterSpec, clients: GoogleClients, machine_type: str | None) -> Step:
+    """Create the cluster; ``machine_type`` None: pick it when the step runs (the Compute
+    Engine API was off when the plan was made)."""
+
     def run(report: Report) -> None:
         doing = f"creating cluster {spec.cluster}"
+        cluster = _new_cluster(spec, machine_type or _pick_machine_type(spec, clients))
         try:
             operation = calling(
                 doing, clients.container.create_cluster,
-                parent=f"projects/{spec.project}/locations/{spec.zone}",
-                cluster=_new_cluster(spec, machine_type),
+                parent=f"projects/{spec.project}/locations/{spec.zone}", cluster=cluster,
             )  # fmt: skip
         except GoogleApiError as exc:
             if exc.code != 409:
                 raise
-            _wait_running(spec, clients, report)  # created by an earlier, interrupted run
+            wait_running(spec, clients, report)  # created by an earlier, interrupted run
             return
         report(f"  ... {doing}: this takes 5 to 15 minutes")
         wait_container_operation(
             clients, doing, operation, project=spec.project, location=spec.zone, report=report
         )
 
+    machine = machine_type or f"{spec.machine_types[0]} or the next the zone offers"
     detail = (
         f"Workload Identity, GCS FUSE driver, {spec.release_channel.lower()} channel, "
         f"auto-provisioning up to {spec.max_cpu} vCPUs / {spec.max_memory_gb} GB, default pool "
-        f"{DEFAULT_POOL} ({machine_type}, 1-3 nodes)"
+        f"{DEFAULT_POOL} ({machine}, 1-3 nodes)"
     )
     return Step("create", f"cluster {spec.cluster} ({spec.zone})", run, detail)
 
@@ -198,7 +241,7 @@ def _update_step(
 
     def run(report: Report) -> None:
         doing = f"{what} on cluster {spec.cluster}"
-        _wait_running(spec, clients, report)
+        wait_running(spec, clients, report)
         operation = calling(
             doing, clients.container.update_cluster,
             name=spec.cluster_path, update=container_v1.ClusterUpdate(**change),
@@ -210,24 +253,43 @@ def _update_step(
     return Step("update", f"cluster {spec.cluster}", run, what)
 
 
+def _delete_cluster_step(spec: ClusterSpec, clients: GoogleClients, detail: str) -> Step:
+    return delete_step(
+        spec, clients, f"cluster {spec.cluster} ({spec.zone})",
+        lambda: clients.container.delete_cluster(name=spec.cluster_path), detail,
+    )  # fmt: skip
+
+
 def plan_cluster(spec: ClusterSpec, clients: GoogleClients) -> Plan:
+    if not clients.readable(_CONTAINER_API):  # no cluster exists where the GKE API is off
+        return Plan([_create_step(spec, clients, None)])
     cluster = get_cluster(spec, clients)
+
+    def create() -> Step:
+        readable = clients.readable("compute.googleapis.com")
+        return _create_step(spec, clients, _pick_machine_type(spec, clients) if readable else None)
+
     if cluster is None:
-        return Plan([_create_step(spec, clients, _pick_machine_type(spec, clients))])
+        return Plan([create()])
     status = cluster.status.name
-    plan = Plan()
     if status == "ERROR":
         message = cluster.status_message or "no message"
-        raise ConfigError(
-            f"Cluster {spec.cluster} is in ERROR ({message}). GKE cannot repair it: delete it "
-            f"with `kinetic down --cluster {spec.cluster}` (the bucket is kept), then run "
-            "`kinetic up` again."
-        )
-    if status in _BUSY:
+        if not recreates(spec, cluster):
+            raise ConfigError(
+                f"Cluster {spec.cluster} is in ERROR ({message}) and was not made by Kinetic, "
+                f"so Kinetic leaves it alone. Delete it (`kinetic down --cluster {spec.cluster}` "
+                "keeps the bucket), then run `kinetic up` again."
+            )
+        replaced = _delete_cluster_step(spec, clients, f"its creation failed ({message})")
+        return Plan([replaced, create()])
+    plan = Plan()
+    if status in BUSY:
+        wait = f"wait for the running operation ({status.lower()})"
         plan.steps.append(
-            Step("update", f"cluster {spec.cluster}", lambda r: _wait_running(spec, clients, r),
-                 f"wait for the running operation ({status.lower()})")
-        )  # fmt: skip
+            Step(
+                "update", f"cluster {spec.cluster}", lambda r: wait_running(spec, clients, r), wait
+            )
+        )
     plan.steps += [
         _update_step(spec, clients, what, change) for what, change in _updates(spec, cluster)
     ]
@@ -240,184 +302,5 @@ def unplan_cluster(spec: ClusterSpec, clients: GoogleClients) -> Plan:
     cluster = get_cluster(spec, clients)
     if cluster is None:
         return Plan()
-
-    def run(report: Report) -> None:
-        from google.api_core import exceptions
-
-        _wait_running(spec, clients, report)
-        doing = f"deleting cluster {spec.cluster}"
-        try:
-            operation = clients.container.delete_cluster(name=spec.cluster_path)
-        except exceptions.NotFound:
-            return
-        except Exception as exc:
-            from kinetic_gke.gcp import google_error
-
-            raise google_error(exc, doing) from exc
-        wait_container_operation(
-            clients, doing, operation, project=spec.project, location=spec.zone, report=report
-        )
-
     pools = ", ".join(pool.name for pool in cluster.node_pools)
-    return Plan(
-        [Step("delete", f"cluster {spec.cluster} ({spec.zone})", run, f"with its pools: {pools}")]
-    )
-
-
-# -- node pools -----------------------------------------------------------------------------
-
-
-class PoolRequest:
-    """A validated ``kinetic pool add``: the shape and how it scales."""
-
-    def __init__(
-        self,
-        shape: PoolShape,
-        *,
-        spot: bool = False,
-        min_nodes: int = 0,
-        max_nodes: int | None = None,
-        reservation: str = "",
-    ) -> None:
-        hosts = shape.hosts
-        if max_nodes is None:
-            max_nodes = hosts if shape.multi_host else max(3, min_nodes)
-        if spot and reservation:
-            raise ConfigError("--spot and --reservation exclude each other: a reservation is "
-                              "on-demand capacity.")  # fmt: skip
-        if shape.multi_host:
-            if max_nodes != hosts or min_nodes not in (0, hosts):
-                raise ConfigError(
-                    f"{shape.accelerator.name} is one slice of {hosts} TPU hosts, so its pool "
-                    f"holds exactly {hosts} nodes: --max-nodes {hosts}, and --min-nodes 0 (it "
-                    f"scales to zero when idle) or {hosts} (always up)."
-                )
-        elif not 0 <= min_nodes <= max_nodes or max_nodes < 1:
-            raise ConfigError(
-                f"--min-nodes {min_nodes} and --max-nodes {max_nodes}: need 0 <= min <= max and "
-                "max >= 1."
-            )
-        self.shape, self.spot, self.reservation = shape, spot, reservation
-        self.min_nodes, self.max_nodes = min_nodes, max_nodes
-
-
-def node_pool(spec: ClusterSpec, name: str, request: PoolRequest) -> Any:
-    """The ``container_v1.NodePool`` for a pool request."""
-    from google.cloud import container_v1 as c
-
-    shape = request.shape
-    extra: dict[str, Any] = {"spot": request.spot}
-    if shape.gpu_type:
-        extra["accelerators"] = [
-            c.AcceleratorConfig(
-                accelerator_type=shape.gpu_type,
-                accelerator_count=shape.gpu_count,
-                gpu_driver_installation_config=c.GPUDriverInstallationConfig(
-                    gpu_driver_version=c.GPUDriverInstallationConfig.GPUDriverVersion.LATEST
-                ),
-            )
-        ]
-    if request.spot:
-        key, value = SPOT_TAINT
-        extra["taints"] = [c.NodeTaint(key=key, value=value, effect=c.NodeTaint.Effect.NO_SCHEDULE)]
-    if request.reservation:
-        extra["reservation_affinity"] = c.ReservationAffinity(
-            consume_reservation_type=c.ReservationAffinity.Type.SPECIFIC_RESERVATION,
-            key="compute.googleapis.com/reservation-name",
-            values=[request.reservation],
-        )
-    pool = c.NodePool(
-        name=name,
-        initial_node_count=request.min_nodes,
-        config=_node_config(spec, shape.machine_type, **extra),
-        autoscaling=c.NodePoolAutoscaling(
-            enabled=True, min_node_count=request.min_nodes, max_node_count=request.max_nodes
-        ),
-        management=c.NodeManagement(auto_repair=True, auto_upgrade=True),
-    )
-    if shape.tpu_topology and shape.multi_host:
-        pool.placement_policy = c.NodePool.PlacementPolicy(
-            type_=c.NodePool.PlacementPolicy.Type.COMPACT, tpu_topology=shape.tpu_topology
-        )
-    return pool
-
-
-def _require_cluster(spec: ClusterSpec, clients: GoogleClients) -> Any:
-    cluster = get_cluster(spec, clients)
-    if cluster is None:
-        raise ConfigError(
-            f"Cluster {spec.cluster} does not exist in {spec.zone} (project {spec.project}). "
-            f"Create it first: `kinetic up --project {spec.project} --zone {spec.zone} "
-            f"--cluster {spec.cluster}`."
-        )
-    return cluster
-
-
-def plan_pool(spec: ClusterSpec, clients: GoogleClients, name: str, request: PoolRequest) -> Plan:
-    cluster = _require_cluster(spec, clients)
-    existing = next((pool for pool in cluster.node_pools if pool.name == name), None)
-    if existing is not None and existing.status.name not in _BUSY:
-        return Plan(notes=[f"node pool {name} exists (kept as it is)"])
-
-    def run(report: Report) -> None:
-        doing = f"creating node pool {name}"
-        _wait_running(spec, clients, report)
-        if existing is not None:
-            return
-        try:
-            operation = calling(
-                doing, clients.container.create_node_pool,
-                parent=spec.cluster_path, node_pool=node_pool(spec, name, request),
-            )  # fmt: skip
-        except GoogleApiError as exc:
-            if exc.code != 409:
-                raise
-            _wait_running(spec, clients, report)
-            return
-        wait_container_operation(
-            clients, doing, operation, project=spec.project, location=spec.zone, report=report
-        )
-
-    shape = request.shape
-    offers = (
-        f"{shape.gpu_count} x {shape.gpu_type}" if shape.gpu_type else f"TPU {shape.tpu_topology}"
-    )
-    detail = (
-        f"{offers} on {shape.machine_type}"
-        + (f", {shape.hosts} hosts, compact placement" if shape.multi_host else "")
-        + f", {request.min_nodes}-{request.max_nodes} nodes"
-        + (", spot" if request.spot else "")
-        + (f", reservation {request.reservation}" if request.reservation else "")
-    )
-    return Plan([Step("create", f"node pool {name}", run, detail)])
-
-
-def unplan_pool(spec: ClusterSpec, clients: GoogleClients, name: str) -> Plan:
-    cluster = _require_cluster(spec, clients)
-    names = [pool.name for pool in cluster.node_pools]
-    if name not in names:
-        raise ConfigError(
-            f"Cluster {spec.cluster} has no node pool {name!r}. Its pools: "
-            f"{', '.join(names) or 'none'} (`kinetic pool list`)."
-        )
-
-    def run(report: Report) -> None:
-        from google.api_core import exceptions
-
-        _wait_running(spec, clients, report)
-        doing = f"deleting node pool {name}"
-        try:
-            operation = clients.container.delete_node_pool(
-                name=f"{spec.cluster_path}/nodePools/{name}"
-            )
-        except exceptions.NotFound:
-            return
-        except Exception as exc:
-            from kinetic_gke.gcp import google_error
-
-            raise google_error(exc, doing) from exc
-        wait_container_operation(
-            clients, doing, operation, project=spec.project, location=spec.zone, report=report
-        )
-
-    return Plan([Step("delete", f"node pool {name}", run)])
+    return Plan([_delete_cluster_step(spec, clients, f"with its pools: {pools}")])

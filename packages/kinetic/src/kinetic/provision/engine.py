@@ -4,10 +4,9 @@ A resource module reads the real state from the cloud (there is no local state f
 and returns the steps that would bring it to what is wanted; what already matches becomes a
 note. Applying runs the steps in order and reports each one. Every step is written to be safe
 to repeat (an "already exists" answer is success, an operation still running is waited for),
-so a run that failed half-way converges when run again, without duplicates.
-
-A step whose plan depends on something an earlier step makes (the in-cluster objects need the
-cluster) is *deferred*: it plans and applies its own steps when its turn comes.
+so a run that failed half-way converges when run again, without duplicates. That also lets a
+plan be made before what it reads can be read (an API still off, a cluster not yet made): it
+is planned as missing, and the step that makes it accepts finding it.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from typing import Literal
 
 __all__ = ["Action", "Plan", "Report", "Step", "apply"]
 
-Action = Literal["create", "update", "delete", "install", "grant", "revoke", "enable", "deferred"]
+Action = Literal["create", "update", "delete", "install", "grant", "revoke", "enable"]
 Report = Callable[[str], None]
 
 
@@ -33,9 +32,7 @@ class Step:
     detail: str = ""
 
     def describe(self) -> str:
-        symbol = {"delete": "-", "revoke": "-", "update": "~", "deferred": "?"}.get(
-            self.action, "+"
-        )
+        symbol = {"delete": "-", "revoke": "-", "update": "~"}.get(self.action, "+")
         text = f"  {symbol} {self.action} {self.target}"
         return f"{text}: {self.detail}" if self.detail else text
 

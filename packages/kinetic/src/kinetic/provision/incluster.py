@@ -1,19 +1,29 @@
 """Objects inside the cluster: the namespace, the Kubernetes service account with its Workload
 Identity annotation, the LeaderWorkerSet controller and the GPU driver installer.
 
-The connection is the kubeconfig context Kinetic's backends use (``KINETIC_KUBE_CONTEXT``, else
-``gke_<project>_<zone>_<cluster>``); the file is only read. An existing LeaderWorkerSet install
-is recognised by the API it serves (whoever installed it), and kept.
+``kinetic up`` reaches the cluster directly (:func:`connect`): at the endpoint the GKE API
+reports, trusting the cluster's own CA, with a token of the user's Google credentials, so a
+cluster it has just created needs no kubeconfig context and the user's kubeconfig is never
+written. ``kinetic doctor`` instead checks the kubeconfig context the backends will use
+(:func:`kubeconfig_connection`).
+
+A cluster that cannot be read yet (being created) is planned as a new one; every step accepts
+finding its work done. An existing LeaderWorkerSet install is recognised by the API it serves
+(whoever installed it, whatever version), and kept.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from kinetic.provision.clients import GoogleClients
 from kinetic.provision.engine import Action, Plan, Report, Step
-from kinetic.provision.manifests import GPU_DRIVER, LWS, PinnedManifest, apply_manifest, fetch
+from kinetic.provision.manifests import GPU_DRIVER, LWS, PinnedManifest, apply_manifest
 from kinetic.provision.spec import ClusterSpec
 from kinetic_gke import settings as gke_settings
+from kinetic_gke.gcp import cluster_connection, cluster_view
 from kinetic_gke.k8s import (
     AlreadyExists,
     ClusterConnection,
@@ -22,24 +32,48 @@ from kinetic_gke.k8s import (
     kube_context_name,
 )
 from kinetic_gke.pools import PoolInfo
+from kinetic_protocol import ConfigError
 
 __all__ = [
     "GPU_DRIVER_DAEMONSET",
     "WI_ANNOTATION",
+    "Connect",
+    "InCluster",
     "connect",
     "gpu_driver_installed",
+    "kubeconfig_connection",
+    "new_cluster",
     "lws_version",
     "plan_in_cluster",
+    "read_in_cluster",
 ]
 
 WI_ANNOTATION = "iam.gke.io/gcp-service-account"
 LWS_GROUP = "leaderworkerset.x-k8s.io"
 GPU_DRIVER_DAEMONSET = ("kube-system", "nvidia-driver-installer")
+Connect = Callable[[], ClusterConnection]
+"""Makes (once) the connection the steps use, when the first of them runs."""
 
 
-def connect(spec: ClusterSpec) -> ClusterConnection:
-    """The cluster through the user's kubeconfig (never written); a ConfigError naming the
-    ``gcloud ... get-credentials`` command when the context is missing."""
+def connect(spec: ClusterSpec, clients: GoogleClients) -> ClusterConnection:
+    """The cluster as ``kinetic up`` reaches it: through ``KINETIC_KUBE_CONTEXT`` when set,
+    otherwise directly from what the GKE API says of it."""
+    if gke_settings.KUBE_CONTEXT.from_env():
+        return kubeconfig_connection(spec)
+    from kinetic.provision.cluster import get_cluster
+
+    found = get_cluster(spec, clients)
+    if found is None:
+        raise ConfigError(
+            f"Cluster {spec.cluster} does not exist in {spec.zone} (project {spec.project}); "
+            "`kinetic up` creates it."
+        )
+    return cluster_connection(cluster_view(found), spec.namespace)
+
+
+def kubeconfig_connection(spec: ClusterSpec) -> ClusterConnection:
+    """The cluster through the user's kubeconfig (only read), as Kinetic's backends reach it; a
+    ConfigError naming the ``gcloud ... get-credentials`` command when the context is missing."""
     context = gke_settings.KUBE_CONTEXT.from_env() or kube_context_name(
         spec.project, spec.zone, spec.cluster
     )
@@ -76,34 +110,69 @@ def gpu_driver_installed(connection: ClusterConnection) -> bool:
     return True
 
 
-def _namespace_step(spec: ClusterSpec, connection: ClusterConnection) -> Step | None:
-    core = connection.core
-    if connection.read_or_none("reading the namespace", core.read_namespace, spec.namespace):
-        return None
+@dataclass(frozen=True)
+class InCluster:
+    """What the cluster already has of what ``kinetic up`` puts there."""
 
+    namespace: bool
+    service_account: bool
+    workload_identity: str
+    """The Google service account the Kubernetes one is annotated with ("" if none)."""
+    lws: str | None
+    """The LeaderWorkerSet API version served, None if none."""
+    gpu_driver: bool
+
+
+def new_cluster(spec: ClusterSpec) -> InCluster:
+    """What a cluster GKE has just created holds: the ``default`` namespace and, in every
+    namespace, the ``default`` service account."""
+    return InCluster(
+        namespace=spec.namespace == "default",
+        service_account=spec.ksa == "default" and spec.namespace == "default",
+        workload_identity="",
+        lws=None,
+        gpu_driver=False,
+    )
+
+
+def read_in_cluster(spec: ClusterSpec, connection: ClusterConnection) -> InCluster:
+    core = connection.core
+    namespace = connection.read_or_none(
+        "reading the namespace", core.read_namespace, spec.namespace
+    )
+    account = connection.read_or_none(
+        f"reading service account {spec.namespace}/{spec.ksa}",
+        core.read_namespaced_service_account, spec.ksa, spec.namespace,
+    )  # fmt: skip
+    annotations = ((account or {}).get("metadata") or {}).get("annotations") or {}
+    return InCluster(
+        namespace=namespace is not None,
+        service_account=account is not None,
+        workload_identity=str(annotations.get(WI_ANNOTATION, "")),
+        lws=lws_version(connection),
+        gpu_driver=gpu_driver_installed(connection),
+    )
+
+
+def _namespace_step(spec: ClusterSpec, connect: Connect) -> Step:
     def run(report: Report) -> None:
+        connection = connect()
         body = {"metadata": {"name": spec.namespace, "labels": dict(spec.labels)}}
         try:
-            connection.call("creating the namespace", core.create_namespace, body)
+            connection.call("creating the namespace", connection.core.create_namespace, body)
         except AlreadyExists:
             return
 
     return Step("create", f"namespace {spec.namespace}", run)
 
 
-def _ksa_step(spec: ClusterSpec, connection: ClusterConnection) -> Step | None:
-    core, email = connection.core, spec.account("jobs")
-    doing = f"reading service account {spec.namespace}/{spec.ksa}"
-    found = connection.read_or_none(
-        doing, core.read_namespaced_service_account, spec.ksa, spec.namespace
-    )
-    annotations = ((found or {}).get("metadata") or {}).get("annotations") or {}
-    if annotations.get(WI_ANNOTATION) == email:
-        return None
+def _ksa_step(spec: ClusterSpec, connect: Connect, exists: bool) -> Step:
+    email = spec.account("jobs")
     patch: dict[str, Any] = {"metadata": {"annotations": {WI_ANNOTATION: email}}}
 
     def run(report: Report) -> None:
-        name, namespace = spec.ksa, spec.namespace
+        connection, name, namespace = connect(), spec.ksa, spec.namespace
+        core = connection.core
         try:
             connection.call(
                 f"creating service account {namespace}/{name}",
@@ -116,37 +185,51 @@ def _ksa_step(spec: ClusterSpec, connection: ClusterConnection) -> Step | None:
                 core.patch_namespaced_service_account, name, namespace, patch,
             )  # fmt: skip
 
-    action: Action = "update" if found else "create"
+    action: Action = "update" if exists else "create"
     target = f"Kubernetes service account {spec.namespace}/{spec.ksa}"
     return Step(action, target, run, f"{WI_ANNOTATION}={email}")
 
 
-def _install_step(pin: PinnedManifest, connection: ClusterConnection, why: str) -> Step:
+def _install_step(pin: PinnedManifest, connect: Connect, why: str) -> Step:
+    data = pin.load()  # checked now, so a bad override stops the plan before any change
+
     def run(report: Report) -> None:
-        applied = apply_manifest(connection, fetch(pin))
+        connection = connect()
+        if pin is LWS and (version := lws_version(connection)) is not None:
+            report(f"  LeaderWorkerSet API served ({version}) meanwhile; kept")
+            return
+        applied = apply_manifest(connection, data)
         report(f"  applied {len(applied)} objects of {pin.name} {pin.version}")
 
     return Step("install", f"{pin.name} {pin.version}", run, why)
 
 
 def plan_in_cluster(
-    spec: ClusterSpec, connection: ClusterConnection, pools: tuple[PoolInfo, ...]
+    spec: ClusterSpec, connect: Connect, pools: tuple[PoolInfo, ...], found: InCluster
 ) -> Plan:
+    """The in-cluster steps, given what the cluster has (:func:`new_cluster` for one being made)."""
     plan = Plan()
-    for step in (_namespace_step(spec, connection), _ksa_step(spec, connection)):
-        if step is not None:
-            plan.steps.append(step)
-    if not any(step.target.startswith("Kubernetes service account") for step in plan.steps):
+    if not found.namespace:
+        plan.steps.append(_namespace_step(spec, connect))
+    if found.workload_identity == spec.account("jobs"):
         plan.notes.append(f"service account {spec.namespace}/{spec.ksa} has Workload Identity")
-    version = lws_version(connection)
-    if version is None:
-        plan.steps.append(_install_step(LWS, connection, "multi-host TPU jobs run on it"))
     else:
-        plan.notes.append(f"LeaderWorkerSet API served ({version}); kept")
-    unmanaged = [pool.name for pool in pools if pool.gpu_type and not pool.gpu_driver_managed]
-    if unmanaged and not gpu_driver_installed(connection):
-        why = f"GPU pools without GKE-managed drivers: {', '.join(unmanaged)}"
-        plan.steps.append(_install_step(GPU_DRIVER, connection, why))
-    elif any(pool.gpu_type for pool in pools):
-        plan.notes.append("GPU drivers installed by GKE")
+        plan.steps.append(_ksa_step(spec, connect, found.service_account))
+    if found.lws is None:
+        plan.steps.append(_install_step(LWS, connect, "multi-host TPU jobs run on it"))
+    else:
+        plan.notes.append(f"LeaderWorkerSet API served ({found.lws}); kept")
+    needing = [pool.name for pool in pools if pool.needs_gpu_driver]
+    if needing and not found.gpu_driver:
+        why = f"GPU pools without GKE-managed drivers: {', '.join(needing)}"
+        if GPU_DRIVER.available:
+            plan.steps.append(_install_step(GPU_DRIVER, connect, why))
+        else:
+            plan.notes.append(
+                f"{why}. No NVIDIA driver installer ships with Kinetic: install one "
+                f"(`{GPU_DRIVER.manual_command}`), or set {GPU_DRIVER.source_setting.env} and "
+                f"{GPU_DRIVER.checksum_setting.env} for `kinetic up` to install it"
+            )
+    elif any(pool.hardware.gpu_type for pool in pools):
+        plan.notes.append("GPU drivers installed")
     return plan

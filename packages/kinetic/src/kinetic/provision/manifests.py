@@ -1,13 +1,15 @@
-"""Third-party Kubernetes manifests installed from a pinned, checksum-verified source.
+"""Third-party Kubernetes manifests Kinetic installs, pinned by checksum.
 
-A pin names a release, where its manifest is, and the sha256 of the exact bytes. The manifest
-is fetched, its checksum checked before anything is applied, and every object is applied
-server-side (field manager ``kinetic``), so installing twice changes nothing.
+The LeaderWorkerSet release ships inside this package (``data/lws-<version>.yaml``), rendered
+from the pinned LWS sources by ``tools/lws_manifest.py``, which also checks the sha256 pinned
+here; installing it needs no network. Before anything is applied the bytes are checked against
+the pinned sha256, and every object is applied server-side (field manager ``kinetic``), so
+installing twice changes nothing.
 
-The source and checksum of each pin can be replaced (``KINETIC_LWS_MANIFEST`` and
-``KINETIC_LWS_MANIFEST_SHA256``; the same for the GPU driver installer), for a mirror, an
-air-gapped cluster, or tests. A pin without a checksum is never applied: the command to install
-it by hand is shown instead.
+A source can be replaced (``KINETIC_LWS_MANIFEST``: a URL or a file, with the sha256 it must
+have in ``KINETIC_LWS_MANIFEST_SHA256``; the same for the GPU driver installer), for a mirror
+or a newer release. No NVIDIA driver installer ships (its publisher's repository cannot be
+fetched where this package is built), so that one installs only from such an override.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import urllib.request
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ from kinetic_gke.k8s import ClusterConnection
 from kinetic_protocol import ConfigError
 from kinetic_protocol.settings import SettingSpec
 
-__all__ = ["GPU_DRIVER", "LWS", "PinnedManifest", "apply_manifest", "fetch"]
+__all__ = ["GPU_DRIVER", "LWS", "PinnedManifest", "apply_manifest"]
 
 _FETCH_TIMEOUT = 60
 
@@ -32,68 +35,98 @@ _FETCH_TIMEOUT = 60
 class PinnedManifest:
     name: str
     version: str
-    url: str
+    packaged: str
+    """The file in ``kinetic/provision/data`` that holds it; empty when none ships."""
     sha256: str
-    """Empty when no checksum is pinned for this release: then it is not applied."""
+    """The sha256 of the packaged file."""
+    upstream: str
+    """Where its publisher serves it, for people installing it by hand."""
     source_setting: SettingSpec
     checksum_setting: SettingSpec
 
-    def resolved(self) -> tuple[str, str]:
-        """Where to fetch it and the checksum it must have (settings override the pin)."""
-        return (
-            self.source_setting.from_env() or self.url,
-            self.checksum_setting.from_env() or self.sha256,
-        )
+    @property
+    def available(self) -> bool:
+        """Whether ``load`` has something to load (a packaged file, or an override)."""
+        return bool(self.packaged or self.source_setting.from_env())
+
+    @property
+    def source(self) -> str:
+        """Where it is loaded from: the override, else the packaged file, else upstream."""
+        override = self.source_setting.from_env()
+        if override:
+            return override
+        if self.packaged:
+            return str(resources.files("kinetic.provision").joinpath("data", self.packaged))
+        return self.upstream
 
     @property
     def manual_command(self) -> str:
-        return f"kubectl apply --server-side -f {self.resolved()[0]}"
+        return f"kubectl apply --server-side -f {self.source}"
+
+    def load(self) -> bytes:
+        """The manifest's bytes, once their sha256 is the pinned one; a ConfigError otherwise
+        (nothing is applied)."""
+        override = self.source_setting.from_env()
+        expected = self.checksum_setting.from_env()
+        if override and not expected:
+            raise ConfigError(
+                f"{self.source_setting.env}={override} needs the sha256 that manifest must have "
+                f"in {self.checksum_setting.env}: Kinetic applies nothing unverified."
+            )
+        if expected and not override:
+            raise ConfigError(
+                f"{self.checksum_setting.env} is set but {self.source_setting.env} is not: the "
+                f"checksum is for a manifest you name there. Unset it to use the {self.name} "
+                f"{self.version} that ships with Kinetic."
+            )
+        if not self.available:
+            raise ConfigError(
+                f"No {self.name} manifest ships with Kinetic. Install it yourself "
+                f"(`{self.manual_command}`), or set {self.source_setting.env} and "
+                f"{self.checksum_setting.env} to a manifest you trust and its sha256."
+            )
+        data = _read(self.source, self.name)
+        expected = (expected or self.sha256).lower()
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != expected:
+            raise ConfigError(
+                f"The {self.name} manifest at {self.source} has sha256 {actual}, not the pinned "
+                f"{expected}, so nothing was applied. Check where it came from"
+                + (f" (or the checksum in {self.checksum_setting.env})." if override else ".")
+            )
+        return data
+
+
+def _read(source: str, name: str) -> bytes:
+    try:
+        if source.startswith(("http://", "https://")):
+            with urllib.request.urlopen(source, timeout=_FETCH_TIMEOUT) as response:  # noqa: S310
+                data: bytes = response.read()
+                return data
+        return Path(source.removeprefix("file://")).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"Cannot read the {name} manifest from {source}: {exc}") from exc
 
 
 LWS = PinnedManifest(
     "LeaderWorkerSet",
     "v0.8.0",
+    "lws-v0.8.0.yaml",
+    "66416a375610ce31be69818f7ca02ed89887ce76e1034ad23addbc39e9c6854a",
     "https://github.com/kubernetes-sigs/lws/releases/download/v0.8.0/manifests.yaml",
-    "",  # the release's checksum is to be pinned here once verified (see docs)
     declared.LWS_MANIFEST,
     declared.LWS_MANIFEST_SHA256,
 )
 GPU_DRIVER = PinnedManifest(
     "NVIDIA driver installer",
     "cos-preloaded",
+    "",
+    "",
     "https://raw.githubusercontent.com/GoogleCloudPlatform/container-engine-accelerators/"
     "master/nvidia-driver-installer/cos/daemonset-preloaded.yaml",
-    "",
     declared.GPU_DRIVER_MANIFEST,
     declared.GPU_DRIVER_MANIFEST_SHA256,
 )
-
-
-def fetch(pin: PinnedManifest) -> bytes:
-    """The manifest's bytes, after its checksum is verified; a ConfigError otherwise."""
-    source, expected = pin.resolved()
-    if not expected:
-        raise ConfigError(
-            f"No checksum is pinned for {pin.name} {pin.version}, so Kinetic will not install "
-            f"it unverified. Install it yourself: `{pin.manual_command}`, or set "
-            f"{pin.checksum_setting.env} to the sha256 of the manifest you trust."
-        )
-    try:
-        if "://" in source and not source.startswith("file://"):
-            with urllib.request.urlopen(source, timeout=_FETCH_TIMEOUT) as response:  # noqa: S310
-                data: bytes = response.read()
-        else:
-            data = Path(source.removeprefix("file://")).read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"Cannot fetch the {pin.name} manifest from {source}: {exc}") from exc
-    actual = hashlib.sha256(data).hexdigest()
-    if actual != expected.lower():
-        raise ConfigError(
-            f"The {pin.name} manifest from {source} has sha256 {actual}, not the pinned "
-            f"{expected}. Nothing was applied. Check the source (or the pin in "
-            f"{pin.checksum_setting.env})."
-        )
-    return data
 
 
 def _documents(data: bytes) -> list[dict[str, Any]]:
@@ -102,8 +135,11 @@ def _documents(data: bytes) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(data) if isinstance(doc, dict) and doc.get("kind")]
 
 
-def apply_manifest(connection: ClusterConnection, data: bytes) -> list[str]:
-    """Apply every object server-side; returns ``Kind/name`` of each, in order."""
+def apply_manifest(
+    connection: ClusterConnection, data: bytes, *, dry_run: bool = False
+) -> list[str]:
+    """Apply every object server-side, in order; ``Kind/name`` of each. ``dry_run``: the API
+    server validates and admits each one (``dryRun=All``) and stores nothing."""
     from kubernetes.dynamic import DynamicClient
 
     dynamic = DynamicClient(connection.api_client)  # type: ignore[no-untyped-call]
@@ -121,6 +157,7 @@ def apply_manifest(connection: ClusterConnection, data: bytes) -> list[str]:
             namespace=namespace,
             field_manager="kinetic",
             force_conflicts=True,
+            dry_run="All" if dry_run else None,
         )
         applied.append(f"{kind}/{name}")
     return applied

@@ -2,9 +2,9 @@
 
 Names follow the conventions the rest of Kinetic already reads: the jobs bucket is the gke
 backend's default (``<project>-kinetic-<cluster>``), the Artifact Registry repository is the
-one bundled images are pushed to (``KINETIC_BASE_IMAGE_REPO``, default ``kinetic``) in the
-cluster's region, and the Kubernetes service account is ``KINETIC_SERVICE_ACCOUNT`` (default
-``kinetic``).
+one bundled images are pushed to (``kinetic``, in the cluster's region), and the Kubernetes
+service account is the one pods run as (``KINETIC_SERVICE_ACCOUNT``, default: the namespace's
+``default``).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class ClusterSpec:
     cluster: str
     namespace: str = "default"
     repository: str = "kinetic"
-    ksa: str = "kinetic"
+    ksa: str = "default"
     release_channel: str = "REGULAR"
     max_cpu: int = 256
     """Node auto-provisioning may create CPU pools up to this many vCPUs in all."""

@@ -1,72 +1,69 @@
 """The whole of ``kinetic up`` and ``kinetic down`` as plans, in dependency order.
 
 ``up``: APIs first (nothing else answers without them), then service accounts and roles (the
-cluster's nodes run as one), the cluster, the bucket and registry, the Workload Identity binding,
-and last the in-cluster objects, planned once the cluster exists. ``down`` undoes it in reverse,
-keeping the bucket unless asked, and never disabling APIs (other things may use them).
+cluster's nodes run as one), the cluster, the bucket and registry, the Workload Identity
+binding, and last the in-cluster objects. What an API that is still off serves cannot be read,
+so it is planned as missing (it cannot exist, or the step that makes it accepts finding it);
+so is what is inside a cluster that does not run yet. Every step is planned before the first
+one runs, so ``--dry-run`` shows all of them. ``down`` undoes it in reverse, keeping the bucket
+unless asked, and never disabling APIs (other things may use them).
 """
 
 from __future__ import annotations
 
-from kinetic.provision import cloud, cluster, incluster
+import functools
+
+from kinetic.provision import accounts, cloud, cluster, incluster
 from kinetic.provision.clients import GoogleClients
-from kinetic.provision.engine import Plan, Report, Step, apply
+from kinetic.provision.engine import Plan
 from kinetic.provision.spec import ClusterSpec
 from kinetic_gke.gcp import cluster_view
 
-__all__ = ["down_plan", "in_cluster_step", "up_plan"]
-
-
-def in_cluster_step(spec: ClusterSpec, clients: GoogleClients) -> Step:
-    """The in-cluster objects, planned when the cluster exists (deferred)."""
-
-    def run(report: Report) -> None:
-        found = cluster.get_cluster(spec, clients)
-        pools = cluster_view(found).pools if found is not None else ()
-        plan = incluster.plan_in_cluster(spec, incluster.connect(spec), pools)
-        for line in plan.render().splitlines():
-            report(line)
-        apply(plan, lambda line: report("  " + line))
-
-    what = "namespace, service account, LeaderWorkerSet, GPU driver"
-    return Step("deferred", "in-cluster objects", run, f"{what}: planned once the cluster is up")
+__all__ = ["down_plan", "up_plan"]
 
 
 def up_plan(spec: ClusterSpec, clients: GoogleClients) -> Plan:
-    apis = cloud.plan_apis(spec, clients)
-    if not apis.empty:  # the other APIs cannot be read before they are enabled
-        return apis + Plan([_continue_step(spec, clients)])
+    """Everything ``kinetic up`` would do now (``clients`` learns which APIs are off)."""
+    disabled = cloud.disabled_apis(clients, spec.project)
+    clients.unreadable = frozenset(disabled)
     plan = (
-        apis
-        + cloud.plan_service_accounts(spec, clients)
+        cloud.plan_apis(spec, clients, disabled)
+        + accounts.plan_service_accounts(spec, clients)
         + cluster.plan_cluster(spec, clients)
         + cloud.plan_bucket(spec, clients)
         + cloud.plan_registry(spec, clients)
-        + cloud.plan_workload_identity(spec, clients)
+        + accounts.plan_workload_identity(spec, clients)
+        + _in_cluster(spec, clients)
     )
-    found = cluster.get_cluster(spec, clients)
-    if found is None or found.status.name != "RUNNING" or plan.steps:
-        return plan + Plan([in_cluster_step(spec, clients)])
-    return plan + incluster.plan_in_cluster(
-        spec, incluster.connect(spec), cluster_view(found).pools
+    if disabled:
+        plan.notes.insert(
+            0,
+            f"{len(disabled)} APIs are off, so what they serve cannot be read yet: it is planned "
+            "as missing, and a step that finds it there keeps it",
+        )
+    return plan
+
+
+def _in_cluster(spec: ClusterSpec, clients: GoogleClients) -> Plan:
+    connect = functools.cache(lambda: incluster.connect(spec, clients))
+    found = None
+    if clients.readable("container.googleapis.com"):
+        found = cluster.get_cluster(spec, clients)
+    if found is None or cluster.recreates(spec, found):
+        return incluster.plan_in_cluster(spec, connect, (), incluster.new_cluster(spec))
+    pools = cluster_view(found).pools
+    if found.status.name != "RUNNING":  # being created by an earlier, interrupted run
+        return incluster.plan_in_cluster(spec, connect, pools, incluster.new_cluster(spec))
+    return incluster.plan_in_cluster(
+        spec, connect, pools, incluster.read_in_cluster(spec, connect())
     )
-
-
-def _continue_step(spec: ClusterSpec, clients: GoogleClients) -> Step:
-    def run(report: Report) -> None:
-        plan = up_plan(spec, clients)
-        for line in plan.render().splitlines():
-            report(line)
-        apply(plan, lambda line: report("  " + line))
-
-    return Step("deferred", "everything else", run, "planned once the APIs are enabled")
 
 
 def down_plan(spec: ClusterSpec, clients: GoogleClients, *, delete_bucket: bool) -> Plan:
     plan = (
         cluster.unplan_cluster(spec, clients)
         + cloud.unplan_registry(spec, clients)
-        + cloud.unplan_accounts(spec, clients)
+        + accounts.unplan_accounts(spec, clients)
     )
     if delete_bucket:
         plan += cloud.unplan_bucket(spec, clients)
