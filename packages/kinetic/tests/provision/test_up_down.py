@@ -3,20 +3,17 @@ against the in-process fakes, fake-gcs-server for the bucket, and the real contr
 the in-cluster objects."""
 
 import json
-from typing import Any
+import os
+from pathlib import Path
 
 import pytest
-from provision_support import PROJECT, ZONE, Invoke
+from provision_support import PROJECT, ZONE, Invoke, mutations
+from provision_support import ok as _ok
 
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.gcp_fake import FakeGoogleCloud
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
-
-
-def _ok(result: Any) -> str:
-    assert result.exit_code == 0, f"{result.output}\n{result.stderr if result.stderr_bytes else ''}"
-    return str(result.stdout)
 
 
 def test_up_from_nothing_builds_everything_then_up_again_changes_nothing(
@@ -27,8 +24,21 @@ def test_up_from_nothing_builds_everything_then_up_again_changes_nothing(
     cluster_name: str,
 ) -> None:
     dry = _ok(kinetic("up", "--dry-run"))
-    assert "enable 7 APIs" in dry and "Dry run: nothing was changed." in dry
-    assert up_env.apis.enabled == {}
+    assert "Dry run: nothing was changed." in dry
+    assert up_env.apis.enabled == {} and mutations(up_env.calls) == []
+    # The APIs are off, so nothing else can be read yet; the plan still shows every step.
+    for line in (
+        "+ enable 7 APIs",
+        "+ create service account kn-",
+        f"+ create cluster {cluster_name} ({ZONE})",
+        f"+ create bucket gs://{PROJECT}-kinetic-{cluster_name}",
+        "+ create Artifact Registry repository kinetic",
+        f"+ grant Workload Identity: {k8s_namespace}/default",
+        f"+ create Kubernetes service account {k8s_namespace}/default",
+        "+ install LeaderWorkerSet v0.8.0",
+        "7 APIs are off",
+    ):
+        assert line in dry, line
 
     out = _ok(kinetic("up"))
     assert "Done." in out
@@ -53,26 +63,18 @@ def test_up_from_nothing_builds_everything_then_up_again_changes_nothing(
     }]  # fmt: skip
     assert "LeaderWorkerSet API served" in out
 
-    calls_before = list(up_env.calls)
+    assert not Path(os.environ["KUBECONFIG"]).exists()  # reached without it, none written
+
+    calls_before = len(up_env.calls)
     again = _ok(kinetic("up"))
     assert "Nothing to do: everything is in place." in again
-    changes = [
-        c
-        for c in up_env.calls[len(calls_before) :]
-        if c.endswith((".create", ".enable", ".setIam", ".update", ".delete"))
-    ]
-    assert changes == []
-    profiles = json.loads((up_env_profiles := _profiles_path()).read_text())
+    assert mutations(up_env.calls[calls_before:]) == []
+    profiles = json.loads(Path(os.environ["KINETIC_PROFILES_FILE"]).read_text())
     assert profiles["active"] == cluster_name
-    assert profiles["profiles"][cluster_name]["project"] == PROJECT
-    del up_env_profiles
-
-
-def _profiles_path() -> Any:
-    import os
-    from pathlib import Path
-
-    return Path(os.environ["KINETIC_PROFILES_FILE"])
+    profile = profiles["profiles"][cluster_name]
+    assert profile["project"] == PROJECT
+    build_account = next(e for e in up_env.apis.service_accounts if "-build@" in e)
+    assert profile["build_service_account"] == build_account
 
 
 def test_pool_add_gpu_and_multi_host_tpu_then_status_and_down(

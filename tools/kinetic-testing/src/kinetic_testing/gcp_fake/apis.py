@@ -38,6 +38,8 @@ class _LongRunning:
     metadata_type: str
     effect: Any = None
     error: str = ""
+    target: str = ""
+    """What it changes; reading that counts as a poll too (operations run on their own)."""
     done: bool = False
 
     def render(self) -> dict[str, Any]:
@@ -174,31 +176,49 @@ class FakeApis:
         return self.project_numbers.setdefault(project, str(100000 + len(self.project_numbers)))
 
     def _operation(
-        self, route: str, prefix: str, response: dict[str, Any], metadata: str, effect: Any
+        self,
+        route: str,
+        prefix: str,
+        response: dict[str, Any],
+        metadata: str,
+        effect: Any,
+        target: str,
     ) -> Any:
         name = f"{prefix}operations/op-{next(self._ids)}"
         op = _LongRunning(
             name, max(1, self.polls_until_done), response, metadata, effect,
-            error=self.failing.pop(route, ""),
+            error=self.failing.pop(route, ""), target=target,
         )  # fmt: skip
         self.operations[name.rsplit("/", 1)[-1]] = op
         return op.render()
+
+    def _poll(self, op: _LongRunning) -> None:
+        if op.done:
+            return
+        op.polls_left -= 1
+        if op.polls_left <= 0:
+            op.done = True
+            if op.effect is not None and not op.error:
+                op.effect()
+
+    def _advance(self, target: str) -> None:
+        """One poll of every operation on ``target``: it progresses whether or not its starter
+        still watches it (say, the answer that named it was lost)."""
+        for op in list(self.operations.values()):
+            if op.target == target:
+                self._poll(op)
 
     def _lro(self, g: dict[str, str], _q: Any, _b: Any) -> Any:
         op = self.operations.get(g["op"])
         if op is None:
             raise ApiError(404, f"operation {g['op']} not found")
-        if not op.done:
-            op.polls_left -= 1
-            if op.polls_left <= 0:
-                op.done = True
-                if op.effect is not None and not op.error:
-                    op.effect()
+        self._poll(op)
         return op.render()
 
     # -- Service Usage -----------------------------------------------------------------------
 
     def _svc(self, g: dict[str, str], _q: Any, _b: Any) -> Any:
+        self._advance(f"projects/{g['project']}/services")
         on = g["service"] in self.enabled.get(g["project"], set())
         return {
             "name": f"projects/{self._number(g['project'])}/services/{g['service']}",
@@ -216,7 +236,8 @@ class FakeApis:
 
         return self._operation("serviceusage.enable", "",
                                {"@type": _SU + "BatchEnableServicesResponse"},
-                               _SU + "OperationMetadata", effect)  # fmt: skip
+                               _SU + "OperationMetadata", effect,
+                               f"projects/{g['project']}/services")  # fmt: skip
 
     # -- Compute -----------------------------------------------------------------------------
 
@@ -306,6 +327,7 @@ class FakeApis:
 
     def _get_repo(self, g: dict[str, str], _q: Any, _b: Any) -> Any:
         name = self._repo_name(g, g["repo"])
+        self._advance(name)
         if name not in self.repositories:
             raise ApiError(404, f"Repository {name} not found")
         return copy.deepcopy(self.repositories[name])
@@ -325,7 +347,7 @@ class FakeApis:
         prefix = f"projects/{g['project']}/locations/{g['location']}/"
         return self._operation("artifactregistry.create", prefix,
                                {"@type": _AR + "Repository", **repository},
-                               _AR + "OperationMetadata", effect)  # fmt: skip
+                               _AR + "OperationMetadata", effect, name)  # fmt: skip
 
     def _delete_repo(self, g: dict[str, str], _q: Any, _b: Any) -> Any:
         name = self._repo_name(g, g["repo"])
@@ -338,7 +360,7 @@ class FakeApis:
         prefix = f"projects/{g['project']}/locations/{g['location']}/"
         empty = {"@type": "type.googleapis.com/google.protobuf.Empty"}
         return self._operation("artifactregistry.delete", prefix, empty,
-                               _AR + "OperationMetadata", effect)  # fmt: skip
+                               _AR + "OperationMetadata", effect, name)  # fmt: skip
 
     # -- OAuth -------------------------------------------------------------------------------
 

@@ -162,8 +162,9 @@ class RoutedServer(JsonHttpServer):
         self.lock = threading.RLock()
         self.routes: list[Route] = []
         self.faults: list[Fault] = []
-        self.answers: list[tuple[str, int]] = []
-        """``(route name, HTTP status)`` of every call answered (faults included), in order."""
+        self.answers: list[tuple[str, int, bool]] = []
+        """``(route name, HTTP status, carried out)`` of every call answered (faults included),
+        in order; a call whose answer a fault replaced after it took effect is carried out."""
 
     def route(
         self, method: str, pattern: str, name: str, handler: Handler, *, service: str = ""
@@ -193,16 +194,16 @@ class RoutedServer(JsonHttpServer):
     def calls(self) -> list[str]:
         """Route names of the calls answered (faults included), oldest first."""
         with self.lock:
-            return [name for name, _status in self.answers]
+            return [name for name, _status, _done in self.answers]
 
     def count(self, name: str) -> int:
         """Calls of route ``name``, failed ones included."""
         return self.calls.count(name)
 
-    def succeeded(self, name: str) -> int:
-        """Calls of route ``name`` answered with success."""
+    def carried_out(self, name: str) -> int:
+        """Calls of route ``name`` that took effect (even if their answer was then lost)."""
         with self.lock:
-            return sum(1 for called, status in self.answers if called == name and status < 300)
+            return sum(1 for called, _status, done in self.answers if called == name and done)
 
     def _take(self, name: str) -> Fault | None:
         """Count one call of ``name`` against its first fault: the fault, if this call is it."""
@@ -237,7 +238,7 @@ class RoutedServer(JsonHttpServer):
                 due = self._due(route.name)
                 if due is not None and not due.after:
                     self._take(route.name)
-                    self.answers.append((route.name, due.code))
+                    self.answers.append((route.name, due.code, False))
                     raise ApiError(due.code, due.message)
                 try:
                     self.check_enabled(route, match.groupdict())
@@ -246,13 +247,13 @@ class RoutedServer(JsonHttpServer):
                     continue
                 except ApiError as exc:
                     self._take(route.name)
-                    self.answers.append((route.name, exc.code))
+                    self.answers.append((route.name, exc.code, False))
                     raise
                 lost = self._take(route.name)
                 if lost is not None:
-                    self.answers.append((route.name, lost.code))
+                    self.answers.append((route.name, lost.code, True))
                     raise ApiError(lost.code, lost.message)
-                self.answers.append((route.name, 200))
+                self.answers.append((route.name, 200, True))
                 return answer
         raise ApiError(404, f"No route for {method} {path}")
 
