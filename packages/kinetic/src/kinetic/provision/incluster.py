@@ -20,7 +20,13 @@ from typing import Any
 
 from kinetic.provision.clients import GoogleClients
 from kinetic.provision.engine import Action, Plan, Report, Step
-from kinetic.provision.manifests import GPU_DRIVER, LWS, PinnedManifest, apply_manifest
+from kinetic.provision.manifests import (
+    GPU_DRIVER,
+    LWS,
+    PinnedManifest,
+    apply_manifest,
+    unfinished_install,
+)
 from kinetic.provision.spec import ClusterSpec
 from kinetic_gke import settings as gke_settings
 from kinetic_gke.gcp import cluster_connection, cluster_view
@@ -121,6 +127,8 @@ class InCluster:
     lws: str | None
     """The LeaderWorkerSet API version served, None if none."""
     gpu_driver: bool
+    lws_unfinished: bool = False
+    """An install of Kinetic's stopped half-way (the API may be served already)."""
 
 
 def new_cluster(spec: ClusterSpec) -> InCluster:
@@ -151,6 +159,7 @@ def read_in_cluster(spec: ClusterSpec, connection: ClusterConnection) -> InClust
         workload_identity=str(annotations.get(WI_ANNOTATION, "")),
         lws=lws_version(connection),
         gpu_driver=gpu_driver_installed(connection),
+        lws_unfinished=unfinished_install(connection, LWS.load()),
     )
 
 
@@ -195,8 +204,9 @@ def _install_step(pin: PinnedManifest, connect: Connect, why: str) -> Step:
 
     def run(report: Report) -> None:
         connection = connect()
-        if pin is LWS and (version := lws_version(connection)) is not None:
-            report(f"  LeaderWorkerSet API served ({version}) meanwhile; kept")
+        served = lws_version(connection) if pin is LWS else None
+        if served is not None and not unfinished_install(connection, data):
+            report(f"  LeaderWorkerSet API served ({served}); kept")
             return
         applied = apply_manifest(connection, data)
         report(f"  applied {len(applied)} objects of {pin.name} {pin.version}")
@@ -215,7 +225,9 @@ def plan_in_cluster(
         plan.notes.append(f"service account {spec.namespace}/{spec.ksa} has Workload Identity")
     else:
         plan.steps.append(_ksa_step(spec, connect, found.service_account))
-    if found.lws is None:
+    if found.lws_unfinished:
+        plan.steps.append(_install_step(LWS, connect, "finish the install an earlier run began"))
+    elif found.lws is None:
         plan.steps.append(_install_step(LWS, connect, "multi-host TPU jobs run on it"))
     else:
         plan.notes.append(f"LeaderWorkerSet API served ({found.lws}); kept")

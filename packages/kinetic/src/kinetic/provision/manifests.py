@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from kinetic import settings as declared
-from kinetic_gke.k8s import ClusterConnection
+from kinetic_gke.k8s import ClusterConnection, NotFound
 from kinetic_protocol import ConfigError
 from kinetic_protocol.settings import SettingSpec
 
-__all__ = ["GPU_DRIVER", "LWS", "PinnedManifest", "apply_manifest"]
+__all__ = ["GPU_DRIVER", "LWS", "PinnedManifest", "apply_manifest", "unfinished_install"]
 
 _FETCH_TIMEOUT = 60
 
@@ -132,7 +132,44 @@ GPU_DRIVER = PinnedManifest(
 def _documents(data: bytes) -> list[dict[str, Any]]:
     import yaml  # type: ignore[import-untyped]
 
-    return [doc for doc in yaml.safe_load_all(data) if isinstance(doc, dict) and doc.get("kind")]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 1.3 MB in 0.1 s, not 1 s
+    documents = yaml.load_all(data, Loader=loader)
+    return [doc for doc in documents if isinstance(doc, dict) and doc.get("kind")]
+
+
+def _where(dynamic: Any, document: dict[str, Any]) -> tuple[Any, str, str | None]:
+    """The API resource of ``document``, its name, and its namespace (None: cluster-wide)."""
+    resource = dynamic.resources.get(api_version=document["apiVersion"], kind=document["kind"])
+    namespace = document["metadata"].get("namespace") if resource.namespaced else None
+    return resource, document["metadata"]["name"], namespace
+
+
+def _dynamic(connection: ClusterConnection) -> Any:
+    from kubernetes.dynamic import DynamicClient
+
+    return DynamicClient(connection.api_client)  # type: ignore[no-untyped-call]
+
+
+def unfinished_install(connection: ClusterConnection, data: bytes) -> bool:
+    """Whether an install of ``data`` by Kinetic stopped half-way: its first object is there,
+    applied by Kinetic, and its last is not (objects are applied in order)."""
+    dynamic, documents = _dynamic(connection), _documents(data)
+
+    def found(document: dict[str, Any]) -> dict[str, Any] | None:
+        resource, name, namespace = _where(dynamic, document)
+        try:
+            got = connection.call(
+                f"reading {document['kind']} {name}", resource.get, name=name, namespace=namespace
+            )
+        except NotFound:
+            return None
+        return dict(got.to_dict())
+
+    first = found(documents[0])
+    if first is None:
+        return False
+    fields = first.get("metadata", {}).get("managedFields") or []
+    return "kinetic" in {entry.get("manager") for entry in fields} and not found(documents[-1])
 
 
 def apply_manifest(
@@ -140,14 +177,11 @@ def apply_manifest(
 ) -> list[str]:
     """Apply every object server-side, in order; ``Kind/name`` of each. ``dry_run``: the API
     server validates and admits each one (``dryRun=All``) and stores nothing."""
-    from kubernetes.dynamic import DynamicClient
-
-    dynamic = DynamicClient(connection.api_client)  # type: ignore[no-untyped-call]
+    dynamic = _dynamic(connection)
     applied = []
     for document in _documents(data):
-        kind, name = document["kind"], document["metadata"]["name"]
-        resource = dynamic.resources.get(api_version=document["apiVersion"], kind=kind)
-        namespace = document["metadata"].get("namespace") if resource.namespaced else None
+        kind = document["kind"]
+        resource, name, namespace = _where(dynamic, document)
         connection.call(
             f"applying {kind} {name}",
             dynamic.server_side_apply,
