@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 from provision_support import PROJECT, ZONE, Invoke
 
+from kinetic_gke.k8s import kube_context_name
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.controlplane.proxy import ApiProxy
 from kinetic_testing.gcp_fake import FakeGoogleCloud
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
@@ -122,3 +125,29 @@ def test_each_check_fails_with_its_fix_when_broken(
     assert result.exit_code == 1
     human = kinetic("doctor", *args)
     assert f"FAIL  {check}" in human.stdout
+
+
+def test_lws_fails_with_its_fix_for_a_multi_host_accelerator_where_the_api_is_absent(
+    healthy: FakeGoogleCloud,
+    kinetic: Invoke,
+    real_k8s: ControlPlane,
+    cluster_name: str,
+    k8s_namespace: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cluster seen through a proxy whose discovery lacks leaderworkerset.x-k8s.io."""
+    with ApiProxy(real_k8s) as proxy:
+        proxy.hide_api_group("leaderworkerset.x-k8s.io")
+        context = kube_context_name(PROJECT, ZONE, cluster_name)
+        config = proxy.kubeconfig(tmp_path / "proxied", context=context, namespace=k8s_namespace)
+        monkeypatch.setenv("KUBECONFIG", str(config))
+        multi_host = kinetic("doctor", "--accelerator", "tpu-v5litepod-2x4", "--json")
+        single = kinetic("doctor", "--json")
+    finding = _findings(multi_host)["lws"]
+    assert finding["outcome"] == "FAIL", finding
+    assert "not installed" in finding["message"]
+    assert f"kinetic up --project {PROJECT}" in finding["fix"]
+    assert "kubectl apply --server-side -f" in finding["fix"]
+    assert multi_host.exit_code == 1
+    assert _findings(single)["lws"]["outcome"] == "WARN"

@@ -28,6 +28,7 @@ def init(cli: CliContext, ctx: click.Context, yes: bool) -> None:
     from kinetic.doctor import Context
     from kinetic.doctor.checks import credentials
     from kinetic.provision.clients import calling
+    from kinetic.provision.cloud import disabled_apis
     from kinetic_protocol import ConfigError
 
     for tool in ("gcloud", "kubectl", "gke-gcloud-auth-plugin"):
@@ -38,14 +39,19 @@ def init(cli: CliContext, ctx: click.Context, yes: bool) -> None:
     click.echo(f"{'credentials':24} {message}")
     if outcome == "FAIL":
         raise ConfigError(f"{message}. Fix: {fix}")
-    listing = calling(
-        f"listing clusters of project {spec.project}",
-        context.clients.container.list_clusters,
-        parent=f"projects/{spec.project}/locations/-",
-    )
-    names = [f"{c.name} ({c.location})" for c in listing.clusters]
+    disabled = disabled_apis(context.clients, spec.project)
+    if disabled:
+        click.echo(f"{'APIs off':24} {', '.join(disabled)} (kinetic up enables them)")
+    clusters = []
+    if "container.googleapis.com" not in disabled:  # else the project has no cluster
+        clusters = calling(
+            f"listing clusters of project {spec.project}",
+            context.clients.container.list_clusters,
+            parent=f"projects/{spec.project}/locations/-",
+        ).clusters
+    names = [f"{c.name} ({c.location})" for c in clusters]
     click.echo(f"Clusters in {spec.project}: {', '.join(names) or 'none'}")
-    exists = any(c.name == spec.cluster and c.location == spec.zone for c in listing.clusters)
+    exists = any(c.name == spec.cluster and c.location == spec.zone for c in clusters)
     if yes:
         choice = "join" if exists else "create"
     else:
