@@ -7,7 +7,6 @@ file whose token comes from the fake's OAuth endpoint and is a token the API ser
 ``kinetic up`` reaches the cluster exactly as on GKE, with no kubeconfig at all.
 """
 
-import base64
 import json
 import os
 import sys
@@ -19,7 +18,7 @@ from click.testing import CliRunner, Result
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from provision_support import PROJECT, ZONE, Invoke
+from provision_support import PROJECT, ZONE, Invoke, point_gke_at
 
 from kinetic_gke.k8s import kube_context_name
 from kinetic_testing.controlplane.cluster import ControlPlane
@@ -38,17 +37,6 @@ def cloud(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGoogleCloud]:
 @pytest.fixture(scope="session")
 def cluster_token(real_k8s: ControlPlane) -> str:
     return real_k8s.bearer_token()
-
-
-def point_gke_at(
-    cloud: FakeGoogleCloud, plane: ControlPlane, endpoint: str, token: str, adc: Path
-) -> None:
-    """New clusters of ``cloud`` report ``endpoint`` and ``plane``'s CA; the Google
-    credentials (``adc``, in ``GOOGLE_APPLICATION_CREDENTIALS``) yield ``token``."""
-    cloud.container.endpoint = endpoint
-    cloud.container.ca_certificate = base64.b64encode(plane.pki.ca_cert.read_bytes()).decode()
-    cloud.apis.access_token = token
-    cloud.apis.credentials_file(adc)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from provision_support import PROJECT, ZONE, Invoke
+from provision_support import PROJECT, ZONE, Invoke, add_unmanaged_gpu_pool
 
 from kinetic_gke.k8s import kube_context_name
 from kinetic_testing.controlplane.cluster import ControlPlane
@@ -80,12 +80,7 @@ def _fuse_off(cloud: FakeGoogleCloud, cluster: str, **_: Any) -> None:
 
 
 def _unmanaged_gpu_pool(cloud: FakeGoogleCloud, cluster: str, **_: Any) -> None:
-    found = cloud.container.clusters[f"projects/{PROJECT}/locations/{ZONE}/clusters/{cluster}"]
-    found["nodePools"].append({
-        "name": "old-gpus", "status": "RUNNING", "initialNodeCount": 1,
-        "config": {"machineType": "g2-standard-4",
-                   "accelerators": [{"acceleratorType": "nvidia-l4", "acceleratorCount": "1"}]},
-    })  # fmt: skip
+    add_unmanaged_gpu_pool(cloud, cluster)
 
 
 BREAKERS: list[tuple[str, Callable[..., None], list[str], str]] = [

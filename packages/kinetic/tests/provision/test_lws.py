@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml  # type: ignore[import-untyped]
-from conftest import point_gke_at
-from provision_support import PROJECT, ZONE, Invoke, ok
+from provision_support import PROJECT, ZONE, Invoke, add_unmanaged_gpu_pool, ok, point_gke_at
 
 from kinetic.provision.incluster import LWS_GROUP, plan_in_cluster, read_in_cluster
 from kinetic.provision.manifests import LWS, apply_manifest
@@ -157,12 +156,7 @@ def test_a_gpu_driver_installer_named_by_its_checksum_is_installed_for_unmanaged
 ) -> None:
     cloud, _proxy, cluster = bare_env
     ok(kinetic("up"))
-    found = cloud.container.clusters[f"projects/{PROJECT}/locations/{ZONE}/clusters/{cluster}"]
-    found["nodePools"].append({
-        "name": "old-gpus", "status": "RUNNING", "initialNodeCount": 1,
-        "config": {"machineType": "g2-standard-4",
-                   "accelerators": [{"acceleratorType": "nvidia-l4", "acceleratorCount": "1"}]},
-    })  # fmt: skip
+    add_unmanaged_gpu_pool(cloud, cluster)
     noted = ok(kinetic("up", "--dry-run"))
     assert "GPU pools without GKE-managed drivers: old-gpus" in noted
     assert "No NVIDIA driver installer ships with Kinetic" in noted

@@ -60,18 +60,12 @@ def add(
 @pass_cli
 def list_pools(cli: CliContext, as_json: bool) -> None:
     """The cluster's node pools: accelerator, machine, size, spot."""
-    from kinetic.provision import GoogleClients, get_cluster
+    from kinetic.provision import GoogleClients
+    from kinetic.provision.cluster import require_cluster
     from kinetic.provision.status import pool_document
     from kinetic_gke.gcp import cluster_view
-    from kinetic_protocol import ConfigError
 
-    spec = spec_from(cli)
-    found = get_cluster(spec, GoogleClients())
-    if found is None:
-        raise ConfigError(
-            f"Cluster {spec.cluster} does not exist in {spec.zone} (project {spec.project}); "
-            "`kinetic up` creates it."
-        )
+    found = require_cluster(spec_from(cli), GoogleClients())
     pools = [pool_document(p) for p in cluster_view(found).pools]
     if as_json:
         render.emit_json(pools)

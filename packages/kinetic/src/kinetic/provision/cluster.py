@@ -29,8 +29,11 @@ __all__ = [
     "node_config",
     "plan_cluster",
     "recreates",
+    "require_cluster",
+    "run_operation",
     "unplan_cluster",
     "wait_running",
+    "wait_step",
 ]
 
 DEFAULT_POOL = "kinetic-default"
@@ -82,26 +85,59 @@ def wait_running(spec: ClusterSpec, clients: GoogleClients, report: Report) -> N
             )  # fmt: skip
 
 
+def require_cluster(spec: ClusterSpec, clients: GoogleClients) -> Any:
+    """The cluster; a ConfigError naming the command that creates it if there is none."""
+    cluster = get_cluster(spec, clients)
+    if cluster is None:
+        raise ConfigError(
+            f"Cluster {spec.cluster} does not exist in {spec.zone} (project {spec.project}). "
+            f"Create it first: `kinetic up --project {spec.project} --zone {spec.zone} "
+            f"--cluster {spec.cluster}`."
+        )
+    return cluster
+
+
+def run_operation(
+    spec: ClusterSpec,
+    clients: GoogleClients,
+    report: Report,
+    doing: str,
+    start: Callable[[], Any],
+    *,
+    exists_ok: bool = False,
+    gone_ok: bool = False,
+) -> None:
+    """Wait for the operations running on the cluster, start one and wait for it. "Already
+    exists" (``exists_ok``: an earlier, interrupted run made it) and "not found" (``gone_ok``)
+    end it there."""
+    wait_running(spec, clients, report)
+    try:
+        operation = calling(doing, start)
+    except GoogleApiError as exc:
+        if exists_ok and exc.code == 409:
+            wait_running(spec, clients, report)
+            return
+        if gone_ok and exc.code == 404:
+            return
+        raise
+    wait_container_operation(
+        clients, doing, operation, project=spec.project, location=spec.zone, report=report
+    )
+
+
+def wait_step(spec: ClusterSpec, clients: GoogleClients, target: str, status: str) -> Step:
+    """A step that waits for what runs on the cluster (an earlier run's operation)."""
+    what = f"wait for the running operation ({status.lower()})"
+    return Step("update", target, lambda report: wait_running(spec, clients, report), what)
+
+
 def delete_step(
     spec: ClusterSpec, clients: GoogleClients, what: str, delete: Callable[[], Any], detail: str
 ) -> Step:
-    """A step that deletes ``what`` with a GKE operation (waiting for running ones first); one
-    already gone is success."""
+    """A step that deletes ``what`` with a GKE operation; one already gone is success."""
 
     def run(report: Report) -> None:
-        from google.api_core import exceptions
-
-        wait_running(spec, clients, report)
-        try:
-            operation = delete()
-        except exceptions.NotFound:
-            return
-        except Exception as exc:
-            raise google_error(exc, f"deleting {what}") from exc
-        wait_container_operation(
-            clients, f"deleting {what}", operation, project=spec.project, location=spec.zone,
-            report=report,
-        )  # fmt: skip
+        run_operation(spec, clients, report, f"deleting {what}", delete, gone_ok=True)
 
     return Step("delete", what, run, detail)
 
@@ -189,22 +225,15 @@ def _create_step(spec: ClusterSpec, clients: GoogleClients, machine_type: str | 
     Engine API was off when the plan was made)."""
 
     def run(report: Report) -> None:
-        doing = f"creating cluster {spec.cluster}"
         cluster = _new_cluster(spec, machine_type or _pick_machine_type(spec, clients))
-        try:
-            operation = calling(
-                doing, clients.container.create_cluster,
-                parent=f"projects/{spec.project}/locations/{spec.zone}", cluster=cluster,
-            )  # fmt: skip
-        except GoogleApiError as exc:
-            if exc.code != 409:
-                raise
-            wait_running(spec, clients, report)  # created by an earlier, interrupted run
-            return
-        report(f"  ... {doing}: this takes 5 to 15 minutes")
-        wait_container_operation(
-            clients, doing, operation, project=spec.project, location=spec.zone, report=report
-        )
+        report(f"  ... creating cluster {spec.cluster}: this takes 5 to 15 minutes")
+        run_operation(
+            spec, clients, report, f"creating cluster {spec.cluster}",
+            lambda: clients.container.create_cluster(
+                parent=f"projects/{spec.project}/locations/{spec.zone}", cluster=cluster
+            ),
+            exists_ok=True,
+        )  # fmt: skip
 
     machine = machine_type or f"{spec.machine_types[0]} or the next the zone offers"
     detail = (
@@ -240,15 +269,11 @@ def _update_step(
     from google.cloud import container_v1
 
     def run(report: Report) -> None:
-        doing = f"{what} on cluster {spec.cluster}"
-        wait_running(spec, clients, report)
-        operation = calling(
-            doing, clients.container.update_cluster,
-            name=spec.cluster_path, update=container_v1.ClusterUpdate(**change),
+        update = container_v1.ClusterUpdate(**change)
+        run_operation(
+            spec, clients, report, f"{what} on cluster {spec.cluster}",
+            lambda: clients.container.update_cluster(name=spec.cluster_path, update=update),
         )  # fmt: skip
-        wait_container_operation(
-            clients, doing, operation, project=spec.project, location=spec.zone, report=report
-        )
 
     return Step("update", f"cluster {spec.cluster}", run, what)
 
@@ -284,12 +309,7 @@ def plan_cluster(spec: ClusterSpec, clients: GoogleClients) -> Plan:
         return Plan([replaced, create()])
     plan = Plan()
     if status in BUSY:
-        wait = f"wait for the running operation ({status.lower()})"
-        plan.steps.append(
-            Step(
-                "update", f"cluster {spec.cluster}", lambda r: wait_running(spec, clients, r), wait
-            )
-        )
+        plan.steps.append(wait_step(spec, clients, f"cluster {spec.cluster}", status))
     plan.steps += [
         _update_step(spec, clients, what, change) for what, change in _updates(spec, cluster)
     ]

@@ -38,7 +38,6 @@ from kinetic_gke.k8s import (
     kube_context_name,
 )
 from kinetic_gke.pools import PoolInfo
-from kinetic_protocol import ConfigError
 
 __all__ = [
     "GPU_DRIVER_DAEMONSET",
@@ -66,15 +65,9 @@ def connect(spec: ClusterSpec, clients: GoogleClients) -> ClusterConnection:
     otherwise directly from what the GKE API says of it."""
     if gke_settings.KUBE_CONTEXT.from_env():
         return kubeconfig_connection(spec)
-    from kinetic.provision.cluster import get_cluster
+    from kinetic.provision.cluster import require_cluster
 
-    found = get_cluster(spec, clients)
-    if found is None:
-        raise ConfigError(
-            f"Cluster {spec.cluster} does not exist in {spec.zone} (project {spec.project}); "
-            "`kinetic up` creates it."
-        )
-    return cluster_connection(cluster_view(found), spec.namespace)
+    return cluster_connection(cluster_view(require_cluster(spec, clients)), spec.namespace)
 
 
 def kubeconfig_connection(spec: ClusterSpec) -> ClusterConnection:

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinetic.provision.clients import GoogleClients, calling, wait_container_operation
+from kinetic.provision.clients import GoogleClients
 from kinetic.provision.cluster import (
     BUSY,
     delete_step,
-    get_cluster,
     made_by_kinetic,
     node_config,
-    wait_running,
+    require_cluster,
+    run_operation,
+    wait_step,
 )
 from kinetic.provision.engine import Plan, Report, Step
 from kinetic.provision.spec import ClusterSpec
-from kinetic_gke.gcp import GoogleApiError
 from kinetic_gke.pools import SPOT_TAINT, PoolShape
 from kinetic_protocol import ConfigError
 
@@ -113,36 +113,16 @@ def node_pool(spec: ClusterSpec, name: str, request: PoolRequest) -> Any:
     return pool
 
 
-def _require_cluster(spec: ClusterSpec, clients: GoogleClients) -> Any:
-    cluster = get_cluster(spec, clients)
-    if cluster is None:
-        raise ConfigError(
-            f"Cluster {spec.cluster} does not exist in {spec.zone} (project {spec.project}). "
-            f"Create it first: `kinetic up --project {spec.project} --zone {spec.zone} "
-            f"--cluster {spec.cluster}`."
-        )
-    return cluster
-
-
 def _create_step(
     spec: ClusterSpec, clients: GoogleClients, name: str, request: PoolRequest
 ) -> Step:
     def run(report: Report) -> None:
-        doing = f"creating node pool {name}"
-        wait_running(spec, clients, report)
-        try:
-            operation = calling(
-                doing, clients.container.create_node_pool,
-                parent=spec.cluster_path, node_pool=node_pool(spec, name, request),
-            )  # fmt: skip
-        except GoogleApiError as exc:
-            if exc.code != 409:
-                raise
-            wait_running(spec, clients, report)  # an earlier, interrupted run created it
-            return
-        wait_container_operation(
-            clients, doing, operation, project=spec.project, location=spec.zone, report=report
-        )
+        pool = node_pool(spec, name, request)
+        run_operation(
+            spec, clients, report, f"creating node pool {name}",
+            lambda: clients.container.create_node_pool(parent=spec.cluster_path, node_pool=pool),
+            exists_ok=True,
+        )  # fmt: skip
 
     return Step("create", f"node pool {name}", run, request.describe())
 
@@ -156,15 +136,13 @@ def _delete_step(spec: ClusterSpec, clients: GoogleClients, name: str, detail: s
 
 
 def plan_pool(spec: ClusterSpec, clients: GoogleClients, name: str, request: PoolRequest) -> Plan:
-    cluster = _require_cluster(spec, clients)
+    cluster = require_cluster(spec, clients)
     existing = next((pool for pool in cluster.node_pools if pool.name == name), None)
     if existing is None:
         return Plan([_create_step(spec, clients, name, request)])
     status = existing.status.name
     if status in BUSY:
-        wait = f"wait for its running operation ({status.lower()})"
-        return Plan([Step("update", f"node pool {name}", lambda r: wait_running(spec, clients, r),
-                          wait)])  # fmt: skip
+        return Plan([wait_step(spec, clients, f"node pool {name}", status)])
     if status != "ERROR":
         return Plan(notes=[f"node pool {name} exists (kept as it is)"])
     message = existing.status_message or "no message"
@@ -178,7 +156,7 @@ def plan_pool(spec: ClusterSpec, clients: GoogleClients, name: str, request: Poo
 
 
 def unplan_pool(spec: ClusterSpec, clients: GoogleClients, name: str) -> Plan:
-    cluster = _require_cluster(spec, clients)
+    cluster = require_cluster(spec, clients)
     names = [pool.name for pool in cluster.node_pools]
     if name not in names:
         raise ConfigError(

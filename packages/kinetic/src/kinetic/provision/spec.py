@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kinetic.images.resolve import region_from_zone
 from kinetic_gke import default_bucket_name
+from kinetic_gke.gcp import cluster_name
 from kinetic_protocol import ConfigError
 
 __all__ = [
@@ -22,7 +24,6 @@ __all__ = [
     "NODE_ROLES",
     "REQUIRED_APIS",
     "ClusterSpec",
-    "region_of",
 ]
 
 REQUIRED_APIS = (
@@ -53,11 +54,6 @@ DEFAULT_MACHINE_TYPES = ("e2-standard-4", "n2-standard-4", "n1-standard-4")
 """The default pool's machine: the first of these the zone offers."""
 
 
-def region_of(zone: str) -> str:
-    """``us-central1-a`` -> ``us-central1``; a region is its own region."""
-    return zone.rsplit("-", 1)[0] if re.fullmatch(r"[a-z]+-[a-z]+\d+-[a-z]", zone) else zone
-
-
 @dataclass(frozen=True)
 class ClusterSpec:
     """Everything ``kinetic up`` makes for one cluster."""
@@ -82,6 +78,7 @@ class ClusterSpec:
                 "kinetic up needs a GCP project: pass --project, set KINETIC_PROJECT, or use a "
                 "profile (`kinetic profile create NAME --project P --use`)."
             )
+        region_from_zone(self.zone)  # a ConfigError for what is not a zone
         if not re.fullmatch(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?", self.cluster):
             raise ConfigError(
                 f"Cluster name {self.cluster!r} is not valid on GKE: lowercase letters, digits "
@@ -90,7 +87,7 @@ class ClusterSpec:
 
     @property
     def region(self) -> str:
-        return region_of(self.zone)
+        return region_from_zone(self.zone)
 
     @property
     def bucket(self) -> str:
@@ -98,23 +95,20 @@ class ClusterSpec:
 
     @property
     def cluster_path(self) -> str:
-        return f"projects/{self.project}/locations/{self.zone}/clusters/{self.cluster}"
+        return cluster_name(self.project, self.zone, self.cluster)
 
     @property
     def repository_path(self) -> str:
         return f"projects/{self.project}/locations/{self.region}/repositories/{self.repository}"
 
-    def _account_id(self, role: str) -> str:
+    def account_id(self, role: str) -> str:
         """A service account id (6 to 30 characters) unique to this cluster and role."""
         stem = re.sub(r"[^a-z0-9-]", "-", f"kn-{self.cluster}")[: 29 - len(role)].rstrip("-")
         return f"{stem}-{role}"
 
     def account(self, role: str) -> str:
         """The email of the ``nodes``, ``build`` or ``jobs`` service account."""
-        return f"{self._account_id(role)}@{self.project}.iam.gserviceaccount.com"
-
-    def account_id(self, role: str) -> str:
-        return self._account_id(role)
+        return f"{self.account_id(role)}@{self.project}.iam.gserviceaccount.com"
 
     @property
     def workload_pool(self) -> str:
