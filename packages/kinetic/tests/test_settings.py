@@ -230,3 +230,19 @@ def test_an_unreadable_profiles_file_is_a_config_error_saying_so(clean_env: Path
         resolve_settings(backend="local")
     assert str(clean_env) in str(caught.value)
     assert "cannot be read" in str(caught.value)
+
+
+def test_the_build_service_account_comes_from_the_profile_and_the_variable_wins(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    account = "kn-c-build@p.iam.gserviceaccount.com"
+    clean_env.write_text(json.dumps({
+        "active": "c", "profiles": {"c": {"project": "p", "build_service_account": account}},
+    }))  # fmt: skip
+    found = resolve_settings()
+    assert (found.build_service_account.value, found.build_service_account.source) == (
+        account, "profile",
+    )  # fmt: skip
+    monkeypatch.setenv("KINETIC_BUILD_SERVICE_ACCOUNT", "other@p.iam.gserviceaccount.com")
+    assert resolve_settings().build_service_account.value == "other@p.iam.gserviceaccount.com"
+    assert dict(resolve_settings().items())["build_service_account"].source == "env"
