@@ -14,8 +14,12 @@ fetched where this package is built), so that one installs only from such an ove
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import tempfile
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -144,17 +148,29 @@ def _where(dynamic: Any, document: dict[str, Any]) -> tuple[Any, str, str | None
     return resource, document["metadata"]["name"], namespace
 
 
-def _dynamic(connection: ClusterConnection) -> Any:
+@contextlib.contextmanager
+def _dynamic(connection: ClusterConnection) -> Iterator[Any]:
+    """The kubernetes client's DynamicClient, whose discovery cache lives in a private
+    directory for this use only (by default it is a file in the shared temporary directory,
+    which any local user could write)."""
     from kubernetes.dynamic import DynamicClient
 
-    return DynamicClient(connection.api_client)  # type: ignore[no-untyped-call]
+    with tempfile.TemporaryDirectory(prefix="kinetic-discovery-") as private:
+        cache = os.path.join(private, "discovery.json")
+        yield DynamicClient(connection.api_client, cache_file=cache)  # type: ignore[no-untyped-call]
 
 
 def unfinished_install(connection: ClusterConnection, data: bytes) -> bool:
     """Whether an install of ``data`` by Kinetic stopped half-way: its first object is there,
     applied by Kinetic, and its last is not (objects are applied in order)."""
-    dynamic, documents = _dynamic(connection), _documents(data)
+    documents = _documents(data)
+    with _dynamic(connection) as dynamic:
+        return _unfinished(connection, dynamic, documents)
 
+
+def _unfinished(
+    connection: ClusterConnection, dynamic: Any, documents: list[dict[str, Any]]
+) -> bool:
     def found(document: dict[str, Any]) -> dict[str, Any] | None:
         resource, name, namespace = _where(dynamic, document)
         try:
@@ -177,21 +193,24 @@ def apply_manifest(
 ) -> list[str]:
     """Apply every object server-side, in order; ``Kind/name`` of each. ``dry_run``: the API
     server validates and admits each one (``dryRun=All``) and stores nothing."""
-    dynamic = _dynamic(connection)
-    applied = []
-    for document in _documents(data):
-        kind = document["kind"]
-        resource, name, namespace = _where(dynamic, document)
-        connection.call(
-            f"applying {kind} {name}",
-            dynamic.server_side_apply,
-            resource,
-            body=document,
-            name=name,
-            namespace=namespace,
-            field_manager="kinetic",
-            force_conflicts=True,
-            dry_run="All" if dry_run else None,
-        )
-        applied.append(f"{kind}/{name}")
-    return applied
+    with _dynamic(connection) as dynamic:
+        return [_apply(connection, dynamic, doc, dry_run) for doc in _documents(data)]
+
+
+def _apply(
+    connection: ClusterConnection, dynamic: Any, document: dict[str, Any], dry_run: bool
+) -> str:
+    kind = document["kind"]
+    resource, name, namespace = _where(dynamic, document)
+    connection.call(
+        f"applying {kind} {name}",
+        dynamic.server_side_apply,
+        resource,
+        body=document,
+        name=name,
+        namespace=namespace,
+        field_manager="kinetic",
+        force_conflicts=True,
+        dry_run="All" if dry_run else None,
+    )
+    return f"{kind}/{name}"
