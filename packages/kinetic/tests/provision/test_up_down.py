@@ -125,3 +125,15 @@ def test_pool_add_gpu_and_multi_host_tpu_then_status_and_down(
     assert "is kept" in gone
     after = json.loads(_ok(kinetic("status", "--json")))
     assert after["cluster"] is None and after["bucket"]["exists"] is True
+
+
+def test_status_and_down_on_a_project_whose_apis_are_off(
+    up_env: FakeGoogleCloud, kinetic: Invoke
+) -> None:
+    """Nothing can exist behind an API that is off: status says so, down has nothing to do."""
+    status = json.loads(_ok(kinetic("status", "--json")))
+    assert len(status["apis_off"]) == 7 and status["cluster"] is None
+    assert "APIs off: container.googleapis.com" in _ok(kinetic("status"))
+    down = _ok(kinetic("down", "--yes"))
+    assert "Nothing to do" in down and "service accounts not checked" in down
+    assert mutations(up_env.calls) == []

@@ -158,9 +158,11 @@ def status(cli: CliContext, as_json: bool) -> None:
 
 def _show_status(document: dict[str, Any]) -> None:
     cluster = document["cluster"]
+    off = document["apis_off"]
     render.key_values(
         {
-            "Project": document["project"],
+            "Project": document["project"]
+            + (f" ({len(off)} APIs off: {', '.join(off)})" if off else ""),
             "Cluster": f"{document['name']} ({document['zone']}): "
             + (cluster["status"] if cluster else "does not exist (`kinetic up` creates it)"),
             "Bucket": f"gs://{document['bucket']['name']}: "

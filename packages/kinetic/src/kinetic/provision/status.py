@@ -7,7 +7,7 @@ from typing import Any
 
 from kinetic.provision import cluster as clusters
 from kinetic.provision.clients import GoogleClients
-from kinetic.provision.cloud import get_bucket, get_repository
+from kinetic.provision.cloud import disabled_apis, get_bucket, get_repository
 from kinetic.provision.incluster import connect, lws_version
 from kinetic.provision.spec import ClusterSpec
 from kinetic_gke.gcp import cluster_view
@@ -16,6 +16,9 @@ from kinetic_gke.pools import PoolInfo
 from kinetic_protocol import KineticError
 
 __all__ = ["cluster_status", "pool_document"]
+
+_GKE, _STORAGE = "container.googleapis.com", "storage.googleapis.com"
+_REGISTRY = "artifactregistry.googleapis.com"
 
 
 def pool_document(pool: PoolInfo) -> dict[str, Any]:
@@ -62,17 +65,18 @@ def _in_cluster(spec: ClusterSpec, clients: GoogleClients) -> tuple[str, str]:
 
 def cluster_status(spec: ClusterSpec, clients: GoogleClients | None = None) -> dict[str, Any]:
     clients = clients or GoogleClients()
-    found = clusters.get_cluster(spec, clients)
+    off = disabled_apis(clients, spec.project)  # what an API that is off serves does not exist
+    found = None if _GKE in off else clusters.get_cluster(spec, clients)
+    bucket = None if _STORAGE in off else get_bucket(spec, clients)
+    registry = None if _REGISTRY in off else get_repository(spec, clients)
     document: dict[str, Any] = {
         "project": spec.project,
         "zone": spec.zone,
         "name": spec.cluster,
         "namespace": spec.namespace,
-        "bucket": {"name": spec.bucket, "exists": get_bucket(spec, clients) is not None},
-        "registry": {
-            "name": spec.repository_path,
-            "exists": get_repository(spec, clients) is not None,
-        },
+        "apis_off": off,
+        "bucket": {"name": spec.bucket, "exists": bucket is not None},
+        "registry": {"name": spec.repository_path, "exists": registry is not None},
         "cluster": None,
         "lws": "",
         "running": "",

@@ -60,14 +60,21 @@ def _in_cluster(spec: ClusterSpec, clients: GoogleClients) -> Plan:
 
 
 def down_plan(spec: ClusterSpec, clients: GoogleClients, *, delete_bucket: bool) -> Plan:
-    plan = (
-        cluster.unplan_cluster(spec, clients)
-        + cloud.unplan_registry(spec, clients)
-        + accounts.unplan_accounts(spec, clients)
-    )
-    if delete_bucket:
-        plan += cloud.unplan_bucket(spec, clients)
+    """What ``kinetic down`` deletes; where an API is off there is nothing of it to delete (or,
+    for IAM, nothing it can see)."""
+    off = set(cloud.disabled_apis(clients, spec.project))
+    plan = Plan()
+    if "container.googleapis.com" not in off:
+        plan += cluster.unplan_cluster(spec, clients)
+    if "artifactregistry.googleapis.com" not in off:
+        plan += cloud.unplan_registry(spec, clients)
+    if off.isdisjoint({"iam.googleapis.com", "cloudresourcemanager.googleapis.com"}):
+        plan += accounts.unplan_accounts(spec, clients)
     else:
+        plan.notes.append("service accounts not checked: the IAM or Resource Manager API is off")
+    if delete_bucket and "storage.googleapis.com" not in off:
+        plan += cloud.unplan_bucket(spec, clients)
+    elif not delete_bucket:
         plan.notes.append(f"bucket gs://{spec.bucket} is kept (--delete-bucket deletes it)")
-    plan.notes.append("enabled APIs are kept")
+    plan.notes.append("enabled APIs are kept" + (f" ({len(off)} are off)" if off else ""))
     return plan
