@@ -77,7 +77,10 @@ def make_backend(
                 context="proxy", namespace=k8s_namespace, config_file=config
             )
         clients.append(connection.api_client)
-        settings = BackendSettings(project=PROJECT, namespace=k8s_namespace, store_uri=STORE)
+        settings = BackendSettings(
+            project=PROJECT, zone="us-central1-a", cluster="kinetic-cluster",
+            namespace=k8s_namespace, store_uri=STORE,
+        )  # fmt: skip
         return GKEBackend(settings, connection=connection, **options)
 
     yield build

@@ -190,3 +190,59 @@ def test_with_a_project_the_shape_picks_pathways_or_gke(accelerator: str, chosen
     named = resolve_settings(project="p", backend="gke", accelerator=shape)
     assert named.backend.value == "gke"  # a named backend is kept; gke itself then refuses
     assert resolve_settings(accelerator=shape, quiet=True).backend.value == "local"
+
+
+# --- a profiles file written by another Kinetic version ---------------------------------------
+
+_OTHER_VERSION = {
+    "current": "dev-tpu",
+    "profiles": {
+        "dev-tpu": {
+            "project": "p-tpu", "zone": "us-east5-b", "cluster": "tpus", "namespace": "ml",
+            "state_backend": "gcs",
+        },
+        "other": {"project": "p-other", "zone": "us-central1-a", "cluster": "c"},
+    },
+}  # fmt: skip
+
+
+def test_the_active_profile_another_version_stored_as_current_is_used(clean_env: Path) -> None:
+    clean_env.write_text(json.dumps(_OTHER_VERSION))
+    settings = resolve_settings()
+    assert settings.profile == "dev-tpu"
+    assert (settings.project.value, settings.project.source) == ("p-tpu", "profile")
+    assert (settings.cluster.value, settings.namespace.value) == ("tpus", "ml")
+
+
+def test_writing_keeps_the_other_versions_key_and_fields_in_step(clean_env: Path) -> None:
+    clean_env.write_text(json.dumps(_OTHER_VERSION))
+    profiles = load_profiles()
+    profiles.active = "other"
+    save_profiles(profiles)
+    written = json.loads(clean_env.read_text())
+    assert (written["active"], written["current"]) == ("other", "other")
+    assert written["profiles"]["dev-tpu"]["state_backend"] == "gcs"
+
+
+def test_an_unreadable_profiles_file_is_a_config_error_saying_so(clean_env: Path) -> None:
+    clean_env.mkdir()  # a path that exists but cannot be read as a file
+    with pytest.raises(ConfigError) as caught:
+        resolve_settings(backend="local")
+    assert str(clean_env) in str(caught.value)
+    assert "cannot be read" in str(caught.value)
+
+
+def test_the_build_service_account_comes_from_the_profile_and_the_variable_wins(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    account = "kn-c-build@p.iam.gserviceaccount.com"
+    clean_env.write_text(json.dumps({
+        "active": "c", "profiles": {"c": {"project": "p", "build_service_account": account}},
+    }))  # fmt: skip
+    found = resolve_settings()
+    assert (found.build_service_account.value, found.build_service_account.source) == (
+        account, "profile",
+    )  # fmt: skip
+    monkeypatch.setenv("KINETIC_BUILD_SERVICE_ACCOUNT", "other@p.iam.gserviceaccount.com")
+    assert resolve_settings().build_service_account.value == "other@p.iam.gserviceaccount.com"
+    assert dict(resolve_settings().items())["build_service_account"].source == "env"

@@ -13,7 +13,9 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
+from kinetic_gke import gcp
 from kinetic_gke import settings as declared
+from kinetic_gke.capacity import CapacityCheck, ClusterRef
 from kinetic_gke.k8s import (
     ClusterConnection,
     JobWorkload,
@@ -122,6 +124,7 @@ class GKEBackend:
         self._unschedulable_timeout = _unschedulable_timeout(unschedulable_timeout)
         self._command = command
         self.poll_bounds = _poll_bounds(declared.POLL.value() or "")
+        self._capacity: CapacityCheck | None = None
 
     @property
     def store_uri(self) -> str:
@@ -171,8 +174,27 @@ class GKEBackend:
         """Refuse an accelerator this backend cannot run (before anything is written)."""
         check_single_host(accelerator)
 
+    @property
+    def capacity(self) -> CapacityCheck:
+        """The pre-flight check that some node pool can run an accelerator (cached per
+        accelerator for this backend's life, so once per process)."""
+        if self._capacity is None:
+            settings = self._settings
+            self._capacity = CapacityCheck(
+                ClusterRef(settings.project, settings.zone, settings.cluster),
+                list_nodes=self._list_nodes,
+                read_cluster=lambda: gcp.read_cluster(
+                    settings.project, settings.zone, settings.cluster
+                ),
+            )
+        return self._capacity
+
+    def _list_nodes(self, selector: str) -> list[Obj]:
+        return self.connection.list_nodes(selector)
+
     def prepare(self, request: PrepareRequest) -> Preparation:
         self.check_accelerator(request.accelerator)
+        self.capacity.require(request.accelerator, spot=request.spot)
         return Preparation()
 
     def manifest(self, record: JobRecord) -> Obj:

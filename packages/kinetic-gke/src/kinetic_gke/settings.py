@@ -3,6 +3,7 @@
 from kinetic_protocol.settings import SettingSpec
 
 __all__ = [
+    "GCP_API_ENDPOINT",
     "KUBE_CONTEXT",
     "POD_CPU",
     "POD_MEMORY",
@@ -52,6 +53,15 @@ POD_MEMORY = SettingSpec(
     _OWNER,
 )  # fmt: skip
 
+GCP_API_ENDPOINT = SettingSpec(
+    "gcp_api_endpoint", "KINETIC_GCP_API_ENDPOINT",
+    "Send Google Cloud API calls (GKE, Artifact Registry, IAM, Service Usage, Compute; not "
+    "Cloud Storage) to this endpoint instead of Google's; an http:// one gets no credentials "
+    "(emulators, tests).",
+    _OWNER,
+)  # fmt: skip
+
 SETTINGS = (
     KUBE_CONTEXT, SERVICE_ACCOUNT, UNSCHEDULABLE_TIMEOUT, POLL, RUN_AS_ROOT, POD_CPU, POD_MEMORY,
+    GCP_API_ENDPOINT,
 )  # fmt: skip

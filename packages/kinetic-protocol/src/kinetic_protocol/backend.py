@@ -82,6 +82,7 @@ class PrepareRequest(msgspec.Struct, frozen=True, kw_only=True):
     accelerator: Accelerator
     project_root: Path
     isolate: bool = False
+    spot: bool = False
     image: str = ""
     """The image the client resolved (empty unless the backend declares `container_image`)."""
 

@@ -47,11 +47,28 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     cluster: str | None = None
     namespace: str | None = None
     backend: str | None = None
+    build_service_account: str | None = None
+    state_backend: str | None = None
+    """Written by another Kinetic version (where its provisioning state lives); unused here,
+    kept so that version still reads the file after this one writes it."""
 
 
 class ProfilesFile(msgspec.Struct, omit_defaults=True):
     active: str | None = None
     profiles: dict[str, Profile] = msgspec.field(default_factory=dict)
+    current: str | None = None
+    """The active profile as another Kinetic version stores it: read when ``active`` is
+    absent, and written beside ``active`` once the file had it, so both versions agree."""
+
+    def __post_init__(self) -> None:
+        if self.active is None and self.current is not None:
+            self.active = self.current
+
+    def mirrored(self) -> "ProfilesFile":
+        """This file as written: ``current`` follows ``active`` where the file uses it."""
+        if self.current is None:
+            return self
+        return ProfilesFile(active=self.active, profiles=self.profiles, current=self.active)
 
 
 @dataclass(frozen=True)
@@ -71,6 +88,7 @@ class ResolvedSettings:
     cluster: Setting
     namespace: Setting
     store: Setting
+    build_service_account: Setting
     profile: str | None
 
     @property
@@ -95,6 +113,7 @@ class ResolvedSettings:
             ("cluster", self.cluster),
             ("namespace", self.namespace),
             ("store", self.store),
+            ("build_service_account", self.build_service_account),
         ]
 
 
@@ -118,6 +137,11 @@ def load_profiles(path: Path | None = None) -> ProfilesFile:
         data = path.read_bytes()
     except FileNotFoundError:
         return ProfilesFile()
+    except OSError as exc:  # a directory, no permission, an I/O error
+        raise ConfigError(
+            f"Profiles file {path} cannot be read: {exc.strerror or exc}. Fix its permissions "
+            f"or move it away, or point KINETIC_PROFILES_FILE at another file."
+        ) from exc
     try:
         return msgspec.json.decode(data, type=ProfilesFile)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -131,7 +155,7 @@ def save_profiles(profiles: ProfilesFile, path: Path | None = None) -> None:
     path = path or profiles_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(profiles)))
+    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(profiles.mirrored())))
     tmp.replace(path)
 
 
@@ -199,5 +223,6 @@ def resolve_settings(
         cluster=_pick(declared.CLUSTER, cluster, profile, active),
         namespace=_pick(declared.NAMESPACE, namespace, profile, active),
         store=_pick(STORE, None, None, None),
+        build_service_account=_pick(declared.BUILD_SERVICE_ACCOUNT, None, profile, active),
         profile=active,
     )

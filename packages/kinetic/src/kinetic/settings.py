@@ -17,11 +17,16 @@ __all__ = [
     "BASE_IMAGE_REPO",
     "BATCH_HEARTBEAT",
     "BATCH_LEASE",
+    "BUILD_SERVICE_ACCOUNT",
     "BUNDLE_GITIGNORE",
     "BUNDLE_WARN_MB",
     "CLUSTER",
     "CONTAINER_IMAGE",
     "DEBUG_WAIT",
+    "GPU_DRIVER_MANIFEST",
+    "GPU_DRIVER_MANIFEST_SHA256",
+    "LWS_MANIFEST",
+    "LWS_MANIFEST_SHA256",
     "NAMESPACE",
     "PROFILE",
     "PROFILES_FILE",
@@ -81,6 +86,13 @@ BASE_IMAGE_REPO = SettingSpec(
     "Artifact Registry repository for images Kinetic builds.", _OWNER, default="kinetic",
 )  # fmt: skip
 
+BUILD_SERVICE_ACCOUNT = SettingSpec(
+    "build_service_account", "KINETIC_BUILD_SERVICE_ACCOUNT",
+    "Service account (email) Cloud Build runs bundled image builds as, writing their logs to "
+    "the jobs bucket; kinetic up makes one and records it in its profile. Unset: Cloud Build's "
+    "default account.",
+    _OWNER, profile_key="build_service_account",
+)  # fmt: skip
 BUNDLE_WARN_MB = SettingSpec(
     "bundle_warn_mb", "KINETIC_BUNDLE_WARN_MB",
     "Warn, naming the largest files, when a code bundle's files pass this many MiB (0: never).",
@@ -97,9 +109,34 @@ DEBUG_WAIT = SettingSpec(
     _OWNER, default="600",
 )  # fmt: skip
 
+LWS_MANIFEST = SettingSpec(
+    "lws_manifest", "KINETIC_LWS_MANIFEST",
+    "A LeaderWorkerSet manifest (URL or file) for kinetic up to install instead of the release "
+    "that ships with Kinetic; needs KINETIC_LWS_MANIFEST_SHA256.",
+    _OWNER,
+)  # fmt: skip
+LWS_MANIFEST_SHA256 = SettingSpec(
+    "lws_manifest_sha256", "KINETIC_LWS_MANIFEST_SHA256",
+    "sha256 the KINETIC_LWS_MANIFEST manifest must have; kinetic up applies nothing else.",
+    _OWNER,
+)  # fmt: skip
+GPU_DRIVER_MANIFEST = SettingSpec(
+    "gpu_driver_manifest", "KINETIC_GPU_DRIVER_MANIFEST",
+    "An NVIDIA driver installer manifest (URL or file) for kinetic up to install when GPU pools "
+    "lack GKE-managed drivers (none ships with Kinetic); needs "
+    "KINETIC_GPU_DRIVER_MANIFEST_SHA256.",
+    _OWNER,
+)  # fmt: skip
+GPU_DRIVER_MANIFEST_SHA256 = SettingSpec(
+    "gpu_driver_manifest_sha256", "KINETIC_GPU_DRIVER_MANIFEST_SHA256",
+    "sha256 the KINETIC_GPU_DRIVER_MANIFEST manifest must have.", _OWNER,
+)  # fmt: skip
+
 SETTINGS = (
     BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, CONTAINER_IMAGE,
-    BASE_IMAGE_REPO, BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT, BATCH_HEARTBEAT, BATCH_LEASE,
+    BASE_IMAGE_REPO, BUILD_SERVICE_ACCOUNT, BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT,
+    BATCH_HEARTBEAT, BATCH_LEASE, LWS_MANIFEST, LWS_MANIFEST_SHA256, GPU_DRIVER_MANIFEST,
+    GPU_DRIVER_MANIFEST_SHA256,
 )  # fmt: skip
 
 

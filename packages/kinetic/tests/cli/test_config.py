@@ -168,3 +168,16 @@ def test_subprocess_profile_then_config_show(run_cli) -> None:
     project = document["settings"]["project"]
     assert (project["value"], project["source"], project["origin"]) == ("p-sub", "profile", "dev")
     assert document["settings"]["backend"]["value"] == "local"
+
+
+def test_the_cluster_options_are_taken_after_the_subcommand_too(invoke) -> None:
+    """``kinetic config show --project P`` is ``kinetic --project P config show``; given in
+    both places, the one nearer the command wins."""
+    after = _json(invoke("config", "show", "--project", "p-after", "--zone", "z-1", "--json"))
+    assert after["settings"]["project"]["value"] == "p-after"
+    assert after["settings"]["project"]["source"] == "argument"
+    assert after["settings"]["zone"]["value"] == "z-1"
+    both = _json(invoke("--project", "p-before", "config", "show", "--project", "p-near", "--json"))
+    assert both["settings"]["project"]["value"] == "p-near"
+    listed = invoke("jobs", "list", "--backend", "local", "--cluster", "c", "--json")
+    assert listed.exit_code == 0, listed.stderr

@@ -289,3 +289,36 @@ def test_build_base_images_publishes_one_image_per_category(
 def test_build_base_images_rejects_unknown_categories(builder: ImageBuilder) -> None:
     with pytest.raises(ConfigError, match="'fpga'"):
         build_base_images(["fpga"], "repo", "3.11", builder)  # type: ignore[list-item]
+
+
+def _builder_as(fake: FakeCloudBuild, client: Any, account: str, logs: str) -> ImageBuilder:
+    return ImageBuilder(
+        project="proj", location="us-central1", client=client,
+        registry=RegistryClient(endpoint=fake.url, token=lambda: None),
+        log_fetcher=fake.read_log, timeout=30.0, poll_interval=(0.01, 0.05),
+        service_account=account, logs_bucket=logs,
+    )  # fmt: skip
+
+
+def test_a_build_service_account_runs_the_build_and_its_log_goes_to_our_bucket(
+    fake_cloudbuild: FakeCloudBuild, cloudbuild_client: Any
+) -> None:
+    account = "kn-c-build@proj.iam.gserviceaccount.com"
+    builder = _builder_as(fake_cloudbuild, cloudbuild_client, account, "gs://jobs/build-logs")
+    fake_cloudbuild.script(BuildOutcome(status="FAILURE", log="ERROR: No matching distribution"))
+    with pytest.raises(ImageBuildError) as caught:
+        builder.build(_ctx("nosuchpkg==1"), URI)
+    [request] = fake_cloudbuild.create_requests
+    assert request["serviceAccount"] == f"projects/proj/serviceAccounts/{account}"
+    assert request["logsBucket"] == "gs://jobs/build-logs"
+    assert request["options"]["logging"] == 2  # GCS_ONLY (REST sends enums as numbers)
+    assert "No matching distribution" in caught.value.log_tail  # read from our bucket
+
+
+def test_a_build_service_account_without_a_logs_bucket_is_refused_before_any_build(
+    fake_cloudbuild: FakeCloudBuild, cloudbuild_client: Any
+) -> None:
+    builder = _builder_as(fake_cloudbuild, cloudbuild_client, "b@proj.iam.gserviceaccount.com", "")
+    with pytest.raises(ConfigError, match="needs a logs bucket"):
+        builder.build(_ctx(), URI)
+    assert fake_cloudbuild.create_calls == 0

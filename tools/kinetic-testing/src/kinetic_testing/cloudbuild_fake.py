@@ -19,15 +19,13 @@ text lives in the fake and is read through :meth:`FakeCloudBuild.read_log`, stan
 the log object in the real logs bucket. Only the standard library is used.
 """
 
-import json
 import re
 import threading
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from kinetic_testing.cloudbuild_state import ApiError, BuildOutcome, FakeBuildState, image_key
+from kinetic_testing.gcp_fake.server import JsonHttpServer, error_body
 
 __all__ = ["BuildOutcome", "FakeCloudBuild"]
 
@@ -44,52 +42,18 @@ _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
 ]
 
 
-class FakeCloudBuild:
-    """A threaded HTTP server on a random 127.0.0.1 port. Use as a context manager."""
+class FakeCloudBuild(JsonHttpServer):
+    """A threaded HTTP server on a random 127.0.0.1 port. Use as a context manager.
+
+    :attr:`url` (``http://127.0.0.1:<port>``) is both the API and the registry endpoint.
+    """
 
     def __init__(self, *, polls_until_done: int = 1) -> None:
+        super().__init__()
         self.state = FakeBuildState(polls_until_done=polls_until_done)
         self._errors: deque[ApiError | None] = deque()
         self._registry_errors: deque[int] = deque()
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> "FakeCloudBuild":
-        handler = type("_Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="fake-cloudbuild",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
-
-    def __enter__(self) -> "FakeCloudBuild":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``: the API endpoint and the registry endpoint."""
-        if self._server is None:
-            raise RuntimeError("FakeCloudBuild is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
 
     # -- scripting and inspection ----------------------------------------------------------
     def script(self, outcome: BuildOutcome) -> None:
@@ -144,11 +108,20 @@ class FakeCloudBuild:
     def read_log(self, logs_bucket: str, build_id: str) -> str:
         """The build's log text, as the object ``{logs_bucket}/log-{id}.txt`` would hold it."""
         with self._lock:
-            if logs_bucket != self.state.logs_bucket or build_id not in self.state.logs:
+            build = self.state.builds.get(build_id) or {}
+            if logs_bucket != build.get("logsBucket") or build_id not in self.state.logs:
                 raise FileNotFoundError(f"{logs_bucket}/log-{build_id}.txt")
             return self.state.logs[build_id]
 
     # -- request handling (called from server threads) ------------------------------------
+    def respond(
+        self, method: str, path: str, query: dict[str, list[str]], body: Any
+    ) -> tuple[int, Any]:
+        try:
+            return self._handle(method, path, query, body)
+        except ApiError as exc:
+            return exc.code, error_body(exc.code, exc.status, exc.message)
+
     def _handle(
         self, method: str, path: str, query: dict[str, list[str]], body: Any
     ) -> tuple[int, Any]:
@@ -202,44 +175,3 @@ class FakeCloudBuild:
         if action == "cancel":
             return 200, state.cancel(build_id)
         return 200, state.poll(build_id)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    fake: FakeCloudBuild
-    protocol_version = "HTTP/1.1"
-    timeout = 10  # idle keep-alive connections end instead of lingering
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        return
-
-    def _serve(self, method: str) -> None:
-        parts = urlsplit(self.path)
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else None
-            status, payload = self.fake._handle(method, parts.path, parse_qs(parts.query), body)
-        except json.JSONDecodeError as exc:
-            status, payload = 400, _error_body(400, "INVALID_ARGUMENT", f"Bad JSON: {exc}")
-        except ApiError as exc:
-            status, payload = exc.code, _error_body(exc.code, exc.status, exc.message)
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if method != "HEAD":
-            self.wfile.write(data)
-
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def do_HEAD(self) -> None:
-        self._serve("HEAD")
-
-
-def _error_body(code: int, status: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "status": status}}

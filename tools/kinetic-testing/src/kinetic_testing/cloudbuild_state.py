@@ -75,6 +75,16 @@ class FakeBuildState:
         steps = body.get("steps") or []
         if not steps:
             raise ApiError(400, "INVALID_ARGUMENT", "invalid build: no build steps")
+        logging = (body.get("options") or {}).get("logging", "")
+        if body.get("serviceAccount") and not body.get("logsBucket") and logging not in (
+            "CLOUD_LOGGING_ONLY", "NONE", 5, 4,  # the REST transport sends enums as numbers
+        ):  # fmt: skip
+            raise ApiError(
+                400, "INVALID_ARGUMENT",
+                "invalid build: if 'build.service_account' is specified, the build must either "
+                "(a) specify 'build.logs_bucket', or (b) use the CLOUD_LOGGING_ONLY / NONE "
+                "logging options",
+            )  # fmt: skip
         build = {
             **body,
             "id": build_id,
@@ -82,7 +92,7 @@ class FakeBuildState:
             "projectId": project,
             "status": "QUEUED",
             "createTime": _now(),
-            "logsBucket": self.logs_bucket,
+            "logsBucket": body.get("logsBucket") or self.logs_bucket,
             "logUrl": (
                 "https://console.cloud.google.com/cloud-build/builds;"
                 f"region={location}/{build_id}?project={project}"

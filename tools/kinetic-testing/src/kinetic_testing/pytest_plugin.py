@@ -4,6 +4,7 @@ Importing this module starts nothing: the fake GCS server starts the first time 
 for ``fake_gcs`` (or ``gcs_bucket``) and stops at the end of the session.
 """
 
+import os
 import uuid
 from collections.abc import Generator, Iterator
 
@@ -30,6 +31,10 @@ __all__ = [
     "node_agent",
     "real_k8s",
 ]
+
+# No test may reach the GCE metadata server: google-auth would probe it for credentials (and
+# reads this once, at import), so code that looks for Google credentials fails fast instead.
+os.environ.setdefault("NO_GCE_CHECK", "true")
 
 _skipped_real_k8s: list[str] = []
 

@@ -121,3 +121,66 @@ def test_a_watch_streams_through_the_proxy(
     watcher.stop()
     assert (first["type"], first["object"].metadata.name) == ("ADDED", "idle")
     assert any(r.params.get("watch") == "true" for r in proxy.requests)
+
+
+def test_an_after_fault_lets_the_request_act_and_loses_its_answer(
+    proxy: ApiProxy, core: client.CoreV1Api, k8s_namespace: str
+) -> None:
+    lost = proxy.inject(ApiFault(method="POST", path_contains="/pods", code=500, after=True))
+    with pytest.raises(ApiException) as raised:
+        core.create_namespaced_pod(k8s_namespace, _POD)
+    assert raised.value.status == 500
+    assert lost.hits == 1
+    assert core.read_namespaced_pod("idle", k8s_namespace).metadata.name == "idle"
+
+
+def test_a_hidden_api_group_is_absent_from_discovery_and_its_paths(
+    proxy: ApiProxy, core: client.CoreV1Api
+) -> None:
+    apis = client.ApisApi(core.api_client)
+    group = "leaderworkerset.x-k8s.io"
+    assert group in [g.name for g in apis.get_api_versions().groups]
+    proxy.hide_api_group(group)
+    assert group not in [g.name for g in apis.get_api_versions().groups]
+    assert "batch" in [g.name for g in apis.get_api_versions().groups]
+    with pytest.raises(ApiException) as raised:
+        client.CustomObjectsApi(core.api_client).list_cluster_custom_object(
+            group, "v1", "leaderworkersets"
+        )
+    assert raised.value.status == 404
+    proxy.show_api_groups()
+    assert group in [g.name for g in apis.get_api_versions().groups]
+
+
+def test_over_tls_it_is_reached_as_a_gke_endpoint_with_the_planes_ca_and_a_token(
+    real_k8s: ControlPlane,
+) -> None:
+    with ApiProxy(real_k8s, tls=True) as secure:
+        assert secure.url.startswith("https://127.0.0.1:")
+        configuration = client.Configuration()
+        configuration.host = secure.url
+        configuration.ssl_ca_cert = str(real_k8s.pki.ca_cert)
+        configuration.api_key = {"authorization": f"Bearer {real_k8s.bearer_token()}"}
+        with client.ApiClient(configuration) as api:
+            names = [ns.metadata.name for ns in client.CoreV1Api(api).list_namespace().items]
+        assert "default" in names
+        assert secure.requests[-1].path == "/api/v1/namespaces"
+
+
+def test_a_plain_upstream_is_forwarded_with_its_faults(real_k8s: ControlPlane) -> None:
+    """Any HTTP server can sit behind it (here another proxy, which needs no credentials)."""
+    with ApiProxy(real_k8s) as inner, ApiProxy(upstream=inner.url) as outer:
+        outer.inject(ApiFault(path_contains="/version", code=503))
+        statuses, body = [], b""
+        for _ in range(2):
+            connection = http.client.HTTPConnection(outer.address, timeout=10)
+            try:
+                connection.request("GET", "/version")
+                answer = connection.getresponse()
+                statuses.append(answer.status)
+                body = answer.read()
+            finally:
+                connection.close()
+        assert statuses == [503, 200]
+        assert "gitVersion" in json.loads(body)
+        assert [r.path for r in inner.requests] == ["/version"]

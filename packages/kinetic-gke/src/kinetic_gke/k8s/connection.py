@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetic_gke.k8s.errors import NotFound, translate
-from kinetic_protocol import ConfigError
+from kinetic_protocol import ConfigError, KineticError
 
 __all__ = [
     "ClusterConnection",
@@ -131,6 +131,33 @@ class ClusterConnection:
         connection.context, connection.kubeconfig = context, config_file
         return connection
 
+    @classmethod
+    def from_endpoint(
+        cls,
+        *,
+        server: str,
+        ca_certificate: bytes,
+        token: Callable[[], str],
+        namespace: str,
+    ) -> ClusterConnection:
+        """Connect to ``server`` (``https://...``), trusting ``ca_certificate`` (PEM) alone,
+        with the bearer token ``token()`` returns (asked before every request, so it may
+        refresh it). Everything stays in memory: no kubeconfig is read or written."""
+        from kubernetes import client
+
+        configuration = client.Configuration()
+        configuration.host = server
+        configuration.ca_cert_data = ca_certificate.decode()
+        configuration.verify_ssl = True
+        configuration.api_key_prefix["authorization"] = "Bearer"
+        configuration.api_key["authorization"] = ""  # present, so the hook below is asked
+
+        def refresh(config: Any) -> None:
+            config.api_key["authorization"] = token()
+
+        configuration.refresh_api_key_hook = refresh  # type: ignore[assignment]  # typed None
+        return cls(client.ApiClient(configuration), namespace)
+
     # -- calls ---------------------------------------------------------------------------
 
     def call(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -145,6 +172,8 @@ class ClusterConnection:
                 delay = next(retries, None) if exc.status in _TRANSIENT else None
                 if delay is None:
                     raise translate(exc, doing) from exc
+            except KineticError:  # the credentials' own error (no token), already explained
+                raise
             except Exception as exc:
                 raise translate(exc, doing) from exc
             time.sleep(delay)
@@ -175,6 +204,11 @@ class ClusterConnection:
         listing = self.read(
             "listing pods", self.core.list_namespaced_pod, self.namespace, label_selector=selector
         )
+        return list(listing.get("items") or [])
+
+    def list_nodes(self, selector: str = "") -> list[Obj]:
+        """The cluster's nodes matching a label selector (cluster-scoped: needs RBAC for it)."""
+        listing = self.read("listing nodes", self.core.list_node, label_selector=selector)
         return list(listing.get("items") or [])
 
     def list_events(self, field_selector: str) -> list[Obj]:

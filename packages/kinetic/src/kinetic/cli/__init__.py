@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from kinetic.cli.context import CliContext
+from kinetic.cli.context import SHARED_OPTIONS, CliContext, accept_shared_options
 from kinetic.cli.errors import print_traceback, translate
 
 __all__ = ["LazyGroup", "cli", "main"]
@@ -27,6 +27,12 @@ _SUBCOMMANDS = {
     "accelerators": "kinetic.cli.accelerators:accelerators",
     "build-image": "kinetic.cli.images:build_image",
     "bundle": "kinetic.cli.bundle:bundle",
+    "up": "kinetic.cli.infra:up",
+    "down": "kinetic.cli.infra:down",
+    "status": "kinetic.cli.infra:status",
+    "pool": "kinetic.cli.pool:pool",
+    "doctor": "kinetic.cli.doctor:doctor",
+    "init": "kinetic.cli.init:init",
 }
 
 _EPILOG = """\b
@@ -54,7 +60,7 @@ class LazyGroup(click.Group):
             command = getattr(importlib.import_module(module_name), attribute)
             if not isinstance(command, click.Command):
                 raise TypeError(f"{self.lazy[cmd_name]} is not a click command: {command!r}")
-            return command
+            return accept_shared_options(command)
         return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -103,11 +109,11 @@ def _configure_logging(debug: bool) -> Callable[[], None]:
     epilog=_EPILOG,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.option("--backend", help="Backend: local, gke, pathways, or an installed plugin.")
-@click.option("--project", help="GCP project.")
-@click.option("--zone", help="GCP zone of the cluster.")
-@click.option("--cluster", help="GKE cluster name.")
-@click.option("--namespace", help="Kubernetes namespace.")
+@click.option("--backend", help=SHARED_OPTIONS["backend"])
+@click.option("--project", help=SHARED_OPTIONS["project"])
+@click.option("--zone", help=SHARED_OPTIONS["zone"])
+@click.option("--cluster", help=SHARED_OPTIONS["cluster"])
+@click.option("--namespace", help=SHARED_OPTIONS["namespace"])
 @click.option("--debug", is_flag=True, help="Log at INFO and show tracebacks of errors.")
 @click.version_option(package_name="kinetic", prog_name="kinetic")
 @click.pass_context
@@ -124,7 +130,8 @@ def cli(
     """Run, watch and collect Kinetic jobs and batches from a shell.
 
     Settings not given here fall back to KINETIC_* environment variables, the active profile,
-    then defaults (see `kinetic config show`). Read commands take --json for scripts.
+    then defaults (see `kinetic config show`); every command also takes them after its name.
+    Read commands take --json for scripts.
     """
     ctx.obj = CliContext(backend, project, zone, cluster, namespace, debug)
     ctx.call_on_close(_configure_logging(debug))

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from kinetic.config import ResolvedSettings
     from kinetic.jobs import JobHandle
 
-__all__ = ["CliContext", "pass_cli"]
+__all__ = ["SHARED_OPTIONS", "CliContext", "accept_shared_options", "pass_cli"]
 
 ATTACH_POLL_INTERVAL = 1.0
 """Seconds between manifest reads while a batch is still being submitted elsewhere."""
@@ -79,3 +79,36 @@ class CliContext:
 
 
 pass_cli = click.make_pass_decorator(CliContext, ensure=True)
+
+SHARED_OPTIONS: dict[str, str] = {
+    "backend": "Backend: local, gke, pathways, or an installed plugin.",
+    "project": "GCP project.",
+    "zone": "GCP zone of the cluster.",
+    "cluster": "GKE cluster name.",
+    "namespace": "Kubernetes namespace.",
+}
+"""The group's options that every subcommand also takes after its name
+(``kinetic jobs list --project P`` means ``kinetic --project P jobs list``)."""
+
+
+def _store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None and param.name is not None:
+        setattr(ctx.ensure_object(CliContext), param.name, value)
+
+
+def accept_shared_options(command: click.Command) -> click.Command:
+    """Give ``command`` (and, for a group, every command under it) the shared options it does
+    not define itself; a value given there overrides the group's. Done once per command."""
+    if getattr(command, "_kinetic_shared_options", False):
+        return command
+    own = {param.name for param in command.params}
+    for name, help_text in SHARED_OPTIONS.items():
+        if name not in own:
+            command.params.append(
+                click.Option([f"--{name}"], help=help_text, expose_value=False, callback=_store)
+            )
+    command._kinetic_shared_options = True  # type: ignore[attr-defined]
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            accept_shared_options(sub)
+    return command

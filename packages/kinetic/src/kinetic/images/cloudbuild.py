@@ -98,10 +98,28 @@ def build_request(
     *,
     source: tuple[str, str] | None = None,
     timeout_seconds: int = 3600,
+    service_account: str = "",
+    logs_bucket: str = "",
 ) -> dict[str, Any]:
-    """The Cloud Build ``Build`` (as a mapping) that builds ``context`` and pushes ``uri``."""
+    """The Cloud Build ``Build`` (as a mapping) that builds ``context`` and pushes ``uri``.
+
+    ``service_account`` (a resource name, ``projects/P/serviceAccounts/EMAIL``) runs the build
+    as that account; Cloud Build then needs the log written to a bucket of ours
+    (``logs_bucket``, ``gs://bucket[/prefix]``) instead of its default one.
+    """
     steps: list[dict[str, Any]] = []
     build: dict[str, Any] = {}
+    if service_account:
+        if not logs_bucket:
+            raise ConfigError(
+                f"A build running as {service_account} needs a logs bucket to write its log "
+                "to; none was given."
+            )
+        build.update(
+            service_account=service_account,
+            logs_bucket=logs_bucket,
+            options={"logging": "GCS_ONLY"},
+        )
     if source is None:
         encoded = base64.b64encode(context_tarball(context.files)).decode("ascii")
         if len(encoded) > MAX_INLINE_CONTEXT:
@@ -153,9 +171,15 @@ class ImageBuilder:
         timeout: float = 3600.0,
         poll_interval: tuple[float, float] = (2.0, 20.0),
         log_tail_lines: int = 40,
+        service_account: str = "",
+        logs_bucket: str = "",
     ) -> None:
         self.project = project
         self.location = location
+        self.service_account = service_account
+        """The email builds run as (the build account ``kinetic up`` made); empty: Cloud
+        Build's default."""
+        self.logs_bucket = logs_bucket
         self._client = client
         self.registry = registry or RegistryClient()
         self._log_fetcher = log_fetcher
@@ -207,7 +231,12 @@ class ImageBuilder:
             source = self._source_uploader(context_tarball(context.files), name)
         # Cloud Build stops the build when we would stop waiting (it rejects very short limits).
         build_timeout = max(60, int(self._timeout))
-        body = build_request(context, uri, source=source, timeout_seconds=build_timeout)
+        account = self.service_account
+        body = build_request(
+            context, uri, source=source, timeout_seconds=build_timeout,
+            service_account=f"projects/{self.project}/serviceAccounts/{account}" if account else "",
+            logs_bucket=self.logs_bucket,
+        )  # fmt: skip
         request: dict[str, Any] = {"parent": self.parent, "build": cloudbuild_v1.Build(body)}
         if getattr(self.client.transport, "kind", "") != "rest":
             # gRPC needs project_id; over REST it would select the global (location-less) URL.
@@ -298,6 +327,12 @@ class ImageBuilder:
                 "Your credentials may not create builds there: grant "
                 "roles/cloudbuild.builds.editor and enable the API with "
                 "`gcloud services enable cloudbuild.googleapis.com`."
+                + (
+                    f" Builds run as {self.service_account}, so you also need "
+                    "roles/iam.serviceAccountUser on that account."
+                    if self.service_account
+                    else ""
+                )
             ),
             404: "Check the project and zone, and that the Cloud Build API is enabled.",
         }

@@ -123,8 +123,11 @@ def resolve_image(
     project: str,
     zone: str,
     builder: ImageBuilder | None = None,
+    build_service_account: str = "",
+    logs_bucket: str = "",
 ) -> ResolvedImage:
-    """Pick the mode, and for ``bundled`` make sure the image exists (building it if not)."""
+    """Pick the mode, and for ``bundled`` make sure the image exists (building it if not), as
+    ``build_service_account`` when given (its logs go to ``logs_bucket``)."""
     category = accelerator.category
     choice = container_image.strip() if isinstance(container_image, str) else container_image
     if choice is None or choice == "bundled":
@@ -134,7 +137,10 @@ def resolve_image(
             kinetic_version=kinetic_version(),
         )
         uri = bundled_image_uri(project, zone, category, context.content_hash)
-        builder = builder or ImageBuilder(project=project, location=region_from_zone(zone))
+        builder = builder or ImageBuilder(
+            project=project, location=region_from_zone(zone),
+            service_account=build_service_account, logs_bucket=logs_bucket,
+        )  # fmt: skip
         return ResolvedImage(uri=builder.ensure(context, uri), mode="bundled")
     if choice == "prebuilt":
         repo = resolve_base_image_repo(base_image_repo)

@@ -132,6 +132,7 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
     if capabilities.container_image:
         from kinetic.images import resolve_image
 
+        builds_as = settings.build_service_account.value or ""
         image = resolve_image(
             container_image=options.container_image or CONTAINER_IMAGE.from_env(),
             base_image_repo=options.base_image_repo,
@@ -139,12 +140,14 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
             project_root=bundle.root,
             project=settings.project.value or "",
             zone=settings.zone.value or "",
+            build_service_account=builds_as if store.uri.startswith("gs://") else "",
+            logs_bucket=f"{store.uri.rstrip('/')}/build-logs",
         )
         image_uri, requirements = image.uri, tuple(image.requirements)
     preparation = backend.prepare(
         PrepareRequest(
             accelerator=accelerator, project_root=bundle.root, isolate=options.isolate,
-            image=image_uri,
+            spot=options.spot, image=image_uri,
         )
     )  # fmt: skip
     return Target(

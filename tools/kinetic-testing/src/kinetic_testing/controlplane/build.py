@@ -28,7 +28,15 @@ from typing import TextIO
 
 from .versions import PINS, Pins, bin_dir, cache_root
 
-__all__ = ["BINARIES", "BuildError", "Built", "built", "ensure_built", "go_toolchain"]
+__all__ = [
+    "BINARIES",
+    "BuildError",
+    "Built",
+    "built",
+    "ensure_built",
+    "go_environment",
+    "go_toolchain",
+]
 
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "lws-controller")
 LWS_CRD = "lws-crd.yaml"
@@ -63,6 +71,20 @@ def built(pins: Pins = PINS) -> Built | None:
     if marker.is_file() and all((directory / name).is_file() for name in BINARIES):
         return Built(directory, pins)
     return None
+
+
+def go_environment(root: Path) -> dict[str, str]:
+    """The environment of every `go` command run for the tests: module and build caches under
+    `root`, reproducible static builds, this toolchain only."""
+    return {
+        **os.environ,
+        "GOMODCACHE": str(root / "go" / "mod"),
+        "GOCACHE": str(root / "go" / "build"),
+        "GOPATH": str(root / "go" / "path"),
+        "GOFLAGS": "-trimpath -buildvcs=false -modcacherw",
+        "GOTOOLCHAIN": "local",
+        "CGO_ENABLED": "0",
+    }
 
 
 def go_toolchain() -> str:
@@ -151,15 +173,7 @@ class _Builder:
         self.final = bin_dir(pins)
         self.staging = self.final.with_name(self.final.name + ".partial")
         self.logs = root / "logs"
-        self.env = {
-            **os.environ,
-            "GOMODCACHE": str(root / "go" / "mod"),
-            "GOCACHE": str(root / "go" / "build"),
-            "GOPATH": str(root / "go" / "path"),
-            "GOFLAGS": "-trimpath -buildvcs=false -modcacherw",
-            "GOTOOLCHAIN": "local",
-            "CGO_ENABLED": "0",
-        }
+        self.env = go_environment(root)
 
     def run(self) -> Built:
         started = time.monotonic()

@@ -51,11 +51,15 @@ class ControlPlaneError(RuntimeError):
 
 
 class ControlPlane:
-    """A running control plane for one test session. Use as a context manager."""
+    """A running control plane for one test session. Use as a context manager.
 
-    def __init__(self, binaries: Built, run_dir: Path) -> None:
+    ``lws=False`` leaves LeaderWorkerSet out (no CRD, no controller), as on a new GKE cluster.
+    """
+
+    def __init__(self, binaries: Built, run_dir: Path, *, lws: bool = True) -> None:
         self.binaries = binaries
         self.run_dir = run_dir
+        self.lws = lws
         self.kubeconfig = run_dir / "admin.kubeconfig"
         self.context = CONTEXT
         self.logs: dict[str, Path] = {}
@@ -103,6 +107,29 @@ class ControlPlane:
         except urllib.error.HTTPError as error:
             if error.code != 404:
                 raise
+
+    def bearer_token(self, name: str = "kinetic-admin") -> str:
+        """A bearer token the API server accepts, as a GKE user's access token is: one of the
+        TokenRequest API, for service account ``kube-system/<name>`` bound to cluster-admin."""
+        rbac = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
+        subject = {"kind": "ServiceAccount", "name": name, "namespace": "kube-system"}
+        binding = {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "cluster-admin"},
+            "subjects": [subject],
+        }  # fmt: skip
+        accounts = "/api/v1/namespaces/kube-system/serviceaccounts"
+        for path, body in ((accounts, {"metadata": {"name": name}}), (rbac, binding)):
+            try:
+                self.request("POST", path, body)
+            except urllib.error.HTTPError as error:
+                if error.code != 409:
+                    raise
+        request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                   "spec": {"expirationSeconds": 3600}}  # fmt: skip
+        issued = self.request("POST", f"{accounts}/{name}/token", request)
+        return str(issued["status"]["token"])
 
     def log_tails(self, lines: int = _LOG_TAIL_LINES) -> str:
         """The last lines of every component's log, for a failing test's report."""
@@ -157,12 +184,14 @@ class ControlPlane:
             self._start_etcd(etcd_port, etcd_peer)
         with self._timed("kube-apiserver"):
             self._start_apiserver(etcd_port)
-        with self._timed("lws-crd"):
-            self._install_lws_crd()  # before KCM, so its garbage collector sees the kind
+        if self.lws:
+            with self._timed("lws-crd"):
+                self._install_lws_crd()  # before KCM, so its garbage collector sees the kind
         with self._timed("kube-controller-manager"):
             self._start_controller_manager(kcm_port)
-        with self._timed("lws-controller"):
-            self._start_lws(webhook_port, probe_port)
+        if self.lws:
+            with self._timed("lws-controller"):
+                self._start_lws(webhook_port, probe_port)
         self.startup_seconds["total"] = time.monotonic() - started
 
     def stop(self) -> None:

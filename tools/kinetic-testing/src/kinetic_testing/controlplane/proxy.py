@@ -1,15 +1,20 @@
-"""A recording, fault-injecting HTTP proxy in front of the real API server.
+"""A recording, fault-injecting HTTP proxy in front of the real API server (or any other
+HTTP server, such as fake-gcs-server).
 
 Tests that count the requests a backend sends, or need the API server to answer 429/5xx or
 slowly, point their kubeconfig here (plain HTTP on loopback, no credentials); the proxy
 forwards every request to the real kube-apiserver with the admin client certificate, streams
-the answer back (watches and followed logs included), and records what passed.
+the answer back (watches and followed logs included), and records what passed. With
+``tls=True`` it serves HTTPS with a certificate of the control plane's CA, for clients that
+connect as to a GKE endpoint (CA and bearer token, no kubeconfig). It can also hide an API
+group from discovery, as a cluster without that extension would answer.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,6 +25,7 @@ from typing import Self
 from urllib.parse import parse_qsl, urlsplit
 
 from .cluster import ControlPlane
+from .pki import issue_serving_cert
 
 __all__ = ["ApiFault", "ApiProxy", "ProxiedRequest"]
 
@@ -52,13 +58,18 @@ class ProxiedRequest:
 
 @dataclass
 class ApiFault:
-    """Answer matching requests with `code` (if set) after `delay_s`, `times` times (None: all)."""
+    """Answer matching requests with `code` (if set) after `delay_s`, `times` times (None: all).
+
+    With `after`, the request is forwarded first and only its answer is replaced: the server
+    acted, the client sees a failure (as when a connection drops after the write).
+    """
 
     method: str = ""
     path_contains: str = ""
     code: int | None = None
     delay_s: float = 0.0
     times: int | None = 1
+    after: bool = False
     hits: int = field(default=0, init=False)
 
     def matches(self, method: str, path: str) -> bool:
@@ -68,12 +79,19 @@ class ApiFault:
 
 
 class ApiProxy:
-    """Forward to `plane`'s API server; use as a context manager."""
+    """Forward to `plane`'s API server (or to `upstream`); use as a context manager."""
 
-    def __init__(self, plane: ControlPlane) -> None:
+    def __init__(
+        self, plane: ControlPlane | None = None, *, upstream: str = "", tls: bool = False
+    ) -> None:
+        if plane is None and (tls or not upstream):
+            raise ValueError("ApiProxy needs the control plane, unless given a plain upstream")
         self._plane = plane
+        self._upstream = urlsplit(upstream or (plane.server if plane else ""))
+        self._tls = tls
         self._lock = threading.Lock()
         self._faults: list[ApiFault] = []
+        self._hidden_groups: set[str] = set()
         self.requests: list[ProxiedRequest] = []
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -81,7 +99,23 @@ class ApiProxy:
     @property
     def url(self) -> str:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        scheme = "https" if self._tls else "http"
+        return f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:PORT``, as a GKE cluster's endpoint names its control plane."""
+        return self.url.split("://", 1)[1]
+
+    def hide_api_group(self, group: str) -> None:
+        """Answer as a cluster that does not serve ``group``: absent from discovery, and 404
+        under ``/apis/<group>``."""
+        with self._lock:
+            self._hidden_groups.add(group)
+
+    def show_api_groups(self) -> None:
+        with self._lock:
+            self._hidden_groups.clear()
 
     def inject(self, fault: ApiFault) -> ApiFault:
         with self._lock:
@@ -89,10 +123,11 @@ class ApiProxy:
         return fault
 
     def clear(self) -> None:
-        """Forget recorded requests and remove every fault."""
+        """Forget recorded requests and remove every fault and hidden group."""
         with self._lock:
             self.requests.clear()
             self._faults.clear()
+            self._hidden_groups.clear()
 
     def kubeconfig(self, path: Path, *, context: str, namespace: str = "default") -> Path:
         """A kubeconfig whose `context` points at this proxy."""
@@ -121,6 +156,29 @@ class ApiProxy:
         )
         return path
 
+    def _hiding(self, method: str, path: str) -> str:
+        """How a request meets the hidden groups: "discovery" (rewrite the answer), "absent"
+        (answer 404), or "" (untouched)."""
+        with self._lock:
+            hidden = set(self._hidden_groups)
+        base = path.partition("?")[0].rstrip("/")
+        if not hidden or method != "GET":
+            return ""
+        if base == "/apis":
+            return "discovery"
+        return "absent" if any(base.startswith(f"/apis/{g}") for g in hidden) else ""
+
+    def _without_hidden(self, payload: bytes) -> bytes:
+        document = json.loads(payload)
+        with self._lock:
+            hidden = set(self._hidden_groups)
+        groups = document.get("groups") or document.get("items") or []
+        kept = [
+            g for g in groups if (g.get("name") or g.get("metadata", {}).get("name")) not in hidden
+        ]
+        document["groups" if "groups" in document else "items"] = kept
+        return json.dumps(document).encode()
+
     def _fault_for(self, method: str, path: str) -> ApiFault | None:
         with self._lock:
             self.requests.append(ProxiedRequest(method, *_split(path)))
@@ -131,9 +189,16 @@ class ApiProxy:
         return None
 
     def __enter__(self) -> Self:
-        upstream = urlsplit(self._plane.server)
-        context = self._plane.admin_ssl_context()
+        upstream = self._upstream
+        plane = self._plane
+        context = plane.admin_ssl_context() if plane and upstream.scheme == "https" else None
         proxy = self
+
+        def connect() -> http.client.HTTPConnection:
+            host, port = upstream.hostname or "127.0.0.1", upstream.port
+            if context is None:
+                return http.client.HTTPConnection(host, port, timeout=120)
+            return http.client.HTTPSConnection(host, port, context=context, timeout=120)
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -147,16 +212,41 @@ class ApiProxy:
                 body = self.rfile.read(length) if length else None
                 if fault is not None and fault.delay_s:
                     time.sleep(fault.delay_s)  # the fault *is* a slow answer
-                if fault is not None and fault.code is not None:
+                if fault is not None and fault.code is not None and not fault.after:
                     self._status(fault.code)
                     return
-                connection = http.client.HTTPSConnection(
-                    upstream.hostname or "127.0.0.1", upstream.port, context=context, timeout=120
-                )
+                hiding = proxy._hiding(self.command, self.path)
+                if hiding == "absent":
+                    self._status(404)
+                    return
+                connection = connect()
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
                 headers.pop("Host", None)
+                if hiding == "discovery":
+                    headers["Accept"] = "application/json"  # the plain list, to filter
                 connection.request(self.command, self.path, body=body, headers=headers)
                 response = connection.getresponse()
+                if fault is not None and fault.code is not None:  # an `after` fault
+                    response.read()
+                    connection.close()
+                    self._status(fault.code)
+                    return
+                if hiding == "discovery":
+                    self._whole(response.status, proxy._without_hidden(response.read()))
+                    connection.close()
+                    return
+                self._stream(connection, response)
+
+            def _whole(self, status: int, payload: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _stream(
+                self, connection: http.client.HTTPConnection, response: http.client.HTTPResponse
+            ) -> None:
                 self.send_response(response.status)
                 bodiless = self.command == "HEAD" or response.status in (204, 304)
                 for name, value in response.getheaders():
@@ -192,21 +282,33 @@ class ApiProxy:
                         "code": code,
                     }
                 ).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                self._whole(code, payload)
 
             do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = _forward
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if self._tls:
+            self._server.socket = self._serving_context().wrap_socket(
+                self._server.socket, server_side=True
+            )
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="k8s-api-proxy", daemon=True
         )
         self._thread.start()
         return self
+
+    def _serving_context(self) -> ssl.SSLContext:
+        """A certificate for 127.0.0.1 from the control plane's CA."""
+        assert self._plane is not None
+        directory = self._plane.run_dir / "proxy-certs"
+        directory.mkdir(exist_ok=True)
+        cert, key = directory / "tls.crt", directory / "tls.key"
+        if not cert.exists():
+            issue_serving_cert(self._plane.pki, cert, key, hosts=("127.0.0.1",))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(cert), str(key))
+        return context
 
     def __exit__(
         self,

@@ -1,0 +1,45 @@
+"""Names shared by the provisioning tests (imported by name; conftest puts this directory on
+``sys.path``)."""
+
+import base64
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from click.testing import Result
+
+PROJECT = "kp-test"
+ZONE = "us-central1-a"
+Invoke = Callable[..., Result]
+_MUTATIONS = (".create", ".enable", ".setIam", ".update", ".delete")
+
+
+def ok(result: Any) -> str:
+    """The command's stdout, once it is known to have succeeded."""
+    assert result.exit_code == 0, f"{result.output}\n{result.stderr if result.stderr_bytes else ''}"
+    return str(result.stdout)
+
+
+def mutations(calls: list[str]) -> list[str]:
+    """The calls among ``calls`` (route names of the Google Cloud fake) that change something."""
+    return [call for call in calls if call.endswith(_MUTATIONS)]
+
+
+def add_unmanaged_gpu_pool(cloud: Any, cluster: str) -> None:
+    """A GPU pool made outside Kinetic, whose NVIDIA driver GKE does not install."""
+    found = cloud.container.clusters[f"projects/{PROJECT}/locations/{ZONE}/clusters/{cluster}"]
+    found["nodePools"].append({
+        "name": "old-gpus", "status": "RUNNING", "initialNodeCount": 1,
+        "config": {"machineType": "g2-standard-4",
+                   "accelerators": [{"acceleratorType": "nvidia-l4", "acceleratorCount": "1"}]},
+    })  # fmt: skip
+
+
+def point_gke_at(cloud: Any, plane: Any, endpoint: str, token: str, adc: Path) -> None:
+    """New clusters of ``cloud`` (a FakeGoogleCloud) report ``endpoint`` and ``plane``'s CA;
+    the Google credentials written to ``adc`` (for ``GOOGLE_APPLICATION_CREDENTIALS``) yield
+    ``token``."""
+    cloud.container.endpoint = endpoint
+    cloud.container.ca_certificate = base64.b64encode(plane.pki.ca_cert.read_bytes()).decode()
+    cloud.apis.access_token = token
+    cloud.apis.credentials_file(adc)
