@@ -6,6 +6,7 @@ file (holding its pid) and wait for another one, so a test never sleeps to get a
 """
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -51,13 +52,15 @@ def step(
     wait_for: str | None = None,
     fail_first: str | None = None,
     fail: str | None = None,
+    fail_attempt_0: bool = False,
 ) -> Any:
     """One configurable job; the steps run in this order.
 
     ``create``: publish this process's pid there. ``wait_for``: block until that file exists.
     ``fail_first``: if that marker file is absent, create it and raise (so only the first
-    attempt fails). ``fail``: raise :class:`BatchUserError` with this message. Else return
-    ``value``.
+    attempt that gets this far fails). ``fail_attempt_0``: raise in a batch's first attempt
+    (its job id has no ``-r<n>`` suffix), whatever happened before. ``fail``: raise
+    :class:`BatchUserError` with this message. Else return ``value``.
     """
     if create:
         _publish(create)
@@ -66,6 +69,8 @@ def step(
     if fail_first and not os.path.exists(fail_first):
         _publish(fail_first)
         raise BatchUserError(f"the first attempt for {value!r} fails")
+    if fail_attempt_0 and not re.search(r"-r\d+$", os.environ.get("KINETIC_JOB_ID", "")):
+        raise BatchUserError(f"attempt 0 for {value!r} fails")
     if fail:
         raise BatchUserError(fail)
     return value

@@ -194,7 +194,7 @@ def test_results_keeps_the_manifest_and_cleanup_removes_everything(
 
 
 def test_attach_while_a_retry_is_pending_waits_for_the_retry(
-    kinetic_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kinetic_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Attached between a failed attempt and its retry, the handle must not call the input
     failed: the original submitter is about to add attempt 1, which succeeds."""
@@ -209,9 +209,9 @@ def test_attach_while_a_retry_is_pending_waits_for_the_retry(
 
     monkeypatch.setattr(submitter_module, "submit_child", held_retry)
     step = kinetic_backend.decorate()(uf.step)
-    batch = step.run_async_map(
-        [{"value": "second try", "fail_first": str(tmp_path / "failed-once")}], retries=1
-    )
+    # Attempt 0 fails by its id, not by a marker file it must get to write: the test is
+    # about the attached handle, whatever made the first attempt fail.
+    batch = step.run_async_map([{"value": "second try", "fail_attempt_0": True}], retries=1)
     try:
         assert entered.wait(60), "the retry was never submitted"
         attached = kinetic.attach_batch(
