@@ -27,12 +27,16 @@ from kinetic_protocol import (
     BatchManifest,
     BatchSubmissionError,
     CallDescriptor,
+    DataManifest,
+    DataSpec,
     DebugOptions,
     DebugState,
     Failed,
     HostStart,
     JobRecord,
+    Mount,
     Succeeded,
+    Volume,
 )
 from kinetic_protocol.records import encode_json, encode_result
 
@@ -63,7 +67,38 @@ _RECORD = JobRecord(
     spot=True,
     kinetic_version="0.1.0",
     backend_data={"python": "/home/me/.kinetic/venvs/3f2a/bin/python"},
+    output_dir="gs://my-bucket/runs/sweep",
+    mounts=[
+        Mount(path="/data", kind="scratch"),
+        Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),
+    ],
 )
+_DATA = [
+    DataSpec(
+        source="stored", uri=f"data/{'c' * 64}/files/", is_dir=True, label="/home/me/proj/dataset"
+    ),
+    DataSpec(
+        source="gcs",
+        uri="gs://my-bucket/imagenet/",
+        is_dir=True,
+        fuse=True,
+        label="gs://my-bucket/imagenet/",
+    ),
+    DataSpec(
+        source="hf",
+        uri="hf://owner/name?split=train",
+        is_dir=True,
+        hf_trust_remote_code=True,
+        label="hf://owner/name?split=train",
+    ),
+    DataSpec(
+        source="local",
+        uri="/home/me/proj/config.json",
+        is_dir=False,
+        name="config.json",
+        label="/home/me/proj/config.json",
+    ),
+]
 _DEBUG = DebugOptions(host="127.0.0.1", port=0, wait_timeout=30.0)
 _PAYLOAD = ArtifactRef(key=f"jobs/{_JOB_ID}/payload.pkl", sha256="a" * 64, size=812)
 
@@ -82,6 +117,16 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         python_version="3.11",
         requirements=["numpy==2.1.0", "jax[tpu]==0.4.35"],
         debug=_DEBUG,
+        data=_DATA,
+        volumes=[Volume(path="/data", data=0)],
+    ),
+    "data_manifest": DataManifest(
+        content_hash="c" * 64,
+        is_dir=True,
+        files=10000,
+        bytes=1073741824,
+        name="train.csv",
+        uploaded_at="2026-04-17T15:30:10+00:00",
     ),
     "debug_options": _DEBUG,
     "debug_state": DebugState(

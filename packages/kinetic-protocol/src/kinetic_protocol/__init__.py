@@ -15,10 +15,12 @@ from kinetic_protocol.backend import (
     Preparation,
     PrepareRequest,
 )
+from kinetic_protocol.data import DataSpec, Mount, Volume
 from kinetic_protocol.errors import (
     BackendError,
     ConfigError,
     CorruptRecordError,
+    DataUnavailableError,
     JobFailedError,
     JobNotFoundError,
     KineticError,
@@ -39,6 +41,7 @@ from kinetic_protocol.records import (
     BatchManifest,
     BatchSubmissionError,
     CallDescriptor,
+    DataManifest,
     DebugOptions,
     DebugState,
     Failed,
@@ -69,6 +72,9 @@ __all__ = [
     "BatchManifest",
     "BatchSubmissionError",
     "CallDescriptor",
+    "DataManifest",
+    "DataSpec",
+    "DataUnavailableError",
     "DEFAULT_DEBUG_PORT",
     "DebugOptions",
     "DebugState",
@@ -82,6 +88,7 @@ __all__ = [
     "JobState",
     "JobStatus",
     "KineticError",
+    "Mount",
     "ObjectNotFoundError",
     "ObjectStore",
     "PreconditionFailedError",
@@ -92,6 +99,7 @@ __all__ = [
     "SerializationError",
     "StorageError",
     "Succeeded",
+    "Volume",
     "parse_accelerator",
     "valid_accelerator_names",
 ]

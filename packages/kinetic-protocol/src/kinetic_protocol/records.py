@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from kinetic_protocol.data import DataSpec, Mount, Volume
 from kinetic_protocol.errors import CorruptRecordError, SchemaVersionError
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "BatchManifest",
     "BatchSubmissionError",
     "CallDescriptor",
+    "DataManifest",
     "DEFAULT_DEBUG_PORT",
     "DebugOptions",
     "DebugPhase",
@@ -72,6 +74,11 @@ class JobRecord(msgspec.Struct, kw_only=True):
     backend_data: dict[str, str] = msgspec.field(default_factory=dict)
     """What the backend's `prepare` asked to keep with the job (e.g. the local backend's
     isolated interpreter); only that backend reads it."""
+    output_dir: str = ""
+    """``output_dir=`` of the decorator; empty for the default, ``<store>/outputs/<job_id>``."""
+    mounts: list[Mount] = msgspec.field(default_factory=list)
+    """Directories a Kubernetes backend mounts in the pod for the call's ``Data`` (volumes,
+    FUSE); set per call at submission, so a batch's template carries none."""
 
     @property
     def store_uri(self) -> str:
@@ -152,6 +159,9 @@ class CallDescriptor(msgspec.Struct, kw_only=True):
     requirements: list[str] = msgspec.field(default_factory=list)
     debug: DebugOptions | None = None
     """Set for a ``debug=True`` job: the runtime waits for a debugger as these say."""
+    data: list[DataSpec] = msgspec.field(default_factory=list)
+    """The call's ``kinetic.Data``; the payload refers to entry ``i`` by a persistent id."""
+    volumes: list[Volume] = msgspec.field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
 
@@ -193,6 +203,24 @@ class _EnvelopeHeader(msgspec.Struct):
     """Decoded first, so a newer writer's unknown tag gives a clear error, not a decode crash."""
 
     status: str
+    schema_version: int = SCHEMA_VERSION
+
+
+class DataManifest(msgspec.Struct, kw_only=True):
+    """The completion marker of local data uploaded to the store (``layout.data_marker_key``),
+    written create-only after every file.
+
+    Its presence is what makes an upload usable: one interrupted half-way has no marker, so it
+    is never mistaken for a complete one, and is simply done again.
+    """
+
+    content_hash: str
+    is_dir: bool
+    files: int
+    bytes: int
+    name: str = ""
+    """A single file's name (its object is ``files/<name>``)."""
+    uploaded_at: str = ""
     schema_version: int = SCHEMA_VERSION
 
 

@@ -19,7 +19,9 @@ the function again.
 
 import argparse
 import hashlib
+import io
 import os
+import pickle
 import signal
 import sys
 import tempfile
@@ -43,8 +45,10 @@ from kinetic_protocol import (
     Succeeded,
     layout,
 )
+from kinetic_protocol.data import PERSISTENT_ID_TAG
 from kinetic_protocol.records import decode_json, encode_result
 from kinetic_runtime import debugging, settings
+from kinetic_runtime.data.stage import stage_data
 from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
 from kinetic_runtime.stores import open_store
@@ -106,7 +110,8 @@ class _Job:
             self.step(Phase.UNPACK, unpack_bundle, bundle, self.workdir)
         self.step(Phase.ENVIRONMENT, self.prepare, call)
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
-        fn, args, kwargs = self.step(Phase.DESERIALIZE, _load_call, payload)
+        paths = self.step(Phase.DATA, self.stage_data, call)
+        fn, args, kwargs = self.step(Phase.DESERIALIZE, _load_call, payload, paths)
         if self.host is not None and self.step(Phase.DISTRIBUTED, initialise_jax, self.host):
             _say(f"job {self.job_id}: jax.distributed initialised ({self.host.label})")
         stop = None
@@ -145,6 +150,15 @@ class _Job:
             raise PhaseError(Phase.RUN, exc) from exc
         except BaseException as exc:
             raise PhaseError(Phase.RUN, exc) from exc
+
+    def stage_data(self, call: CallDescriptor) -> list[str]:
+        """Every ``kinetic.Data`` of the call staged; the path of each, by index."""
+        data_dir = Path(settings.DATA_DIR.from_env() or f"{self.workdir}-data")
+        private = settings.VOLUME_MOUNTS.value() == "namespace"
+        return stage_data(call, self.store, data_dir, private_mounts=private, say=self.say)
+
+    def say(self, message: str) -> None:
+        _say(f"job {self.job_id}: {message}")
 
     def prepare(self, call: CallDescriptor) -> None:
         default_output = self.store.url(layout.output_prefix(self.job_id).rstrip("/"))
@@ -192,9 +206,31 @@ def _message(exc: BaseException) -> str:
     return text
 
 
-def _load_call(payload: bytes) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+class _CallUnpickler(pickle.Unpickler):
+    """Unpickles the payload with each ``kinetic.Data`` replaced by the path it was staged at."""
+
+    def __init__(self, payload: bytes, paths: list[str]) -> None:
+        super().__init__(io.BytesIO(payload))
+        self._paths = paths
+
+    def persistent_load(self, pid: Any) -> str:
+        if (
+            isinstance(pid, tuple)
+            and len(pid) == 2
+            and pid[0] == PERSISTENT_ID_TAG
+            and isinstance(pid[1], int)
+            and 0 <= pid[1] < len(self._paths)
+        ):
+            return self._paths[pid[1]]
+        raise CorruptRecordError(
+            f"the payload refers to data {pid!r}, which its call descriptor does not list "
+            f"({len(self._paths)} entries); it was not written by a matching Kinetic client."
+        )
+
+
+def _load_call(payload: bytes, paths: list[str]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
     """Unpickle the payload, which must be ``(function, args, kwargs)`` as the client stores it."""
-    call = cloudpickle.loads(payload)
+    call = _CallUnpickler(payload, paths).load()
     if not (isinstance(call, tuple) and len(call) == 3 and callable(call[0])):
         raise CorruptRecordError(
             f"the payload unpickled to {type(call).__name__}, not (function, args, kwargs); "

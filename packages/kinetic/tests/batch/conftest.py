@@ -115,7 +115,7 @@ def fake_backend(
         workdir=".",
     )
 
-    def resolve(options: RunOptions, fn: Callable[..., Any]) -> Target:
+    def resolve(options: RunOptions, fn: Callable[..., Any], data: object = ()) -> Target:
         settings = resolve_settings(backend="local", quiet=True)
         return Target(options, settings, backend, store, bundle, image_uri="")
 

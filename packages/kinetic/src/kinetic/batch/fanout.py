@@ -13,6 +13,7 @@ from kinetic.batch.inputs import to_call_arguments
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState
 from kinetic.batch.submitter import FailurePolicy, Submitter
+from kinetic.packaging.serialize import find_data
 from kinetic.submission import child_id_prefix, func_name_of, job_record, resolve_target
 from kinetic_protocol import BatchManifest, ConfigError
 
@@ -89,7 +90,7 @@ def run_map(
             "(e.g. max_concurrent=64) to bound how many run at once."
         )
     fn = remote.__wrapped__
-    target = resolve_target(remote.options, fn)
+    target = resolve_target(remote.options, fn, [d for call in calls for d in find_data(call)])
     group_id = new_group_id()
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
     func_name = func_name_of(fn)

@@ -1,14 +1,66 @@
-"""Pickle a call, and when that fails, name the object that could not be pickled."""
+"""Pickle a call, and when that fails, name the object that could not be pickled.
+
+Every ``kinetic.Data`` met while pickling, wherever it sits (an argument, inside containers,
+dataclasses or a closure), is written as the persistent id ``("kinetic.data", i)`` instead of
+itself, and collected: the job unpickles each id as the path the data was staged at.
+"""
 
 import inspect
+import io
+import pickle
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import cloudpickle
 
+from kinetic.data import Data
 from kinetic_protocol import SerializationError
+from kinetic_protocol.data import PERSISTENT_ID_TAG
 
-__all__ = ["serialize_call"]
+__all__ = ["DataCollector", "SerializedCall", "find_data", "serialize_call"]
+
+
+@dataclass(frozen=True)
+class SerializedCall:
+    """The pickled ``(fn, args, kwargs)`` and the ``Data`` its persistent ids ``i`` stand for."""
+
+    payload: bytes
+    data: list[Data] = field(default_factory=list)
+
+
+class DataCollector(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle is untyped
+    """A cloudpickle pickler that writes each ``Data`` as a persistent id (one per object)."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file, protocol=pickle.DEFAULT_PROTOCOL)
+        self.found: list[Data] = []
+        self._index: dict[int, int] = {}
+
+    def persistent_id(self, obj: Any) -> tuple[str, int] | None:
+        if not isinstance(obj, Data):
+            return None
+        index = self._index.get(id(obj))
+        if index is None:
+            index = self._index[id(obj)] = len(self.found)
+            self.found.append(obj)
+        return (PERSISTENT_ID_TAG, index)
+
+
+def _dumps(obj: Any) -> SerializedCall:
+    buffer = io.BytesIO()
+    collector = DataCollector(buffer)
+    collector.dump(obj)
+    return SerializedCall(buffer.getvalue(), collector.found)
+
+
+def find_data(obj: Any) -> list[Data]:
+    """Every ``Data`` inside ``obj``, as pickling would find it (a batch's inputs); none if
+    ``obj`` cannot be pickled (its submission reports that)."""
+    try:
+        return _dumps(obj).data
+    except Exception:
+        return []
 
 
 def _picklable(obj: object) -> bool:
@@ -34,14 +86,15 @@ def _culprit_in_function(fn: Callable[..., Any]) -> str | None:
     return None
 
 
-def serialize_call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bytes:
-    """Return the cloudpickled ``(fn, args, kwargs)`` or a SerializationError naming the culprit."""
+def serialize_call(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> SerializedCall:
+    """Pickle ``(fn, args, kwargs)``, collecting its ``Data``; a SerializationError names the
+    object that cannot be pickled."""
     try:
-        payload: bytes = cloudpickle.dumps((fn, args, kwargs))
+        return _dumps((fn, args, kwargs))
     except Exception as exc:
         cause = exc
-    else:
-        return payload
     name = getattr(fn, "__qualname__", repr(fn))
     if not _picklable(fn):
         culprit = _culprit_in_function(fn) if inspect.isfunction(fn) else None

@@ -12,11 +12,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from kinetic import _log, session
-from kinetic.data import Data
+from kinetic.data.plan import plan_call_data
 from kinetic.handle import JobHandle
 from kinetic.options import capture_env
 from kinetic.packaging import CodeBundle, serialize_call
+from kinetic.packaging.serialize import SerializedCall
 from kinetic.submission.debugging import debug_options
 from kinetic.submission.ids import func_name_of, new_job_id
 from kinetic.submission.record import job_record
@@ -25,7 +28,6 @@ from kinetic_protocol import (
     ArtifactRef,
     BackendError,
     CallDescriptor,
-    ConfigError,
     JobRecord,
     KineticError,
     ObjectStore,
@@ -62,15 +64,26 @@ def submit_call(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     record: JobRecord | None = None,
+    serialized: SerializedCall | None = None,
 ) -> JobHandle:
-    """Pickle the call, write its artifacts (the bundle first, if new) and submit it.
+    """Pickle the call, stage its data, write its artifacts (the bundle first, if new) and
+    submit it.
 
     ``record`` defaults to a fresh single job; a batch passes each child's record.
+    ``serialized`` is the call already pickled by the caller, if it was.
     """
-    _check_data_arguments(target, args, kwargs)
-    payload = serialize_call(fn, args, kwargs)
+    serialized = serialized or serialize_call(fn, args, kwargs)
+    payload = serialized.payload
+    data = plan_call_data(
+        serialized.data,
+        target.options.volumes,
+        capabilities=target.backend.capabilities,
+        store=target.store,
+        backend=target.backend_name,
+    )
     if record is None:
         record = job_record(target, func_name_of(fn), new_job_id(getattr(fn, "__name__", "job")))
+    record = msgspec.structs.replace(record, mounts=data.mounts)
     upload_bundle(target.store, target.bundle)
     job_id, store = record.job_id, target.store
     call = CallDescriptor(
@@ -85,6 +98,8 @@ def submit_call(
         python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
         requirements=list(target.requirements),
         debug=debug_options(target) if target.options.debug else None,
+        data=data.specs,
+        volumes=data.volumes,
     )
     try:
         store.write(layout.payload_key(job_id), payload, if_absent=True)
@@ -103,15 +118,3 @@ def submit_call(
         raise BackendError(f"The {record.backend} backend refused job {job_id}: {exc}") from exc
     log.info("job.submitted", job_id=job_id, backend=record.backend)
     return JobHandle.from_record(record)
-
-
-def _check_data_arguments(target: Target, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """A local ``kinetic.Data`` means nothing where jobs cannot see this machine's files."""
-    if target.backend.capabilities.local_data:
-        return
-    for value in (*args, *kwargs.values()):
-        if isinstance(value, Data) and not (value.is_gcs or value.is_hf):
-            raise ConfigError(
-                f"{value!r} refers to data on this machine, which the {target.backend_name!r} "
-                "backend cannot ship yet. Upload it to a gs:// bucket and pass that URI."
-            )
