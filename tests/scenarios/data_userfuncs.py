@@ -91,3 +91,15 @@ def write_outputs(names: list[str]) -> str:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(f"content of {name}")
     return os.environ["KINETIC_OUTPUT_DIR"]
+
+
+def hf_many(*paths: str) -> list[dict[str, Any]]:
+    return [hf_rows(path) for path in paths]
+
+
+def try_to_write(path: str) -> str:
+    try:
+        Path(path).write_text("x")
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return "written"

@@ -355,23 +355,23 @@ class JobHandle:
     def output_location(self) -> str:
         """The job's ``KINETIC_OUTPUT_DIR``: ``output_dir=`` if given, else
         ``<store>/outputs/<job_id>`` (a local path for a ``file://`` store)."""
-        from kinetic.outputs import output_dir_of
+        from kinetic.outputs import JobOutputs
 
-        return output_dir_of(self._record)
+        return JobOutputs.of(self._record).location
 
     def list_outputs(self) -> list["OutputFile"]:
         """The files the job wrote under its output directory (path relative to it, size),
-        sorted by path; empty if it wrote none (yet)."""
-        from kinetic.outputs import list_outputs
+        sorted by path; empty if it wrote none (yet). Outputs outlive ``cleanup()``."""
+        from kinetic.outputs import JobOutputs
 
-        return list_outputs(self._record)
+        return JobOutputs.of(self._record).files()
 
     def download_outputs(self, directory: "str | Path", *, overwrite: bool = False) -> list["Path"]:
         """Copy every output file into ``directory`` (made if missing), keeping relative paths;
         returns the local paths. An existing file is an error unless ``overwrite``."""
-        from kinetic.outputs import download_outputs
+        from kinetic.outputs import JobOutputs
 
-        return download_outputs(self._record, directory, overwrite=overwrite)
+        return JobOutputs.of(self._record).download(directory, overwrite=overwrite)
 
     def debug_attach(
         self,

@@ -3,7 +3,7 @@
 The API reference places :class:`JobHandle` and ``JobStatus`` here too; they are re-exported.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinetic import _log
 from kinetic._context import backend_for, open_store
@@ -22,7 +22,10 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import decode_json
 
-__all__ = ["JobHandle", "JobStatus", "attach", "job_states", "list_jobs"]
+if TYPE_CHECKING:
+    from kinetic.outputs import JobOutputs
+
+__all__ = ["JobHandle", "JobStatus", "attach", "job_outputs", "job_states", "list_jobs"]
 
 log = _log.get_logger(__name__)
 
@@ -53,6 +56,24 @@ def attach(
             "`kinetic jobs list`, or pass the project/cluster/backend it was submitted to."
         ) from None
     return JobHandle.from_record(decode_json(data, JobRecord, what=f"{store.uri}/{key}"))
+
+
+def job_outputs(
+    job_id: str,
+    project: str | None = None,
+    cluster: str | None = None,
+    *,
+    backend: str | None = None,
+) -> "JobOutputs":
+    """The outputs of ``job_id``, also once it was cleaned up: outputs are never deleted, and
+    without the job's record they are looked for at the store's default place."""
+    from kinetic.outputs import JobOutputs
+
+    try:
+        return JobOutputs.of(attach(job_id, project, cluster, backend=backend).record)
+    except JobNotFoundError:
+        chosen = _resolve_backend(project, cluster, backend)
+        return JobOutputs(job_id, chosen.store_uri, project=project or "")
 
 
 def list_jobs(

@@ -39,6 +39,7 @@ def _source(repo: str) -> tuple[str, bool]:
 def load_hf_dataset(spec: DataSpec, destination: Path, say: Callable[[str], None]) -> None:
     """Load ``spec`` (an ``hf://`` URI) and save it to ``destination``, a new directory."""
     wanted = parse_hf_uri(spec.uri)
+    source, mirrored = _source(wanted.repo)
     try:
         import datasets
     except ImportError as exc:
@@ -46,7 +47,6 @@ def load_hf_dataset(spec: DataSpec, destination: Path, say: Callable[[str], None
             f"{spec.uri} needs the datasets library in the job's environment: install "
             "'kinetic-runtime[hf]' in the image (bundled images add it when a call uses hf://)."
         ) from exc
-    source, mirrored = _source(wanted.repo)
     options: dict[str, Any] = {}
     if wanted.config_name:
         options["name"] = wanted.config_name

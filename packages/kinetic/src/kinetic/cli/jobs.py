@@ -243,25 +243,25 @@ def outputs(
     them with --download DIR. Outputs are kept after the job is cleaned up."""
     if overwrite and directory is None:
         raise click.UsageError("--overwrite only applies with --download DIR.")
-    job = cli.attach(job_id)
+    found = cli.job_outputs(job_id)
     if directory is not None:
-        written = job.download_outputs(directory, overwrite=overwrite)
+        written = found.download(directory, overwrite=overwrite)
         if as_json:
-            render.emit_json({"job_id": job.job_id, "downloaded": [str(p) for p in written]})
+            render.emit_json({"job_id": job_id, "downloaded": [str(p) for p in written]})
         else:
-            click.echo(f"Downloaded {len(written)} file(s) of {job.job_id} to {directory}.")
+            click.echo(f"Downloaded {len(written)} file(s) of {job_id} to {directory}.")
         return
-    files = job.list_outputs()
+    files = found.files()
     if as_json:
         render.emit_json(
             {
-                "job_id": job.job_id,
-                "output_dir": job.output_location,
+                "job_id": job_id,
+                "output_dir": found.location,
                 "files": [{"name": f.name, "size": f.size} for f in files],
             }
         )
         return
-    click.echo(f"Outputs of {job.job_id} in {job.output_location}:", err=True)
+    click.echo(f"Outputs of {job_id} in {found.location}:", err=True)
     render.table(
         ["FILE", "SIZE"],
         [[f.name, render.size(f.size)] for f in files],
