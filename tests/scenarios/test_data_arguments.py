@@ -8,7 +8,9 @@ import pytest
 from data_support import capabilities, put_objects
 from scenario_support import ScenarioBackend
 
-from kinetic import Data
+from kinetic import ConfigError, Data
+from kinetic.backends import get_backend
+from kinetic.config import resolve_settings
 from kinetic_protocol import DataUnavailableError
 
 pytestmark = pytest.mark.gcs
@@ -87,3 +89,18 @@ def test_missing_gs_data_fails_the_job_in_the_data_phase_before_user_code_runs(
     assert f"{gcs_bucket}/{name}" in str(caught.value)
     assert "before your function ran: data" in "".join(caught.value.__notes__)
     assert job.list_outputs() == [], "the function never ran"
+
+
+def test_local_data_that_cannot_be_read_is_refused_before_anything_is_submitted(
+    kinetic_backend: ScenarioBackend, dataset: Path, tmp_path: Path
+) -> None:
+    if capabilities(kinetic_backend).local_data:
+        pytest.skip("this backend's jobs read local data in place; nothing is read at submit")
+    (dataset / "broken.bin").symlink_to(tmp_path / "gone")
+    remote = kinetic_backend.decorate()(uf.two_arguments)
+    with pytest.raises(ConfigError, match=r"cannot read .*broken\.bin"):
+        remote.run_async(Data(str(dataset)), Data(str(dataset)))
+    store = kinetic_backend.store()
+    assert store.list("jobs/") == [] and store.list("data/") == []
+    settings = resolve_settings(backend=kinetic_backend.name, quiet=True)
+    assert get_backend(kinetic_backend.name, settings.backend_settings()).list_job_ids() == []

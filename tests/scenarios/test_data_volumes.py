@@ -15,7 +15,7 @@ from kinetic import Data
 
 pytestmark = pytest.mark.gcs
 
-PATHS = ("/data", "/srv/kinetic-test/settings.json", "/models")
+PATHS = ("/data", "/srv/kinetic-test/settings.json", "/models", "/srv/kinetic-test/w/vocab.txt")
 
 
 @pytest.fixture
@@ -48,6 +48,7 @@ def test_volumes_put_local_and_gs_data_at_their_absolute_paths(
         "/data": Data(str(dataset)),
         "/srv/kinetic-test/settings.json": Data(str(settings)),
         "/models": Data(f"{gcs_bucket}/weights/"),
+        "/srv/kinetic-test/w/vocab.txt": Data(f"{gcs_bucket}/weights/extra/vocab.txt"),
     }
     remote = volumes_backend.decorate(volumes=volumes)(uf.read_paths)
     seen = remote(*PATHS)
@@ -55,6 +56,7 @@ def test_volumes_put_local_and_gs_data_at_their_absolute_paths(
         "/data": {"train.csv": "x,y\n1,2\n"},
         "/srv/kinetic-test/settings.json": {"settings.json": '{"epochs": 3}'},
         "/models": {"model.bin": "W", "extra/vocab.txt": "V"},
+        "/srv/kinetic-test/w/vocab.txt": {"vocab.txt": "V"},
     }
     assert {**_host_view(), "/data/train.csv": os.path.exists("/data/train.csv")} == before, (
         "only the job sees its volumes"

@@ -103,10 +103,8 @@ class _Stager:
         elif spec.source == "hf":
             self.say(f"data: loading {spec.uri}")
             load_hf_dataset(spec, destination, self.say)
-        elif spec.source == "gcs" or isinstance(self.store, GCSStore):
+        else:  # gs:// data, or an upload to a gs:// store (a file:// one is read in place)
             self._download(spec, destination, progress)
-        else:
-            self._copy_from_store(spec, destination, progress)
         seconds = time.monotonic() - begin
         size = f", {moved[0] / _MIB:.1f} MiB" if moved[0] else ""
         self.say(f"data: {_describe(spec)} -> {destination}{size} in {seconds:.2f}s")
@@ -126,22 +124,6 @@ class _Stager:
         else:
             pairs = [(objects[0], destination)]
         transfer.download_objects(client, location.bucket, pairs, uri=uri, progress=progress)
-
-    def _copy_from_store(
-        self, spec: DataSpec, destination: Path, progress: transfer.Progress
-    ) -> None:
-        """Any other store: object by object through the store interface."""
-        keys = [spec.uri + spec.name] if not spec.is_dir else self.store.list(spec.uri)
-        if not keys or not self.store.exists(keys[0]):
-            raise DataUnavailableError(self._stored_missing(spec))
-        for key in keys:
-            target = destination
-            if spec.is_dir:
-                target = transfer.local_path(destination, key[len(spec.uri) :], spec.uri)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            data = self.store.read(key)
-            target.write_bytes(data)
-            progress(len(data))
 
     @staticmethod
     def _copy(source: Path, destination: Path) -> None:

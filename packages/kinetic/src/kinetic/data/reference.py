@@ -74,7 +74,7 @@ class Data:
         if path.startswith(_REMOTE_SCHEMES):
             return path
         absolute = os.path.abspath(os.path.expanduser(path))
-        if not os.path.lexists(absolute):
+        if not os.path.exists(absolute):
             raise ConfigError(
                 f"Data({path!r}): no such file or directory ({absolute}). Check the path; "
                 "relative paths are taken from the current directory."
