@@ -1,17 +1,20 @@
 """``kinetic.Data`` as arguments, on every backend: the function receives plain ``str`` paths,
 wherever the data sits in the call and wherever its bytes started (this machine, a bucket)."""
 
+import io
+import zipfile
 from pathlib import Path
 
 import data_userfuncs as uf
 import pytest
-from data_support import capabilities, put_objects
-from scenario_support import ScenarioBackend
+from data_support import capabilities, put_objects, uploaded_hashes
+from scenario_support import ScenarioBackend, run_script
 
 from kinetic import ConfigError, Data
 from kinetic.backends import get_backend
 from kinetic.config import resolve_settings
-from kinetic_protocol import DataUnavailableError
+from kinetic_protocol import CallDescriptor, DataUnavailableError, layout
+from kinetic_protocol.records import decode_json
 
 pytestmark = pytest.mark.gcs
 
@@ -104,3 +107,51 @@ def test_local_data_that_cannot_be_read_is_refused_before_anything_is_submitted(
     assert store.list("jobs/") == [] and store.list("data/") == []
     settings = resolve_settings(backend=kinetic_backend.name, quiet=True)
     assert get_backend(kinetic_backend.name, settings.backend_settings()).list_job_ids() == []
+
+
+def test_a_batch_gives_each_input_its_own_data(
+    kinetic_backend: ScenarioBackend, dataset: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "train.csv").write_text("other")
+    shared = Data(str(dataset))
+    remote = kinetic_backend.decorate()(uf.read_paths)
+    batch = remote.run_async_map([shared, Data(str(other)), shared], max_concurrent=3)
+    trees = [next(iter(result.values())) for result in batch.results()]
+    assert [tree["train.csv"] for tree in trees] == ["x,y\n1,2\n", "other", "x,y\n1,2\n"]
+    if not capabilities(kinetic_backend).local_data:
+        assert len(uploaded_hashes(kinetic_backend)) == 2, "each distinct data uploaded once"
+
+
+def test_local_data_inside_the_project_is_left_out_of_the_code_bundle(
+    local_backend: ScenarioBackend, tmp_path: Path
+) -> None:
+    project = tmp_path / "proj"
+    (project / "data").mkdir(parents=True)
+    (project / "data" / "big.bin").write_bytes(b"0" * 1000)
+    (project / "requirements.txt").write_text("")
+    done = run_script(
+        """
+        import kinetic
+
+        @kinetic.run(accelerator="cpu", backend="local")
+        def size(path):
+            import os
+            return sum(os.path.getsize(os.path.join(path, n)) for n in os.listdir(path))
+
+        job = size.run_async(kinetic.Data("./data"))
+        print("RESULT", job.result(cleanup=False), job.job_id)
+        """,
+        project,
+    )
+    _, value, job_id = next(
+        line for line in done.stdout.splitlines() if line.startswith("RESULT")
+    ).split()
+    assert value == "1000"
+    store = local_backend.store()
+    call = decode_json(store.read(layout.call_key(job_id)), CallDescriptor, what="call")
+    assert call.bundle is not None
+    with zipfile.ZipFile(io.BytesIO(store.read(call.bundle.key))) as bundle:
+        names = bundle.namelist()
+    assert "script.py" in names and not any(name.startswith("data/") for name in names)

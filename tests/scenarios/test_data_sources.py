@@ -70,15 +70,21 @@ def test_local_data_the_backend_can_see_is_never_copied_to_the_store(
     assert kinetic_backend.store().list("data/") == []
 
 
-def test_an_hf_dataset_built_here_is_loaded_and_handed_over_as_a_saved_directory(
-    kinetic_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def hf_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``owner/tiny`` built here and set as the hub mirror; the variables jobs must capture."""
     mirror = tmp_path / "hub-mirror"
     build_hf_repo(mirror, "owner/tiny")
     environment = hf_environment(mirror, tmp_path / "hf-home")
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    remote = kinetic_backend.decorate(capture_env_vars=list(environment))(uf.hf_many)
+    return list(environment)
+
+
+def test_an_hf_dataset_built_here_is_loaded_and_handed_over_as_a_saved_directory(
+    kinetic_backend: ScenarioBackend, hf_mirror: list[str]
+) -> None:
+    remote = kinetic_backend.decorate(capture_env_vars=hf_mirror)(uf.hf_many)
     job = remote.run_async(
         Data("hf://owner/tiny?split=train"),
         Data("hf://owner/tiny?config_name=shout&split=train", hf_trust_remote_code=True),
@@ -95,14 +101,9 @@ def test_an_hf_dataset_built_here_is_loaded_and_handed_over_as_a_saved_directory
 
 
 def test_an_hf_dataset_that_does_not_load_fails_the_job_in_the_data_phase(
-    kinetic_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kinetic_backend: ScenarioBackend, hf_mirror: list[str]
 ) -> None:
-    mirror = tmp_path / "hub-mirror"
-    build_hf_repo(mirror, "owner/tiny")
-    environment = hf_environment(mirror, tmp_path / "hf-home")
-    for name, value in environment.items():
-        monkeypatch.setenv(name, value)
-    remote = kinetic_backend.decorate(capture_env_vars=list(environment))(uf.not_reached)
+    remote = kinetic_backend.decorate(capture_env_vars=hf_mirror)(uf.not_reached)
     job = remote.run_async(Data("hf://owner/tiny?config_name=nope"))
     with pytest.raises(DataUnavailableError, match="'nope' not found") as caught:
         job.result(timeout=180)

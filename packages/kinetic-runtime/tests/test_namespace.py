@@ -4,11 +4,9 @@ paths for the job alone, the user's own files read-only, for root and for an ord
 import ctypes
 import json
 import os
-import shutil
-import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +17,6 @@ from kinetic_runtime.data.namespace import Bind, NamespaceError, enter, probe
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/mnt"), reason="Linux only")
 
 _PR_SET_DUMPABLE = 4
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A directory an unprivileged user can reach (pytest's own tmp_path is private)."""
-    path = Path(tempfile.mkdtemp(prefix="kinetic-ns-test-"))
-    path.chmod(0o777)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _in_child(body: Callable[[], dict[str, Any]], *, as_nobody: bool) -> dict[str, Any]:

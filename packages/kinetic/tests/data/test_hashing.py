@@ -3,10 +3,7 @@ only what changed since an earlier pass, and refuses data it cannot read, naming
 
 import hashlib
 import os
-import shutil
 import socket
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -118,15 +115,6 @@ def test_a_broken_link_inside_the_data_is_refused_naming_it(tmp_path: Path) -> N
     (tmp_path / "dangling").symlink_to(tmp_path / "gone")
     with pytest.raises(ConfigError, match=r"Data\('./set'\): cannot read .*dangling"):
         snapshot(tmp_path, "./set")
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A directory another user can reach (pytest's own tmp_path is private to this one)."""
-    path = Path(tempfile.mkdtemp(prefix="kinetic-test-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def test_a_file_the_user_may_not_read_is_refused_before_anything_is_submitted(

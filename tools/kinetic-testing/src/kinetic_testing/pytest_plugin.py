@@ -20,6 +20,7 @@ from kinetic_testing.controlplane.fixtures import (
     required,
 )
 from kinetic_testing.fake_gcs import FakeGcsServer
+from kinetic_testing.users import shared_dir
 
 __all__ = [
     "clean_kinetic_env",
@@ -29,6 +30,7 @@ __all__ = [
     "kinetic_session",
     "node_agent",
     "real_k8s",
+    "shared_dir",
 ]
 
 _skipped_real_k8s: list[str] = []
