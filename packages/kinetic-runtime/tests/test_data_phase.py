@@ -3,6 +3,7 @@ staged paths, and data that cannot be staged fails the job in that phase, before
 
 from pathlib import Path
 
+import pytest
 from runtime_jobs import JobStage, pickled_call
 
 from kinetic_protocol import DataSpec, Failed, Succeeded, layout
@@ -95,3 +96,22 @@ def test_a_plain_payload_needs_no_data(jobs: JobStage) -> None:
     jobs.stage("j5", pickled_call(len, [1, 2]))
     run = jobs.run("j5")
     assert isinstance(run.envelope, Succeeded), run.output
+
+
+@pytest.mark.gcs
+def test_the_same_gs_data_named_twice_is_downloaded_once(jobs: JobStage, gcs_bucket: str) -> None:
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
+    client = storage.Client(project="t", credentials=AnonymousCredentials())  # type: ignore[no-untyped-call]
+    client.bucket(gcs_bucket.removeprefix("gs://")).blob("sets/a.txt").upload_from_string("A")
+    uri = f"{gcs_bucket}/sets/"
+    specs = [
+        DataSpec(source="gcs", uri=uri, is_dir=True, label="first"),
+        DataSpec(source="gcs", uri=uri, is_dir=True, label="second"),
+    ]
+    jobs.stage("j6", _payload_with_refs(_lister(), 0, 1), data=specs)
+    run = jobs.run("j6")
+    listed = _value(run.envelope)
+    assert listed[0] == listed[1] and listed[0][2] == ["a.txt"], run.output
+    assert run.output.count("data: first -> ") == 1 and "data: second" not in run.output

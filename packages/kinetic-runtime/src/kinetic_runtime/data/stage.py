@@ -7,7 +7,8 @@ Every entry of ``CallDescriptor.data`` becomes a plain path, by the first rule t
 * data this machine already holds (``local``, or stored in a ``file://`` store) is read in
   place;
 * anything else is fetched into ``<data dir>/<i>``: ``gs://`` objects in parallel, uploads from
-  the jobs store, ``hf://`` datasets saved with ``datasets``.
+  the jobs store, ``hf://`` datasets saved with ``datasets``; each once, however many
+  entries name it.
 
 Volumes are mounted by the platform (a pod's ``emptyDir`` or FUSE volume at that path), or,
 for a local job, by the runtime itself in a private mount namespace
@@ -20,6 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from kinetic_protocol import CallDescriptor, ObjectStore
 from kinetic_protocol.data import DataSpec, GcsLocation, fuse_argument_path, parse_gcs_uri
@@ -217,18 +220,28 @@ class _Stager:
         return str(destination)
 
 
+def _same_data(spec: DataSpec) -> tuple[object, ...]:
+    """Two entries with this key are the same bytes (their labels may differ)."""
+    return (spec.source, spec.uri, spec.is_dir, spec.name, spec.fuse, spec.hf_trust_remote_code)
+
+
 def stage_data(
     call: CallDescriptor, store: ObjectStore, data_dir: Path, *, private_mounts: bool, say: Say
 ) -> list[str]:
-    """Stage every entry of ``call.data``; return the path the job sees for each, in order."""
+    """Stage every entry of ``call.data``; return the path the job sees for each, in order.
+
+    Entries that name the same data (two ``Data`` objects of one URI) are staged once.
+    """
     if not call.data:
         return []
-    stager = _Stager(call, store, data_dir, say)
-    if call.volumes and private_mounts:
+    first: dict[tuple[object, ...], int] = {}
+    alias = [first.setdefault(_same_data(spec), index) for index, spec in enumerate(call.data)]
+    volumes = [msgspec.structs.replace(v, data=alias[v.data]) for v in call.volumes]
+    stager = _Stager(msgspec.structs.replace(call, volumes=volumes), store, data_dir, say)
+    if volumes and private_mounts:
         placed = stager.volumes_in_namespace()
     else:
         placed = stager.volumes_on_platform()
-    return [
-        placed[index] if index in placed else stager.argument_path(index, spec)
-        for index, spec in enumerate(call.data)
-    ]
+    for index in sorted(set(alias) - set(placed)):
+        placed[index] = stager.argument_path(index, call.data[index])
+    return [placed[alias[index]] for index in range(len(call.data))]
