@@ -22,9 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import msgspec
-
-from kinetic_protocol import CallDescriptor, ObjectStore
+from kinetic_protocol import CallDescriptor, ObjectStore, Volume
 from kinetic_protocol.data import DataSpec, GcsLocation, fuse_argument_path, parse_gcs_uri
 from kinetic_protocol.errors import DataUnavailableError
 from kinetic_runtime.data import namespace, transfer
@@ -47,8 +45,16 @@ def _describe(spec: DataSpec) -> str:
 class _Stager:
     """Fetches and places one call's data; ``say`` writes a line to the job's log."""
 
-    def __init__(self, call: CallDescriptor, store: ObjectStore, data_dir: Path, say: Say):
+    def __init__(
+        self,
+        call: CallDescriptor,
+        volumes: list[Volume],
+        store: ObjectStore,
+        data_dir: Path,
+        say: Say,
+    ) -> None:
         self.call = call
+        self.volumes = volumes
         self.store = store
         self.data_dir = data_dir
         self.say = say
@@ -158,7 +164,7 @@ class _Stager:
         binds: list[namespace.Bind] = []
         sources: dict[int, tuple[Path, bool]] = {}
         pending: list[tuple[DataSpec, Path]] = []
-        for volume in self.call.volumes:
+        for volume in self.volumes:
             spec = self.call.data[volume.data]
             if volume.data not in sources:
                 source = self.in_place(spec)
@@ -182,7 +188,7 @@ class _Stager:
     def volumes_on_platform(self) -> dict[int, str]:
         """The platform mounted each volume's path (or its parent, for a file); fill them."""
         placed: dict[int, str] = {}
-        for volume in self.call.volumes:
+        for volume in self.volumes:
             spec = self.call.data[volume.data]
             target = Path(volume.path)
             if spec.fuse:
@@ -204,7 +210,7 @@ class _Stager:
 
     def _first_volumes(self) -> dict[int, str]:
         first: dict[int, str] = {}
-        for volume in self.call.volumes:
+        for volume in self.volumes:
             first.setdefault(volume.data, volume.path)
         return first
 
@@ -236,8 +242,8 @@ def stage_data(
         return []
     first: dict[tuple[object, ...], int] = {}
     alias = [first.setdefault(_same_data(spec), index) for index, spec in enumerate(call.data)]
-    volumes = [msgspec.structs.replace(v, data=alias[v.data]) for v in call.volumes]
-    stager = _Stager(msgspec.structs.replace(call, volumes=volumes), store, data_dir, say)
+    volumes = [Volume(path=v.path, data=alias[v.data]) for v in call.volumes]
+    stager = _Stager(call, volumes, store, data_dir, say)
     if volumes and private_mounts:
         placed = stager.volumes_in_namespace()
     else:
