@@ -164,7 +164,8 @@ def test_protocol_source_imports_only_msgspec_and_the_standard_library() -> None
     assert bad == []
 
 
-GCS_CLIENT_MODULES = ("google.cloud.storage", "google.api_core", "google.auth")
+GCS_CLIENT_MODULES = ("google.cloud.storage", "google.api_core", "google.auth", "requests")
+"""The GCS client and the HTTP transport it is built on (the store tunes its session)."""
 
 
 def test_runtime_source_imports_only_protocol_cloudpickle_and_gcs_in_its_store() -> None:

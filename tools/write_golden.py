@@ -27,14 +27,19 @@ from kinetic_protocol import (
     BatchManifest,
     BatchSubmissionError,
     CallDescriptor,
+    CollectedOutcome,
+    CollectedOutcomes,
     DataManifest,
     DataSpec,
     DebugOptions,
     DebugState,
     Failed,
     HostStart,
+    InputChunk,
     JobRecord,
     Mount,
+    PickledInput,
+    SubmitterLease,
     Succeeded,
     Volume,
 )
@@ -101,6 +106,14 @@ _DATA = [
 ]
 _DEBUG = DebugOptions(host="127.0.0.1", port=0, wait_timeout=30.0)
 _PAYLOAD = ArtifactRef(key=f"jobs/{_JOB_ID}/payload.pkl", sha256="a" * 64, size=812)
+_CHUNK = InputChunk(
+    start=1000,
+    count=1000,
+    ref=ArtifactRef(key="groups/grp-a1b2c3d4/inputs/001000.msgpack", sha256="c" * 64, size=90210),
+)
+_OUTCOME = CollectedOutcome(
+    index=3, job_id="train-a1b2c3d4-3-r1", envelope=b"\x85\xa6status\xa9succeeded"
+)
 
 EXAMPLES: dict[str, msgspec.Struct] = {
     "job_record": _RECORD,
@@ -119,7 +132,10 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         debug=_DEBUG,
         data=_DATA,
         volumes=[Volume(path="/data", data=0)],
+        inputs=[_CHUNK],
+        function_data=[0],
     ),
+    "pickled_input": PickledInput(arguments=b"\x80\x05pickled-args", data=[1]),
     "data_manifest": DataManifest(
         content_hash="c" * 64,
         is_dir=True,
@@ -128,6 +144,7 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         name="train.csv",
         uploaded_at="2026-04-17T15:30:10+00:00",
     ),
+    "input_chunk": _CHUNK,
     "debug_options": _DEBUG,
     "debug_state": DebugState(
         job_id=_JOB_ID,
@@ -150,6 +167,7 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         retries=2,
         max_concurrent=16,
         fail_fast=True,
+        cancel_running_on_fail=True,
         input_mode="kwargs",
     ),
     "batch_child": BatchChild(
@@ -170,6 +188,25 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         submitted=99,
         finished_at="2026-04-17T15:31:00+00:00",
         cancelled=True,
+        fail_fast=True,
+        error="StoreError: Could not write 'groups/grp-a1b2c3d4/children/000099-000.json'",
+    ),
+    "submitter_lease": SubmitterLease(
+        group_id="grp-a1b2c3d4",
+        epoch=1,
+        owner="5f0c2a9e71d3b846",
+        host="laptop",
+        pid=4242,
+        started_at="2026-04-17T15:35:00.000+00:00",
+        heartbeat_at="2026-04-17T15:35:05.000+00:00",
+        lease_seconds=30.0,
+        submitted=57,
+    ),
+    "collected_outcome": _OUTCOME,
+    "collected_outcomes": CollectedOutcomes(
+        group_id="grp-a1b2c3d4",
+        outcomes=[_OUTCOME],
+        collected_at="2026-04-17T16:00:00+00:00",
     ),
     "result_succeeded": Succeeded(
         job_id=_JOB_ID,
@@ -206,19 +243,23 @@ EXAMPLES: dict[str, msgspec.Struct] = {
 """One fixed example per record; the result envelope is msgpack, every other record JSON."""
 
 
-def _is_envelope(value: msgspec.Struct) -> bool:
-    return isinstance(value, Succeeded | Failed)
+def _is_msgpack(value: msgspec.Struct) -> bool:
+    """Records that carry pickled bytes are msgpack; every other record is JSON."""
+    carries_bytes = Succeeded | Failed | CollectedOutcomes | CollectedOutcome | PickledInput
+    return isinstance(value, carries_bytes)
 
 
 def encode(value: msgspec.Struct) -> bytes:
     """Today's wire bytes of ``value``, exactly as Kinetic writes them to a store."""
     if isinstance(value, Succeeded | Failed):
         return encode_result(value)
+    if _is_msgpack(value):
+        return msgspec.msgpack.encode(value)
     return encode_json(value)
 
 
 def golden_path(name: str, version: int = SCHEMA_VERSION) -> Path:
-    suffix = ".msgpack" if _is_envelope(EXAMPLES[name]) else ".json"
+    suffix = ".msgpack" if _is_msgpack(EXAMPLES[name]) else ".json"
     return GOLDEN_DIR / name / f"v{version}{suffix}"
 
 

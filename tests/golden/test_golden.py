@@ -11,7 +11,7 @@ from types import ModuleType
 import msgspec
 import pytest
 
-from kinetic_protocol import SCHEMA_VERSION, Failed, Succeeded, records
+from kinetic_protocol import SCHEMA_VERSION, Failed, Succeeded, batch, records
 from kinetic_protocol.records import decode_json, decode_result
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,8 +37,11 @@ GOLDEN_FILES = sorted(p for p in HERE.glob("*/v*.*") if VERSIONED_FILE.match(p.n
 
 def _decode(path: Path, record_type: type[msgspec.Struct]) -> msgspec.Struct:
     data = path.read_bytes()
-    if path.suffix == ".msgpack":
+    if record_type in (Succeeded, Failed):
         return decode_result(data, what=str(path))
+    if path.suffix == ".msgpack":
+        decoded: msgspec.Struct = msgspec.msgpack.decode(data, type=record_type)
+        return decoded
     return decode_json(data, record_type, what=str(path))
 
 
@@ -73,11 +76,12 @@ def test_golden_files_exist_for_the_current_version_only_of_known_records() -> N
 
 
 def test_every_wire_record_has_an_example() -> None:
-    """A new record type in kinetic_protocol.records needs a golden file too."""
+    """A new record type in kinetic_protocol.records or .batch needs a golden file too."""
     wire_types = {
         obj
-        for name in records.__all__
-        if inspect.isclass(obj := getattr(records, name)) and issubclass(obj, msgspec.Struct)
+        for module in (records, batch)
+        for name in module.__all__
+        if inspect.isclass(obj := getattr(module, name)) and issubclass(obj, msgspec.Struct)
     }
     covered = {type(example) for example in EXAMPLES.values()}
     assert wire_types - covered == set()

@@ -1,5 +1,6 @@
 """Helpers shared by the batch scenarios (imported by plain name, like the other helpers)."""
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -13,6 +14,7 @@ from kinetic_protocol import layout
 
 __all__ = [
     "SCENARIOS_DIR",
+    "private_project",
     "start_script",
     "batch_thread_ends",
     "batch_threads",
@@ -78,3 +80,18 @@ def start_script(cwd: Path, source: str, *args: str) -> "subprocess.Popen[str]":
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def private_project(root: Path, module: str) -> Path:
+    """A one-module project under ``root`` holding a copy of the scenarios' ``module``.
+
+    A job ships its function's whole project; from the scenarios' own directory that is this
+    repository, which every job would unpack. A script that puts this project first on
+    ``sys.path`` ships one small module instead.
+    """
+    project = root / "project"
+    if not project.exists():
+        project.mkdir(parents=True)
+        (project / "pyproject.toml").write_text('[project]\nname = "work"\nversion = "0"\n')
+        shutil.copyfile(Path(SCENARIOS_DIR) / f"{module}.py", project / f"{module}.py")
+    return project

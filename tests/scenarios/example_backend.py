@@ -28,6 +28,7 @@ from kinetic_protocol import (
     JobStatus,
     Preparation,
     PrepareRequest,
+    runtime_args,
 )
 from kinetic_protocol.settings import SettingSpec
 from kinetic_runtime.stores import default_local_store_uri
@@ -40,8 +41,7 @@ ROOT = SettingSpec(
 )  # fmt: skip
 _RUN = """
 import subprocess, sys
-code = subprocess.call([sys.executable, "-m", "kinetic_runtime", "--store", sys.argv[1],
-                        "--job", sys.argv[2]])
+code = subprocess.call([sys.executable, "-m", "kinetic_runtime", *sys.argv[1:]])
 open("exit", "w").write(str(code))
 """
 
@@ -86,7 +86,7 @@ class ExampleBackend:
             return  # submitted before
         with (job / "output.log").open("ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-c", _RUN, record.store_uri, record.job_id],
+                [sys.executable, "-c", _RUN, *runtime_args(record)],
                 cwd=job, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip

@@ -96,7 +96,12 @@ class ScenarioBackend:
 
 
 def run_script(
-    source: str, cwd: Path, *, name: str = "script.py", timeout: float = 60
+    source: str,
+    cwd: Path,
+    *,
+    name: str = "script.py",
+    timeout: float = 60,
+    args: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """Write ``source`` (dedented) to ``cwd/name`` and run it with this interpreter.
 
@@ -107,7 +112,7 @@ def run_script(
     path = cwd / name
     path.write_text(textwrap.dedent(source))
     done = subprocess.run(
-        [sys.executable, str(path)],
+        [sys.executable, str(path), *args],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -20,7 +20,7 @@ import kinetic
 from kinetic import JobFailedError, JobNotFoundError, JobStatus
 from kinetic.batch import SkippedInputError
 from kinetic.batch import submitter as submitter_module
-from kinetic.submission import submit_call
+from kinetic.batch.submitter import submit_child
 from kinetic_protocol import JobRecord, layout
 
 
@@ -199,17 +199,15 @@ def test_attach_while_a_retry_is_pending_waits_for_the_retry(
     """Attached between a failed attempt and its retry, the handle must not call the input
     failed: the original submitter is about to add attempt 1, which succeeds."""
     entered, release = threading.Event(), threading.Event()
-    real_submit = submit_call
+    real_submit = submit_child
 
-    def held_retry(
-        target: Any, fn: Any, args: Any, kwargs: Any, record: JobRecord | None = None
-    ) -> Any:
-        if record is not None and record.attempt == 1:
+    def held_retry(backend: Any, records: Any, record: JobRecord) -> Any:
+        if record.attempt == 1:
             entered.set()
             release.wait(60)
-        return real_submit(target, fn, args, kwargs, record)
+        return real_submit(backend, records, record)
 
-    monkeypatch.setattr(submitter_module, "submit_call", held_retry)
+    monkeypatch.setattr(submitter_module, "submit_child", held_retry)
     step = kinetic_backend.decorate()(uf.step)
     batch = step.run_async_map(
         [{"value": "second try", "fail_first": str(tmp_path / "failed-once")}], retries=1

@@ -29,7 +29,7 @@ import kinetic
 from kinetic import JobFailedError, JobHandle, JobStatus
 from kinetic.batch import SkippedInputError
 from kinetic.batch import submitter as submitter_module
-from kinetic.submission import submit_call
+from kinetic.batch.submitter import submit_child
 from kinetic_protocol import JobRecord
 
 
@@ -159,15 +159,13 @@ class HeldSubmission:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, index: int) -> None:
         self.entered, self.release = threading.Event(), threading.Event()
 
-        def held_submit(
-            target: Any, fn: Any, args: Any, kwargs: Any, record: JobRecord | None = None
-        ) -> Any:
-            if record is not None and record.group_index == index:
+        def held_submit(backend: Any, records: Any, record: JobRecord) -> Any:
+            if record.group_index == index:
                 self.entered.set()
                 self.release.wait(60)
-            return submit_call(target, fn, args, kwargs, record)
+            return submit_child(backend, records, record)
 
-        monkeypatch.setattr(submitter_module, "submit_call", held_submit)
+        monkeypatch.setattr(submitter_module, "submit_child", held_submit)
 
 
 def _live_jobs(backend: ScenarioBackend) -> list[str]:

@@ -95,18 +95,30 @@ def test_two_batches_of_unchanged_code_upload_one_bundle_and_write_each_record_o
         (first, [(0, 0), (1, 0), (2, 0)]),
         (second, [(0, 0), (0, 1), (1, 0)]),
     ):
-        mine = _batch_keys(written_keys, batch.group_id)
-        assert len(mine) == len(set(mine)), f"an object was written twice: {sorted(mine)}"
-        assert mine[0] == layout.manifest_key(batch.group_id), "the manifest comes first"
-        children = sorted(
+        group = batch.group_id
+        mine = _batch_keys(written_keys, group)
+        # The lease is the submitter's heartbeat: rewriting it is its job.
+        once = [key for key in mine if not key.startswith(layout.leases_prefix(group))]
+        assert len(once) == len(set(once)), f"an object was written twice: {sorted(mine)}"
+        manifest = mine.index(layout.manifest_key(group))
+        assert set(mine[:manifest]) == {
+            layout.group_function_key(group),
+            layout.input_chunk_key(group, 0),
+            layout.group_call_key(group),
+            layout.lease_key(group, 0),
+        }, "the function, the inputs, the call and the lease come before the manifest"
+        children = [
             layout.parse_child_key(key)
             for key in mine
-            if key.startswith(layout.children_prefix(batch.group_id))
-        )
-        assert children == attempts, "one child record per submitted attempt"
+            if key.startswith(layout.children_prefix(group))
+        ]
+        assert sorted(children) == attempts, "one child record per submitted attempt"
+        assert all(
+            mine.index(layout.child_key(group, *attempt)) > manifest for attempt in attempts
+        ), "children come after the manifest"
 
     job_keys = [key for key in written_keys if key.startswith("jobs/")]
-    assert len(job_keys) == len(set(job_keys)), "a job artifact was written twice"
+    assert job_keys == [], "a batch child has no per-job artifacts of the client's"
 
 
 def test_list_batches_lists_every_stored_batch(kinetic_backend: ScenarioBackend) -> None:

@@ -24,7 +24,7 @@ from scenario_support import ScenarioBackend, wait_until
 
 from kinetic import JobFailedError, JobHandle, JobStatus
 from kinetic.batch import submitter as submitter_module
-from kinetic.submission import submit_call
+from kinetic.batch.submitter import submit_child
 from kinetic_protocol import JobRecord, JobState
 from kinetic_runtime.local import supervisor
 
@@ -174,15 +174,13 @@ def test_fail_fast_cancels_siblings_still_pending(
     """
     fail_now = threading.Event()
 
-    def refusing_submit(
-        target: Any, fn: Any, args: Any, kwargs: Any, record: JobRecord | None = None
-    ) -> Any:
-        if record is not None and record.group_index == 1:
+    def refusing_submit(backend: Any, records: Any, record: JobRecord) -> Any:
+        if record.group_index == 1:
             assert fail_now.wait(60)
             raise SubmissionRefused("the cluster refused input 1 (injected by the test)")
-        return submit_call(target, fn, args, kwargs, record)
+        return submit_child(backend, records, record)
 
-    monkeypatch.setattr(submitter_module, "submit_call", refusing_submit)
+    monkeypatch.setattr(submitter_module, "submit_child", refusing_submit)
     ran = tmp_path / "ran-0"
     step = kinetic_backend.decorate(**no_room.options)(uf.step)
     batch = step.run_async_map(

@@ -238,8 +238,8 @@ def test_a_batch_retries_a_child_the_cluster_killed_and_keeps_the_failed_attempt
     assert hit.startswith(f"{k8s_namespace}/{first_attempt}-")
     assert jobs.get(first_attempt) is None, "the failed attempt's Job was deleted"
     store = open_store(gcs_bucket)
-    assert store.exists(layout.job_record_key(first_attempt)), "its artifacts are kept"
-    assert store.exists(layout.call_key(first_attempt))
+    assert store.exists(layout.child_key(batch.group_id, 1, 0)), "its record is kept"
+    assert store.exists(layout.group_call_key(batch.group_id))
     assert [job.attempt for job in batch.jobs if job is not None] == [0, 1, 0]
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from kinetic_gke.labels import job_labels
 from kinetic_gke.scheduling import scheduling_for
 from kinetic_gke.volumes import pod_volumes
-from kinetic_protocol import DEFAULT_DEBUG_PORT, JobRecord, parse_accelerator
+from kinetic_protocol import DEFAULT_DEBUG_PORT, JobRecord, parse_accelerator, runtime_args
 
 __all__ = [
     "DEFAULT_TTL_SECONDS",
@@ -75,7 +75,7 @@ def job_manifest(
         "name": "kinetic",
         "image": record.image_uri,
         "command": list(command),
-        "args": ["--store", record.store_uri, "--job", record.job_id],
+        "args": runtime_args(record),
         "env": [{"name": name, "value": value} for name, value in env.items()],
         "resources": {"limits": placed.limits, "requests": placed.requests},
         "securityContext": container_security,

@@ -61,17 +61,10 @@ class LeaderWorkerSetWorkload:
             f"`{LWS_INSTALL_HINT}` (or run `kinetic up`), then submit again."
         )
 
-    def _call(self, connection: ClusterConnection, doing: str, method: str, *args: Any) -> Any:
+    def _call(self, connection: ClusterConnection, doing: str, method: str, *args: Any) -> None:
         fn = getattr(connection.custom, method)
-        return connection.call(
-            doing,
-            fn,
-            LWS_GROUP,
-            self.version(connection),
-            connection.namespace,
-            _PLURAL,
-            *args,
-            _preload_content=False,
+        connection.send(
+            doing, fn, LWS_GROUP, self.version(connection), connection.namespace, _PLURAL, *args
         )
 
     def create(self, connection: ClusterConnection, body: Obj) -> bool:
@@ -164,7 +157,7 @@ class LeaderWorkerSetWorkload:
 
     def delete(self, connection: ClusterConnection, name: str) -> None:
         with contextlib.suppress(NotFound):
-            connection.call(
+            connection.send(
                 f"deleting LeaderWorkerSet {name}",
                 connection.custom.delete_namespaced_custom_object,
                 LWS_GROUP,
@@ -173,7 +166,6 @@ class LeaderWorkerSetWorkload:
                 _PLURAL,
                 name,
                 propagation_policy="Foreground",
-                _preload_content=False,
             )
 
     def needs_pods(self, obj: Obj) -> bool:

@@ -25,6 +25,7 @@ __all__ = [
     "HostSelection",
     "Preparation",
     "PrepareRequest",
+    "runtime_args",
 ]
 
 ENTRY_POINT_GROUP = "kinetic.backends"
@@ -158,3 +159,15 @@ class Backend(Protocol):
 
 
 BackendFactory = Callable[[BackendSettings], Backend]
+
+
+def runtime_args(record: JobRecord) -> list[str]:
+    """The arguments of ``python -m kinetic_runtime`` for ``record``, whatever runs it.
+
+    A batch child names its batch and input: it runs the batch's stored call, not one of its
+    own.
+    """
+    args = ["--store", record.store_uri, "--job", record.job_id]
+    if record.group_id is not None and record.group_index is not None:
+        args += ["--group", record.group_id, "--index", str(record.group_index)]
+    return args

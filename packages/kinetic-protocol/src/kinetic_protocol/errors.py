@@ -20,6 +20,7 @@ __all__ = [
     "SchemaVersionError",
     "SerializationError",
     "StorageError",
+    "StoreError",
 ]
 
 
@@ -37,6 +38,17 @@ class SerializationError(KineticError, TypeError):
 
 class StorageError(KineticError):
     """The object store failed or holds something unexpected."""
+
+
+class StoreError(StorageError):
+    """The store itself failed an operation on ``key``: a full disk, a permission, a server
+    error that outlived the retries. ``cause`` is the underlying error. A failed write leaves
+    nothing half-written for readers to see."""
+
+    def __init__(self, message: str, *, key: str = "", cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.cause = cause
 
 
 class ObjectNotFoundError(StorageError, KeyError):

@@ -15,10 +15,19 @@
                                               by its content hash (a file: files/<its name>)
     data/<sha256>/complete.json               DataManifest, written create-only after the files
     batches/<group_id>.json                   BatchManifest, written once (listable cheaply)
-    groups/<group_id>/children/<index>-<attempt>.json   BatchChild, one per attempt
+    groups/<group_id>/function.pkl            the batch's cloudpickled function, written once
+    groups/<group_id>/inputs/<start>.msgpack  InputChunk: the pickled (args, kwargs) of inputs
+    groups/<group_id>/call.json               CallDescriptor every child runs (written once)
+    groups/<group_id>/children/<index>-<attempt>.json   BatchChild, before its backend resource
     groups/<group_id>/errors/<index>.json     BatchSubmissionError
+    groups/<group_id>/lease/<epoch>.json      SubmitterLease of each submitter, heartbeats
     groups/<group_id>/complete.json           BatchCompletion
     groups/<group_id>/cancel                  present once any process cancelled the batch
+    groups/<group_id>/collected/<id>.msgpack  CollectedOutcomes kept before a cleanup
+
+A batch child has no ``jobs/<job_id>/handle.json``, ``call.json`` or ``payload.pkl`` of its
+own: its record is the manifest's template plus its child record, and its call is the
+batch's. Its ``jobs/<job_id>/`` holds only what the job writes (result, hosts, debug).
 """
 
 __all__ = [
@@ -28,17 +37,25 @@ __all__ = [
     "call_key",
     "cancel_key",
     "child_key",
+    "collected_key",
+    "collected_prefix",
     "debug_key",
     "children_prefix",
     "data_files_prefix",
     "data_marker_key",
     "data_prefix",
     "completion_key",
+    "group_call_key",
+    "group_function_key",
     "group_prefix",
     "host_result_key",
     "host_started_key",
     "hosts_prefix",
+    "input_chunk_key",
+    "lease_key",
+    "leases_prefix",
     "parse_host_key",
+    "parse_lease_key",
     "job_prefix",
     "job_record_key",
     "manifest_key",
@@ -157,3 +174,37 @@ def completion_key(group_id: str) -> str:
 
 def cancel_key(group_id: str) -> str:
     return f"groups/{group_id}/cancel"
+
+
+def group_call_key(group_id: str) -> str:
+    return f"groups/{group_id}/call.json"
+
+
+def group_function_key(group_id: str) -> str:
+    return f"groups/{group_id}/function.pkl"
+
+
+def input_chunk_key(group_id: str, start: int) -> str:
+    return f"groups/{group_id}/inputs/{start:06d}.msgpack"
+
+
+def leases_prefix(group_id: str) -> str:
+    return f"groups/{group_id}/lease/"
+
+
+def lease_key(group_id: str, epoch: int) -> str:
+    return f"{leases_prefix(group_id)}{epoch:04d}.json"
+
+
+def parse_lease_key(key: str) -> int | None:
+    """The epoch of a key made by :func:`lease_key`, or None for any other object."""
+    stem = key.rsplit("/", 1)[-1].removesuffix(".json")
+    return int(stem) if stem.isdigit() else None
+
+
+def collected_prefix(group_id: str) -> str:
+    return f"groups/{group_id}/collected/"
+
+
+def collected_key(group_id: str, name: str) -> str:
+    return f"{collected_prefix(group_id)}{name}.msgpack"

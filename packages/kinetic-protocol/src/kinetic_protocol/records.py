@@ -16,10 +16,6 @@ from kinetic_protocol.errors import CorruptRecordError, SchemaVersionError
 __all__ = [
     "SCHEMA_VERSION",
     "ArtifactRef",
-    "BatchChild",
-    "BatchCompletion",
-    "BatchManifest",
-    "BatchSubmissionError",
     "CallDescriptor",
     "DataManifest",
     "DEFAULT_DEBUG_PORT",
@@ -28,11 +24,15 @@ __all__ = [
     "DebugState",
     "HostStart",
     "Failed",
+    "InputChunk",
     "JobRecord",
+    "PickledInput",
     "ResultEnvelope",
     "Succeeded",
+    "decode_inputs",
     "decode_json",
     "decode_result",
+    "encode_inputs",
     "encode_json",
     "encode_result",
 ]
@@ -141,8 +141,33 @@ class HostStart(msgspec.Struct, kw_only=True):
     schema_version: int = SCHEMA_VERSION
 
 
+class InputChunk(msgspec.Struct, frozen=True, kw_only=True):
+    """Inputs ``start`` to ``start + count - 1`` of a batch, stored together in one object: a
+    msgpack array of :class:`PickledInput`."""
+
+    start: int
+    count: int
+    ref: ArtifactRef
+
+    def covers(self, index: int) -> bool:
+        return self.start <= index < self.start + self.count
+
+
+class PickledInput(msgspec.Struct, frozen=True, array_like=True):
+    """One input of a batch, as its chunk holds it: the pickled ``(args, kwargs)`` and the
+    ``CallDescriptor.data`` entries they refer to."""
+
+    arguments: bytes
+    data: list[int] = msgspec.field(default_factory=list)
+
+
 class CallDescriptor(msgspec.Struct, kw_only=True):
-    """What the runtime needs to run the call, stored at ``layout.call_key``."""
+    """What the runtime needs to run the call, stored at ``layout.call_key``.
+
+    A batch stores one for all its children (``layout.group_call_key``): there ``payload`` is
+    the function alone, ``job_id`` the group's id, and each child's arguments are in
+    ``inputs``.
+    """
 
     job_id: str
     func_name: str
@@ -162,6 +187,11 @@ class CallDescriptor(msgspec.Struct, kw_only=True):
     data: list[DataSpec] = msgspec.field(default_factory=list)
     """The call's ``kinetic.Data``; the payload refers to entry ``i`` by a persistent id."""
     volumes: list[Volume] = msgspec.field(default_factory=list)
+    inputs: list[InputChunk] = msgspec.field(default_factory=list)
+    """A batch's inputs, in chunks (empty for a single job, whose payload holds its call)."""
+    function_data: list[int] = msgspec.field(default_factory=list)
+    """A batch's call: the ``data`` entries its function refers to (each input lists its own
+    in its chunk), so a child stages only its own data."""
     schema_version: int = SCHEMA_VERSION
 
 
@@ -221,76 +251,6 @@ class DataManifest(msgspec.Struct, kw_only=True):
     name: str = ""
     """A single file's name (its object is ``files/<name>``)."""
     uploaded_at: str = ""
-    schema_version: int = SCHEMA_VERSION
-
-
-class BatchManifest(msgspec.Struct, kw_only=True):
-    """The header of a batch, written once (create-only) before the first child is submitted.
-
-    ``job_template`` holds the fields every child shares, and a child's id is
-    ``{job_id_prefix}-{index}`` (``-r{attempt}`` appended for retries), so a reader rebuilds
-    every child handle from this header plus one listing of ``children/``, without a read per
-    child.
-    """
-
-    group_id: str
-    func_name: str
-    total_expected: int
-    job_id_prefix: str
-    job_template: JobRecord
-    created_at: str
-    name: str | None = None
-    tags: dict[str, str] = msgspec.field(default_factory=dict)
-    retries: int = 0
-    max_concurrent: int | None = None
-    fail_fast: bool = False
-    input_mode: str = "auto"
-    schema_version: int = SCHEMA_VERSION
-
-    def child_job_id(self, index: int, attempt: int) -> str:
-        return f"{self.job_id_prefix}-{index}" + (f"-r{attempt}" if attempt else "")
-
-    def child_record(self, index: int, attempt: int) -> JobRecord:
-        job_id = self.child_job_id(index, attempt)
-        return msgspec.structs.replace(
-            self.job_template,
-            job_id=job_id,
-            k8s_name=job_id,
-            group_id=self.group_id,
-            group_kind="map",
-            group_index=index,
-            attempt=attempt,
-        )
-
-
-class BatchChild(msgspec.Struct, kw_only=True):
-    """One submitted attempt of one input; a new small object per attempt, never rewritten."""
-
-    group_id: str
-    index: int
-    attempt: int
-    job_id: str
-    submitted_at: str
-    schema_version: int = SCHEMA_VERSION
-
-
-class BatchSubmissionError(msgspec.Struct, kw_only=True):
-    """An input whose submission raised; kept so a reattached batch can report it."""
-
-    group_id: str
-    index: int
-    exc_type: str
-    message: str
-    schema_version: int = SCHEMA_VERSION
-
-
-class BatchCompletion(msgspec.Struct, kw_only=True):
-    """Written when the submitting process has finished submitting (or stopped trying)."""
-
-    group_id: str
-    submitted: int
-    finished_at: str
-    cancelled: bool = False
     schema_version: int = SCHEMA_VERSION
 
 
@@ -354,3 +314,18 @@ def decode_result(data: bytes, *, what: str) -> ResultEnvelope:
     except msgspec.DecodeError as exc:
         raise CorruptRecordError(f"{what} is not a valid result envelope ({exc}).") from exc
     return envelope
+
+
+_inputs_decoder = msgspec.msgpack.Decoder(list[PickledInput])
+
+
+def encode_inputs(items: list[PickledInput]) -> bytes:
+    """An :class:`InputChunk`'s object: its inputs, in order."""
+    return _msgpack_encoder.encode(items)
+
+
+def decode_inputs(data: bytes, *, what: str) -> list[PickledInput]:
+    try:
+        return _inputs_decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CorruptRecordError(f"{what} is not a chunk of inputs ({exc}).") from exc

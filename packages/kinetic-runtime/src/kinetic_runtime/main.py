@@ -18,10 +18,7 @@ the function again.
 """
 
 import argparse
-import hashlib
-import io
 import os
-import pickle
 import signal
 import sys
 import tempfile
@@ -35,9 +32,7 @@ from typing import Any, NoReturn
 import cloudpickle
 
 from kinetic_protocol import (
-    ArtifactRef,
     CallDescriptor,
-    CorruptRecordError,
     Failed,
     ObjectStore,
     ResultEnvelope,
@@ -45,9 +40,9 @@ from kinetic_protocol import (
     Succeeded,
     layout,
 )
-from kinetic_protocol.data import PERSISTENT_ID_TAG
-from kinetic_protocol.records import decode_json, encode_result
+from kinetic_protocol.records import encode_result
 from kinetic_runtime import debugging, settings
+from kinetic_runtime.calls import BatchInput, StoredCall, load_call, read_call, read_input, verify
 from kinetic_runtime.data.stage import stage_data
 from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
@@ -68,26 +63,22 @@ def _say(message: str) -> None:
     print(f"[kinetic] {message}", file=sys.stderr, flush=True)
 
 
-def _verify(ref: ArtifactRef, data: bytes) -> None:
-    """Refuse an artifact whose bytes are not the ones submitted, before anything uses them."""
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != ref.sha256:
-        raise CorruptRecordError(
-            f"{ref.key} has sha256 {digest[:12]}..., expected {ref.sha256[:12]}...; "
-            "the artifact was changed or truncated after submission."
-        )
-
-
 class _Job:
     """The steps of one run, each wrapped so a failure records its phase."""
 
     def __init__(
-        self, store: ObjectStore, job_id: str, workdir: Path, host: SliceHost | None = None
+        self,
+        store: ObjectStore,
+        job_id: str,
+        workdir: Path,
+        host: SliceHost | None = None,
+        member: BatchInput | None = None,
     ) -> None:
         self.store = store
         self.job_id = job_id
         self.workdir = workdir
         self.host = host
+        self.member = member
         self.started_at = _now()
 
     def step(self, phase: Phase, fn: Any, *args: Any) -> Any:
@@ -97,21 +88,23 @@ class _Job:
             raise PhaseError(phase, exc) from exc
 
     def run(self) -> ResultEnvelope:
-        call_key = layout.call_key(self.job_id)
-        call = self.step(
-            Phase.FETCH,
-            lambda: decode_json(self.store.read(call_key), CallDescriptor, what=call_key),
-        )
+        where = StoredCall.of(self.job_id, self.member)
+        call = self.step(Phase.FETCH, read_call, self.store, where, self.job_id)
         payload = self.step(Phase.FETCH, self.store.read, call.payload.key)
-        self.step(Phase.VERIFY, _verify, call.payload, payload)
+        self.step(Phase.VERIFY, verify, call.payload, payload)
+        arguments = None
+        if self.member is not None:
+            arguments = self.step(Phase.FETCH, read_input, self.store, call, self.member)
         if call.bundle is not None:
             bundle = self.step(Phase.FETCH, self.store.read, call.bundle.key)
-            self.step(Phase.VERIFY, _verify, call.bundle, bundle)
+            self.step(Phase.VERIFY, verify, call.bundle, bundle)
             self.step(Phase.UNPACK, unpack_bundle, bundle, self.workdir)
         self.step(Phase.ENVIRONMENT, self.prepare, call)
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
-        paths = self.step(Phase.DATA, self.stage_data, call)
-        fn, args, kwargs = self.step(Phase.DESERIALIZE, _load_call, payload, paths)
+        # A batch child stages only what its function and its own input refer to.
+        needed = None if arguments is None else {*call.function_data, *arguments.data}
+        paths = self.step(Phase.DATA, self.stage_data, call, needed)
+        fn, args, kwargs = self.step(Phase.DESERIALIZE, load_call, payload, arguments, paths)
         if self.host is not None and self.step(Phase.DISTRIBUTED, initialise_jax, self.host):
             _say(f"job {self.job_id}: jax.distributed initialised ({self.host.label})")
         stop = None
@@ -151,18 +144,21 @@ class _Job:
         except BaseException as exc:
             raise PhaseError(Phase.RUN, exc) from exc
 
-    def stage_data(self, call: CallDescriptor) -> list[str]:
-        """Every ``kinetic.Data`` of the call staged; the path of each, by index."""
+    def stage_data(self, call: CallDescriptor, needed: set[int] | None) -> list[str | None]:
+        """The call's ``kinetic.Data`` staged (all, or the ``needed`` entries and every
+        volume's); the path of each by index, None for one not staged."""
         data_dir = Path(settings.DATA_DIR.from_env() or f"{self.workdir}-data")
         private = settings.VOLUME_MOUNTS.value() == "namespace"
-        return stage_data(call, self.store, data_dir, private_mounts=private, say=self.say)
+        return stage_data(
+            call, self.store, data_dir, private_mounts=private, say=self.say, only=needed
+        )
 
     def say(self, message: str) -> None:
         _say(f"job {self.job_id}: {message}")
 
     def prepare(self, call: CallDescriptor) -> None:
         default_output = self.store.url(layout.output_prefix(self.job_id).rstrip("/"))
-        apply_environment(call, self.workdir, call.output_dir or default_output)
+        apply_environment(call, self.workdir, call.output_dir or default_output, self.job_id)
         if self.host is not None:
             os.environ.update(self.host.environment())
 
@@ -204,39 +200,6 @@ def _message(exc: BaseException) -> str:
     if not isinstance(exc, Exception) and not text:
         return f"the function raised {type(exc).__name__}"
     return text
-
-
-class _CallUnpickler(pickle.Unpickler):
-    """Unpickles the payload with each ``kinetic.Data`` replaced by the path it was staged at."""
-
-    def __init__(self, payload: bytes, paths: list[str]) -> None:
-        super().__init__(io.BytesIO(payload))
-        self._paths = paths
-
-    def persistent_load(self, pid: Any) -> str:
-        if (
-            isinstance(pid, tuple)
-            and len(pid) == 2
-            and pid[0] == PERSISTENT_ID_TAG
-            and isinstance(pid[1], int)
-            and 0 <= pid[1] < len(self._paths)
-        ):
-            return self._paths[pid[1]]
-        raise CorruptRecordError(
-            f"the payload refers to data {pid!r}, which its call descriptor does not list "
-            f"({len(self._paths)} entries); it was not written by a matching Kinetic client."
-        )
-
-
-def _load_call(payload: bytes, paths: list[str]) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
-    """Unpickle the payload, which must be ``(function, args, kwargs)`` as the client stores it."""
-    call = _CallUnpickler(payload, paths).load()
-    if not (isinstance(call, tuple) and len(call) == 3 and callable(call[0])):
-        raise CorruptRecordError(
-            f"the payload unpickled to {type(call).__name__}, not (function, args, kwargs); "
-            "it was not written by a Kinetic client."
-        )
-    return call
 
 
 def _user_frames(exc: BaseException) -> list[str]:
@@ -296,8 +259,11 @@ def _start_host(store: ObjectStore, job_id: str, host: SliceHost) -> int | None:
     return None
 
 
-def run_job(store_uri: str, job_id: str, workdir: Path) -> int:
-    """Run ``job_id`` from ``store_uri`` in ``workdir``; return the process exit status."""
+def run_job(store_uri: str, job_id: str, workdir: Path, member: BatchInput | None = None) -> int:
+    """Run ``job_id`` from ``store_uri`` in ``workdir``; return the process exit status.
+
+    ``member``: the job is a batch child, which runs its batch's call with its own input.
+    """
     begin = time.monotonic()
     try:
         store = open_store(store_uri)
@@ -312,7 +278,7 @@ def run_job(store_uri: str, job_id: str, workdir: Path) -> int:
         return EXIT_INFRA_ERROR
     if early is not None:
         return early
-    job = _Job(store, job_id, workdir, host)
+    job = _Job(store, job_id, workdir, host, member)
     envelope: ResultEnvelope
     try:
         try:
@@ -346,9 +312,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kinetic_runtime", description=__doc__)
     parser.add_argument("--store", default=settings.STORE.from_env(), help="store URI")
     parser.add_argument("--job", default=settings.JOB_ID.from_env(), help="job id")
+    parser.add_argument("--group", help="the batch of a batch child (with --index)")
+    parser.add_argument("--index", type=int, help="a batch child's input index")
     parser.add_argument("--workdir", default=settings.WORKDIR.from_env())
     options = parser.parse_args(argv)
     if not options.store or not options.job:
         parser.error("--store and --job (or KINETIC_STORE and KINETIC_JOB_ID) are required")
+    if (options.group is None) != (options.index is None):
+        parser.error("--group and --index go together (a batch child's batch and input)")
+    member = None if options.group is None else BatchInput(options.group, options.index)
     workdir = Path(options.workdir or tempfile.mkdtemp(prefix=f"kinetic-{options.job}-"))
-    return run_job(options.store, options.job, workdir)
+    return run_job(options.store, options.job, workdir, member)

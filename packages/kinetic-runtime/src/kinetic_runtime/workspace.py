@@ -31,11 +31,15 @@ def unpack_bundle(data: bytes, dest: Path) -> None:
             archive.extract(member, root)
 
 
-def apply_environment(call: CallDescriptor, bundle_root: Path, output_dir: str) -> None:
-    """Make the process look like the caller's: env vars, import roots and working directory."""
+def apply_environment(
+    call: CallDescriptor, bundle_root: Path, output_dir: str, job_id: str
+) -> None:
+    """Make the process look like the caller's: env vars, import roots and working directory.
+
+    ``job_id`` is this job's own (a batch child's call is its batch's, shared)."""
     os.environ.update(call.env)
     os.environ["KINETIC_OUTPUT_DIR"] = output_dir
-    os.environ["KINETIC_JOB_ID"] = call.job_id
+    os.environ["KINETIC_JOB_ID"] = job_id
     if "://" not in output_dir:
         Path(output_dir).mkdir(parents=True, exist_ok=True)
     roots = [str((bundle_root / entry).resolve()) for entry in call.sys_path]

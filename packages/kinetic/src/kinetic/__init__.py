@@ -30,11 +30,19 @@ from kinetic_protocol import (
     SchemaVersionError,
     SerializationError,
     StorageError,
+    StoreError,
 )
 
 if TYPE_CHECKING:
     from kinetic import debug as debug  # loaded on first use, by __getattr__
-    from kinetic.batch import BatchError, BatchHandle, SkippedInputError, attach_batch, list_batches
+    from kinetic.batch import (
+        BatchError,
+        BatchHandle,
+        SkippedInputError,
+        SubmitterAliveError,
+        attach_batch,
+        list_batches,
+    )
 
 __all__ = [
     "BackendError",
@@ -57,6 +65,8 @@ __all__ = [
     "SerializationError",
     "SkippedInputError",
     "StorageError",
+    "StoreError",
+    "SubmitterAliveError",
     "__version__",
     "attach",
     "attach_batch",
@@ -65,7 +75,14 @@ __all__ = [
     "run",
 ]
 
-_BATCH_NAMES = {"BatchError", "BatchHandle", "SkippedInputError", "attach_batch", "list_batches"}
+_BATCH_NAMES = {
+    "BatchError",
+    "BatchHandle",
+    "SkippedInputError",
+    "SubmitterAliveError",
+    "attach_batch",
+    "list_batches",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -201,7 +201,12 @@ class JobHandle:
         return decode_result(data, what=f"{self._record.store_uri}/{key}")
 
     def _has_record(self) -> bool:
-        return store_for(self._record).exists(layout.job_record_key(self.job_id))
+        record = self._record
+        if record.group_id is not None and record.group_index is not None:
+            key = layout.child_key(record.group_id, record.group_index, record.attempt)
+        else:
+            key = layout.job_record_key(self.job_id)
+        return store_for(record).exists(key)
 
     def wait(
         self,
@@ -309,9 +314,9 @@ class JobHandle:
                 "cleaned up. `kinetic jobs list` shows the jobs that exist."
             )
         if state.status is JobStatus.NOT_FOUND:
+            why = state.detail or "it was cancelled or cleaned up before it finished"
             return JobFailedError(
-                f"Job {self.job_id} is gone (NOT_FOUND) and left no result: it was cancelled "
-                "or cleaned up before it finished."
+                f"Job {self.job_id} is gone (NOT_FOUND) and left no result: {why}."
             )
         return JobFailedError(
             f"Job {self.job_id} ended {state.describe()} without storing a result. "

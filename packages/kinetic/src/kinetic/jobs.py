@@ -11,14 +11,17 @@ from kinetic.config import ResolvedSettings, resolve_settings
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     Backend,
+    BatchManifest,
     CorruptRecordError,
     JobNotFoundError,
     JobRecord,
     JobState,
     JobStatus,
     ObjectNotFoundError,
+    ObjectStore,
     SchemaVersionError,
     layout,
+    parse_child_job_id,
 )
 from kinetic_protocol.records import decode_json
 
@@ -47,15 +50,41 @@ def attach(
     """Rebuild the handle of ``job_id`` from the store it was persisted to."""
     chosen = _resolve_backend(project, cluster, backend)
     store = open_store(chosen.store_uri)
-    key = layout.job_record_key(job_id)
-    try:
-        data = store.read(key)
-    except ObjectNotFoundError:
+    record = _stored_record(store, job_id, {})
+    if record is None:
         raise JobNotFoundError(
             f"No job {job_id!r} in {store.uri} (backend {chosen.name!r}). Check the id with "
             "`kinetic jobs list`, or pass the project/cluster/backend it was submitted to."
-        ) from None
-    return JobHandle.from_record(decode_json(data, JobRecord, what=f"{store.uri}/{key}"))
+        )
+    return JobHandle.from_record(record)
+
+
+def _stored_record(
+    store: ObjectStore, job_id: str, manifests: dict[str, BatchManifest | None]
+) -> JobRecord | None:
+    """A job's record: its own, or a batch child's (its batch's manifest and child record;
+    ``manifests`` caches each batch's manifest for a listing)."""
+    key = layout.job_record_key(job_id)
+    try:
+        return decode_json(store.read(key), JobRecord, what=f"{store.uri}/{key}")
+    except ObjectNotFoundError:
+        pass
+    child = parse_child_job_id(job_id)
+    if child is None:
+        return None
+    group_id, index, attempt = child
+    if group_id not in manifests:
+        key = layout.manifest_key(group_id)
+        try:
+            manifests[group_id] = decode_json(store.read(key), BatchManifest, what=key)
+        except ObjectNotFoundError:
+            manifests[group_id] = None
+    manifest = manifests[group_id]
+    if manifest is None or manifest.child_job_id(index, attempt) != job_id:
+        return None
+    if not store.exists(layout.child_key(group_id, index, attempt)):
+        return None
+    return manifest.child_record(index, attempt)
 
 
 def job_outputs(
@@ -99,15 +128,15 @@ def list_jobs(
     chosen = get_backend(settings.backend_name, settings.backend_settings())
     store = open_store(chosen.store_uri)
     handles = []
+    manifests: dict[str, BatchManifest | None] = {}
     for job_id in _listed_job_ids(chosen, settings, explicit=backend is not None):
-        key = layout.job_record_key(job_id)
         try:
-            record = decode_json(store.read(key), JobRecord, what=f"{store.uri}/{key}")
-        except ObjectNotFoundError:
-            log.warning("skipping job without a stored record", job_id=job_id, store=store.uri)
-            continue
+            record = _stored_record(store, job_id, manifests)
         except (CorruptRecordError, SchemaVersionError) as exc:
             log.warning(f"Skipping job {job_id} in the listing: {exc}")
+            continue
+        if record is None:
+            log.warning("skipping job without a stored record", job_id=job_id, store=store.uri)
             continue
         handles.append(JobHandle.from_record(record))
     return handles

@@ -15,6 +15,8 @@ from kinetic_protocol.settings import SettingSpec, SettingsRegistry
 __all__ = [
     "BACKEND",
     "BASE_IMAGE_REPO",
+    "BATCH_HEARTBEAT",
+    "BATCH_LEASE",
     "BUNDLE_GITIGNORE",
     "BUNDLE_WARN_MB",
     "CLUSTER",
@@ -52,6 +54,16 @@ NAMESPACE = SettingSpec(
     "namespace", "KINETIC_NAMESPACE", "Kubernetes namespace jobs run in.", _OWNER,
     default="default", profile_key="namespace",
 )  # fmt: skip
+BATCH_HEARTBEAT = SettingSpec(
+    "batch_heartbeat", "KINETIC_BATCH_HEARTBEAT",
+    "Seconds between a batch submitter's heartbeats in the store.", _OWNER, default="5",
+)  # fmt: skip
+BATCH_LEASE = SettingSpec(
+    "batch_lease", "KINETIC_BATCH_LEASE",
+    "Seconds without a heartbeat after which a batch's submitter counts as gone (readers stop "
+    "waiting for it; `kinetic batch resume` may take over). Machines' clocks must agree to "
+    "well within this.", _OWNER, default="30",
+)  # fmt: skip
 PROFILE = SettingSpec(
     "profile", "KINETIC_PROFILE", "Profile to use instead of the file's active one.", _OWNER
 )
@@ -87,7 +99,7 @@ DEBUG_WAIT = SettingSpec(
 
 SETTINGS = (
     BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, CONTAINER_IMAGE,
-    BASE_IMAGE_REPO, BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT,
+    BASE_IMAGE_REPO, BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT, BATCH_HEARTBEAT, BATCH_LEASE,
 )  # fmt: skip
 
 

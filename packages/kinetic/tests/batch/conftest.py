@@ -33,6 +33,7 @@ from kinetic_protocol import (
     layout,
 )
 from kinetic_protocol.records import encode_result
+from kinetic_runtime.calls import BatchInput, StoredCall, load_call, read_call, read_input
 from kinetic_runtime.stores.local import LocalStore
 
 
@@ -59,7 +60,12 @@ class FakeBackend:
     def submit(self, record: JobRecord) -> None:
         with self._lock:
             self.submitted.append(record)
-        fn, args, kwargs = cloudpickle.loads(self.store.read(layout.payload_key(record.job_id)))
+        member = None
+        if record.group_id is not None and record.group_index is not None:
+            member = BatchInput(record.group_id, record.group_index)
+        call = read_call(self.store, StoredCall.of(record.job_id, member), record.job_id)
+        arguments = None if member is None else read_input(self.store, call, member)
+        fn, args, kwargs = load_call(self.store.read(call.payload.key), arguments, [])
         value = cloudpickle.dumps(fn(*args, **kwargs))
         envelope = Succeeded(job_id=record.job_id, value=value)
         self.store.write(layout.result_key(record.job_id), encode_result(envelope))

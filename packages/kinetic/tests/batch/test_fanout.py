@@ -104,7 +104,7 @@ class RecordingSubmitter:
     started: ClassVar[list[str]] = []
 
     def __init__(self, **options: Any) -> None:
-        self.max_concurrent = options["max_concurrent"]
+        self.max_concurrent = options["manifest"].max_concurrent
 
     def run(self, *, watch: bool = True) -> None:
         self.started.append("in the calling thread" if not watch else "run(watch=True)")

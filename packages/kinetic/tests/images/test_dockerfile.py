@@ -175,7 +175,7 @@ def test_a_captured_keras_backend_wins_over_the_image_default(
         payload=ArtifactRef(key="jobs/job/payload.pkl", sha256="ab" * 32, size=1),
         env={"KERAS_BACKEND": "torch"},
     )
-    apply_environment(call, tmp_path, str(tmp_path / "out"))
+    apply_environment(call, tmp_path, str(tmp_path / "out"), "job")
     assert os.environ["KERAS_BACKEND"] == "torch"
 
 

@@ -32,6 +32,8 @@ _TRANSIENT = frozenset({429, 500, 502, 503, 504})
 _RETRY_DELAYS = (0.1, 0.4)
 """Every call made here is safe to repeat (creates are idempotent), so a transient answer is
 retried after these pauses before it becomes an error."""
+_POOL_SIZE = 32
+"""Connections kept open to the API server (see ``from_kubeconfig``)."""
 
 
 def kube_context_name(project: str, zone: str, cluster: str) -> str:
@@ -82,7 +84,7 @@ class ClusterConnection:
 
         ``get_credentials`` is the command that adds the context, quoted in errors.
         """
-        from kubernetes import config
+        from kubernetes import client, config
 
         get_credentials = get_credentials or get_credentials_command("", "", "")
         path = config_file or kubeconfig_path()
@@ -108,15 +110,24 @@ class ClusterConnection:
                 "or set KINETIC_KUBE_CONTEXT to the context to use."
             )
         try:
-            api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=str(path), context=context, persist_config=False
+            configuration = client.Configuration()
+            # Into this configuration only (not the global one), never written back: what
+            # new_client_from_config does, with the pool size settable before the client.
+            config.load_kube_config(  # type: ignore[no-untyped-call]  # noqa: TID251
+                config_file=str(path),
+                context=context,
+                client_configuration=configuration,
+                persist_config=False,
             )
         except config.ConfigException as exc:
             raise ConfigError(
                 f"Context {context!r} of kubeconfig {path} cannot be used: {exc}. Refresh it "
                 f"with `{get_credentials}`."
             ) from exc
-        connection = cls(api_client, namespace)
+        # One kept-alive connection per thread that may call at once (a batch submits from up
+        # to 16): a smaller pool drops connections and pays a TLS handshake per request.
+        configuration.connection_pool_maxsize = _POOL_SIZE
+        connection = cls(client.ApiClient(configuration), namespace)
         connection.context, connection.kubeconfig = context, config_file
         return connection
 
@@ -137,6 +148,14 @@ class ClusterConnection:
             except Exception as exc:
                 raise translate(exc, doing) from exc
             time.sleep(delay)
+
+    def send(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """A call whose answer is not needed (create, patch, delete). The answer is read to
+        its end, so the kept-alive connection goes back to the pool: left unread, every such
+        call would open (and TLS-handshake) a connection of its own."""
+        response = self.call(doing, fn, *args, _preload_content=False, **kwargs)
+        response.read()
+        response.release_conn()
 
     def read(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
         """A call whose JSON answer is returned as a plain dict."""

@@ -19,12 +19,11 @@ class JobWorkload:
 
     def create(self, connection: ClusterConnection, body: Obj) -> bool:
         try:
-            connection.call(
+            connection.send(
                 f"creating Job {body['metadata']['name']} in namespace {connection.namespace}",
                 connection.batch.create_namespaced_job,
                 connection.namespace,
                 body,  # the client takes a plain dict as well as its V1Job model
-                _preload_content=False,
             )
         except AlreadyExists:
             return False
@@ -46,13 +45,12 @@ class JobWorkload:
 
     def delete(self, connection: ClusterConnection, name: str) -> None:
         with contextlib.suppress(NotFound):  # already gone: deleting is idempotent
-            connection.call(
+            connection.send(
                 f"deleting Job {name}",
                 connection.batch.delete_namespaced_job,
                 name,
                 connection.namespace,
                 propagation_policy="Foreground",
-                _preload_content=False,
             )
 
     def needs_pods(self, obj: Obj) -> bool:

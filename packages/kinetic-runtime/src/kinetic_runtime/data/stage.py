@@ -232,10 +232,18 @@ def _same_data(spec: DataSpec) -> tuple[object, ...]:
 
 
 def stage_data(
-    call: CallDescriptor, store: ObjectStore, data_dir: Path, *, private_mounts: bool, say: Say
-) -> list[str]:
-    """Stage every entry of ``call.data``; return the path the job sees for each, in order.
+    call: CallDescriptor,
+    store: ObjectStore,
+    data_dir: Path,
+    *,
+    private_mounts: bool,
+    say: Say,
+    only: set[int] | None = None,
+) -> list[str | None]:
+    """Stage the entries of ``call.data``; return the path the job sees for each, in order.
 
+    ``only``: stage just these entries (and every volume's): a batch child needs its own
+    input's data and its function's, not its siblings'. An entry not staged has no path.
     Entries that name the same data (two ``Data`` objects of one URI) are staged once.
     """
     if not call.data:
@@ -245,9 +253,10 @@ def stage_data(
     volumes = [Volume(path=v.path, data=alias[v.data]) for v in call.volumes]
     stager = _Stager(call, volumes, store, data_dir, say)
     if volumes and private_mounts:
-        placed = stager.volumes_in_namespace()
+        placed: dict[int, str] = stager.volumes_in_namespace()
     else:
         placed = stager.volumes_on_platform()
-    for index in sorted(set(alias) - set(placed)):
+    wanted = set(range(len(call.data))) if only is None else only
+    for index in sorted({alias[i] for i in wanted} - set(placed)):
         placed[index] = stager.argument_path(index, call.data[index])
-    return [placed[alias[index]] for index in range(len(call.data))]
+    return [placed.get(alias[index]) for index in range(len(call.data))]

@@ -55,8 +55,8 @@ def _fork_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: in
         os.chdir(job_dir)
         sys.argv = ["kinetic_runtime"]
         sys.path[0] = str(job_dir)
-        job_id, workdir = launch["job_id"], supervisor.workdir(launch, job_dir)
-        code = runtime_main.run_job(launch["store_uri"], job_id, workdir)
+        workdir = supervisor.workdir(launch, job_dir)
+        code = runtime_main.main([*launch["runtime_args"], "--workdir", str(workdir)])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:

@@ -7,7 +7,14 @@ import signal
 import sys
 import time
 
-__all__ = ["die_with_parent", "group_alive", "pid_alive", "terminate_group"]
+__all__ = [
+    "die_with_parent",
+    "group_alive",
+    "pid_alive",
+    "process_identity",
+    "same_process_alive",
+    "terminate_group",
+]
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
@@ -52,6 +59,26 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return not _zombie(pid)
+
+
+def process_identity(pid: int) -> str:
+    """``pid`` with its start time (Linux), so a reused pid is not taken for the process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            start_ticks = stat.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return str(pid)
+    return f"{pid}:{start_ticks}"
+
+
+def same_process_alive(identity: str) -> bool:
+    """Whether the process :func:`process_identity` described is still running."""
+    pid, _, _ = identity.partition(":")
+    try:
+        alive = pid_alive(int(pid))
+    except ValueError:
+        return False
+    return alive and process_identity(int(pid)) == identity
 
 
 def _linux_group_members(pgid: int) -> bool | None:

@@ -51,6 +51,10 @@ LAUNCH_FILE = "launch.json"
 CANCEL_MARKER = "cancelled"
 PID_FILE = "supervisor.pid"
 LOG_FILE = "output.log"
+NEVER_STARTED = (
+    "never started: the process submitting it stopped first; submitting the same job again "
+    "(a batch's resume does) starts it"
+)
 CONFIRM_SECONDS = 60.0
 """How long a supervisor waits for the client to record it before giving the job up."""
 _RUNTIMES: list[subprocess.Popen[bytes]] = []
@@ -147,8 +151,7 @@ def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: in
     """Start ``python -m kinetic_runtime`` for the job; return its pid."""
     supervisor = os.getpid()
     command = [
-        launch["python"], "-m", "kinetic_runtime",
-        "--store", launch["store_uri"], "--job", launch["job_id"],
+        launch["python"], "-m", "kinetic_runtime", *launch["runtime_args"],
         "--workdir", str(workdir(launch, job_dir)),
     ]  # fmt: skip
     child = subprocess.Popen(
@@ -169,6 +172,13 @@ def _claim(job_dir: Path) -> bool:
     return True
 
 
+def _inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except FileNotFoundError:
+        return None
+
+
 def _confirmed(job_dir: Path) -> bool:
     """Wait until the client has recorded this supervisor in ``supervisor.pid``.
 
@@ -177,19 +187,27 @@ def _confirmed(job_dir: Path) -> bool:
     """
     deadline = time.monotonic() + CONFIRM_SECONDS
     delay = 0.0005
+    try:
+        directory = job_dir.stat().st_ino
+    except FileNotFoundError:
+        return False
     while not (job_dir / CANCEL_MARKER).exists():
         try:
-            if (job_dir / PID_FILE).read_text() == str(os.getpid()):
-                return True
+            confirmed = (job_dir / PID_FILE).read_text() or None  # written whole, by rename
         except FileNotFoundError:
-            if not job_dir.is_dir():
-                return False
+            confirmed = None
+        if confirmed == str(os.getpid()):
+            return True
+        # Another supervisor was confirmed, or the directory was replaced by a new
+        # submission of the same job (its submitter died before confirming this one).
+        if confirmed is not None or _inode(job_dir) != directory:
+            return False
         if time.monotonic() > deadline:
             write_state(
                 job_dir,
-                phase="FAILED",
+                phase="NOT_FOUND",
                 supervisor_pid=os.getpid(),
-                detail="its submission never completed, so it did not run",
+                detail=NEVER_STARTED,
             )
             return False
         time.sleep(delay)

@@ -12,16 +12,19 @@ precondition; larger ones use a resumable upload, which real GCS also checks.
 import os
 import re
 import threading
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from kinetic_protocol.errors import (
     ConfigError,
     ObjectNotFoundError,
     PreconditionFailedError,
     StorageError,
+    StoreError,
 )
 from kinetic_runtime.stores._keys import check_key, check_prefix
 
@@ -223,13 +226,17 @@ class GCSStore:
     def _raise_storage_error(self, exc: Exception, verb: str, key: str) -> NoReturn:
         errors = api_errors()
         if isinstance(exc, errors.Forbidden | errors.Unauthorized):
-            raise StorageError(
+            raise StoreError(
                 f"Permission denied to {verb} {key!r} in {self.uri}: {short(exc)}. Check that "
                 "your credentials (gcloud auth application-default login, or the pod's service "
-                f"account) may use bucket {self._bucket_name!r}."
+                f"account) may use bucket {self._bucket_name!r}.",
+                key=key,
+                cause=exc,
             ) from exc
         if isinstance(exc, errors.GoogleAPIError | OSError) or _is_auth_error(exc):
-            raise StorageError(f"Could not {verb} {key!r} in {self.uri}: {short(exc)}") from exc
+            raise StoreError(
+                f"Could not {verb} {key!r} in {self.uri}: {short(exc)}", key=key, cause=exc
+            ) from exc
         raise exc
 
 
@@ -242,13 +249,25 @@ def make_client(project: str | None = None) -> "Client":
             "gs:// stores need google-cloud-storage; install it with: "
             'pip install "kinetic-runtime[gcs]"'
         ) from exc
-    if os.environ.get(EMULATOR_ENV):
+    emulator = os.environ.get(EMULATOR_ENV)
+    if emulator:
         from google.auth.credentials import AnonymousCredentials
 
         anonymous = AnonymousCredentials()  # type: ignore[no-untyped-call]  # google-auth
-        return storage.Client(project=project or EMULATOR_PROJECT, credentials=anonymous)
+        return storage.Client(
+            project=project or EMULATOR_PROJECT,
+            credentials=anonymous,
+            _http=_session(anonymous, emulator),
+        )
     try:
-        return storage.Client(project=project)
+        import google.auth
+
+        credentials, found_project = google.auth.default(scopes=storage.Client.SCOPE)
+        return storage.Client(
+            project=project or found_project,
+            credentials=credentials,
+            _http=_session(credentials, _ENDPOINT),
+        )
     except Exception as exc:
         if _is_auth_error(exc):
             raise StorageError(
@@ -256,6 +275,33 @@ def make_client(project: str | None = None) -> "Client":
                 "'gcloud auth application-default login', or give the pod a service account."
             ) from exc
         raise
+
+
+_ENDPOINT = "https://storage.googleapis.com"
+_POOL_SIZE = 32
+
+
+def _session(credentials: Any, endpoint: str) -> Any:
+    """An authorized HTTP session that reads proxy and CA settings from the environment once,
+    and keeps a connection open for each of a batch's parallel writers.
+
+    ``requests`` rereads those settings for every request (scanning the whole environment
+    twice), which was about half of a small write's CPU; the store only ever talks to one
+    endpoint, so its proxies are decided once, here.
+    """
+    from google.auth.transport.requests import AuthorizedSession
+    from requests.adapters import HTTPAdapter
+
+    session = AuthorizedSession(credentials)  # type: ignore[no-untyped-call]  # google-auth
+    for scheme in ("https://", "http://"):  # a kept-alive connection for each parallel writer
+        session.mount(scheme, HTTPAdapter(pool_connections=1, pool_maxsize=_POOL_SIZE))
+    session.trust_env = False
+    host = urllib.parse.urlsplit(endpoint).hostname or ""
+    session.proxies = {} if urllib.request.proxy_bypass(host) else urllib.request.getproxies()
+    session.verify = (
+        os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+    )
+    return session
 
 
 def _is_auth_error(exc: BaseException) -> bool:

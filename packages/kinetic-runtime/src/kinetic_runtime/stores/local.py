@@ -17,6 +17,7 @@ from kinetic_protocol.errors import (
     ObjectNotFoundError,
     PreconditionFailedError,
     StorageError,
+    StoreError,
 )
 from kinetic_runtime.stores._keys import check_key, check_prefix
 
@@ -61,7 +62,7 @@ class LocalStore:
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise ObjectNotFoundError(f"No object {key!r} in store {self.uri}") from None
         except OSError as exc:
-            raise StorageError(f"Could not read {key!r} from store {self.uri}: {exc}") from exc
+            raise _failed("read", key, self.uri, exc) from exc
 
     def write(self, key: str, data: bytes, *, if_absent: bool = False) -> None:
         path = self._path(key)
@@ -76,7 +77,7 @@ class LocalStore:
                 f"Object {key!r} already exists in store {self.uri}; it is written only once."
             ) from None
         except OSError as exc:
-            raise StorageError(f"Could not write {key!r} to store {self.uri}: {exc}") from exc
+            raise _failed("write", key, self.uri, exc) from exc
         finally:
             _unlink_quietly(temp)
 
@@ -107,7 +108,7 @@ class LocalStore:
         except (FileNotFoundError, NotADirectoryError):
             return
         except OSError as exc:
-            raise StorageError(f"Could not delete {key!r} from store {self.uri}: {exc}") from exc
+            raise _failed("delete", key, self.uri, exc) from exc
 
     def delete_prefix(self, prefix: str) -> int:
         removed = 0
@@ -119,9 +120,7 @@ class LocalStore:
             except FileNotFoundError:
                 continue  # another deleter got there first; it counts it
             except OSError as exc:
-                raise StorageError(
-                    f"Could not delete {key!r} from store {self.uri}: {exc}"
-                ) from exc
+                raise _failed("delete", key, self.uri, exc) from exc
             removed += 1
             parents.update(p for p in path.parents if p != self._root and self._root in p.parents)
         # Deepest first, so a directory is tried only after its children.
@@ -163,14 +162,24 @@ class LocalStore:
                         f"Cannot write {key!r} to store {self.uri}: part of its path is an "
                         "existing object, so it cannot also be a directory."
                     ) from exc
-                raise StorageError(f"Could not write {key!r} to store {self.uri}: {exc}") from exc
+                raise _failed("write", key, self.uri, exc) from exc
         try:
             with os.fdopen(fd, "wb") as file:
                 file.write(data)
-        except BaseException:
-            _unlink_quietly(temp)
+        except BaseException as exc:
+            _unlink_quietly(temp)  # nothing half-written stays behind
+            if isinstance(exc, OSError):
+                raise _failed("write", key, self.uri, exc) from exc
             raise
         return temp
+
+
+def _failed(verb: str, key: str, uri: str, exc: OSError) -> StoreError:
+    """The error for an operation the file system refused, with what to do about a full disk."""
+    hint = ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = " The disk is full: free some space, or point KINETIC_HOME at a disk with room."
+    return StoreError(f"Could not {verb} {key!r} in store {uri}: {exc}.{hint}", key=key, cause=exc)
 
 
 def _unlink_quietly(path: Path) -> None:

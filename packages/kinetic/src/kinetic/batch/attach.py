@@ -8,6 +8,7 @@ from kinetic._context import open_store
 from kinetic._waiting import Deadline
 from kinetic.backends import get_backend
 from kinetic.batch.handle import BatchHandle
+from kinetic.batch.lease import submitter_status
 from kinetic.batch.records import BatchListing, BatchRecords
 from kinetic.batch.state import BatchState
 from kinetic.batch.submitter import FailurePolicy
@@ -15,6 +16,7 @@ from kinetic.config import resolve_settings
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     Backend,
+    BatchCompletion,
     BatchManifest,
     CorruptRecordError,
     ObjectNotFoundError,
@@ -37,27 +39,48 @@ def _backend(project: str | None, cluster: str | None, backend: str | None) -> B
 def _apply(state: BatchState, manifest: BatchManifest, listing: BatchListing) -> None:
     """Bring ``state`` up to date with what the store lists."""
     with state.lock:
-        for index, attempt in listing.latest_attempts.items():
-            current = state.jobs[index]
-            if current is None or current.attempt < attempt:
-                state.jobs[index] = JobHandle.from_record(manifest.child_record(index, attempt))
         for index, error in listing.submission_errors.items():
             state.submission_errors.setdefault(
                 index, RemoteError(error.exc_type, error.message, "")
             )
+        for index, attempt in listing.latest_attempts.items():
+            if index in state.submission_errors:
+                continue  # its submission failed: any record of it is not a job that ran
+            current = state.jobs[index]
+            if current is None or current.attempt < attempt:
+                state.jobs[index] = JobHandle.from_record(manifest.child_record(index, attempt))
+        if listing.complete is not None:
+            state.stopped_because = _ended_early(listing.complete)
     state.notify()
+
+
+def _ended_early(completion: BatchCompletion) -> str | None:
+    if completion.cancelled:
+        return "the batch was cancelled"
+    if completion.fail_fast:
+        return "fail_fast stopped the batch after a failure"
+    if completion.error:
+        return f"the batch stopped submitting on an error: {completion.error}"
+    return None
 
 
 def _known(listing: BatchListing) -> int:
     return len(set(listing.latest_attempts) | set(listing.submission_errors))
 
 
-def _settled_listing(manifest: BatchManifest, listing: BatchListing) -> bool:
-    """No more children or attempts will appear: the submitter said it is done, or every
-    input is listed and failed children are never retried."""
-    if listing.complete is not None:
-        return True
-    return manifest.retries == 0 and _known(listing) >= manifest.total_expected
+def _follow(
+    state: BatchState, manifest: BatchManifest, records: BatchRecords, listing: BatchListing
+) -> bool:
+    """Apply ``listing``; True once no more children or attempts will appear: the submitter
+    said it is done, or it is gone (then ``state`` says what became of it)."""
+    _apply(state, manifest, listing)
+    status = submitter_status(records.store, manifest.group_id, listing.complete)
+    if status.gone:
+        with state.lock:
+            state.submitter_gone = status.describe(
+                manifest.group_id, _known(listing), manifest.total_expected
+            )
+    return status.state != "submitting"
 
 
 def _poll_until_complete(
@@ -68,15 +91,17 @@ def _poll_until_complete(
     poll_timeout: float | None,
 ) -> None:
     deadline = Deadline(poll_timeout)
-    while not state.stopping.wait(poll_interval):
-        listing = records.listing(manifest.total_expected)
-        _apply(state, manifest, listing)
-        if _settled_listing(manifest, listing):
-            break
-        if deadline.expired:
-            log.warning("attach_batch stopped polling", group_id=manifest.group_id)
-            break
-    state.submission_done.set()
+    try:
+        while not state.stopping.wait(poll_interval) and not state.detached.is_set():
+            if _follow(state, manifest, records, records.listing(manifest.total_expected)):
+                break
+            if deadline.expired:
+                log.warning("attach_batch stopped polling", group_id=manifest.group_id)
+                break
+    except Exception:
+        log.warning("attach_batch stopped polling", group_id=manifest.group_id, exc_info=True)
+    if not state.detached.is_set():
+        state.submission_done.set()
     state.notify()
 
 
@@ -93,7 +118,10 @@ def attach_batch(
 
     ``jobs`` keeps input order, with ``None`` for inputs not (yet) submitted. While the original
     process is still submitting, a background thread picks up new children every
-    ``poll_interval`` seconds until submission ends or ``poll_timeout`` passes.
+    ``poll_interval`` seconds until submission ends, its submitter is gone (no heartbeat for
+    ``KINETIC_BATCH_LEASE`` seconds), or ``poll_timeout`` passes. Waiting on the handle never
+    outlasts a dead submitter: its results then say what was never submitted, and
+    :meth:`BatchHandle.resume` submits it.
     """
     chosen = _backend(project, cluster, backend)
     records = BatchRecords(open_store(chosen.store_uri), group_id)
@@ -101,13 +129,15 @@ def attach_batch(
     listing = records.listing(manifest.total_expected)
     total = manifest.total_expected
     state = BatchState(total=total, retries=manifest.retries, jobs=[None] * total)
-    _apply(state, manifest, listing)
-    complete = _settled_listing(manifest, listing)
+    complete = _follow(state, manifest, records, listing)
     state.more_attempts_possible = lambda: not state.submission_done.is_set()
     if _known(listing) < total:
+        status = state.submitter_gone or (
+            state.stop_reason() if complete else "it is still being submitted"
+        )
         log.warning(
-            f"Batch {group_id} has {_known(listing)} of {total} children"
-            + ("; its submission ended early." if complete else "; it is still submitting.")
+            f"Batch {group_id} has {_known(listing)} of {total} children so far: "
+            f"{status or 'its submission ended early'}."
         )
     policy = FailurePolicy(state, fail_fast=False, cancel_running=False)
     handle = BatchHandle(

@@ -7,7 +7,7 @@ from kinetic_protocol import KineticError
 if TYPE_CHECKING:
     from kinetic.jobs import JobHandle
 
-__all__ = ["BatchError", "SkippedInputError"]
+__all__ = ["BatchError", "SkippedInputError", "SubmitterAliveError"]
 
 
 class BatchError(KineticError):
@@ -52,4 +52,10 @@ class BatchError(KineticError):
 
 
 class SkippedInputError(KineticError):
-    """An input that was never submitted because the batch stopped first (fail-fast, cancel)."""
+    """An input that was never submitted: the batch stopped first (fail-fast, a cancel, an
+    error of the store) or its submitter died; the message says which."""
+
+
+class SubmitterAliveError(KineticError):
+    """``resume`` refused: the batch's submitter is alive, or another process resumed it
+    first. A batch is never submitted by two processes at once."""

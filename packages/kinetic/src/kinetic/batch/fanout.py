@@ -1,5 +1,11 @@
-"""``run_async_map``: validate everything, write the manifest, then submit the children."""
+"""``run_async_map``: validate and pickle everything, store the batch, then submit the children.
 
+The order is what makes a batch survive its submitter: the function and every input are stored
+before the manifest, and the manifest (from then on the batch exists) before the first child,
+so any machine can finish the batch (``resume``) from the store alone.
+"""
+
+import contextlib
 import secrets
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -10,12 +16,13 @@ import msgspec
 from kinetic import _log
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.inputs import to_call_arguments
+from kinetic.batch.lease import LeaseHolder
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState
+from kinetic.batch.stored_call import PickledBatch
 from kinetic.batch.submitter import FailurePolicy, Submitter
-from kinetic.packaging.serialize import find_data
 from kinetic.submission import child_id_prefix, func_name_of, job_record, resolve_target
-from kinetic_protocol import BatchManifest, ConfigError
+from kinetic_protocol import BatchManifest, ConfigError, KineticError, layout
 
 if TYPE_CHECKING:
     from kinetic.decorator import RemoteFunction
@@ -90,7 +97,9 @@ def run_map(
             "(e.g. max_concurrent=64) to bound how many run at once."
         )
     fn = remote.__wrapped__
-    target = resolve_target(remote.options, fn, [d for call in calls for d in find_data(call)])
+    pickled = PickledBatch(fn, calls)  # every input pickled before anything is resolved
+    target = resolve_target(remote.options, fn, pickled.data)
+    data = pickled.plan(target)  # local data uploaded, once, before the batch is written
     group_id = new_group_id()
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
     func_name = func_name_of(fn)
@@ -100,25 +109,34 @@ def run_map(
         func_name=func_name,
         total_expected=len(items),
         job_id_prefix=child_id_prefix(getattr(fn, "__name__", "job"), group_id),
-        job_template=msgspec.structs.replace(template, k8s_name=""),
+        job_template=msgspec.structs.replace(template, k8s_name="", mounts=data.mounts),
         created_at=created_at,
         name=name,
         tags=checked_tags,
         retries=retries,
         max_concurrent=max_concurrent,
         fail_fast=fail_fast,
+        cancel_running_on_fail=cancel_running_on_fail,
         input_mode=input_mode,
     )
     records = BatchRecords(target.store, group_id)
-    records.write_manifest(manifest)
+    try:
+        pickled.write(target, data, group_id, func_name)
+        lease = LeaseHolder.first(target.store, group_id)
+        records.write_manifest(manifest)
+    except BaseException:
+        # No manifest, no batch: leave nothing of it behind.
+        with contextlib.suppress(KineticError):
+            target.store.delete_prefix(layout.group_prefix(group_id))
+        raise
     state = BatchState(total=len(items), retries=retries, jobs=[None] * len(items))
     policy = FailurePolicy(state, fail_fast=fail_fast, cancel_running=cancel_running_on_fail)
     handle = BatchHandle(
         manifest=manifest, state=state, backend=target.backend, records=records, policy=policy
     )
     submitter = Submitter(
-        state=state, target=target, fn=fn, calls=calls, manifest=manifest, records=records,
-        max_concurrent=max_concurrent, policy=policy,
+        state=state, backend=target.backend, manifest=manifest, records=records,
+        policy=policy, lease=lease, unsubmittable=pickled.errors,
     )  # fmt: skip
     if max_concurrent is None and retries == 0:
         submitter.run(watch=False)  # synchronous: everything is submitted when this returns

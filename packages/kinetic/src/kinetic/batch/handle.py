@@ -1,27 +1,28 @@
 """``BatchHandle``: observe, collect, cancel and clean up a batch as one thing."""
 
 import collections
+import functools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kinetic import _log
-from kinetic._results import rebuild_exception, unwrap
 from kinetic._waiting import Backoff, Deadline
-from kinetic.batch.errors import BatchError, SkippedInputError
+from kinetic.batch.collect import Collector
+from kinetic.batch.lease import LeaseHolder, SubmitterStatus, submitter_status
 from kinetic.batch.records import BatchRecords
+from kinetic.batch.resume import plan_resume
 from kinetic.batch.state import BatchState, Decision, child_state, is_cleaned_up
-from kinetic.batch.submitter import FailurePolicy
+from kinetic.batch.submitter import FailurePolicy, Submitter
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     Backend,
     BatchManifest,
-    JobNotFoundError,
+    CollectedOutcome,
     JobState,
     JobStatus,
-    Succeeded,
     layout,
 )
 
@@ -55,10 +56,7 @@ class BatchHandle:
         self._backend = backend
         self._records = records
         self._policy = policy
-        self._collected: dict[int, Any] = {}
-        self._failed_outcomes: dict[int, BaseException] = {}
-        self._cleaned: set[int] = set()
-        self._cached_failures: list[JobHandle] | None = None
+        self._collector = Collector(self.group_id, state, records)
         policy.cancel_siblings = self._cancel_running
 
     @property
@@ -92,8 +90,9 @@ class BatchHandle:
         if not pending:
             return
         states = self._backend.statuses([job.record for job in pending.values()])
+        collected = self._collected_once()
         for index, job in pending.items():
-            state = child_state(job, states[job.job_id])
+            state = child_state(job, states[job.job_id], collected)
             with self._state.lock:
                 self._state.states[index] = state
             decision = self._state.decide(job, state)
@@ -101,6 +100,10 @@ class BatchHandle:
                 settled = self._state.settle(index, job, state)
                 if settled and decision is Decision.FAILED and not is_cleaned_up(state):
                     self._policy.on_failure()
+
+    def _collected_once(self) -> Callable[[], dict[int, CollectedOutcome]]:
+        """The outcomes kept by collections, read at most once per look, and only if needed."""
+        return functools.cache(self._records.collected)
 
     def states(self) -> list[tuple[int, JobState]]:
         """``(index, state)`` of every submitted child, with the reason for its status.
@@ -113,7 +116,8 @@ class BatchHandle:
         if not jobs:
             return []
         states = self._backend.statuses([job.record for _, job in jobs])
-        return [(i, child_state(job, states[job.job_id])) for i, job in jobs]
+        collected = self._collected_once()
+        return [(i, child_state(job, states[job.job_id], collected)) for i, job in jobs]
 
     def statuses(self) -> list[tuple[int, JobStatus]]:
         """``(index, status)`` of every submitted child; unsubmitted slots are skipped.
@@ -136,8 +140,14 @@ class BatchHandle:
             )
         )
 
-    def _settled_stream(self, timeout: float | None, poll_interval: float) -> Iterator[int]:
-        """Indices in the order their children settle; ends when the batch has."""
+    def _settled_stream(
+        self,
+        timeout: float | None,
+        poll_interval: float,
+        on_idle: Callable[[], None] = lambda: None,
+    ) -> Iterator[int]:
+        """Indices in the order their children settle; ends when the batch has. ``on_idle``
+        runs whenever it is about to wait for more."""
         deadline = Deadline(timeout)
         low, high = self._backend.poll_bounds
         backoff = Backoff(min(low, poll_interval), min(high, poll_interval))
@@ -157,6 +167,7 @@ class BatchHandle:
                 continue
             if self._state.all_settled():
                 return
+            on_idle()
             if deadline.expired:
                 raise TimeoutError(
                     f"Batch {self.group_id} is not done after {timeout:g}s "
@@ -189,33 +200,6 @@ class BatchHandle:
 
     # -- collection ------------------------------------------------------------------------
 
-    def _outcome(self, index: int) -> tuple[Any, bool]:
-        """``(value or exception, failed)`` for a settled child; outcomes are read once, so a
-        later ``results()`` returns the same ones after the first one cleaned up."""
-        if index in self._collected:
-            return self._collected[index], False
-        if index in self._failed_outcomes:
-            return self._failed_outcomes[index], True
-        job = self._state.jobs[index]
-        assert job is not None
-        state = self._state.settled[index]
-        if is_cleaned_up(state):
-            return JobNotFoundError(
-                f"Input {index} of batch {self.group_id} ({job.job_id}) was already collected "
-                "and cleaned up by an earlier results(cleanup=True); its outcome is no longer "
-                "stored. Pass cleanup=False to keep results for reading again."
-            ), True
-        try:
-            envelope = job.outcome(state)
-        except Exception as exc:
-            self._failed_outcomes[index] = exc
-            return exc, True
-        if isinstance(envelope, Succeeded):
-            self._collected[index] = unwrap(envelope)
-            return self._collected[index], False
-        self._failed_outcomes[index] = rebuild_exception(envelope)
-        return self._failed_outcomes[index], True
-
     @staticmethod
     def _clean_child(job: JobHandle) -> None:
         try:
@@ -237,52 +221,17 @@ class BatchHandle:
         the exception at the failed positions. A ``TimeoutError`` leaves the jobs running.
 
         With ``cleanup`` (the default) each child, succeeded or failed, has its backend resource
-        and stored artifacts deleted once its outcome is read, so failed children's logs go with
-        them; ``cleanup=False`` keeps them. A child already collected and cleaned up (e.g. by an
-        earlier call from another process) has no outcome left: its position holds a
-        ``JobNotFoundError`` that says so, and it is not counted among the failed jobs.
+        and stored artifacts deleted once its outcome is read and kept with the batch (so a
+        second collection, from any process, returns the same outcomes); failed children's logs
+        go with them. ``cleanup=False`` keeps everything.
         """
-        outcomes: dict[int, Any] = {}
-        completion: list[int] = []
-        failed: list[int] = []
-        cleaned_up: list[int] = []
-        # Deleting a Kubernetes Job waits for confirmation: clean children side by side, each
-        # as soon as its result is read, instead of one after another.
-        with ThreadPoolExecutor(_PARALLEL_CLEANUPS, thread_name_prefix="kinetic-cleanup") as pool:
-            for index in self._settled_stream(timeout, poll_interval=5.0):
-                outcomes[index], is_failure = self._outcome(index)
-                completion.append(index)
-                if is_failure:
-                    failed.append(index)
-                if is_cleaned_up(self._state.settled[index]):
-                    cleaned_up.append(index)
-                elif cleanup and index not in self._cleaned and (job := self._state.jobs[index]):
-                    self._cleaned.add(index)
-                    pool.submit(self._clean_child, job)
-        gone = set(cleaned_up)
-        failed_children = [
-            (i, job) for i in failed if i not in gone and (job := self._state.jobs[i]) is not None
-        ]
-        failed_jobs = [job for _, job in failed_children]
-        self._cached_failures = [
-            job for i, job in failed_children if self._state.settled[i].status is JobStatus.FAILED
-        ]
-        submission_errors = self.submission_failures
-        for index in range(self._state.total):
-            if index not in outcomes:
-                outcomes[index] = submission_errors.get(index) or SkippedInputError(
-                    f"Input {index} of batch {self.group_id} was never submitted: the batch "
-                    "stopped first (fail_fast or cancel)."
-                )
-                completion.append(index)
-                failed.append(index)
-        if failed and not return_exceptions:
-            failed_set = set(failed)
-            partial = [None if i in failed_set else outcomes[i] for i in range(self._state.total)]
-            raise BatchError(
-                self.group_id, failed_jobs, partial, submission_errors, cleaned_up=cleaned_up
-            )
-        return [outcomes[i] for i in (range(self._state.total) if ordered else completion)]
+        return self._collector.results(
+            lambda on_idle: self._settled_stream(timeout, poll_interval=5.0, on_idle=on_idle),
+            ordered=ordered,
+            cleanup=cleanup,
+            return_exceptions=return_exceptions,
+            clean_child=self._clean_child,
+        )
 
     def failures(self) -> list[JobHandle]:
         """Children whose status is FAILED (NOT_FOUND is ambiguous and left out).
@@ -291,10 +240,80 @@ class BatchHandle:
         NOT_FOUND, ``collected and cleaned up``). After ``results()``, the failures it saw,
         which stay accurate after its cleanup.
         """
-        if self._cached_failures is not None:
-            return list(self._cached_failures)
+        if self._collector.failures is not None:
+            return list(self._collector.failures)
         jobs = self.jobs
         return [jobs[i] for i, status in self.statuses() if status is JobStatus.FAILED]  # type: ignore[misc]
+
+    # -- resume ----------------------------------------------------------------------------
+
+    def submission_status(self) -> SubmitterStatus:
+        """Whether this batch is being submitted, finished submitting, or lost its submitter
+        (a dead process: no heartbeat for ``KINETIC_BATCH_LEASE`` seconds)."""
+        return submitter_status(self._records.store, self.group_id, self._records.completion())
+
+    def resume(self) -> str:
+        """Finish submitting this batch after its submitter died, from this process; returns
+        what it did, in words (also logged).
+
+        Submits the inputs never submitted, creates children whose record was written but whose
+        backend resource never appeared, and retries failed children within the batch's
+        ``retries``; children still running are watched, and none runs twice. Takes over the
+        batch's lease: a ``SubmitterAliveError`` if its submitter is still alive (or another
+        process resumed it first). A batch that finished submitting, or was cancelled, is left
+        as it is.
+        """
+        said = self._resume()
+        log.info(said)
+        return said
+
+    def wait_submitted(self, timeout: float | None = None) -> None:
+        """Block until this process's submitter (after ``run_async_map`` or ``resume``) is
+        done; at once if this process submits nothing. ``TimeoutError`` leaves it submitting."""
+        submitter = self._state.submitter
+        if submitter is None:
+            return
+        submitter.join(timeout)
+        if submitter.is_alive():
+            raise TimeoutError(
+                f"Batch {self.group_id} is still being submitted after {timeout:g}s."
+            )
+
+    def _resume(self) -> str:
+        if self._state.submitter is not None and self._state.submitter.is_alive():
+            return f"Batch {self.group_id} is being submitted by this process already."
+        completion = self._records.completion()
+        if completion is not None:
+            return (
+                f"Batch {self.group_id} finished submitting at {completion.finished_at} "
+                f"({completion.submitted} of {self._state.total} inputs); nothing to resume."
+            )
+        if self._records.store.exists(layout.cancel_key(self.group_id)):
+            return f"Batch {self.group_id} was cancelled; nothing to resume."
+        lease = LeaseHolder.take_over(self._records.store, self.group_id)
+        plan = plan_resume(self._manifest, self._records, self._backend)
+        self._state.detached.set()  # an attached handle stops following the dead submitter
+        state = BatchState(total=self._state.total, retries=self._manifest.retries, jobs=plan.jobs)
+        state.submission_errors.update(self._state.submission_errors)
+        policy = FailurePolicy(
+            state,
+            fail_fast=self._manifest.fail_fast,
+            cancel_running=self._manifest.cancel_running_on_fail,
+        )
+        if plan.failed:
+            policy.on_failure()  # a failure before the resume trips fail-fast as it would have
+        self._state, self._policy = state, policy
+        self._collector = Collector(self.group_id, state, self._records)
+        policy.cancel_siblings = self._cancel_running
+        self._in_parallel(
+            lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), plan.retired
+        )
+        submitter = Submitter(
+            state=state, backend=self._backend, manifest=self._manifest, records=self._records,
+            policy=policy, lease=lease, queue=plan.queue, active=plan.active,
+        )  # fmt: skip
+        submitter.start_background()
+        return f"Resumed batch {self.group_id}: {plan.describe(self._state.total)}."
 
     # -- teardown --------------------------------------------------------------------------
 
@@ -324,6 +343,8 @@ class BatchHandle:
         elsewhere (the one that called ``run_async_map``) stops within about a second.
         """
         self._records.request_cancel()
+        with self._state.lock:
+            self._state.stopped_because = "the batch was cancelled"
         self._stop_submitting(wait=False)
         self._cancel_running()  # first what runs now, without waiting on slow submissions
         self._stop_submitting(wait=True)

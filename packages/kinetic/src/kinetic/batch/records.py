@@ -1,24 +1,33 @@
 """A batch's records in the object store: one header, then one small object per event.
 
-Nothing here rewrites an object per child: the manifest is written once, each submitted
-attempt adds its own ``children/<index>-<attempt>.json``, and a reader needs one manifest read
-plus one listing to rebuild every child's handle.
+Nothing here rewrites an object per child: the manifest is written once, each attempt adds its
+own ``children/<index>-<attempt>.json`` before its backend resource is created, and a reader
+needs one manifest read plus one listing to rebuild every child's handle.
 """
 
+import contextlib
 import re
+import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import msgspec
+
 from kinetic import _log
 from kinetic_protocol import (
+    SCHEMA_VERSION,
     BatchChild,
     BatchCompletion,
     BatchManifest,
     BatchSubmissionError,
+    CollectedOutcome,
+    CollectedOutcomes,
     CorruptRecordError,
     JobNotFoundError,
     ObjectNotFoundError,
     ObjectStore,
+    PreconditionFailedError,
+    SchemaVersionError,
     layout,
 )
 from kinetic_protocol.records import decode_json, encode_json
@@ -78,11 +87,19 @@ class BatchRecords:
         return decode_json(data, BatchManifest, what=f"{self.store.uri}/{key}")
 
     def add_child(self, index: int, attempt: int, job_id: str) -> None:
+        """Record an attempt before its backend resource is created (create-only: a resumed
+        submission of the same attempt finds its record in place)."""
         child = BatchChild(
             group_id=self.group_id, index=index, attempt=attempt, job_id=job_id,
             submitted_at=_now(),
         )  # fmt: skip
-        self.store.write(layout.child_key(self.group_id, index, attempt), encode_json(child))
+        key = layout.child_key(self.group_id, index, attempt)
+        with contextlib.suppress(PreconditionFailedError):
+            self.store.write(key, encode_json(child), if_absent=True)
+
+    def remove_child(self, index: int, attempt: int) -> None:
+        """Withdraw the record of an attempt the backend refused (it never existed)."""
+        self.store.delete(layout.child_key(self.group_id, index, attempt))
 
     def add_submission_error(self, index: int, exc: BaseException) -> None:
         error = BatchSubmissionError(
@@ -90,11 +107,46 @@ class BatchRecords:
         )
         self.store.write(layout.submission_error_key(self.group_id, index), encode_json(error))
 
-    def mark_complete(self, submitted: int, *, cancelled: bool) -> None:
+    def mark_complete(
+        self, submitted: int, *, cancelled: bool, fail_fast: bool = False, error: str = ""
+    ) -> None:
         done = BatchCompletion(
-            group_id=self.group_id, submitted=submitted, finished_at=_now(), cancelled=cancelled
-        )
+            group_id=self.group_id, submitted=submitted, finished_at=_now(),
+            cancelled=cancelled, fail_fast=fail_fast, error=error,
+        )  # fmt: skip
         self.store.write(layout.completion_key(self.group_id), encode_json(done))
+
+    def completion(self) -> BatchCompletion | None:
+        try:
+            data = self.store.read(layout.completion_key(self.group_id))
+        except ObjectNotFoundError:
+            return None
+        return decode_json(data, BatchCompletion, what="completion record")
+
+    def add_collected(self, outcomes: list[CollectedOutcome]) -> None:
+        """Keep outcomes with the batch before their children's own copies are deleted."""
+        record = CollectedOutcomes(group_id=self.group_id, outcomes=outcomes, collected_at=_now())
+        name = f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{secrets.token_hex(4)}"
+        self.store.write(layout.collected_key(self.group_id, name), msgspec.msgpack.encode(record))
+
+    def collected(self) -> dict[int, CollectedOutcome]:
+        """Every outcome kept by a collection that cleaned up, by input index."""
+        found: dict[int, CollectedOutcome] = {}
+        for key in self.store.list(layout.collected_prefix(self.group_id)):
+            try:
+                record = msgspec.msgpack.decode(self.store.read(key), type=CollectedOutcomes)
+            except ObjectNotFoundError:
+                continue
+            except msgspec.DecodeError as exc:
+                self._ignore(key, f"not a record of collected outcomes ({exc}).")
+                continue
+            if record.schema_version > SCHEMA_VERSION:
+                raise SchemaVersionError(
+                    f"{self.store.uri}/{key} was written by a newer Kinetic; upgrade to read it."
+                )
+            for outcome in record.outcomes:
+                found[outcome.index] = outcome
+        return found
 
     def request_cancel(self) -> None:
         """Tell whichever process is submitting this batch to stop."""
@@ -114,13 +166,7 @@ class BatchRecords:
         Objects that are not the batch's records (a stray ``children/notes.txt``, an index
         outside the ``total`` inputs) are left out with a warning naming their key.
         """
-        listing = BatchListing()
-        try:
-            data = self.store.read(layout.completion_key(self.group_id))
-        except ObjectNotFoundError:
-            pass
-        else:
-            listing.complete = decode_json(data, BatchCompletion, what="completion record")
+        listing = BatchListing(complete=self.completion())
         prefix = layout.children_prefix(self.group_id)
         for key in self.store.list(prefix):
             parsed = parse_child_name(key, prefix)

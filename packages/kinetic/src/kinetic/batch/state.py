@@ -7,12 +7,11 @@ they never disagree about a retry.
 
 import enum
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from kinetic._context import store_for
 from kinetic.handle import JobHandle
-from kinetic_protocol import JobState, JobStatus, ObjectNotFoundError, Succeeded, layout
+from kinetic_protocol import JobState, JobStatus, ObjectNotFoundError, Succeeded
 
 __all__ = [
     "CLEANED_UP",
@@ -24,8 +23,8 @@ __all__ = [
 ]
 
 CLEANED_UP = "collected and cleaned up"
-"""The reason of a NOT_FOUND child whose stored records are gone: ``results(cleanup=True)``
-(or a cleanup) deleted them after its outcome was read. It did not fail."""
+"""The reason of a NOT_FOUND child whose own records are gone: ``results(cleanup=True)``
+deleted them after its outcome was read and kept with the batch. It did not fail."""
 
 
 class Decision(enum.Enum):
@@ -50,19 +49,22 @@ def effective_state(handle: JobHandle, state: JobState) -> JobState:
     return state
 
 
-def child_state(handle: JobHandle, state: JobState) -> JobState:
+def child_state(
+    handle: JobHandle, state: JobState, collected: Callable[[], Mapping[int, object]]
+) -> JobState:
     """:func:`effective_state`, and the reason of a child that was collected and cleaned up.
 
-    A submitted child always has a job record, so a NOT_FOUND child whose record is gone had
-    its outcome read and its artifacts deleted (``results(cleanup=True)``): it is NOT_FOUND
-    with :data:`CLEANED_UP` as the reason, which is not a failure.
+    A NOT_FOUND child whose outcome a ``results(cleanup=True)`` kept with the batch
+    (``collected()``, read only when needed) before deleting the child's own records is
+    NOT_FOUND with :data:`CLEANED_UP` as the reason, which is not a failure: its outcome can
+    still be read.
     """
     seen = effective_state(handle, state)
-    if seen.status is not JobStatus.NOT_FOUND:
+    if seen.status is not JobStatus.NOT_FOUND or handle.group_index is None:
         return seen
-    if store_for(handle.record).exists(layout.job_record_key(handle.job_id)):
-        return seen
-    return JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP)
+    if handle.group_index in collected():
+        return JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP)
+    return seen
 
 
 def is_cleaned_up(state: JobState) -> bool:
@@ -86,10 +88,20 @@ class BatchState:
     stopping: threading.Event = field(default_factory=threading.Event)
     submitter: threading.Thread | None = None
     """This process's background submitter, if any."""
+    detached: threading.Event = field(default_factory=threading.Event)
+    """Set when an attached handle stops following another process's submission (it resumed
+    the batch itself)."""
     submitter_retries: bool = False
     """True while a live submitter in this process will retry failures."""
     more_attempts_possible: Callable[[], bool] = lambda: False
-    """For attached batches: whether the original submitter may still add attempts."""
+    """For attached batches: whether the original submitter may still add attempts (or is
+    about to create a child whose record it has already written)."""
+    fatal_error: str | None = None
+    """Why submission stopped early on an error of its own (the store refused a write)."""
+    submitter_gone: str | None = None
+    """For attached batches: what became of a submitter that died before it finished."""
+    stopped_because: str | None = None
+    """Why submission ended before every input (cancelled, fail-fast), in words."""
 
     def __post_init__(self) -> None:
         self.changed = threading.Condition(self.lock)
@@ -102,15 +114,29 @@ class BatchState:
         with self.changed:
             self.changed.wait(timeout)
 
+    def stop_reason(self) -> str | None:
+        """Why inputs were left unsubmitted, in words, if the batch stopped early."""
+        with self.lock:
+            if self.fatal_error:
+                return f"the batch stopped submitting on an error: {self.fatal_error}"
+            return self.submitter_gone or self.stopped_because
+
     def decide(self, handle: JobHandle, state: JobState) -> Decision:
         if not state.status.is_terminal:
             return Decision.WAIT
         if state.status is JobStatus.SUCCEEDED:
             return Decision.SUCCEEDED
-        may_retry = handle.attempt < self.retries and not self.stopping.is_set()
+        if is_cleaned_up(state):
+            return Decision.FAILED  # settled: its outcome was kept when it was collected
+        stopping = self.stopping.is_set()
+        may_retry = handle.attempt < self.retries and not stopping
         if may_retry and self.submitter_retries:
             return Decision.RETRY
-        if may_retry and self.more_attempts_possible():
+        # Another process submits this batch: it may still retry the child, and since a child
+        # record is written before its resource is created, a NOT_FOUND child may be one it
+        # is creating right now.
+        another = not stopping and not self.submitter_retries and self.more_attempts_possible()
+        if another and (may_retry or state.status is JobStatus.NOT_FOUND):
             return Decision.WAIT
         return Decision.FAILED
 

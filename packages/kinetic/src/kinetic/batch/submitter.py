@@ -1,8 +1,11 @@
 """Submit a batch's children in parallel, bounded by ``max_concurrent``, with retries and
 fail-fast; optionally watching the children from a background thread.
 
-One backend ``statuses`` call per poll covers every active child; polls come fast while
-children change and slow down while nothing does.
+Each attempt is one store write (its child record, written before its backend resource: no
+job runs unknown to its batch) and one backend create; the function and inputs were stored
+once with the batch. One backend ``statuses`` call per poll covers every active child; polls
+come fast while children change and slow down while nothing does. While it runs, the submitter
+holds the batch's lease (a heartbeat in the store), so readers can tell it is alive.
 """
 
 import functools
@@ -10,26 +13,52 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from typing import Any
 
 from kinetic import _log
 from kinetic._waiting import Backoff
+from kinetic.batch.lease import LeaseHolder
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.batch.workers import WorkerPool
 from kinetic.handle import JobHandle
-from kinetic.submission import Target, submit_call
-from kinetic_protocol import BatchManifest, JobStatus
+from kinetic_protocol import (
+    Backend,
+    BackendError,
+    BatchManifest,
+    JobRecord,
+    JobStatus,
+    KineticError,
+    StorageError,
+)
 
-__all__ = ["FailurePolicy", "Submitter"]
+__all__ = ["FailurePolicy", "Submitter", "submit_child"]
 
 log = _log.get_logger(__name__)
 _MAX_PARALLEL_SUBMISSIONS = 16
 _STOP_CHECK_INTERVAL = 1.0
 """Seconds between looks for a cancel requested by another process."""
-Call = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+def submit_child(backend: Backend, records: BatchRecords, record: JobRecord) -> JobHandle:
+    """Record one attempt, then create its backend resource.
+
+    The record comes first, so a job never runs unknown to its batch: a submitter killed in
+    between leaves a record whose resource never appeared, which readers report and ``resume``
+    creates. A store that refuses the record raises a ``StorageError`` before anything runs.
+    """
+    assert record.group_index is not None
+    records.add_child(record.group_index, record.attempt, record.job_id)
+    try:
+        backend.submit(record)
+    except KineticError:
+        raise
+    except Exception as exc:
+        raise BackendError(
+            f"The {record.backend} backend refused job {record.job_id}: {exc}"
+        ) from exc
+    return JobHandle.from_record(record)
 
 
 def _caller_interrupted() -> bool:
@@ -52,6 +81,8 @@ class FailurePolicy:
         if not self.fail_fast or self.tripped.is_set():
             return
         self.tripped.set()
+        with self.state.lock:
+            self.state.stopped_because = "fail_fast stopped the batch after a failure"
         log.warning("batch.fail_fast", cancelling_running=self.cancel_running)
         if self.cancel_running:
             self.cancel_siblings()
@@ -64,29 +95,35 @@ class Submitter:
         self,
         *,
         state: BatchState,
-        target: Target,
-        fn: Callable[..., Any],
-        calls: list[Call],
+        backend: Backend,
         manifest: BatchManifest,
         records: BatchRecords,
-        max_concurrent: int | None,
         policy: FailurePolicy,
+        lease: LeaseHolder,
+        queue: list[tuple[int, int]] | None = None,
+        active: dict[int, JobHandle] | None = None,
+        unsubmittable: Mapping[int, Exception] | None = None,
     ) -> None:
         self.state = state
-        self.target = target
-        self.fn = fn
-        self.calls = calls
+        self.backend = backend
         self.manifest = manifest
         self.records = records
-        self.limit = max_concurrent
+        self.limit = manifest.max_concurrent
         self.policy = policy
-        self.queue: deque[tuple[int, int]] = deque((index, 0) for index in range(len(calls)))
+        self.lease = lease
+        self.unsubmittable = dict(unsubmittable or {})
+        """Inputs whose submission already failed (they cannot be pickled): recorded first."""
+        if queue is None:
+            queue = [(i, 0) for i in range(manifest.total_expected) if i not in self.unsubmittable]
+        self.queue: deque[tuple[int, int]] = deque(queue)
         self.inflight: dict[Future[JobHandle], tuple[int, int]] = {}
-        self.active: dict[int, JobHandle] = {}
+        self.active: dict[int, JobHandle] = dict(active or {})
         self.thread: threading.Thread | None = None
         self.poll_cost = 0.0
         self.vanished = False
         """A child failed or was deleted since the last look for a cancel request."""
+        self.fatal: StorageError | None = None
+        """The store refused a child's record: the batch cannot go on submitting."""
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -100,25 +137,55 @@ class Submitter:
 
     def run(self, *, watch: bool = True) -> None:
         cancelled = False
+        self.lease.start(self._submitted)
         try:
+            for index, error in self.unsubmittable.items():
+                self._submission_failed(index, error)
             cancelled = self._loop(watch=watch)
-        except BaseException:
+        except BaseException as exc:
             log.exception("batch submitter crashed", group_id=self.manifest.group_id)
+            self._record_fatal(exc)
             cancelled = True
             raise
         finally:
             self.state.submitter_retries = False
+            self.lease.stop()
             try:
-                submitted = sum(1 for job in self.state.jobs if job is not None)
-                self.records.mark_complete(submitted, cancelled=cancelled)
+                if not self.lease.lost.is_set():  # else the process that resumed it finishes
+                    self._mark_complete(cancelled)
             finally:
                 self.state.submission_done.set()
                 self.state.notify()
 
+    def _submitted(self) -> int:
+        with self.state.lock:
+            return sum(1 for job in self.state.jobs if job is not None)
+
+    def _record_fatal(self, exc: BaseException) -> None:
+        with self.state.lock:
+            if self.state.fatal_error is None:
+                self.state.fatal_error = f"{type(exc).__name__}: {exc}"
+
+    def _mark_complete(self, cancelled: bool) -> None:
+        try:
+            self.records.mark_complete(
+                self._submitted(),
+                cancelled=cancelled,
+                fail_fast=self.policy.tripped.is_set(),
+                error=self.state.fatal_error or "",
+            )
+        except KineticError:
+            # Readers see the heartbeat stop and call the submitter gone; this handle knows.
+            log.warning(
+                "could not record the end of the batch's submission",
+                group_id=self.manifest.group_id,
+                exc_info=True,
+            )
+
     # -- the loop --------------------------------------------------------------------------
 
     def _can_launch(self) -> bool:
-        if not self.queue or self.policy.tripped.is_set() or self.state.stopping.is_set():
+        if not self.queue or self.policy.tripped.is_set() or self._halted():
             return False
         return self.limit is None or len(self.active) + len(self.inflight) < self.limit
 
@@ -128,7 +195,7 @@ class Submitter:
 
     def _loop(self, *, watch: bool) -> bool:
         """Returns True if submission stopped early (cancel, Ctrl-C)."""
-        backoff = Backoff(*self.target.backend.poll_bounds)
+        backoff = Backoff(*self.backend.poll_bounds)
         workers = min(_MAX_PARALLEL_SUBMISSIONS, self.limit or _MAX_PARALLEL_SUBMISSIONS)
         pool = WorkerPool(workers, name=f"kinetic-submit-{self.manifest.group_id}")
         next_stop_check = time.monotonic() + _STOP_CHECK_INTERVAL
@@ -141,6 +208,9 @@ class Submitter:
                 if self.state.stopping.is_set() or _caller_interrupted():
                     self._drain_after_stop()
                     return True
+                if self._halted():  # the store failed, or another process took over
+                    self._drain_after_stop()
+                    return False
                 while self._can_launch():
                     index, attempt = self.queue.popleft()
                     future = pool.submit(functools.partial(self._submit_one, index, attempt))
@@ -173,6 +243,9 @@ class Submitter:
             for job in self.active.values():
                 self._cancel_late(job)
 
+    def _halted(self) -> bool:
+        return self.fatal is not None or self.lease.lost.is_set()
+
     def _finished(self, *, watch: bool) -> bool:
         """Nothing left to launch, and no active child that still needs this thread."""
         nothing_to_launch = not self.queue or self.policy.tripped.is_set()
@@ -190,16 +263,12 @@ class Submitter:
         backoff.advance()
 
     def _submit_one(self, index: int, attempt: int) -> JobHandle:
-        args, kwargs = self.calls[index]
-        record = self.manifest.child_record(index, attempt)
-        handle = submit_call(self.target, self.fn, args, kwargs, record)
-        self.records.add_child(index, attempt, handle.job_id)
-        return handle
+        return submit_child(self.backend, self.records, self.manifest.child_record(index, attempt))
 
     def _collect_submissions(self) -> bool:
         done = [future for future in self.inflight if future.done()]
         for future in done:
-            index, _attempt = self.inflight.pop(future)
+            index, attempt = self.inflight.pop(future)
             if future.cancelled():
                 continue
             error = future.exception()
@@ -210,19 +279,31 @@ class Submitter:
                 self.active[index] = handle
                 if self.policy.cancel_running and self.policy.tripped.is_set():
                     self._cancel_late(handle)
+            elif isinstance(error, StorageError):
+                # The input is fine; the store is not. Stop, and say so everywhere.
+                log.error(
+                    f"Batch {self.manifest.group_id} stopped submitting: {error}",
+                    group_id=self.manifest.group_id,
+                )
+                self.fatal = error
+                self._record_fatal(error)
+                self.queue.appendleft((index, attempt))
             elif isinstance(error, Exception):
-                with self.state.lock:
-                    self.state.submission_errors[index] = error
-                try:
-                    self.records.add_submission_error(index, error)
-                except Exception:
-                    log.warning("could not record a submission error", index=index, exc_info=True)
-                self.policy.on_failure()
+                self._submission_failed(index, error)
             else:
                 raise error
         if done:
             self.state.notify()
         return bool(done)
+
+    def _submission_failed(self, index: int, error: Exception) -> None:
+        with self.state.lock:
+            self.state.submission_errors[index] = error
+        try:
+            self.records.add_submission_error(index, error)
+        except Exception:
+            log.warning("could not record a submission error", index=index, exc_info=True)
+        self.policy.on_failure()
 
     def _cancel_late(self, job: JobHandle) -> None:
         """A child whose submission landed after fail-fast cancelled its siblings."""
@@ -236,7 +317,7 @@ class Submitter:
         handles = list(self.active.items())
         began = time.monotonic()
         try:
-            states = self.target.backend.statuses([job.record for _, job in handles])
+            states = self.backend.statuses([job.record for _, job in handles])
         except Exception:
             log.warning("batch.poll_failed", group_id=self.manifest.group_id, exc_info=True)
             return False  # the next poll tries again; a passing API error must not end the batch

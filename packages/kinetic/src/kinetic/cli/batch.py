@@ -111,6 +111,7 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
         render.emit_json(
             _header(handle)
             | {
+                "submission": handle.submission_status().state,
                 "counts": counts.as_dict() | {"cleaned_up": cleaned},
                 "jobs": [
                     {
@@ -124,8 +125,12 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
             }
         )
         return
+    submission = handle.submission_status()
     pairs = {"Batch": handle.group_id + (f" ({handle.name})" if handle.name else "")}
     pairs["Inputs"] = str(counts.total)
+    pairs["Submission"] = submission.describe(
+        handle.group_id, counts.total - counts.unsubmitted, counts.total
+    )
     render.key_values(pairs)
     by_state = [
         ("SUCCEEDED", counts.succeeded),
@@ -344,6 +349,24 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
             click.echo(f"    {line}")
         if entry["job_id"]:
             click.echo(f"    (full output: kinetic jobs logs {entry['job_id']})")
+
+
+@batch.command()
+@click.argument("group_id")
+@pass_cli
+def resume(cli: CliContext, group_id: str) -> None:
+    """Finish submitting GROUP_ID after the process submitting it died.
+
+    Submits the inputs never submitted, creates children recorded but never started, and
+    retries failed ones within the batch's retries; nothing runs twice. This process then
+    submits until the batch is done submitting (Ctrl-C stops it; resume again later). Refused
+    while the batch's own submitter is alive.
+    """
+    handle = cli.attach_batch(group_id)
+    click.echo(handle.resume())
+    if handle.submission_status().state == "submitting":
+        click.echo(f"Submitting from this process; follow it with: kinetic batch watch {group_id}")
+        handle.wait_submitted()
 
 
 @batch.command()

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -39,11 +40,18 @@ from kinetic_protocol import (
     Succeeded,
     layout,
     parse_accelerator,
+    runtime_args,
 )
 from kinetic_protocol import JobStatus as S
 from kinetic_protocol.records import decode_result
 from kinetic_runtime.local import supervisor
-from kinetic_runtime.local.processes import group_alive, pid_alive, terminate_group
+from kinetic_runtime.local.processes import (
+    group_alive,
+    pid_alive,
+    process_identity,
+    same_process_alive,
+    terminate_group,
+)
 from kinetic_runtime.settings import HOME
 from kinetic_runtime.stores import default_local_store_uri, open_store
 
@@ -52,6 +60,9 @@ __all__ = ["LocalBackend", "local_slots"]
 _TERMINATE_GRACE = 3.0
 _WITHDRAW_TIMEOUT = 30.0
 _SUPERVISOR_DIED = "the local supervisor process exited unexpectedly; the job was stopped"
+_STAGING_MARK = ".incoming-"
+_DELETING_MARK = ".deleting-"
+"""Job directories being written, or being deleted; never listed as jobs."""
 PYTHON_KEY = "python"
 """``backend_data`` key: the interpreter a job runs in (an isolated venv), else the client's."""
 
@@ -66,6 +77,13 @@ def _unwritable(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
         f"Job {job_id} was not submitted: writing its files under {job_dir} failed "
         f"({reason}); nothing was started.{hint}"
     )
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Readers see the whole file or none of it."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(text)
+    os.replace(temp, path)
 
 
 def _absolute_home() -> dict[str, str]:
@@ -138,46 +156,82 @@ class LocalBackend:
         return Preparation(backend_data=data)
 
     def submit(self, record: JobRecord) -> None:
-        """Write the job directory, then start its supervisor; raising means nothing runs.
+        """Publish the job directory whole, then start its supervisor; raising means nothing
+        runs.
 
-        The supervisor waits until ``supervisor.pid`` names it, so a write that fails after the
-        start is withdrawn (killed, directory removed) before the job could begin.
+        The directory is made under a temporary name and renamed into place, so a submitter
+        killed halfway leaves no job that looks submitted; one killed between the rename and
+        the start leaves a job that :meth:`statuses` reports as never started (and that a new
+        submission of the same id replaces). The supervisor waits until ``supervisor.pid``
+        names it, so a write that fails after the start is withdrawn before the job begins.
         """
-        hosts = parse_accelerator(record.accelerator).hosts
         job_dir = self.job_dir(record.job_id)
+        if job_dir.exists():
+            if not self._abandoned(job_dir):
+                return  # submitted before: idempotent
+            self._remove(job_dir)
         try:
-            job_dir.mkdir(parents=True)
-        except FileExistsError:
-            return  # submitted before: idempotent
+            published = self._publish(record, job_dir)
         except OSError as exc:
             raise _unwritable(record.job_id, job_dir, exc) from exc
+        if not published:
+            return  # another submitter of the same id got there first
         try:
-            self._start(record, job_dir, hosts)
+            self._start(job_dir, record.backend_data.get(PYTHON_KEY) or self._python)
         except OSError as exc:
-            shutil.rmtree(job_dir, ignore_errors=True)
+            self._remove(job_dir)
             raise _unwritable(record.job_id, job_dir, exc) from exc
 
-    def _start(self, record: JobRecord, job_dir: Path, hosts: int) -> None:
+    def _publish(self, record: JobRecord, job_dir: Path) -> bool:
+        """Write the job's directory under a temporary name and rename it into place."""
         python = record.backend_data.get(PYTHON_KEY) or self._python
         launch = {
             "job_id": record.job_id,
-            "store_uri": record.store_uri,
+            "runtime_args": runtime_args(record),
             "python": python,
             "slots_dir": str(self._root / "slots"),
             "slots": local_slots(),
-            "hosts": hosts,
+            "hosts": parse_accelerator(record.accelerator).hosts,
+            "submitter": process_identity(os.getpid()),
             "env": {**os.environ, **_absolute_home()},
         }
-        (job_dir / supervisor.LAUNCH_FILE).write_text(json.dumps(launch))
-        supervisor.write_state(job_dir, phase="PENDING")
+        self._jobs.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING_MARK}{record.job_id}-", dir=self._jobs))
+        try:
+            (staging / supervisor.LAUNCH_FILE).write_text(json.dumps(launch))
+            supervisor.write_state(staging, phase="PENDING")
+            os.rename(staging, job_dir)
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                return False
+            raise
+        return True
+
+    def _start(self, job_dir: Path, python: str) -> None:
         pid = request_start(job_dir) if launcher_enabled(python) else None
         if pid is None:
             pid = self._start_supervisor(job_dir, python)
         try:
-            (job_dir / supervisor.PID_FILE).write_text(str(pid))  # lets the supervisor go on
+            _write_atomically(job_dir / supervisor.PID_FILE, str(pid))  # the supervisor goes on
         except OSError:
-            self._withdraw(record.job_id, pid)
+            self._withdraw(job_dir.name, pid)
             raise
+
+    def _abandoned(self, job_dir: Path) -> bool:
+        """A job directory whose submitter died before confirming a supervisor: nothing of
+        the job ran or will run (an unconfirmed supervisor gives up)."""
+        state = supervisor.read_state(job_dir) or {}
+        if state.get("detail") == supervisor.NEVER_STARTED:
+            return True  # its supervisor gave up waiting for the submitter
+        if (job_dir / supervisor.PID_FILE).exists():
+            return False
+        try:
+            launch = json.loads((job_dir / supervisor.LAUNCH_FILE).read_text())
+        except (OSError, ValueError):
+            return False  # being deleted, or not ours: leave it
+        submitter = launch.get("submitter")
+        return isinstance(submitter, str) and not same_process_alive(submitter)
 
     def _withdraw(self, job_id: str, pid: int) -> None:
         """Stop a supervisor that is still waiting for its ``supervisor.pid``."""
@@ -212,22 +266,35 @@ class LocalBackend:
     def _state(self, job_id: str, store_uri: str | None = None) -> JobState:
         job_dir = self.job_dir(job_id)
         state = supervisor.read_state(job_dir)
-        if state is None:
-            return JobState(status=S.NOT_FOUND if not job_dir.exists() else S.PENDING)
+        if state is None:  # a published job always has a state: this one is being removed
+            return JobState(status=S.NOT_FOUND)
         phase = S(state["phase"])
         if phase.is_terminal:
             return JobState(
                 status=phase, detail=state.get("detail", ""), exit_code=state.get("exit_code")
             )
+        state_now = JobState(status=phase)
         pid = self._supervisor_pid(job_dir)
-        if pid is not None and not pid_alive(pid):
-            again = supervisor.read_state(job_dir)  # it may have finished just now
-            if again and S(again["phase"]).is_terminal:
-                return self._state(job_id, store_uri)
-            if not job_dir.exists() or (job_dir / supervisor.CANCEL_MARKER).exists():
-                return JobState(status=S.NOT_FOUND)  # being deleted: killed on purpose
-            return self._supervisor_died(job_id, pid, store_uri)
-        return JobState(status=phase)
+        if pid is None:
+            abandoned = self._abandoned(job_dir)
+            return (
+                JobState(status=S.NOT_FOUND, detail=supervisor.NEVER_STARTED)
+                if abandoned
+                else state_now
+            )
+        if not pid_alive(pid):
+            return self._without_supervisor(job_id, pid, store_uri)
+        return state_now
+
+    def _without_supervisor(self, job_id: str, pid: int, store_uri: str | None) -> JobState:
+        """The supervisor is gone: the job has just ended, is being deleted, or it died."""
+        job_dir = self.job_dir(job_id)
+        again = supervisor.read_state(job_dir)  # it may have finished just now
+        if again and S(again["phase"]).is_terminal:
+            return self._state(job_id, store_uri)
+        if not job_dir.exists() or (job_dir / supervisor.CANCEL_MARKER).exists():
+            return JobState(status=S.NOT_FOUND)  # being deleted: killed on purpose
+        return self._supervisor_died(job_id, pid, store_uri)
 
     def _supervisor_died(self, job_id: str, pid: int, store_uri: str | None) -> JobState:
         """Settle a job whose supervisor was killed: one final state, matching its result.
@@ -327,12 +394,28 @@ class LocalBackend:
                     f"Job {record.job_id}: its processes (group {pid}) were still alive "
                     f"{timeout:g}s after SIGKILL. Kill them by hand: kill -9 -{pid}"
                 )
-        shutil.rmtree(job_dir, ignore_errors=True)
+        self._remove(job_dir)
         if job_dir.exists():
             raise BackendError(f"Job {record.job_id}: could not remove {job_dir}.")
 
+    def _remove(self, job_dir: Path) -> None:
+        """Take the directory away in one step (a rename), then delete it: a deletion cut
+        short never leaves a half-deleted job that still looks submitted."""
+        doomed = self._jobs / f"{_DELETING_MARK}{job_dir.name}-{os.getpid()}-{time.monotonic_ns()}"
+        try:
+            os.rename(job_dir, doomed)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(doomed, ignore_errors=True)
+        for leftover in self._jobs.glob(f"{_DELETING_MARK}*"):  # earlier ones cut short
+            shutil.rmtree(leftover, ignore_errors=True)
+
     def list_job_ids(self) -> list[str]:
         try:
-            return sorted(entry.name for entry in self._jobs.iterdir() if entry.is_dir())
+            return sorted(
+                entry.name
+                for entry in self._jobs.iterdir()
+                if entry.is_dir() and not entry.name.startswith((_STAGING_MARK, _DELETING_MARK))
+            )
         except FileNotFoundError:
             return []

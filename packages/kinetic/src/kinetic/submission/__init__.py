@@ -1,6 +1,12 @@
 """Turning a call into a submitted job: ids, target resolution, the record, the submission."""
 
-from kinetic.submission.call import submit_call, upload_bundle
+from kinetic.submission.call import (
+    artifact_ref,
+    call_descriptor,
+    plan_data,
+    submit_call,
+    upload_bundle,
+)
 from kinetic.submission.ids import child_id_prefix, func_name_of, new_job_id
 from kinetic.submission.record import Group, job_record
 from kinetic.submission.target import Target, resolve_target
@@ -8,6 +14,9 @@ from kinetic.submission.target import Target, resolve_target
 __all__ = [
     "Group",
     "Target",
+    "artifact_ref",
+    "call_descriptor",
+    "plan_data",
     "child_id_prefix",
     "func_name_of",
     "job_record",

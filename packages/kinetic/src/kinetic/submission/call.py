@@ -1,8 +1,8 @@
-"""Submit one call: write its artifacts create-only, then hand the record to the backend.
+"""Submit one job: write its artifacts create-only, then hand the record to the backend.
 
-Everything that can fail on bad input (pickling, settings, the backend) runs before the first
-write, and a backend that refuses the job gets its artifacts removed, so a failed submission
-leaves nothing half-made in the store.
+Everything that can fail on bad input (pickling, data, settings, the backend) runs before the
+first write, and a backend that refuses the job gets its artifacts removed, so a failed
+submission leaves nothing half-made in the store.
 """
 
 import contextlib
@@ -15,7 +15,8 @@ from typing import Any
 import msgspec
 
 from kinetic import _log, session
-from kinetic.data.plan import plan_call_data
+from kinetic.data.plan import CallData, plan_call_data
+from kinetic.data.reference import Data
 from kinetic.handle import JobHandle
 from kinetic.options import capture_env
 from kinetic.packaging import CodeBundle, serialize_call
@@ -28,7 +29,6 @@ from kinetic_protocol import (
     ArtifactRef,
     BackendError,
     CallDescriptor,
-    JobRecord,
     KineticError,
     ObjectStore,
     PreconditionFailedError,
@@ -36,7 +36,7 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import encode_json
 
-__all__ = ["submit_call", "upload_bundle"]
+__all__ = ["artifact_ref", "call_descriptor", "plan_data", "submit_call", "upload_bundle"]
 
 log = _log.get_logger(__name__)
 
@@ -54,42 +54,31 @@ def upload_bundle(store: ObjectStore, bundle: CodeBundle) -> None:
         active.mark_bundle_uploaded(store.uri, bundle.ref.key)
 
 
-def _ref(key: str, data: bytes) -> ArtifactRef:
+def artifact_ref(key: str, data: bytes) -> ArtifactRef:
     return ArtifactRef(key=key, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
 
 
-def submit_call(
-    target: Target,
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    record: JobRecord | None = None,
-    serialized: SerializedCall | None = None,
-) -> JobHandle:
-    """Pickle the call, stage its data, write its artifacts (the bundle first, if new) and
-    submit it.
-
-    ``record`` defaults to a fresh single job; a batch passes each child's record.
-    ``serialized`` is the call already pickled by the caller, if it was.
-    """
-    serialized = serialized or serialize_call(fn, args, kwargs)
-    payload = serialized.payload
-    data = plan_call_data(
-        serialized.data,
+def plan_data(target: Target, found: list[Data]) -> CallData:
+    """The specs, volumes and mounts of ``found`` (and the decorator's volumes) on ``target``,
+    local data uploaded first where its jobs cannot see this machine."""
+    return plan_call_data(
+        found,
         target.options.volumes,
         capabilities=target.backend.capabilities,
         store=target.store,
         backend=target.backend_name,
     )
-    if record is None:
-        record = job_record(target, func_name_of(fn), new_job_id(getattr(fn, "__name__", "job")))
-    record = msgspec.structs.replace(record, mounts=data.mounts)
-    upload_bundle(target.store, target.bundle)
-    job_id, store = record.job_id, target.store
-    call = CallDescriptor(
-        job_id=job_id,
-        func_name=record.func_name,
-        payload=_ref(layout.payload_key(job_id), payload),
+
+
+def call_descriptor(
+    target: Target, owner_id: str, func_name: str, payload: ArtifactRef, **extra: Any
+) -> CallDescriptor:
+    """What the runtime needs to run ``payload`` on ``target`` (``owner_id``: the job, or the
+    batch whose children share it)."""
+    return CallDescriptor(
+        job_id=owner_id,
+        func_name=func_name,
+        payload=payload,
         bundle=target.bundle.ref,
         workdir=target.bundle.workdir,
         sys_path=target.bundle.sys_path,
@@ -98,11 +87,35 @@ def submit_call(
         python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
         requirements=list(target.requirements),
         debug=debug_options(target) if target.options.debug else None,
+        **extra,
+    )
+
+
+def submit_call(
+    target: Target,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    serialized: SerializedCall | None = None,
+) -> JobHandle:
+    """Pickle the call (unless the caller did: ``serialized``), stage its data, write its
+    artifacts (the bundle first, if new) and submit it."""
+    serialized = serialized or serialize_call(fn, args, kwargs)
+    data = plan_data(target, serialized.data)
+    record = job_record(target, func_name_of(fn), new_job_id(getattr(fn, "__name__", "job")))
+    record = msgspec.structs.replace(record, mounts=data.mounts)
+    upload_bundle(target.store, target.bundle)
+    job_id, store = record.job_id, target.store
+    call = call_descriptor(
+        target,
+        job_id,
+        record.func_name,
+        artifact_ref(layout.payload_key(job_id), serialized.payload),
         data=data.specs,
         volumes=data.volumes,
     )
     try:
-        store.write(layout.payload_key(job_id), payload, if_absent=True)
+        store.write(layout.payload_key(job_id), serialized.payload, if_absent=True)
         store.write(layout.call_key(job_id), encode_json(call), if_absent=True)
         store.write(layout.job_record_key(job_id), encode_json(record), if_absent=True)
     except PreconditionFailedError as exc:

@@ -1,0 +1,159 @@
+"""The records of a batch: its header, one small record per attempt, the submitter's lease, its
+completion, and the outcomes kept when collected children are cleaned up.
+
+A batch is written ahead of what it describes: the function, the inputs and the shared call
+descriptor first, then the manifest (from then on the batch exists), then, for every attempt,
+its child record before its backend resource. Nothing here is rewritten per child.
+"""
+
+import re
+
+import msgspec
+
+from kinetic_protocol.records import SCHEMA_VERSION, JobRecord
+
+__all__ = [
+    "BatchChild",
+    "BatchCompletion",
+    "BatchManifest",
+    "BatchSubmissionError",
+    "CollectedOutcome",
+    "CollectedOutcomes",
+    "SubmitterLease",
+    "parse_child_job_id",
+]
+
+_CHILD_JOB_ID = re.compile(r"(?P<prefix>.+-(?P<group>[0-9a-f]{8}))-(?P<index>\d+)(?:-r(?P<a>\d+))?")
+
+
+class BatchManifest(msgspec.Struct, kw_only=True):
+    """The header of a batch, written once (create-only) before the first child is submitted.
+
+    ``job_template`` holds the fields every child shares, and a child's id is
+    ``{job_id_prefix}-{index}`` (``-r{attempt}`` appended for retries), so a reader rebuilds
+    every child handle from this header plus one listing of ``children/``, without a read per
+    child.
+    """
+
+    group_id: str
+    func_name: str
+    total_expected: int
+    job_id_prefix: str
+    job_template: JobRecord
+    created_at: str
+    name: str | None = None
+    tags: dict[str, str] = msgspec.field(default_factory=dict)
+    retries: int = 0
+    max_concurrent: int | None = None
+    fail_fast: bool = False
+    cancel_running_on_fail: bool = False
+    input_mode: str = "auto"
+    schema_version: int = SCHEMA_VERSION
+
+    def child_job_id(self, index: int, attempt: int) -> str:
+        return f"{self.job_id_prefix}-{index}" + (f"-r{attempt}" if attempt else "")
+
+    def child_record(self, index: int, attempt: int) -> JobRecord:
+        job_id = self.child_job_id(index, attempt)
+        return msgspec.structs.replace(
+            self.job_template,
+            job_id=job_id,
+            k8s_name=job_id,
+            group_id=self.group_id,
+            group_kind="map",
+            group_index=index,
+            attempt=attempt,
+        )
+
+
+def parse_child_job_id(job_id: str) -> tuple[str, int, int] | None:
+    """``(group_id, index, attempt)`` if ``job_id`` has the shape of a batch child's id.
+
+    Only the shape: the caller confirms it against the group's manifest and child records.
+    """
+    match = _CHILD_JOB_ID.fullmatch(job_id)
+    if match is None:
+        return None
+    return f"grp-{match['group']}", int(match["index"]), int(match["a"] or 0)
+
+
+class BatchChild(msgspec.Struct, kw_only=True):
+    """One attempt of one input, written before its backend resource is created.
+
+    A child record whose resource never appeared (its submitter died in between) is what
+    ``resume`` creates again; never rewritten.
+    """
+
+    group_id: str
+    index: int
+    attempt: int
+    job_id: str
+    submitted_at: str
+    schema_version: int = SCHEMA_VERSION
+
+
+class BatchSubmissionError(msgspec.Struct, kw_only=True):
+    """An input whose submission raised; kept so a reattached batch can report it."""
+
+    group_id: str
+    index: int
+    exc_type: str
+    message: str
+    schema_version: int = SCHEMA_VERSION
+
+
+class BatchCompletion(msgspec.Struct, kw_only=True):
+    """Written when the submitting process has finished submitting (or stopped trying).
+
+    ``cancelled``: stopped by a cancel; ``fail_fast``: stopped launching after a failure;
+    ``error``: stopped by an error of its own (the store refused a write, ...), said here.
+    """
+
+    group_id: str
+    submitted: int
+    finished_at: str
+    cancelled: bool = False
+    fail_fast: bool = False
+    error: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+
+class SubmitterLease(msgspec.Struct, kw_only=True):
+    """The process submitting a batch, and when it last said it was alive.
+
+    One object per ``epoch``: the original submitter holds epoch 0 and a resumer takes over by
+    creating the next one (create-only, so two resumers never both win). The holder rewrites
+    its own object every few seconds; a reader that sees no heartbeat for ``lease_seconds``
+    calls the submitter gone.
+    """
+
+    group_id: str
+    epoch: int
+    owner: str
+    """A random id of the submitting process, so it knows its own lease."""
+    host: str
+    pid: int
+    started_at: str
+    heartbeat_at: str
+    lease_seconds: float
+    submitted: int = 0
+    """Inputs with a child record when this heartbeat was written."""
+    schema_version: int = SCHEMA_VERSION
+
+
+class CollectedOutcome(msgspec.Struct, kw_only=True):
+    """One child's result envelope, exactly as its job stored it."""
+
+    index: int
+    job_id: str
+    envelope: bytes
+
+
+class CollectedOutcomes(msgspec.Struct, kw_only=True):
+    """Outcomes a ``results(cleanup=True)`` read, kept with the batch before it deleted the
+    children's own copies: a second collection (or a killed first one) still has them."""
+
+    group_id: str
+    outcomes: list[CollectedOutcome]
+    collected_at: str
+    schema_version: int = SCHEMA_VERSION

@@ -1,0 +1,210 @@
+"""Collecting a batch: read each child's outcome once, keep it with the batch, then clean up.
+
+Collection is not destruction: with ``cleanup``, outcomes are written to the batch's own
+records (``collected/``) before any child's copy is deleted, in groups as children settle. A
+collection killed halfway, or a second one from another process, still finds every outcome.
+"""
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from kinetic import _log
+from kinetic._results import rebuild_exception, unwrap
+from kinetic.batch.errors import BatchError, SkippedInputError
+from kinetic.batch.records import BatchRecords
+from kinetic.batch.state import BatchState, is_cleaned_up
+from kinetic.handle import JobHandle
+from kinetic_protocol import (
+    CollectedOutcome,
+    JobNotFoundError,
+    JobState,
+    JobStatus,
+    KineticError,
+    ResultEnvelope,
+    Succeeded,
+)
+from kinetic_protocol.records import decode_result, encode_result
+
+__all__ = ["Collector"]
+
+log = _log.get_logger(__name__)
+_PARALLEL_CLEANUPS = 16
+_KEEP_EVERY = 64
+"""Outcomes are kept with the batch (and their children cleaned up) in one store write per
+group of children that settle together, at most this many, and whenever collection waits for
+more: cleanup follows each child promptly and overlaps the wait for the rest."""
+Settled = Callable[[Callable[[], None]], Iterator[int]]
+"""Yields indices as children settle; calls its argument whenever it is about to wait."""
+
+
+class Collector:
+    """Reads and remembers outcomes of one batch's children (for one handle)."""
+
+    def __init__(self, group_id: str, state: BatchState, records: BatchRecords) -> None:
+        self.group_id = group_id
+        self.state = state
+        self.records = records
+        self.values: dict[int, Any] = {}
+        self.errors: dict[int, BaseException] = {}
+        self.envelopes: dict[int, ResultEnvelope] = {}
+        self.cleaned: set[int] = set()
+        self.failures: list[JobHandle] | None = None
+
+    # -- one outcome -------------------------------------------------------------------------
+
+    def outcome(self, index: int) -> tuple[Any, bool]:
+        """``(value or exception, failed)`` of a settled child, read once: a later collection
+        returns the same, whatever was cleaned up in between."""
+        if index in self.values:
+            return self.values[index], False
+        if index in self.errors:
+            return self.errors[index], True
+        job = self.state.jobs[index]
+        assert job is not None
+        try:
+            envelope = self._envelope(index, job, self.state.settled[index])
+        except Exception as exc:
+            self.errors[index] = exc
+            return exc, True
+        self.envelopes[index] = envelope
+        if isinstance(envelope, Succeeded):
+            self.values[index] = unwrap(envelope)
+            return self.values[index], False
+        self.errors[index] = rebuild_exception(envelope)
+        return self.errors[index], True
+
+    def _envelope(self, index: int, job: JobHandle, state: JobState) -> ResultEnvelope:
+        if is_cleaned_up(state):
+            kept = self.records.collected().get(index)
+            if kept is None or kept.job_id != job.job_id:
+                raise JobNotFoundError(
+                    f"Input {index} of batch {self.group_id} ({job.job_id}) was collected and "
+                    "cleaned up by another results(cleanup=True), which kept no outcome for it "
+                    "(it had left none)."
+                )
+            return decode_result(kept.envelope, what=f"the kept outcome of {job.job_id}")
+        if state.status is JobStatus.NOT_FOUND and self.state.submitter_gone:
+            try:
+                return job.read_envelope()
+            except KineticError:
+                raise JobNotFoundError(
+                    f"Input {index} of batch {self.group_id} ({job.job_id}) never ran: "
+                    f"{self.state.submitter_gone}."
+                ) from None
+        return job.outcome(state)
+
+    def never_submitted(self, index: int) -> Exception:
+        """Why input ``index`` has no job: its submission raised, or the batch stopped."""
+        error = self.state.submission_errors.get(index)
+        if error is not None:
+            return error
+        reason = self.state.stop_reason() or "the batch stopped first (fail_fast or cancel)"
+        return SkippedInputError(
+            f"Input {index} of batch {self.group_id} was never submitted: {reason}."
+        )
+
+    # -- every outcome -----------------------------------------------------------------------
+
+    def results(
+        self,
+        settled: Settled,
+        *,
+        ordered: bool,
+        cleanup: bool,
+        return_exceptions: bool,
+        clean_child: Callable[[JobHandle], None],
+    ) -> list[Any]:
+        """Outcomes of the children as ``settled`` yields them; see ``BatchHandle.results``."""
+        outcomes: dict[int, Any] = {}
+        completion: list[int] = []
+        failed: list[int] = []
+        cleaned_up: list[int] = []
+        with ThreadPoolExecutor(_PARALLEL_CLEANUPS, thread_name_prefix="kinetic-cleanup") as pool:
+            keeper = _Keeper(self, lambda job: pool.submit(clean_child, job))
+            for index in settled(keeper.flush):
+                outcomes[index], is_failure = self.outcome(index)
+                completion.append(index)
+                if is_failure:
+                    failed.append(index)
+                if is_cleaned_up(self.state.settled[index]):
+                    cleaned_up.append(index)
+                elif cleanup and index not in self.cleaned:
+                    keeper.add(index)
+            keeper.flush()
+        return self._assemble(outcomes, completion, failed, cleaned_up, ordered, return_exceptions)
+
+    def _assemble(
+        self,
+        outcomes: dict[int, Any],
+        completion: list[int],
+        failed: list[int],
+        cleaned_up: list[int],
+        ordered: bool,
+        return_exceptions: bool,
+    ) -> list[Any]:
+        total = self.state.total
+        gone = [i for i in cleaned_up if isinstance(outcomes[i], JobNotFoundError)]
+        failed_children = [
+            (i, job) for i in failed if i not in gone and (job := self.state.jobs[i]) is not None
+        ]
+        self.failures = [
+            job for i, job in failed_children if self.state.settled[i].status is JobStatus.FAILED
+        ]
+        with self.state.lock:
+            submission_errors = dict(self.state.submission_errors)
+        for index in range(total):
+            if index not in outcomes:
+                outcomes[index] = self.never_submitted(index)
+                completion.append(index)
+                failed.append(index)
+        if failed and not return_exceptions:
+            failed_set = set(failed)
+            partial = [None if i in failed_set else outcomes[i] for i in range(total)]
+            raise BatchError(
+                self.group_id,
+                [job for _, job in failed_children],
+                partial,
+                submission_errors,
+                cleaned_up=gone,
+            )
+        return [outcomes[i] for i in (range(total) if ordered else completion)]
+
+
+class _Keeper:
+    """Keeps collected outcomes with the batch, then hands their children to ``clean``."""
+
+    def __init__(self, collector: Collector, clean: Callable[[JobHandle], object]) -> None:
+        self.collector = collector
+        self.clean = clean
+        self.waiting: list[int] = []
+
+    def add(self, index: int) -> None:
+        self.waiting.append(index)
+        if len(self.waiting) >= _KEEP_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        if not waiting:
+            return
+        collector = self.collector
+        jobs = {i: job for i in waiting if (job := collector.state.jobs[i]) is not None}
+        kept = [
+            CollectedOutcome(index=i, job_id=job.job_id, envelope=encode_result(envelope))
+            for i, job in jobs.items()
+            if (envelope := collector.envelopes.get(i)) is not None
+        ]
+        if kept:
+            try:
+                collector.records.add_collected(kept)
+            except KineticError:
+                log.warning(
+                    "could not keep collected outcomes with the batch; their children are kept",
+                    group_id=collector.group_id,
+                    exc_info=True,
+                )
+                return
+        for index, job in jobs.items():
+            collector.cleaned.add(index)
+            self.clean(job)

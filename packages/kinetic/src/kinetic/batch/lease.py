@@ -1,0 +1,220 @@
+"""Who submits a batch, and whether they are still alive: the submitter's lease in the store.
+
+The submitting process holds a lease object that it rewrites every few seconds (its
+heartbeat). Any reader can then tell a batch that is being submitted from one whose submitter
+finished (its completion record) or died (no heartbeat for the lease's length), and nobody
+waits forever on a dead submitter. ``resume`` takes a dead submitter's place by creating the
+next epoch's lease create-only, so two resumers never both submit; a submitter that finds a
+newer epoch than its own has been replaced and stops.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from kinetic import _log
+from kinetic.batch.errors import SubmitterAliveError
+from kinetic.settings import BATCH_HEARTBEAT, BATCH_LEASE
+from kinetic_protocol import (
+    BatchCompletion,
+    CorruptRecordError,
+    KineticError,
+    ObjectNotFoundError,
+    ObjectStore,
+    PreconditionFailedError,
+    SubmitterLease,
+    layout,
+)
+from kinetic_protocol.records import decode_json, encode_json
+
+__all__ = [
+    "LeaseHolder",
+    "SubmitterStatus",
+    "latest_lease",
+    "submitter_status",
+]
+
+log = _log.get_logger(__name__)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds")
+
+
+def _seconds(spec_value: float | None, fallback: float) -> float:
+    return fallback if spec_value is None or spec_value <= 0 else spec_value
+
+
+def latest_lease(store: ObjectStore, group_id: str) -> SubmitterLease | None:
+    """The newest epoch's lease of ``group_id`` (one LIST and one read), if any."""
+    epochs = []
+    for key in store.list(layout.leases_prefix(group_id)):
+        epoch = layout.parse_lease_key(key)
+        if epoch is not None:
+            epochs.append(epoch)
+    for epoch in sorted(epochs, reverse=True):
+        key = layout.lease_key(group_id, epoch)
+        try:
+            return decode_json(store.read(key), SubmitterLease, what=f"{store.uri}/{key}")
+        except ObjectNotFoundError:
+            continue
+        except CorruptRecordError as exc:
+            log.warning(f"Ignoring a batch lease: {exc}")
+            continue
+    return None
+
+
+@dataclass(frozen=True)
+class SubmitterStatus:
+    """What a reader can tell about a batch's submission at one moment."""
+
+    state: Literal["submitting", "finished", "gone"]
+    lease: SubmitterLease | None = None
+    completion: BatchCompletion | None = None
+
+    @property
+    def gone(self) -> bool:
+        return self.state == "gone"
+
+    def who(self) -> str:
+        lease = self.lease
+        return (
+            "its submitter" if lease is None else f"its submitter ({lease.host}, pid {lease.pid})"
+        )
+
+    def describe(self, group_id: str, submitted: int, total: int) -> str:
+        """One sentence for messages: what happened to the submission, and what to do."""
+        if self.state == "submitting":
+            return f"it is still being submitted ({submitted} of {total} inputs so far)"
+        if self.state == "finished":
+            completion = self.completion
+            why = ""
+            if completion is not None and completion.cancelled:
+                why = " (cancelled)"
+            elif completion is not None and completion.fail_fast:
+                why = " (fail_fast stopped it after a failure)"
+            elif completion is not None and completion.error:
+                why = f" (it stopped on an error: {completion.error})"
+            return f"its submission ended{why} after {submitted} of {total} inputs"
+        since = self.lease.heartbeat_at if self.lease is not None else "an unknown time"
+        return (
+            f"{self.who()} stopped at {since} after submitting {submitted} of {total} inputs; "
+            f"`kinetic batch resume {group_id}` (or batch.resume()) submits the rest"
+        )
+
+
+def submitter_status(
+    store: ObjectStore, group_id: str, completion: BatchCompletion | None
+) -> SubmitterStatus:
+    """Finished if it wrote its completion; otherwise submitting or gone by its heartbeat."""
+    if completion is not None:
+        return SubmitterStatus("finished", completion=completion)
+    lease = latest_lease(store, group_id)
+    if lease is None:
+        return SubmitterStatus("gone")
+    heartbeat = datetime.fromisoformat(lease.heartbeat_at)
+    if _now() - heartbeat > timedelta(seconds=lease.lease_seconds):
+        return SubmitterStatus("gone", lease=lease)
+    return SubmitterStatus("submitting", lease=lease)
+
+
+class LeaseHolder:
+    """This process's lease on submitting one batch: taken, kept alive, released.
+
+    ``lost`` is set once another process holds a newer epoch (it resumed the batch because
+    this one looked dead): the submitter must stop submitting.
+    """
+
+    def __init__(self, store: ObjectStore, group_id: str, epoch: int) -> None:
+        self.store = store
+        self.group_id = group_id
+        self.epoch = epoch
+        self.heartbeat_seconds = _seconds(BATCH_HEARTBEAT.number(), 5.0)
+        self.lease_seconds = max(_seconds(BATCH_LEASE.number(), 30.0), 2 * self.heartbeat_seconds)
+        started = _stamp(_now())
+        self.lease = SubmitterLease(
+            group_id=group_id, epoch=epoch, owner=secrets.token_hex(8),
+            host=socket.gethostname(), pid=os.getpid(), started_at=started,
+            heartbeat_at=started, lease_seconds=self.lease_seconds,
+        )  # fmt: skip
+        self.lost = threading.Event()
+        self.submitted: Callable[[], int] = lambda: 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def first(cls, store: ObjectStore, group_id: str) -> LeaseHolder:
+        """Epoch 0, for the process that creates the batch (before its manifest)."""
+        holder = cls(store, group_id, 0)
+        holder._create()
+        return holder
+
+    @classmethod
+    def take_over(cls, store: ObjectStore, group_id: str) -> LeaseHolder:
+        """The next epoch, if the current submitter is gone; else SubmitterAliveError."""
+        current = latest_lease(store, group_id)
+        status = submitter_status(store, group_id, None)
+        if status.state == "submitting" and current is not None:
+            raise SubmitterAliveError(
+                f"Batch {group_id} is being submitted by {current.host} (pid {current.pid}, "
+                f"last heartbeat {current.heartbeat_at}); resume only a batch whose submitter "
+                "is gone. `kinetic batch status` shows its progress."
+            )
+        holder = cls(store, group_id, 0 if current is None else current.epoch + 1)
+        try:
+            holder._create()
+        except PreconditionFailedError:
+            raise SubmitterAliveError(
+                f"Another process resumed batch {group_id} at the same moment; it submits the "
+                "rest. `kinetic batch status` shows its progress."
+            ) from None
+        return holder
+
+    def _create(self) -> None:
+        key = layout.lease_key(self.group_id, self.epoch)
+        self.store.write(key, encode_json(self.lease), if_absent=True)
+
+    def start(self, submitted: Callable[[], int]) -> None:
+        """Beat in the background until :meth:`stop`; ``submitted`` counts inputs so far."""
+        self.submitted = submitted
+        self._thread = threading.Thread(
+            target=self._beat, name=f"kinetic-lease-{self.group_id}", daemon=True
+        )
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_seconds):
+            try:
+                newest = latest_lease(self.store, self.group_id)
+                if newest is not None and newest.epoch > self.epoch:
+                    log.warning(
+                        f"Batch {self.group_id} was resumed elsewhere ({newest.host}, pid "
+                        f"{newest.pid}); this process stops submitting it."
+                    )
+                    self.lost.set()
+                    return
+                self.beat()
+            except KineticError:
+                log.warning("batch heartbeat failed", group_id=self.group_id, exc_info=True)
+
+    def beat(self) -> None:
+        """Write the heartbeat now."""
+        self.lease.heartbeat_at = _stamp(_now())
+        self.lease.submitted = self.submitted()
+        self.store.write(layout.lease_key(self.group_id, self.epoch), encode_json(self.lease))
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()

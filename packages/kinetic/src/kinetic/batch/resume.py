@@ -1,0 +1,95 @@
+"""What is left to do for a batch whose submitter died, read from the store and the backend.
+
+Nothing runs twice except as a counted retry: a child whose backend resource exists (running or
+done) is only watched; a child recorded but never created is created under the same id (the
+backend takes a repeated create as success); a failed child is retried only within the batch's
+``retries``; an input without any record is submitted for the first time.
+"""
+
+from dataclasses import dataclass, field
+
+from kinetic.batch.records import BatchRecords
+from kinetic.batch.state import effective_state
+from kinetic.handle import JobHandle
+from kinetic_protocol import (
+    Backend,
+    BatchManifest,
+    JobStatus,
+    KineticError,
+    ObjectNotFoundError,
+)
+
+__all__ = ["ResumePlan", "plan_resume"]
+
+
+@dataclass
+class ResumePlan:
+    """The work of a resumed submitter, and what it starts from."""
+
+    jobs: list[JobHandle | None]
+    queue: list[tuple[int, int]] = field(default_factory=list)
+    """``(index, attempt)`` to submit: new inputs, retries, and records never created."""
+    active: dict[int, JobHandle] = field(default_factory=dict)
+    """Children still running, to watch."""
+    retired: list[JobHandle] = field(default_factory=list)
+    """Failed attempts whose backend resource goes before their retry is submitted."""
+    failed: int = 0
+    """Inputs that failed for good (they trip fail-fast)."""
+    recreated: int = 0
+    """Attempts recorded whose backend resource never appeared."""
+
+    def describe(self, total: int) -> str:
+        fresh = len(self.queue) - len(self.retired) - self.recreated
+        return (
+            f"{len(self.queue)} of {total} inputs to submit ({fresh} never submitted, "
+            f"{len(self.retired)} retries, {self.recreated} recorded but never created), "
+            f"{len(self.active)} still running"
+        )
+
+
+def _has_no_result(job: JobHandle) -> bool:
+    try:
+        job.read_envelope()
+    except ObjectNotFoundError:
+        return True
+    except KineticError:
+        return False  # something is there (a corrupt envelope is not "never ran")
+    return False
+
+
+def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend) -> ResumePlan:
+    """Read every input's latest attempt and decide what the resumed submitter does."""
+    total = manifest.total_expected
+    listing = records.listing(total)
+    collected = records.collected()
+    plan = ResumePlan(jobs=[None] * total)
+    latest = {
+        index: JobHandle.from_record(manifest.child_record(index, attempt))
+        for index, attempt in listing.latest_attempts.items()
+        if index not in listing.submission_errors
+    }
+    states = backend.statuses([job.record for job in latest.values()]) if latest else {}
+    for index in range(total):
+        if index in listing.submission_errors:
+            continue
+        job = latest.get(index)
+        if job is None:
+            plan.queue.append((index, 0))
+            continue
+        state = effective_state(job, states[job.job_id])
+        # A queued input's slot stays empty until its new submission lands, as in a first run.
+        if index in collected or state.status is JobStatus.SUCCEEDED:
+            plan.jobs[index] = job
+        elif not state.status.is_terminal:
+            plan.jobs[index] = plan.active[index] = job
+        elif state.status is JobStatus.NOT_FOUND and _has_no_result(job):
+            plan.queue.append((index, job.attempt))  # recorded, never created: same id
+            plan.recreated += 1
+        elif job.attempt < manifest.retries:
+            plan.retired.append(job)
+            plan.queue.append((index, job.attempt + 1))
+        else:
+            plan.jobs[index] = job
+            plan.failed += 1
+    plan.queue.sort()
+    return plan

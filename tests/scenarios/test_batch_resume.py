@@ -1,0 +1,230 @@
+"""A batch whose submitter died, deterministically (local backend, real processes): where it
+died is forced with ``os._exit`` inside the submitting script. Readers report the dead
+submitter instead of waiting for it, and ``resume`` (or ``kinetic batch resume``) finishes the
+batch from another process, creating what was recorded but never started, running nothing
+twice.
+"""
+
+import threading
+from pathlib import Path
+
+import pytest
+from batch_support import SCENARIOS_DIR, private_project, start_script
+from batch_userfuncs import square as uf_square
+from click.testing import CliRunner
+from scenario_support import ScenarioBackend, run_script, wait_until
+
+import kinetic
+from kinetic import JobStatus
+from kinetic.batch import SkippedInputError, SubmitterAliveError
+from kinetic_protocol import JobFailedError, JobNotFoundError
+
+DIES_AFTER_RECORDING = """
+    import os
+    import sys
+    sys.path.insert(0, sys.argv[2])
+    import kinetic
+    import durability_userfuncs as uf
+    from kinetic.batch import submitter
+
+    def record_then_die(backend, records, record):
+        if record.group_index == 1:
+            records.add_child(record.group_index, record.attempt, record.job_id)
+            os._exit(9)  # after the child's record, before its backend resource
+        return real(backend, records, record)
+
+    real, submitter.submit_child = submitter.submit_child, record_then_die
+    traced = kinetic.run(accelerator="cpu", backend="local")(uf.traced)
+    batch = traced.run_async_map(
+        [{"index": i, "runs": sys.argv[1]} for i in range(4)], max_concurrent=1
+    )
+    print(batch.group_id, flush=True)
+    batch.wait(timeout=60)
+"""
+
+
+@pytest.fixture
+def quick_leases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dead submitter counts as gone after a second, not the default 30."""
+    monkeypatch.setenv("KINETIC_BATCH_HEARTBEAT", "0.1")
+    monkeypatch.setenv("KINETIC_BATCH_LEASE", "1")
+
+
+def _died_after_recording(tmp_path: Path) -> tuple[str, Path]:
+    """A batch of 4 whose submitter died after input 1's record, before its job existed."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    project = private_project(tmp_path, "durability_userfuncs")
+    process = start_script(tmp_path, DIES_AFTER_RECORDING, str(runs), str(project))
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 9, err
+    return out.split()[0], runs
+
+
+def _gone(group_id: str) -> bool:
+    attached = kinetic.attach_batch(group_id, backend="local")
+    return attached.submission_status().gone
+
+
+def test_readers_report_a_dead_submitter_and_resume_creates_what_it_recorded(
+    local_backend: ScenarioBackend, tmp_path: Path, quick_leases: None
+) -> None:
+    group_id, runs = _died_after_recording(tmp_path)
+    wait_until(lambda: _gone(group_id), "the dead submitter's lease to run out")
+
+    attached = kinetic.attach_batch(group_id, backend="local")
+    assert [job is not None for job in attached.jobs] == [True, True, False, False]
+    assert dict(attached.statuses())[1] is JobStatus.NOT_FOUND
+    # Nothing waits on the dead submitter, and everything says how to go on.
+    attached.wait(timeout=60)
+    assert [job.group_index for job in attached.as_completed(timeout=60)] == [0, 1]
+    outcomes = attached.results(timeout=60, cleanup=False, return_exceptions=True)
+    assert outcomes[0] == 0
+    assert isinstance(outcomes[1], JobNotFoundError) and "never ran" in str(outcomes[1])
+    for skipped in outcomes[2:]:
+        assert isinstance(skipped, SkippedInputError), outcomes
+        assert "after submitting 2 of 4 inputs" in str(skipped)
+        assert f"kinetic batch resume {group_id}" in str(skipped)
+    assert not (runs / "1").exists(), "input 1 never ran"
+
+    said = attached.resume()
+    assert "3 of 4 inputs to submit" in said and "1 recorded but never created" in said
+    assert attached.results(timeout=60, cleanup=False) == [0, 1, 4, 9]
+    recorded_1 = attached.jobs[1]
+    assert recorded_1 is not None and recorded_1.attempt == 0
+    assert (runs / "1").read_text().split() == [recorded_1.job_id], "created once, same id"
+    assert all(len((runs / str(i)).read_text().split()) == 1 for i in range(4))
+    assert "nothing to resume" in kinetic.attach_batch(group_id, backend="local").resume()
+
+
+def test_resume_is_refused_while_the_submitter_lives(
+    local_backend: ScenarioBackend, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    process = start_script(
+        tmp_path,
+        """
+        import sys
+        import kinetic
+        import batch_userfuncs as uf
+
+        step = kinetic.run(accelerator="cpu", backend="local")(uf.step)
+        batch = step.run_async_map([{"value": 0, "wait_for": sys.argv[1]}, {"value": 1}],
+                                   max_concurrent=1)
+        print(batch.group_id, flush=True)
+        batch.wait(timeout=60)
+        """,
+        str(gate),
+    )
+    try:
+        assert process.stdout is not None
+        group_id = process.stdout.readline().strip()
+        attached = kinetic.attach_batch(group_id, backend="local")
+        assert attached.submission_status().state == "submitting"
+        with pytest.raises(SubmitterAliveError, match=rf"pid {process.pid}"):
+            attached.resume()
+    finally:
+        gate.touch()
+        process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert kinetic.attach_batch(group_id, backend="local").results(timeout=60) == [0, 1]
+
+
+def test_two_resumers_never_both_submit(
+    local_backend: ScenarioBackend, tmp_path: Path, quick_leases: None
+) -> None:
+    group_id, runs = _died_after_recording(tmp_path)
+    wait_until(lambda: _gone(group_id), "the dead submitter's lease to run out")
+    handles = [kinetic.attach_batch(group_id, backend="local") for _ in range(2)]
+    outcomes: list[object] = [None, None]
+    start = threading.Barrier(2)
+
+    def resume(i: int) -> None:
+        start.wait()
+        try:
+            outcomes[i] = handles[i].resume()
+        except SubmitterAliveError as refused:
+            outcomes[i] = refused
+
+    threads = [threading.Thread(target=resume, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    resumed = [o for o in outcomes if isinstance(o, str)]
+    refused = [o for o in outcomes if isinstance(o, SubmitterAliveError)]
+    assert len(resumed) == 1 and len(refused) == 1, outcomes
+    winner = handles[outcomes.index(resumed[0])]
+    assert winner.results(timeout=60, cleanup=False) == [0, 1, 4, 9]
+    assert all(len((runs / str(i)).read_text().split()) == 1 for i in range(4))
+
+
+def test_kinetic_batch_resume_from_a_shell(
+    local_backend: ScenarioBackend, tmp_path: Path, quick_leases: None
+) -> None:
+    from kinetic.cli import cli
+
+    group_id, _ = _died_after_recording(tmp_path)
+    wait_until(lambda: _gone(group_id), "the dead submitter's lease to run out")
+    status = CliRunner().invoke(cli, ["--backend", "local", "batch", "status", group_id])
+    assert status.exit_code == 0, status.output
+    assert "stopped at" in status.output and f"kinetic batch resume {group_id}" in status.output
+
+    resumed = CliRunner().invoke(cli, ["--backend", "local", "batch", "resume", group_id])
+    assert resumed.exit_code == 0, resumed.output
+    assert f"Resumed batch {group_id}" in resumed.output
+    again = CliRunner().invoke(cli, ["--backend", "local", "batch", "resume", group_id])
+    assert again.exit_code == 0 and "nothing to resume" in again.output
+    assert kinetic.attach_batch(group_id, backend="local").results(timeout=60) == [0, 1, 4, 9]
+
+
+def test_a_single_job_whose_submitter_died_before_starting_it_says_so(
+    local_backend: ScenarioBackend, tmp_path: Path, isolated_kinetic: Path
+) -> None:
+    """Killed after the job's directory was published, before its supervisor started: the
+    job is reported as never started (not PENDING forever), and its result says why."""
+    run_script(
+        f"""
+        import os
+        import sys
+        sys.path.insert(0, {SCENARIOS_DIR!r})
+        import kinetic
+        import batch_userfuncs as uf
+        from kinetic.local.backend import LocalBackend
+
+        LocalBackend._start = lambda self, job_dir, python: os._exit(0)
+        kinetic.run(accelerator="cpu", backend="local")(uf.square).run_async(3)
+        """,
+        tmp_path,
+    )
+    [job_dir] = (isolated_kinetic / "local" / "jobs").iterdir()
+    job = kinetic.attach(job_dir.name, backend="local")
+    state = job.status_detail()
+    assert state.status is JobStatus.NOT_FOUND and "never started" in state.detail
+    with pytest.raises(JobFailedError, match="never started"):
+        job.result(timeout=30)
+
+
+def test_a_local_job_whose_deletion_was_cut_short_is_not_found_never_pending(
+    local_backend: ScenarioBackend, isolated_kinetic: Path
+) -> None:
+    """A deletion killed half-way (a retry deleting a failed attempt when its submitter was
+    SIGKILLed) once left a directory without its state, read as PENDING forever."""
+    import shutil
+
+    job = kinetic.run(accelerator="cpu", backend="local")(uf_square).run_async(4)
+    assert job.result(timeout=60, cleanup=False) == 16
+    jobs = isolated_kinetic / "local" / "jobs"
+
+    def cut_short(path: object, *args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt("the deleting process died here")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(shutil, "rmtree", cut_short)
+        with pytest.raises(KeyboardInterrupt):
+            job.cancel()
+    assert job.status() is JobStatus.NOT_FOUND, "the job's directory was taken away first"
+    assert [p.name for p in jobs.iterdir() if not p.name.startswith(".")] == []
+    later = kinetic.run(accelerator="cpu", backend="local")(uf_square).run_async(5)
+    assert later.result(timeout=60) == 25  # its cleanup deletes a job directory too
+    assert list(jobs.iterdir()) == [], "a later deletion removes what was left"

@@ -1,0 +1,54 @@
+"""A store that fails while a batch is submitted (the disk fills up): the submitter stops
+cleanly instead of crashing its thread, nothing half-written is visible, and both this handle
+and a reattached one say why the remaining inputs never ran (local backend)."""
+
+import logging
+from pathlib import Path
+
+import batch_userfuncs as uf
+import pytest
+from batch_support import join_batch_thread
+from scenario_support import ScenarioBackend
+
+import kinetic
+from kinetic.batch import SkippedInputError
+from kinetic_testing.full_disk import full_disk
+
+
+def test_a_full_disk_stops_the_batch_and_every_reader_is_told(
+    local_backend: ScenarioBackend,
+    isolated_kinetic: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    root = isolated_kinetic / "store"
+    square = local_backend.decorate()(uf.square)
+    records: list[str] = []
+
+    def children_full(directory: str) -> bool:
+        """The disk fills once three child records are written."""
+        if not directory.endswith("/children"):
+            return False
+        records.append(directory)
+        return len(records) > 3
+
+    with caplog.at_level(logging.ERROR, logger="kinetic"), full_disk(root, children_full):
+        batch = square.run_async_map(list(range(6)), max_concurrent=1)
+        join_batch_thread(batch.group_id)
+    assert any("No space left on device" in r.getMessage() for r in caplog.records), caplog.text
+
+    group_id = batch.group_id
+    for handle in (batch, kinetic.attach_batch(group_id, backend="local")):
+        outcomes = handle.results(timeout=60, cleanup=False, return_exceptions=True)
+        assert outcomes[:3] == [0, 1, 4]
+        for skipped in outcomes[3:]:
+            assert isinstance(skipped, SkippedInputError), outcomes
+            assert "stopped submitting on an error" in str(skipped)
+            assert "disk is full" in str(skipped)
+    store = local_backend.store()
+    assert [key.rsplit("/", 1)[1] for key in store.list(f"groups/{group_id}/children/")] == [
+        "000000-000.json",
+        "000001-000.json",
+        "000002-000.json",
+    ]
+    leftovers = [path for path in root.rglob("*") if path.name.startswith(".kinetic-tmp-")]
+    assert leftovers == [], "a half-written object was left behind"

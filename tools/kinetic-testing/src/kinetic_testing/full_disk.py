@@ -1,0 +1,81 @@
+"""A disk that fills up, for a :class:`~kinetic_runtime.stores.local.LocalStore`: writes into
+chosen directories run out of space half-way through, as a real full disk makes them.
+
+It stands in for the ``os`` module inside the local store only, so the store's own code runs
+(its temporary file, its cleanup, its error), and nothing else in the process is affected.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import kinetic_runtime.stores.local as local_store
+
+__all__ = ["FullDisk", "full_disk"]
+
+
+class _HalfWritten:
+    """A file that takes half of what it is given, then reports the disk full."""
+
+    def __init__(self, file: Any) -> None:
+        self._file = file
+
+    def write(self, data: bytes) -> int:
+        self._file.write(data[: len(data) // 2])
+        self._file.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __enter__(self) -> _HalfWritten:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+
+class FullDisk:
+    """``os`` as the local store sees it while the disk is full for some directories."""
+
+    def __init__(self, root: Path, full: Callable[[str], bool]) -> None:
+        self.root = root
+        self.full = full
+        """Given a directory (relative to the store root, ``/``-separated): is it full?"""
+        self.refused: list[str] = []
+        self._paths: dict[int, str] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    def open(self, path: Any, flags: int, mode: int = 0o777, *args: Any, **kwargs: Any) -> int:
+        fd = os.open(path, flags, mode, *args, **kwargs)
+        self._paths[fd] = os.fspath(path)
+        return fd
+
+    def fdopen(self, fd: int, *args: Any, **kwargs: Any) -> Any:
+        file = os.fdopen(fd, *args, **kwargs)
+        path = self._paths.pop(fd, None)
+        if path is None:
+            return file
+        directory = Path(path).parent.relative_to(self.root).as_posix()
+        if not self.full(directory):
+            return file
+        self.refused.append(directory)
+        return _HalfWritten(file)
+
+
+@contextmanager
+def full_disk(root: Path, full: Callable[[str], bool]) -> Iterator[FullDisk]:
+    """While in the block, local-store writes under ``root`` into directories ``full``
+    selects fail half-written with ENOSPC."""
+    disk = FullDisk(root, full)
+    names = vars(local_store)  # the store module's globals: its ``os`` is replaced in place
+    real = names["os"]
+    names["os"] = disk
+    try:
+        yield disk
+    finally:
+        names["os"] = real
