@@ -89,7 +89,7 @@ def test_a_payload_that_names_data_the_call_does_not_list_is_corrupt(jobs: JobSt
     jobs.stage("j4", _payload_with_refs(_lister(), 3))
     run = jobs.run("j4")
     assert isinstance(run.envelope, Failed) and run.envelope.phase == "deserialize"
-    assert "does not list (0 entries)" in run.envelope.message
+    assert "does not list for it (0 entries)" in run.envelope.message
 
 
 def test_a_plain_payload_needs_no_data(jobs: JobStage) -> None:
