@@ -72,7 +72,8 @@ RUNTIME_FORBIDDEN = (
     "kubernetes",
     "structlog",
     "google.cloud.devtools",  # Cloud Build
-    "google.cloud.storage",  # only once a gs:// store is used
+    "google.cloud.storage",  # only once a gs:// store or gs:// data is used
+    "datasets",  # only once hf:// data is staged
     "kinetic",
     "kinetic_gke",
     "kinetic_pathways",
@@ -168,8 +169,15 @@ GCS_CLIENT_MODULES = ("google.cloud.storage", "google.api_core", "google.auth", 
 
 
 def test_runtime_source_imports_only_protocol_cloudpickle_and_gcs_in_its_store() -> None:
+    """Third-party modules only where they are used: the GCS client in the store and the bulk
+    transfers, ``datasets`` in hf:// staging (each imported inside the functions that need
+    them, which ``test_runtime_loads_no_client_backend_or_cloud_modules`` checks)."""
     source = _source("kinetic-runtime", "kinetic_runtime")
-    gcs_store = source / "stores" / "gcs.py"
+    gcs_users = {
+        source / "stores" / "gcs.py",
+        source / "data" / "transfer.py",
+        source / "data" / "stage.py",
+    }
     multihost = source / "multihost.py"
     bad = []
     for i in _imports(source):
@@ -177,7 +185,9 @@ def test_runtime_source_imports_only_protocol_cloudpickle_and_gcs_in_its_store()
             continue
         if _under(i.module, "kinetic_runtime", "kinetic_protocol", "cloudpickle"):
             continue
-        if i.file == gcs_store and _under(i.module, *GCS_CLIENT_MODULES):
+        if i.file in gcs_users and _under(i.module, *GCS_CLIENT_MODULES):
+            continue
+        if i.file == source / "data" / "hf.py" and i.module == "datasets":
             continue
         if i.file == multihost and i.module == "jax":
             continue  # imported only once the user's own code has imported JAX

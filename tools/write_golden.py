@@ -29,14 +29,19 @@ from kinetic_protocol import (
     CallDescriptor,
     CollectedOutcome,
     CollectedOutcomes,
+    DataManifest,
+    DataSpec,
     DebugOptions,
     DebugState,
     Failed,
     HostStart,
     InputChunk,
     JobRecord,
+    Mount,
+    PickledInput,
     SubmitterLease,
     Succeeded,
+    Volume,
 )
 from kinetic_protocol.records import encode_json, encode_result
 
@@ -67,7 +72,38 @@ _RECORD = JobRecord(
     spot=True,
     kinetic_version="0.1.0",
     backend_data={"python": "/home/me/.kinetic/venvs/3f2a/bin/python"},
+    output_dir="gs://my-bucket/runs/sweep",
+    mounts=[
+        Mount(path="/data", kind="scratch"),
+        Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),
+    ],
 )
+_DATA = [
+    DataSpec(
+        source="stored", uri=f"data/{'c' * 64}/files/", is_dir=True, label="/home/me/proj/dataset"
+    ),
+    DataSpec(
+        source="gcs",
+        uri="gs://my-bucket/imagenet/",
+        is_dir=True,
+        fuse=True,
+        label="gs://my-bucket/imagenet/",
+    ),
+    DataSpec(
+        source="hf",
+        uri="hf://owner/name?split=train",
+        is_dir=True,
+        hf_trust_remote_code=True,
+        label="hf://owner/name?split=train",
+    ),
+    DataSpec(
+        source="local",
+        uri="/home/me/proj/config.json",
+        is_dir=False,
+        name="config.json",
+        label="/home/me/proj/config.json",
+    ),
+]
 _DEBUG = DebugOptions(host="127.0.0.1", port=0, wait_timeout=30.0)
 _PAYLOAD = ArtifactRef(key=f"jobs/{_JOB_ID}/payload.pkl", sha256="a" * 64, size=812)
 _CHUNK = InputChunk(
@@ -94,7 +130,19 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         python_version="3.11",
         requirements=["numpy==2.1.0", "jax[tpu]==0.4.35"],
         debug=_DEBUG,
+        data=_DATA,
+        volumes=[Volume(path="/data", data=0)],
         inputs=[_CHUNK],
+        function_data=[0],
+    ),
+    "pickled_input": PickledInput(arguments=b"\x80\x05pickled-args", data=[1]),
+    "data_manifest": DataManifest(
+        content_hash="c" * 64,
+        is_dir=True,
+        files=10000,
+        bytes=1073741824,
+        name="train.csv",
+        uploaded_at="2026-04-17T15:30:10+00:00",
     ),
     "input_chunk": _CHUNK,
     "debug_options": _DEBUG,
@@ -197,7 +245,8 @@ EXAMPLES: dict[str, msgspec.Struct] = {
 
 def _is_msgpack(value: msgspec.Struct) -> bool:
     """Records that carry pickled bytes are msgpack; every other record is JSON."""
-    return isinstance(value, Succeeded | Failed | CollectedOutcomes | CollectedOutcome)
+    carries_bytes = Succeeded | Failed | CollectedOutcomes | CollectedOutcome | PickledInput
+    return isinstance(value, carries_bytes)
 
 
 def encode(value: msgspec.Struct) -> bytes:

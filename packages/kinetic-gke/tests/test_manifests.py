@@ -10,7 +10,7 @@ from gke_test_support import IMAGE, RecordFactory
 from kinetic_gke import job_manifest
 from kinetic_gke.labels import group_selector, job_labels, job_selector
 from kinetic_gke.manifests import DEFAULT_TTL_SECONDS, RUNTIME_COMMAND, PodOptions
-from kinetic_protocol import parse_accelerator
+from kinetic_protocol import ConfigError, Mount, parse_accelerator
 
 GKE_VERSIONS = sorted({"1.31", kubernetes_validate.latest_version().rsplit(".", 1)[0]})
 """The oldest minor GKE still offers and the newest schema kubernetes-validate ships."""
@@ -230,3 +230,46 @@ def test_a_debug_job_exposes_the_debugpy_port_and_stays_valid(
 
 def test_a_job_that_is_not_debugged_exposes_no_port(record: RecordFactory) -> None:
     assert "ports" not in _container(job_manifest(record()))
+
+
+MOUNTS = [
+    Mount(path="/data", kind="scratch"),
+    Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="sets/train"),
+    Mount(path="/weights", kind="gcsfuse", bucket="other-bucket"),
+]
+
+
+@pytest.mark.parametrize("version", GKE_VERSIONS)
+def test_data_mounts_become_valid_volumes(record: RecordFactory, version: str) -> None:
+    manifest = job_manifest(record(mounts=MOUNTS))
+    kubernetes_validate.validate(manifest, version, strict=True)
+    volumes = {v["name"]: v for v in _pod(manifest)["volumes"]}
+    mounted = {m["mountPath"]: volumes[m["name"]] | {"readOnly": m["readOnly"]}
+               for m in _container(manifest)["volumeMounts"]}  # fmt: skip
+    assert mounted["/data"] == {"name": "kinetic-data-0", "emptyDir": {}, "readOnly": False}
+    fuse = mounted["/kinetic/fuse/1"]["csi"]
+    assert fuse == {
+        "driver": "gcsfuse.csi.storage.gke.io",
+        "readOnly": True,
+        "volumeAttributes": {
+            "bucketName": "my-bucket", "mountOptions": "implicit-dirs,only-dir=sets/train",
+        },
+    }  # fmt: skip
+    assert mounted["/weights"]["csi"]["volumeAttributes"]["mountOptions"] == "implicit-dirs"
+    assert mounted["/weights"]["readOnly"] is True
+    annotations = manifest["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {"gke-gcsfuse/volumes": "true"}, "GKE injects the FUSE sidecar"
+
+
+def test_a_job_without_data_has_no_volumes_and_no_fuse_annotation(record: RecordFactory) -> None:
+    manifest = job_manifest(record())
+    assert "volumes" not in _pod(manifest)
+    assert "volumeMounts" not in _container(manifest)
+    assert "annotations" not in manifest["spec"]["template"]["metadata"]
+
+
+def test_a_single_file_volume_whose_directory_cannot_be_mounted_is_refused(
+    record: RecordFactory,
+) -> None:
+    with pytest.raises(ConfigError, match=r"mount /.*a single file's volume mounts its directory"):
+        job_manifest(record(mounts=[Mount(path="/", kind="scratch")]))

@@ -3,7 +3,7 @@
 import msgspec
 
 from kinetic_pathways import lws_manifest
-from kinetic_protocol import JobRecord
+from kinetic_protocol import JobRecord, Mount
 
 RECORD = JobRecord(
     job_id="job-1",
@@ -55,3 +55,19 @@ def test_labels_let_list_jobs_find_the_set_and_its_pods() -> None:
 
 def test_discovered_version_is_used() -> None:
     assert lws_manifest(RECORD, version="v2")["apiVersion"] == "leaderworkerset.x-k8s.io/v2"
+
+
+def test_every_host_gets_the_jobs_data_mounts_and_the_fuse_annotation() -> None:
+    mounts = [
+        Mount(path="/data", kind="scratch"),
+        Mount(path="/kinetic/fuse/0", kind="gcsfuse", bucket="b", prefix="sets"),
+    ]
+    body = lws_manifest(msgspec.structs.replace(RECORD, mounts=mounts))
+    template = body["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    assert template["metadata"]["annotations"] == {"gke-gcsfuse/volumes": "true"}
+    assert template["metadata"]["labels"]["app"] == "kinetic-pathways"
+    paths = [m["mountPath"] for m in template["spec"]["containers"][0]["volumeMounts"]]
+    assert paths == ["/data", "/kinetic/fuse/0"]
+    assert [sorted(v) for v in template["spec"]["volumes"]] == [
+        ["emptyDir", "name"], ["csi", "name"]
+    ]  # fmt: skip

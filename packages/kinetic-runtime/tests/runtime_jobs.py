@@ -16,7 +16,15 @@ from typing import Any
 
 import cloudpickle
 
-from kinetic_protocol import ArtifactRef, CallDescriptor, DebugOptions, ResultEnvelope, layout
+from kinetic_protocol import (
+    ArtifactRef,
+    CallDescriptor,
+    DataSpec,
+    DebugOptions,
+    ResultEnvelope,
+    Volume,
+    layout,
+)
 from kinetic_protocol.records import decode_result, encode_json
 from kinetic_runtime.stores import LocalStore
 
@@ -65,6 +73,8 @@ class JobStage:
         requirements: Sequence[str] = (),
         output_dir: str = "",
         debug: DebugOptions | None = None,
+        data: Sequence[DataSpec] = (),
+        volumes: Sequence[Volume] = (),
     ) -> str:
         """Write the payload, bundle (if any) and call descriptor of ``job_id``."""
         bundle_ref = None
@@ -78,6 +88,8 @@ class JobStage:
             requirements=list(requirements),
             output_dir=output_dir,
             debug=debug,
+            data=list(data),
+            volumes=list(volumes),
         )
         self.store.write(layout.call_key(job_id), encode_json(call))
         return job_id

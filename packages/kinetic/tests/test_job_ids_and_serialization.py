@@ -53,7 +53,7 @@ def _add(a: Any, b: Any = 0) -> Any:
 
 
 def test_a_picklable_call_round_trips() -> None:
-    fn, args, kwargs = cloudpickle.loads(serialize_call(_add, (1,), {"b": 2}))
+    fn, args, kwargs = cloudpickle.loads(serialize_call(_add, (1,), {"b": 2}).payload)
     assert fn(*args, **kwargs) == 3
 
 

@@ -21,6 +21,7 @@ from kinetic_gke.k8s import (
     JobWorkload,
     Obj,
     Workload,
+    csi_driver_installed,
     get_credentials_command,
     kube_context_name,
 )
@@ -39,6 +40,7 @@ from kinetic_protocol import (
     PrepareRequest,
     parse_accelerator,
 )
+from kinetic_protocol.data import GCSFUSE_DRIVER
 from kinetic_protocol.settings import SettingSpec
 
 __all__ = ["GKEBackend", "check_single_host", "default_bucket_name"]
@@ -91,7 +93,7 @@ class GKEBackend:
 
     name = "gke"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        container_image=True, debug_port_forward=True
+        container_image=True, volumes=True, fuse=True, debug_port_forward=True
     )
     declared_settings: ClassVar[tuple[SettingSpec, ...]] = declared.SETTINGS
     related_backends: ClassVar[tuple[str, ...]] = ("pathways",)
@@ -123,6 +125,8 @@ class GKEBackend:
         the pod that explained it, must not replace a specific reason with a vague one."""
         self._unschedulable_timeout = _unschedulable_timeout(unschedulable_timeout)
         self._command = command
+        self._fuse_checked: set[str] = set()
+        """Connections (by context) whose cluster is known to have the GCS FUSE driver."""
         self.poll_bounds = _poll_bounds(declared.POLL.value() or "")
         self._capacity: CapacityCheck | None = None
 
@@ -192,9 +196,29 @@ class GKEBackend:
     def _list_nodes(self, selector: str) -> list[Obj]:
         return self.connection.list_nodes(selector)
 
+    def check_fuse_driver(self) -> None:
+        """Refuse FUSE data on a cluster without GKE's Cloud Storage FUSE CSI driver (once per
+        cluster); credentials that may not look are given the benefit of the doubt."""
+        context = self._context_name()
+        if context in self._fuse_checked:
+            return
+        if csi_driver_installed(self.connection, GCSFUSE_DRIVER) is False:
+            settings = self._settings
+            raise ConfigError(
+                f"Data(..., fuse=True) needs the Cloud Storage FUSE CSI driver "
+                f"({GCSFUSE_DRIVER}), which cluster {settings.cluster or context!r} does not "
+                "have. Enable it: gcloud container clusters update "
+                f"{settings.cluster or 'CLUSTER'} --update-addons GcsFuseCsiDriver=ENABLED "
+                f"--location {settings.zone or 'ZONE'} --project {settings.project or 'PROJECT'}"
+                " (or use fuse=False to download the data instead)."
+            )
+        self._fuse_checked.add(context)
+
     def prepare(self, request: PrepareRequest) -> Preparation:
         self.check_accelerator(request.accelerator)
         self.capacity.require(request.accelerator, spot=request.spot)
+        if request.fuse:
+            self.check_fuse_driver()
         return Preparation()
 
     def manifest(self, record: JobRecord) -> Obj:
@@ -204,6 +228,8 @@ class GKEBackend:
         if not record.image_uri:
             raise ConfigError(f"Job {record.job_id} has no container image to run on GKE.")
         self.check_accelerator(parse_accelerator(record.accelerator))
+        if any(mount.kind == "gcsfuse" for mount in record.mounts):
+            self.check_fuse_driver()
         # "already exists" means a retried submit: fine
         self.workload.create(self.connection, self.manifest(record))
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from kinetic_gke.labels import job_labels
 from kinetic_gke.scheduling import scheduling_for
+from kinetic_gke.volumes import pod_volumes
 from kinetic_protocol import DEFAULT_DEBUG_PORT, JobRecord, parse_accelerator, runtime_args
 
 __all__ = [
@@ -81,6 +82,9 @@ def job_manifest(
     }
     if not placed.limits:
         del container["resources"]["limits"]
+    volumes, volume_mounts, pod_annotations = pod_volumes(record.mounts)
+    if volume_mounts:
+        container["volumeMounts"] = volume_mounts
     if record.debug:  # the runtime's debugpy server; the client reaches it by port-forward
         container["ports"] = [
             {"containerPort": DEFAULT_DEBUG_PORT, "name": "debugpy", "protocol": "TCP"}
@@ -97,6 +101,11 @@ def job_manifest(
         pod_spec["tolerations"] = placed.tolerations
     if options.service_account:
         pod_spec["serviceAccountName"] = options.service_account
+    if volumes:
+        pod_spec["volumes"] = volumes
+    template_metadata: dict[str, Any] = {"labels": labels}
+    if pod_annotations:
+        template_metadata["annotations"] = pod_annotations
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -109,6 +118,6 @@ def job_manifest(
         "spec": {
             "backoffLimit": 0,
             "ttlSecondsAfterFinished": ttl_seconds,
-            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+            "template": {"metadata": template_metadata, "spec": pod_spec},
         },
     }

@@ -62,7 +62,12 @@ class PathwaysBackend(GKEBackend):
 
     name = "pathways"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        container_image=True, multi_host=True, single_host=False, per_host_logs=True
+        container_image=True,
+        multi_host=True,
+        single_host=False,
+        volumes=True,
+        fuse=True,
+        per_host_logs=True,
     )
     related_backends: ClassVar[tuple[str, ...]] = ("gke",)
     workload = LeaderWorkerSetWorkload()

@@ -63,13 +63,17 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     container_image: bool = False
     """Jobs run from a container image, which the client resolves (bundled, prebuilt, URI)."""
     local_data: bool = False
-    """Jobs see this machine's files, so a local `Data` path can be passed as it is."""
+    """Jobs see this machine's files, so the backend stages local ``Data`` itself: the job
+    reads it in place. Without it, the client uploads local data to the store first."""
     multi_host: bool = False
     """Runs accelerators whose slice spans several hosts."""
     single_host: bool = True
     """Runs accelerators that fit one host (and CPU jobs)."""
     volumes: bool = False
+    """``volumes={path: Data}``: the job sees each ``Data`` at exactly that absolute path."""
     fuse: bool = False
+    """``Data(..., fuse=True)`` in ``gs://`` (or uploaded to a ``gs://`` store) is mounted
+    lazily with GCS FUSE; without it, such data is staged up front like any other."""
     debug_port_forward: bool = False
     per_host_logs: bool = False
     provisions_accelerators: bool = True
@@ -85,6 +89,11 @@ class PrepareRequest(msgspec.Struct, frozen=True, kw_only=True):
     spot: bool = False
     image: str = ""
     """The image the client resolved (empty unless the backend declares `container_image`)."""
+    volumes: tuple[str, ...] = ()
+    """The absolute paths of the decorator's ``volumes=``, for a backend to refuse early."""
+    fuse: bool = False
+    """Whether some of the decorator's volumes are FUSE mounts (arguments are only known at
+    each call; a backend checks those in ``submit``)."""
 
 
 class Preparation(msgspec.Struct, frozen=True, kw_only=True):

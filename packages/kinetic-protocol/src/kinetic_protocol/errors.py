@@ -9,6 +9,7 @@ __all__ = [
     "BackendError",
     "ConfigError",
     "CorruptRecordError",
+    "DataUnavailableError",
     "JobFailedError",
     "JobNotFoundError",
     "KineticError",
@@ -63,6 +64,12 @@ class PreconditionFailedError(StorageError):
 
 class CorruptRecordError(StorageError):
     """A stored record could not be decoded; the message names the object."""
+
+
+class DataUnavailableError(StorageError):
+    """A job's ``kinetic.Data`` could not be staged before its function ran: a ``gs://``
+    object or prefix that does not exist, an ``hf://`` dataset that did not load, a mount that
+    is not there. The message names the data and what to do."""
 
 
 class SchemaVersionError(KineticError):

@@ -11,6 +11,9 @@
     jobs/<job_id>/hosts/<i>/started.json      HostStart of host i of a multi-host job, create-only
     jobs/<job_id>/hosts/<i>/result.msgpack    Failed envelope of worker host i (i > 0), if it failed
     outputs/<job_id>/...                      KINETIC_OUTPUT_DIR default; never cleaned up
+    data/<sha256>/files/...                   local Data uploaded for jobs that cannot see it,
+                                              by its content hash (a file: files/<its name>)
+    data/<sha256>/complete.json               DataManifest, written create-only after the files
     batches/<group_id>.json                   BatchManifest, written once (listable cheaply)
     groups/<group_id>/function.pkl            the batch's cloudpickled function, written once
     groups/<group_id>/inputs/<start>.msgpack  InputChunk: the pickled (args, kwargs) of inputs
@@ -38,6 +41,9 @@ __all__ = [
     "collected_prefix",
     "debug_key",
     "children_prefix",
+    "data_files_prefix",
+    "data_marker_key",
+    "data_prefix",
     "completion_key",
     "group_call_key",
     "group_function_key",
@@ -113,6 +119,19 @@ def parse_host_key(key: str) -> tuple[int, str]:
 
 def output_prefix(job_id: str) -> str:
     return f"outputs/{job_id}/"
+
+
+def data_prefix(content_hash: str) -> str:
+    return f"data/{content_hash}/"
+
+
+def data_files_prefix(content_hash: str) -> str:
+    return f"data/{content_hash}/files/"
+
+
+def data_marker_key(content_hash: str) -> str:
+    """Present only once every file of the upload is stored (see ``DataManifest``)."""
+    return f"data/{content_hash}/complete.json"
 
 
 def group_prefix(group_id: str) -> str:

@@ -10,12 +10,14 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from kinetic_protocol.data import DataSpec, Mount, Volume
 from kinetic_protocol.errors import CorruptRecordError, SchemaVersionError
 
 __all__ = [
     "SCHEMA_VERSION",
     "ArtifactRef",
     "CallDescriptor",
+    "DataManifest",
     "DEFAULT_DEBUG_PORT",
     "DebugOptions",
     "DebugPhase",
@@ -24,6 +26,7 @@ __all__ = [
     "Failed",
     "InputChunk",
     "JobRecord",
+    "PickledInput",
     "ResultEnvelope",
     "Succeeded",
     "decode_inputs",
@@ -71,6 +74,11 @@ class JobRecord(msgspec.Struct, kw_only=True):
     backend_data: dict[str, str] = msgspec.field(default_factory=dict)
     """What the backend's `prepare` asked to keep with the job (e.g. the local backend's
     isolated interpreter); only that backend reads it."""
+    output_dir: str = ""
+    """``output_dir=`` of the decorator; empty for the default, ``<store>/outputs/<job_id>``."""
+    mounts: list[Mount] = msgspec.field(default_factory=list)
+    """Directories a Kubernetes backend mounts in the pod for the call's ``Data`` (volumes,
+    FUSE); set per call at submission, so a batch's template carries none."""
 
     @property
     def store_uri(self) -> str:
@@ -135,7 +143,7 @@ class HostStart(msgspec.Struct, kw_only=True):
 
 class InputChunk(msgspec.Struct, frozen=True, kw_only=True):
     """Inputs ``start`` to ``start + count - 1`` of a batch, stored together in one object: a
-    msgpack array whose items are each input's cloudpickled ``(args, kwargs)``."""
+    msgpack array of :class:`PickledInput`."""
 
     start: int
     count: int
@@ -143,6 +151,14 @@ class InputChunk(msgspec.Struct, frozen=True, kw_only=True):
 
     def covers(self, index: int) -> bool:
         return self.start <= index < self.start + self.count
+
+
+class PickledInput(msgspec.Struct, frozen=True, array_like=True):
+    """One input of a batch, as its chunk holds it: the pickled ``(args, kwargs)`` and the
+    ``CallDescriptor.data`` entries they refer to."""
+
+    arguments: bytes
+    data: list[int] = msgspec.field(default_factory=list)
 
 
 class CallDescriptor(msgspec.Struct, kw_only=True):
@@ -168,8 +184,14 @@ class CallDescriptor(msgspec.Struct, kw_only=True):
     requirements: list[str] = msgspec.field(default_factory=list)
     debug: DebugOptions | None = None
     """Set for a ``debug=True`` job: the runtime waits for a debugger as these say."""
+    data: list[DataSpec] = msgspec.field(default_factory=list)
+    """The call's ``kinetic.Data``; the payload refers to entry ``i`` by a persistent id."""
+    volumes: list[Volume] = msgspec.field(default_factory=list)
     inputs: list[InputChunk] = msgspec.field(default_factory=list)
     """A batch's inputs, in chunks (empty for a single job, whose payload holds its call)."""
+    function_data: list[int] = msgspec.field(default_factory=list)
+    """A batch's call: the ``data`` entries its function refers to (each input lists its own
+    in its chunk), so a child stages only its own data."""
     schema_version: int = SCHEMA_VERSION
 
 
@@ -211,6 +233,24 @@ class _EnvelopeHeader(msgspec.Struct):
     """Decoded first, so a newer writer's unknown tag gives a clear error, not a decode crash."""
 
     status: str
+    schema_version: int = SCHEMA_VERSION
+
+
+class DataManifest(msgspec.Struct, kw_only=True):
+    """The completion marker of local data uploaded to the store (``layout.data_marker_key``),
+    written create-only after every file.
+
+    Its presence is what makes an upload usable: one interrupted half-way has no marker, so it
+    is never mistaken for a complete one, and is simply done again.
+    """
+
+    content_hash: str
+    is_dir: bool
+    files: int
+    bytes: int
+    name: str = ""
+    """A single file's name (its object is ``files/<name>``)."""
+    uploaded_at: str = ""
     schema_version: int = SCHEMA_VERSION
 
 
@@ -276,15 +316,15 @@ def decode_result(data: bytes, *, what: str) -> ResultEnvelope:
     return envelope
 
 
-_inputs_decoder = msgspec.msgpack.Decoder(list[bytes])
+_inputs_decoder = msgspec.msgpack.Decoder(list[PickledInput])
 
 
-def encode_inputs(items: list[bytes]) -> bytes:
-    """An :class:`InputChunk`'s object: each input's pickled ``(args, kwargs)``, in order."""
+def encode_inputs(items: list[PickledInput]) -> bytes:
+    """An :class:`InputChunk`'s object: its inputs, in order."""
     return _msgpack_encoder.encode(items)
 
 
-def decode_inputs(data: bytes, *, what: str) -> list[bytes]:
+def decode_inputs(data: bytes, *, what: str) -> list[PickledInput]:
     try:
         return _inputs_decoder.decode(data)
     except msgspec.DecodeError as exc:

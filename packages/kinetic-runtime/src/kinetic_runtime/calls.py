@@ -2,13 +2,15 @@
 
 A batch stores its function once and its inputs in chunks; a child reads the shared call, the
 function and the one chunk that holds its input, and unpickles nothing but its own input.
+Each ``kinetic.Data`` in a pickle is a persistent id that unpickles as the path it was staged
+at (see ``kinetic_protocol.data``).
 """
 
 import hashlib
+import io
+import pickle
 from dataclasses import dataclass
 from typing import Any
-
-import cloudpickle
 
 from kinetic_protocol import (
     ArtifactRef,
@@ -16,9 +18,11 @@ from kinetic_protocol import (
     CorruptRecordError,
     ObjectNotFoundError,
     ObjectStore,
+    PickledInput,
     layout,
     parse_child_job_id,
 )
+from kinetic_protocol.data import PERSISTENT_ID_TAG
 from kinetic_protocol.records import decode_inputs, decode_json
 
 __all__ = ["BatchInput", "StoredCall", "load_call", "read_call", "read_input", "verify"]
@@ -69,8 +73,8 @@ def read_call(store: ObjectStore, where: StoredCall, job_id: str) -> CallDescrip
     return decode_json(data, CallDescriptor, what=where.key)
 
 
-def read_input(store: ObjectStore, call: CallDescriptor, member: BatchInput) -> bytes:
-    """The pickled ``(args, kwargs)`` of input ``member.index``, from the verified chunk."""
+def read_input(store: ObjectStore, call: CallDescriptor, member: BatchInput) -> PickledInput:
+    """Input ``member.index`` as its verified chunk holds it."""
     chunk = next((c for c in call.inputs if c.covers(member.index)), None)
     if chunk is None:
         raise CorruptRecordError(
@@ -87,21 +91,49 @@ def read_input(store: ObjectStore, call: CallDescriptor, member: BatchInput) -> 
     return items[member.index - chunk.start]
 
 
-def load_call(
-    payload: bytes, arguments: bytes | None
-) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+class _CallUnpickler(pickle.Unpickler):
+    """Unpickles with each ``kinetic.Data`` replaced by the path it was staged at."""
+
+    def __init__(self, data: bytes, paths: list[str | None]) -> None:
+        super().__init__(io.BytesIO(data))
+        self._paths = paths
+
+    def persistent_load(self, pid: Any) -> str:
+        if (
+            isinstance(pid, tuple)
+            and len(pid) == 2
+            and pid[0] == PERSISTENT_ID_TAG
+            and isinstance(pid[1], int)
+            and 0 <= pid[1] < len(self._paths)
+            and (path := self._paths[pid[1]]) is not None
+        ):
+            return path
+        raise CorruptRecordError(
+            f"the payload refers to data {pid!r}, which its call descriptor does not list for "
+            f"it ({len(self._paths)} entries); it was not written by a matching Kinetic client."
+        )
+
+
+def _loads(data: bytes, paths: list[str | None]) -> Any:
+    return _CallUnpickler(data, paths).load()
+
+
+Call = tuple[Any, tuple[Any, ...], dict[str, Any]]
+
+
+def load_call(payload: bytes, arguments: PickledInput | None, paths: list[str | None]) -> Call:
     """Unpickle ``(function, args, kwargs)``: the payload alone for a job of its own, or the
     batch's function and the child's ``(args, kwargs)``; either must be what a client wrote."""
     if arguments is None:
-        call = cloudpickle.loads(payload)
+        call = _loads(payload, paths)
         if not (isinstance(call, tuple) and len(call) == 3 and callable(call[0])):
             raise CorruptRecordError(
                 f"the payload unpickled to {type(call).__name__}, not (function, args, kwargs); "
                 "it was not written by a Kinetic client."
             )
         return call
-    fn = cloudpickle.loads(payload)
-    given = cloudpickle.loads(arguments)
+    fn = _loads(payload, paths)
+    given = _loads(arguments.arguments, paths)
     if not callable(fn) or not (
         isinstance(given, tuple)
         and len(given) == 2

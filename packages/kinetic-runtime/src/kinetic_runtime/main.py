@@ -43,6 +43,7 @@ from kinetic_protocol import (
 from kinetic_protocol.records import encode_result
 from kinetic_runtime import debugging, settings
 from kinetic_runtime.calls import BatchInput, StoredCall, load_call, read_call, read_input, verify
+from kinetic_runtime.data.stage import stage_data
 from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
 from kinetic_runtime.stores import open_store
@@ -100,7 +101,10 @@ class _Job:
             self.step(Phase.UNPACK, unpack_bundle, bundle, self.workdir)
         self.step(Phase.ENVIRONMENT, self.prepare, call)
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
-        fn, args, kwargs = self.step(Phase.DESERIALIZE, load_call, payload, arguments)
+        # A batch child stages only what its function and its own input refer to.
+        needed = None if arguments is None else {*call.function_data, *arguments.data}
+        paths = self.step(Phase.DATA, self.stage_data, call, needed)
+        fn, args, kwargs = self.step(Phase.DESERIALIZE, load_call, payload, arguments, paths)
         if self.host is not None and self.step(Phase.DISTRIBUTED, initialise_jax, self.host):
             _say(f"job {self.job_id}: jax.distributed initialised ({self.host.label})")
         stop = None
@@ -139,6 +143,18 @@ class _Job:
             raise PhaseError(Phase.RUN, exc) from exc
         except BaseException as exc:
             raise PhaseError(Phase.RUN, exc) from exc
+
+    def stage_data(self, call: CallDescriptor, needed: set[int] | None) -> list[str | None]:
+        """The call's ``kinetic.Data`` staged (all, or the ``needed`` entries and every
+        volume's); the path of each by index, None for one not staged."""
+        data_dir = Path(settings.DATA_DIR.from_env() or f"{self.workdir}-data")
+        private = settings.VOLUME_MOUNTS.value() == "namespace"
+        return stage_data(
+            call, self.store, data_dir, private_mounts=private, say=self.say, only=needed
+        )
+
+    def say(self, message: str) -> None:
+        _say(f"job {self.job_id}: {message}")
 
     def prepare(self, call: CallDescriptor) -> None:
         default_output = self.store.url(layout.output_prefix(self.job_id).rstrip("/"))

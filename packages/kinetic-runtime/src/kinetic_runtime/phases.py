@@ -11,6 +11,7 @@ class Phase(enum.StrEnum):
     UNPACK = "unpack"
     ENVIRONMENT = "environment"
     INSTALL = "install"
+    DATA = "data"
     DESERIALIZE = "deserialize"
     DISTRIBUTED = "distributed"
     DEBUG = "debug"

@@ -4,7 +4,9 @@ from kinetic_protocol.settings import SettingSpec
 
 __all__ = [
     "COORDINATOR_ADDRESS",
+    "DATA_DIR",
     "ENV",
+    "HF_MIRROR",
     "HOME",
     "HOST_INDEX",
     "HOST_INSTANCE",
@@ -14,6 +16,7 @@ __all__ = [
     "OUTPUT_DIR",
     "SETTINGS",
     "STORE",
+    "VOLUME_MOUNTS",
     "WORKDIR",
 ]
 
@@ -73,7 +76,26 @@ JAX_DISTRIBUTED = SettingSpec(
     default="auto", choices=("auto", "off"),
 )  # fmt: skip
 
+DATA_DIR = SettingSpec(
+    "data_dir", "KINETIC_DATA_DIR",
+    "Inside a job: where the runtime stages kinetic.Data passed as arguments (default: beside "
+    "the working directory, '<workdir>-data').", _OWNER, kind="job",
+)  # fmt: skip
+VOLUME_MOUNTS = SettingSpec(
+    "volume_mounts", "KINETIC_VOLUME_MOUNTS",
+    "Inside a job: who makes volume paths. 'platform': the pod's own volumes are mounted there; "
+    "'namespace': the runtime mounts them in a private mount namespace (local jobs).", _OWNER,
+    kind="job", default="platform", choices=("platform", "namespace"),
+)  # fmt: skip
+HF_MIRROR = SettingSpec(
+    "hf_mirror", "KINETIC_HF_MIRROR",
+    "A directory of Hugging Face dataset repositories (<dir>/<owner>/<name>) that hf:// data "
+    "loads from instead of the hub: for clusters without internet access, and for tests. "
+    "Pass it to jobs with capture_env_vars.", _OWNER,
+)  # fmt: skip
+
 SETTINGS = (
     HOME, STORE, JOB_ID, OUTPUT_DIR, WORKDIR, ENV,
     NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, JAX_DISTRIBUTED,
+    DATA_DIR, VOLUME_MOUNTS, HF_MIRROR,
 )  # fmt: skip

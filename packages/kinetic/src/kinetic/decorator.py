@@ -35,10 +35,12 @@ class RemoteFunction(Generic[P, R]):
 
     def run_async(self, *args: P.args, **kwargs: P.kwargs) -> "JobHandle":
         """Submit the call and return its durable :class:`~kinetic.JobHandle` at once."""
+        from kinetic.packaging import serialize_call
         from kinetic.submission import resolve_target, submit_call
 
-        target = resolve_target(self.options, self.__wrapped__)
-        return submit_call(target, self.__wrapped__, args, kwargs)
+        serialized = serialize_call(self.__wrapped__, args, kwargs)
+        target = resolve_target(self.options, self.__wrapped__, serialized.data)
+        return submit_call(target, self.__wrapped__, args, kwargs, serialized=serialized)
 
     def run_async_map(
         self,

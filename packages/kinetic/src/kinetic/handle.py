@@ -22,6 +22,7 @@ from kinetic_protocol import (
     JobState,
     JobStatus,
     KineticError,
+    Mount,
     ObjectNotFoundError,
     ResultEnvelope,
     layout,
@@ -30,7 +31,10 @@ from kinetic_protocol import (
 from kinetic_protocol.records import SCHEMA_VERSION, decode_result
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kinetic.debug import DebugProcess
+    from kinetic.outputs import OutputFile
 
 __all__ = ["JobHandle"]
 
@@ -77,6 +81,8 @@ class JobHandle:
     spot: bool = dataclasses.field(default=False, kw_only=True)
     kinetic_version: str = dataclasses.field(default="", kw_only=True)
     backend_data: dict[str, str] = dataclasses.field(default_factory=dict, kw_only=True)
+    output_dir: str = dataclasses.field(default="", kw_only=True)
+    mounts: list[Mount] = dataclasses.field(default_factory=list, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
         _record: JobRecord = dataclasses.field(init=False)
 
@@ -347,6 +353,30 @@ class JobHandle:
             self.cancel(cleanup_timeout, cleanup_poll_interval)
         if gcs:
             store_for(self._record).delete_prefix(layout.job_prefix(self.job_id))
+
+    # -- outputs -------------------------------------------------------------------------
+
+    @property
+    def output_location(self) -> str:
+        """The job's ``KINETIC_OUTPUT_DIR``: ``output_dir=`` if given, else
+        ``<store>/outputs/<job_id>`` (a local path for a ``file://`` store)."""
+        from kinetic.outputs import JobOutputs
+
+        return JobOutputs.of(self._record).location
+
+    def list_outputs(self) -> list["OutputFile"]:
+        """The files the job wrote under its output directory (path relative to it, size),
+        sorted by path; empty if it wrote none (yet). Outputs outlive ``cleanup()``."""
+        from kinetic.outputs import JobOutputs
+
+        return JobOutputs.of(self._record).files()
+
+    def download_outputs(self, directory: "str | Path", *, overwrite: bool = False) -> list["Path"]:
+        """Copy every output file into ``directory`` (made if missing), keeping relative paths;
+        returns the local paths. An existing file is an error unless ``overwrite``."""
+        from kinetic.outputs import JobOutputs
+
+        return JobOutputs.of(self._record).download(directory, overwrite=overwrite)
 
     def debug_attach(
         self,

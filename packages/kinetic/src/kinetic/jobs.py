@@ -3,7 +3,7 @@
 The API reference places :class:`JobHandle` and ``JobStatus`` here too; they are re-exported.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinetic import _log
 from kinetic._context import backend_for, open_store
@@ -25,7 +25,10 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import decode_json
 
-__all__ = ["JobHandle", "JobStatus", "attach", "job_states", "list_jobs"]
+if TYPE_CHECKING:
+    from kinetic.outputs import JobOutputs
+
+__all__ = ["JobHandle", "JobStatus", "attach", "job_outputs", "job_states", "list_jobs"]
 
 log = _log.get_logger(__name__)
 
@@ -82,6 +85,24 @@ def _stored_record(
     if not store.exists(layout.child_key(group_id, index, attempt)):
         return None
     return manifest.child_record(index, attempt)
+
+
+def job_outputs(
+    job_id: str,
+    project: str | None = None,
+    cluster: str | None = None,
+    *,
+    backend: str | None = None,
+) -> "JobOutputs":
+    """The outputs of ``job_id``, also once it was cleaned up: outputs are never deleted, and
+    without the job's record they are looked for at the store's default place."""
+    from kinetic.outputs import JobOutputs
+
+    try:
+        return JobOutputs.of(attach(job_id, project, cluster, backend=backend).record)
+    except JobNotFoundError:
+        chosen = _resolve_backend(project, cluster, backend)
+        return JobOutputs(job_id, chosen.store_uri, project=project or "")
 
 
 def list_jobs(

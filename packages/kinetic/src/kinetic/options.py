@@ -1,10 +1,12 @@
 """The validated options of one ``@kinetic.run(...)`` decoration."""
 
+import itertools
 import re
 from dataclasses import dataclass
 
 from kinetic.data import Data
 from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
+from kinetic_protocol.data import check_volume_path
 
 __all__ = ["RunOptions", "capture_env"]
 
@@ -58,24 +60,49 @@ class RunOptions:
                     f"capture_env_vars entry {pattern!r} is not an environment variable name "
                     "or a 'PREFIX*' pattern."
                 )
-        if volumes is not None and not isinstance(volumes, dict):
-            raise TypeError(
-                f"volumes must be a dict of mount path to kinetic.Data, got {volumes!r}."
-            )
-        mounts: list[tuple[str, Data]] = []
-        for mount, data in (volumes or {}).items():
-            if not isinstance(mount, str):
-                raise TypeError(f"volumes key {mount!r} must be a str (an absolute mount path).")
-            if not mount.startswith("/"):
-                raise ConfigError(f"volumes key {mount!r} must be an absolute mount path.")
-            if not isinstance(data, Data):
-                raise TypeError(f"volumes[{mount!r}] must be a kinetic.Data, got {data!r}.")
-            mounts.append((mount, data))
+        output_dir = rest.get("output_dir")
+        if output_dir is not None:
+            _check_output_dir(output_dir)
         return cls(
             accelerator=parse_accelerator(accelerator),
             capture_env_vars=patterns,
-            volumes=tuple(mounts),
+            volumes=_checked_volumes(volumes),
             **rest,  # type: ignore[arg-type]
+        )
+
+
+def _checked_volumes(volumes: object) -> tuple[tuple[str, Data], ...]:
+    """``volumes=`` as (normalised absolute path, Data) pairs; refuses what cannot be mounted:
+    relative, reserved or system paths, one path twice, and one volume inside another."""
+    if volumes is None:
+        return ()
+    if not isinstance(volumes, dict):
+        raise TypeError(f"volumes must be a dict of mount path to kinetic.Data, got {volumes!r}.")
+    mounts: list[tuple[str, Data]] = []
+    for mount, data in volumes.items():
+        if not isinstance(mount, str):
+            raise TypeError(f"volumes key {mount!r} must be a str (an absolute mount path).")
+        if not isinstance(data, Data):
+            raise TypeError(f"volumes[{mount!r}] must be a kinetic.Data, got {data!r}.")
+        mounts.append((check_volume_path(mount), data))
+    ordered = sorted(path for path, _ in mounts)
+    for first, second in itertools.pairwise(ordered):
+        if first == second or second.startswith(first + "/"):
+            raise ConfigError(
+                f"volumes {first!r} and {second!r} overlap; give each volume its own directory."
+            )
+    return tuple(mounts)
+
+
+def _check_output_dir(output_dir: object) -> None:
+    if not isinstance(output_dir, str):
+        raise TypeError(
+            f"output_dir must be a str, got {type(output_dir).__name__} {output_dir!r}."
+        )
+    if not (output_dir.startswith(("gs://", "/"))):
+        raise ConfigError(
+            f"output_dir={output_dir!r} must be a gs:// URI (gs://bucket/prefix) or an absolute "
+            "directory path."
         )
 
 

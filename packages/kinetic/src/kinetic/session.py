@@ -31,6 +31,8 @@ class Session:
         self._uploaded: set[tuple[str, str]] = set()
         self.upload_lock = threading.Lock()
         """Held while a bundle is checked and uploaded, so it is uploaded once."""
+        self._data_uploaded: set[tuple[str, str]] = set()
+        self._data_locks: dict[tuple[str, str], threading.Lock] = {}
 
     def backend(
         self, name: str, settings: BackendSettings, build: Callable[[], Backend]
@@ -52,6 +54,18 @@ class Session:
 
     def mark_bundle_uploaded(self, store_uri: str, key: str) -> None:
         self._uploaded.add((store_uri, key))
+
+    def data_lock(self, store_uri: str, content_hash: str) -> threading.Lock:
+        """Held while one piece of local data is checked and uploaded (one lock per data, so
+        a batch's different data upload side by side, the same data only once)."""
+        with self._lock:
+            return self._data_locks.setdefault((store_uri, content_hash), threading.Lock())
+
+    def data_uploaded(self, store_uri: str, content_hash: str) -> bool:
+        return (store_uri, content_hash) in self._data_uploaded
+
+    def mark_data_uploaded(self, store_uri: str, content_hash: str) -> None:
+        self._data_uploaded.add((store_uri, content_hash))
 
 
 _current = Session()

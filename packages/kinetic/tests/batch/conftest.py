@@ -65,7 +65,7 @@ class FakeBackend:
             member = BatchInput(record.group_id, record.group_index)
         call = read_call(self.store, StoredCall.of(record.job_id, member), record.job_id)
         arguments = None if member is None else read_input(self.store, call, member)
-        fn, args, kwargs = load_call(self.store.read(call.payload.key), arguments)
+        fn, args, kwargs = load_call(self.store.read(call.payload.key), arguments, [])
         value = cloudpickle.dumps(fn(*args, **kwargs))
         envelope = Succeeded(job_id=record.job_id, value=value)
         self.store.write(layout.result_key(record.job_id), encode_result(envelope))
@@ -121,7 +121,7 @@ def fake_backend(
         workdir=".",
     )
 
-    def resolve(options: RunOptions, fn: Callable[..., Any]) -> Target:
+    def resolve(options: RunOptions, fn: Callable[..., Any], data: object = ()) -> Target:
         settings = resolve_settings(backend="local", quiet=True)
         return Target(options, settings, backend, store, bundle, image_uri="")
 

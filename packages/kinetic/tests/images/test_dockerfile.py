@@ -234,3 +234,16 @@ def test_the_image_runs_as_the_non_root_user_pods_ask_for() -> None:
     assert "useradd --uid 1000" in ctx.dockerfile
     assert "chown -R 1000:1000 /opt/venv /workspace" in ctx.dockerfile
     assert "\nUSER 1000\n" in ctx.dockerfile
+
+
+def test_a_call_with_hf_data_gets_the_runtimes_hf_extra_and_a_new_tag() -> None:
+    plain = build_context(_reqs(), category="cpu", kinetic_version="1.0")
+    with_hf = build_context(_reqs(), category="cpu", kinetic_version="1.0", runtime_extras=("hf",))
+    assert "'kinetic-runtime[gcs,debug,hf]==1.0'" in _install(with_hf.dockerfile)
+    assert with_hf.content_hash != plain.content_hash, "the image holding datasets is another"
+    assert (
+        build_context(
+            _reqs(), category="cpu", kinetic_version="1.0", runtime_extras=("gcs",)
+        ).content_hash
+        == plain.content_hash
+    ), "an extra that is always there changes nothing"

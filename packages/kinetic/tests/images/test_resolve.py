@@ -210,3 +210,16 @@ def test_region_from_zone(zone: str, region: str) -> None:
 def test_bad_zone_is_a_config_error(zone: str) -> None:
     with pytest.raises(ConfigError, match="zone"):
         region_from_zone(zone)
+
+
+def test_prebuilt_images_install_the_hf_extra_at_pod_start_when_a_call_needs_it(
+    write: WriteFiles, tmp_path: Path
+) -> None:
+    write(tmp_path, {"requirements.txt": "numpy\n"})
+    resolved = resolve_image(
+        container_image="prebuilt", base_image_repo=None, accelerator=parse_accelerator("cpu"),
+        project_root=tmp_path, project="proj", zone="us-central1-a", runtime_extras=("hf",),
+    )  # fmt: skip
+    assert resolved.requirements == [
+        "numpy", f"kinetic-runtime[gcs,debug,hf]=={kinetic_version()}"
+    ]  # fmt: skip

@@ -47,10 +47,16 @@ def find_binary() -> Path:
 
 
 class FakeGcsServer:
-    """Runs fake-gcs-server (in-memory backend) while the ``with`` block is open."""
+    """Runs fake-gcs-server while the ``with`` block is open.
 
-    def __init__(self, binary: Path | None = None) -> None:
+    ``filesystem=True`` keeps objects on disk (in its temporary directory) instead of in
+    memory: the memory backend slows down as it fills (thousands of objects), which matters
+    to benchmarks, not to tests.
+    """
+
+    def __init__(self, binary: Path | None = None, *, filesystem: bool = False) -> None:
         self._binary = binary
+        self._filesystem = filesystem
         self._process: subprocess.Popen[bytes] | None = None
         self._workdir: tempfile.TemporaryDirectory[str] | None = None
         self._port = 0
@@ -125,10 +131,15 @@ class FakeGcsServer:
 
     def _launch(self, binary: Path, log_path: Path) -> None:
         endpoint = f"http://127.0.0.1:{self._port}"
+        backend = ["-backend", "memory"]
+        if self._filesystem:
+            backend = ["-backend", "filesystem", "-filesystem-root", str(log_path.parent / "data")]
         command = [
             str(binary),
             *("-scheme", "http", "-host", "127.0.0.1", "-port", str(self._port)),
-            *("-backend", "memory", "-log-level", "warn"),
+            *backend,
+            "-log-level",
+            "warn",
             *("-external-url", endpoint, "-public-host", f"127.0.0.1:{self._port}"),
         ]
         with log_path.open("wb") as log:

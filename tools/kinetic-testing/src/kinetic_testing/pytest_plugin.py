@@ -21,6 +21,7 @@ from kinetic_testing.controlplane.fixtures import (
     required,
 )
 from kinetic_testing.fake_gcs import FakeGcsServer
+from kinetic_testing.users import shared_dir
 
 __all__ = [
     "clean_kinetic_env",
@@ -30,6 +31,7 @@ __all__ = [
     "kinetic_session",
     "node_agent",
     "real_k8s",
+    "shared_dir",
 ]
 
 # No test may reach the GCE metadata server: google-auth would probe it for credentials (and

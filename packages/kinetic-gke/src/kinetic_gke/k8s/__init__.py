@@ -8,6 +8,7 @@ from kinetic_gke.k8s.connection import (
     kube_context_name,
     kubeconfig_path,
 )
+from kinetic_gke.k8s.drivers import csi_driver_installed
 from kinetic_gke.k8s.errors import (
     AlreadyExists,
     ApiUnreachable,
@@ -32,6 +33,7 @@ __all__ = [
     "Obj",
     "PermissionDenied",
     "Workload",
+    "csi_driver_installed",
     "get_credentials_command",
     "kube_context_name",
     "kubeconfig_path",

@@ -137,8 +137,14 @@ def _acquire_slot(slots_dir: Path, slots: int, job_dir: Path) -> int | None:
 
 
 def runtime_env(launch: dict[str, Any]) -> dict[str, str]:
-    """The job's environment: the submitter's, plus what the runtime needs."""
-    return {**launch.get("env", os.environ), "PYTHONUNBUFFERED": "1", "KINETIC_ENV": "local"}
+    """The job's environment: the submitter's, plus what the runtime needs. Volumes are the
+    runtime's to mount here (a private mount namespace), as no platform mounts them."""
+    return {
+        **launch.get("env", os.environ),
+        "PYTHONUNBUFFERED": "1",
+        "KINETIC_ENV": "local",
+        "KINETIC_VOLUME_MOUNTS": "namespace",
+    }
 
 
 def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: int) -> int:

@@ -31,7 +31,7 @@ from kinetic_runtime.stores._keys import check_key, check_prefix
 if TYPE_CHECKING:
     from google.cloud.storage import Bucket, Client
 
-__all__ = ["GCSStore", "EMULATOR_ENV", "EMULATOR_PROJECT"]
+__all__ = ["GCSStore", "EMULATOR_ENV", "EMULATOR_PROJECT", "api_errors", "make_client", "short"]
 
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 """When set (e.g. ``http://127.0.0.1:4443``), clients talk to that emulator, anonymously."""
@@ -102,7 +102,7 @@ class GCSStore:
         try:
             data: bytes = blob.download_as_bytes()
         except Exception as exc:
-            if isinstance(exc, _api_errors().NotFound):
+            if isinstance(exc, api_errors().NotFound):
                 self._raise_if_bucket_missing(exc, f"reading {key!r}")
                 raise ObjectNotFoundError(f"No object {key!r} in store {self.uri}") from exc
             self._raise_storage_error(exc, "read", key)
@@ -117,7 +117,7 @@ class GCSStore:
             else:
                 blob.upload_from_string(data, content_type=_CONTENT_TYPE)
         except Exception as exc:
-            errors = _api_errors()
+            errors = api_errors()
             if isinstance(exc, errors.PreconditionFailed):
                 raise PreconditionFailedError(
                     f"Object {key!r} already exists in store {self.uri}; it is written only once."
@@ -140,7 +140,7 @@ class GCSStore:
         try:
             blob.delete()
         except Exception as exc:
-            if isinstance(exc, _api_errors().NotFound):
+            if isinstance(exc, api_errors().NotFound):
                 return
             self._raise_storage_error(exc, "delete", key)
 
@@ -152,7 +152,7 @@ class GCSStore:
             try:
                 bucket.blob(name).delete()
             except Exception as exc:
-                if isinstance(exc, _api_errors().NotFound):
+                if isinstance(exc, api_errors().NotFound):
                     return 0  # deleted concurrently by someone else
                 self._raise_storage_error(exc, "delete", name.removeprefix(self._prefix))
             return 1
@@ -177,15 +177,19 @@ class GCSStore:
             for blob in client.list_blobs(self._bucket_name, prefix=self._prefix + prefix):
                 yield blob.name
         except Exception as exc:
-            if isinstance(exc, _api_errors().NotFound):  # a listing 404s only for the bucket
+            if isinstance(exc, api_errors().NotFound):  # a listing 404s only for the bucket
                 self._raise_bucket_missing(exc, f"listing {prefix!r}")
             self._raise_storage_error(exc, "list", prefix)
         self._bucket_seen = True
 
+    def client(self) -> "Client":
+        """The store's GCS client (made on first use), for bulk transfers beside the store."""
+        return self._get_client()
+
     def _get_client(self) -> "Client":
         with self._lock:
             if self._client is None:
-                self._client = _make_client(self._project)
+                self._client = make_client(self._project)
             return self._client
 
     def _get_bucket(self) -> "Bucket":
@@ -220,10 +224,10 @@ class GCSStore:
         ) from exc
 
     def _raise_storage_error(self, exc: Exception, verb: str, key: str) -> NoReturn:
-        errors = _api_errors()
+        errors = api_errors()
         if isinstance(exc, errors.Forbidden | errors.Unauthorized):
             raise StoreError(
-                f"Permission denied to {verb} {key!r} in {self.uri}: {_short(exc)}. Check that "
+                f"Permission denied to {verb} {key!r} in {self.uri}: {short(exc)}. Check that "
                 "your credentials (gcloud auth application-default login, or the pod's service "
                 f"account) may use bucket {self._bucket_name!r}.",
                 key=key,
@@ -231,12 +235,12 @@ class GCSStore:
             ) from exc
         if isinstance(exc, errors.GoogleAPIError | OSError) or _is_auth_error(exc):
             raise StoreError(
-                f"Could not {verb} {key!r} in {self.uri}: {_short(exc)}", key=key, cause=exc
+                f"Could not {verb} {key!r} in {self.uri}: {short(exc)}", key=key, cause=exc
             ) from exc
         raise exc
 
 
-def _make_client(project: str | None) -> "Client":
+def make_client(project: str | None = None) -> "Client":
     """Build a storage client: anonymous against an emulator, else application default."""
     try:
         from google.cloud import storage
@@ -267,7 +271,7 @@ def _make_client(project: str | None) -> "Client":
     except Exception as exc:
         if _is_auth_error(exc):
             raise StorageError(
-                f"No Google Cloud credentials for GCS: {_short(exc)}. Run "
+                f"No Google Cloud credentials for GCS: {short(exc)}. Run "
                 "'gcloud auth application-default login', or give the pod a service account."
             ) from exc
         raise
@@ -306,14 +310,14 @@ def _is_auth_error(exc: BaseException) -> bool:
     return isinstance(exc, GoogleAuthError)
 
 
-def _api_errors() -> ModuleType:
+def api_errors() -> ModuleType:
     """``google.api_core.exceptions``; only needed once the client has raised, so already loaded."""
     from google.api_core import exceptions
 
     return exceptions
 
 
-def _short(exc: BaseException, limit: int = 256) -> str:
+def short(exc: BaseException, limit: int = 256) -> str:
     text = str(exc).replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

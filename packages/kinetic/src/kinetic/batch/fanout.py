@@ -97,8 +97,9 @@ def run_map(
             "(e.g. max_concurrent=64) to bound how many run at once."
         )
     fn = remote.__wrapped__
-    target = resolve_target(remote.options, fn)
-    pickled = PickledBatch(target, fn, calls)  # every input pickled before anything is written
+    pickled = PickledBatch(fn, calls)  # every input pickled before anything is resolved
+    target = resolve_target(remote.options, fn, pickled.data)
+    data = pickled.plan(target)  # local data uploaded, once, before the batch is written
     group_id = new_group_id()
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
     func_name = func_name_of(fn)
@@ -108,7 +109,7 @@ def run_map(
         func_name=func_name,
         total_expected=len(items),
         job_id_prefix=child_id_prefix(getattr(fn, "__name__", "job"), group_id),
-        job_template=msgspec.structs.replace(template, k8s_name=""),
+        job_template=msgspec.structs.replace(template, k8s_name="", mounts=data.mounts),
         created_at=created_at,
         name=name,
         tags=checked_tags,
@@ -120,7 +121,7 @@ def run_map(
     )
     records = BatchRecords(target.store, group_id)
     try:
-        pickled.write(group_id, func_name)
+        pickled.write(target, data, group_id, func_name)
         lease = LeaseHolder.first(target.store, group_id)
         records.write_manifest(manifest)
     except BaseException:

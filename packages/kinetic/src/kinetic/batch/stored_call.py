@@ -5,22 +5,28 @@ Everything is pickled before anything is written: a function that cannot be pick
 error before the batch exists, and an input that cannot be pickled is that input's submission
 error (the spec's rule), the others going on. A child then costs one small store write (its
 child record) instead of a payload, a call and a record of its own.
+
+The batch's ``kinetic.Data`` (its function's and every input's) are numbered once and planned
+once, so data that several inputs share is uploaded once; each input records the entries it
+refers to, and a child stages only those and its function's.
 """
 
 from collections.abc import Callable
 from typing import Any
 
-from kinetic.packaging import serialize_arguments, serialize_function
-from kinetic.submission import (
-    Target,
-    artifact_ref,
-    call_descriptor,
-    check_data_arguments,
-    upload_bundle,
+from kinetic.data.plan import CallData
+from kinetic.data.reference import Data
+from kinetic.packaging.serialize import (
+    DataNumbering,
+    Pickled,
+    serialize_arguments,
+    serialize_function,
 )
+from kinetic.submission import Target, artifact_ref, call_descriptor, plan_data, upload_bundle
 from kinetic_protocol import (
     InputChunk,
     ObjectStore,
+    PickledInput,
     PreconditionFailedError,
     SerializationError,
     layout,
@@ -38,57 +44,70 @@ Call = tuple[tuple[Any, ...], dict[str, Any]]
 
 
 class PickledBatch:
-    """The pickled function and inputs of a batch, ready to be written."""
+    """The pickled function and inputs of a batch, ready to be planned and written."""
 
-    def __init__(self, target: Target, fn: Callable[..., Any], calls: list[Call]) -> None:
-        for args, kwargs in calls:
-            check_data_arguments(target, args, kwargs)
-        self.target = target
-        self.function = serialize_function(fn)
-        self.inputs: list[bytes] = []
+    def __init__(self, fn: Callable[..., Any], calls: list[Call]) -> None:
+        self._numbering = DataNumbering()
+        self.function: Pickled = serialize_function(fn, self._numbering)
+        self.inputs: list[PickledInput] = []
         self.errors: dict[int, SerializationError] = {}
         """Inputs that cannot be pickled; stored as empty items, never submitted."""
         for index, (args, kwargs) in enumerate(calls):
             try:
-                self.inputs.append(serialize_arguments(fn, args, kwargs, where=f" (input {index})"))
+                where = f" (input {index})"
+                pickled = serialize_arguments(fn, args, kwargs, self._numbering, where=where)
             except SerializationError as exc:
                 self.errors[index] = exc
-                self.inputs.append(b"")
+                self.inputs.append(PickledInput(arguments=b""))
+            else:
+                self.inputs.append(PickledInput(arguments=pickled.payload, data=pickled.refers_to))
 
-    def chunks(self) -> list[tuple[int, list[bytes]]]:
+    @property
+    def data(self) -> list[Data]:
+        """Every ``kinetic.Data`` of the batch, in the order of their numbers."""
+        return self._numbering.found
+
+    def chunks(self) -> list[tuple[int, list[PickledInput]]]:
         """``(start, items)`` of each chunk, in input order."""
-        chunks: list[tuple[int, list[bytes]]] = []
-        items: list[bytes] = []
+        chunks: list[tuple[int, list[PickledInput]]] = []
+        items: list[PickledInput] = []
         start, size = 0, 0
         for index, item in enumerate(self.inputs):
-            if items and (len(items) >= CHUNK_INPUTS or size + len(item) > CHUNK_BYTES):
+            if items and (len(items) >= CHUNK_INPUTS or size + len(item.arguments) > CHUNK_BYTES):
                 chunks.append((start, items))
                 start, items, size = index, [], 0
             items.append(item)
-            size += len(item)
+            size += len(item.arguments)
         if items:
             chunks.append((start, items))
         return chunks
 
-    def write(self, group_id: str, func_name: str) -> None:
+    def plan(self, target: Target) -> CallData:
+        """The batch's data on ``target`` (local data uploaded once if its jobs need it)."""
+        return plan_data(target, self.data)
+
+    def write(self, target: Target, data: CallData, group_id: str, func_name: str) -> None:
         """Write the bundle (if new), the function, the inputs and then the call, each
         create-only: a rerun of a half-finished write finds the same bytes in place."""
-        store = self.target.store
-        upload_bundle(store, self.target.bundle)
+        store = target.store
+        upload_bundle(store, target.bundle)
         function_key = layout.group_function_key(group_id)
-        _write_once(store, function_key, self.function)
+        _write_once(store, function_key, self.function.payload)
         refs = []
         for start, items in self.chunks():
-            data = encode_inputs(items)
+            encoded = encode_inputs(items)
             key = layout.input_chunk_key(group_id, start)
-            _write_once(store, key, data)
-            refs.append(InputChunk(start=start, count=len(items), ref=artifact_ref(key, data)))
+            _write_once(store, key, encoded)
+            refs.append(InputChunk(start=start, count=len(items), ref=artifact_ref(key, encoded)))
         call = call_descriptor(
-            self.target,
+            target,
             group_id,
             func_name,
-            artifact_ref(function_key, self.function),
+            artifact_ref(function_key, self.function.payload),
+            data=data.specs,
+            volumes=data.volumes,
             inputs=refs,
+            function_data=self.function.refers_to,
         )
         _write_once(store, layout.group_call_key(group_id), encode_json(call))
 

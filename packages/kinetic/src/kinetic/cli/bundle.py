@@ -42,12 +42,14 @@ def show(path: Path | None, as_json: bool) -> None:
         return
     render.table(
         ["PATH", "SIZE"],
-        [[entry.rel, _size(entry.stat.st_size)] for entry in scanned.files],
+        [[entry.rel, render.size(entry.stat.st_size)] for entry in scanned.files],
         title=f"Shipped from {root}",
         empty=f"No files would be shipped from {root}.",
     )
     total = scanned.total_bytes
-    click.echo(f"Total: {len(scanned.files)} files, {_size(total)} ({total} bytes) uncompressed")
+    click.echo(
+        f"Total: {len(scanned.files)} files, {render.size(total)} ({total} bytes) uncompressed"
+    )
     if total > MAX_BUNDLE_BYTES:
         click.echo(f"Over the {MAX_BUNDLE_BYTES // 2**20} MiB limit: submitting would fail.")
     if scanned.excluded:
@@ -71,12 +73,6 @@ def _kinetic_state_dirs() -> list[Path]:
     if uri.startswith("file://"):
         dirs.append(Path(unquote(urlparse(uri).path)))
     return dirs
-
-
-def _size(n: int) -> str:
-    if n >= 2**20:
-        return f"{n / 2**20:.1f} MiB"
-    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
 
 
 def _document(scanned: "ProjectScan", limit: int) -> dict[str, Any]:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from kinetic.batch import BatchHandle, BatchSummary
     from kinetic.config import ResolvedSettings
     from kinetic.jobs import JobHandle
+    from kinetic.outputs import JobOutputs
 
 __all__ = ["SHARED_OPTIONS", "CliContext", "accept_shared_options", "pass_cli"]
 
@@ -38,6 +39,12 @@ class CliContext:
 
         self.job_id = job_id
         return kinetic.attach(job_id, self.project, self.cluster, backend=self.backend)
+
+    def job_outputs(self, job_id: str) -> "JobOutputs":
+        from kinetic.jobs import job_outputs
+
+        self.job_id = job_id
+        return job_outputs(job_id, self.project, self.cluster, backend=self.backend)
 
     def list_jobs(self) -> "list[JobHandle]":
         import kinetic

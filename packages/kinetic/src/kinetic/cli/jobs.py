@@ -12,6 +12,8 @@ job.result()          kinetic jobs result ID [--timeout S] [--no-cleanup]
 job.cancel()          kinetic jobs cancel ID
 job.cleanup(...)      kinetic jobs cleanup ID [--no-k8s] [--no-gcs]
 job.debug_attach()    kinetic jobs debug ID [--port N] [--working-dir DIR]
+job.list_outputs()    kinetic jobs outputs ID
+job.download_outputs  kinetic jobs outputs ID --download DIR [--overwrite]
 ====================  ===========================================
 """
 
@@ -221,6 +223,50 @@ def cleanup(cli: CliContext, job_id: str, k8s: bool, gcs: bool) -> None:
         what for what, on in (("backend resource", k8s), ("stored artifacts", gcs)) if on
     )
     click.echo(f"Cleaned up {job.job_id}: removed its {removed}.")
+
+
+@jobs.command()
+@click.argument("job_id")
+@click.option(
+    "--download",
+    "directory",
+    type=click.Path(file_okay=False, path_type=str),
+    help="Copy every output file into DIR, keeping their paths.",
+)
+@click.option("--overwrite", is_flag=True, help="With --download: replace files already in DIR.")
+@JSON_OPTION
+@pass_cli
+def outputs(
+    cli: CliContext, job_id: str, directory: str | None, overwrite: bool, as_json: bool
+) -> None:
+    """List the files JOB_ID wrote to its output directory (KINETIC_OUTPUT_DIR), or download
+    them with --download DIR. Outputs are kept after the job is cleaned up."""
+    if overwrite and directory is None:
+        raise click.UsageError("--overwrite only applies with --download DIR.")
+    found = cli.job_outputs(job_id)
+    if directory is not None:
+        written = found.download(directory, overwrite=overwrite)
+        if as_json:
+            render.emit_json({"job_id": job_id, "downloaded": [str(p) for p in written]})
+        else:
+            click.echo(f"Downloaded {len(written)} file(s) of {job_id} to {directory}.")
+        return
+    files = found.files()
+    if as_json:
+        render.emit_json(
+            {
+                "job_id": job_id,
+                "output_dir": found.location,
+                "files": [{"name": f.name, "size": f.size} for f in files],
+            }
+        )
+        return
+    click.echo(f"Outputs of {job_id} in {found.location}:", err=True)
+    render.table(
+        ["FILE", "SIZE"],
+        [[f.name, render.size(f.size)] for f in files],
+        empty="No outputs (yet).",
+    )
 
 
 @jobs.command()

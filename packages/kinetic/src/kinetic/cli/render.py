@@ -90,6 +90,15 @@ def _styled(text: str, *, status: bool = True) -> str:
     return f"[{style}]{escape(text)}[/{style}]" if style else escape(text)
 
 
+def size(count: int) -> str:
+    """A byte count for people: ``512 B``, ``3.2 KiB``, ``1.5 MiB``, ``2.0 GiB``."""
+    if count >= 2**30:
+        return f"{count / 2**30:.1f} GiB"
+    if count >= 2**20:
+        return f"{count / 2**20:.1f} MiB"
+    return f"{count / 1024:.1f} KiB" if count >= 1024 else f"{count} B"
+
+
 def table(
     columns: Sequence[str],
     rows: Sequence[Sequence[str]],

@@ -45,7 +45,9 @@ __all__ = [
     "BASE_IMAGES",
     "CUDA_BASE_IMAGE",
     "LIBTPU_FIND_LINKS",
+    "RUNTIME_EXTRAS",
     "RUNTIME_PACKAGE",
+    "runtime_requirement",
     "UV_IMAGE",
     "BuildContext",
     "Category",
@@ -60,7 +62,10 @@ Category = Literal["cpu", "gpu", "tpu"]
 CUDA_BASE_IMAGE = "nvidia/cuda:12.4.1-runtime-ubuntu22.04"
 UV_IMAGE = "ghcr.io/astral-sh/uv:0.9.5"
 """Where the ``uv`` binary is copied from; pinned so image contents do not drift."""
-RUNTIME_PACKAGE = "kinetic-runtime[gcs,debug]"
+RUNTIME_PACKAGE = "kinetic-runtime"
+RUNTIME_EXTRAS = ("gcs", "debug")
+"""Always in an image: the GCS client (stores, data) and debugpy (``debug=True``). A call
+that loads ``hf://`` data adds ``hf`` (the ``datasets`` library), and only then."""
 LIBTPU_FIND_LINKS = "https://storage.googleapis.com/jax-releases/libtpu_releases.html"
 BASE_IMAGES: dict[str, str] = {
     "cpu": "python:{py}-slim",
@@ -152,6 +157,12 @@ def _python_lines(category: Category, py: str) -> list[str]:
     return [f"RUN uv venv {_VENV} --python /usr/local/bin/python{py}"]
 
 
+def runtime_requirement(kinetic_version: str, extras: tuple[str, ...] = ()) -> str:
+    """``kinetic-runtime[gcs,debug,...]==VERSION``; added extras sorted, so the text is stable."""
+    chosen = [*RUNTIME_EXTRAS, *sorted(set(extras) - set(RUNTIME_EXTRAS))]
+    return f"{RUNTIME_PACKAGE}[{','.join(chosen)}]=={kinetic_version}"
+
+
 def build_context(
     requirements: Requirements,
     *,
@@ -159,16 +170,18 @@ def build_context(
     kinetic_version: str,
     python_version: str | None = None,
     base_image: str | None = None,
+    runtime_extras: tuple[str, ...] = (),
 ) -> BuildContext:
     """The Dockerfile and files of an image for ``requirements`` on ``category``.
 
     ``base_image`` overrides the choice table (the Dockerfile still assumes a Debian-like image
-    with ``python{py}`` on ``/usr/local/bin`` for cpu/tpu). With no requirements the result is
-    also what a prebuilt base image contains.
+    with ``python{py}`` on ``/usr/local/bin`` for cpu/tpu). ``runtime_extras`` adds extras of
+    ``kinetic-runtime`` (``hf``). With no requirements the result is also what a prebuilt base
+    image contains.
     """
     py = python_minor(python_version)
     base = base_image or base_image_for(category, py)
-    runtime = f"{RUNTIME_PACKAGE}=={kinetic_version}"
+    runtime = runtime_requirement(kinetic_version, runtime_extras)
     install = ["uv", "pip", "install", "--no-cache"]
     files: dict[str, bytes] = {}
     if requirements.lines:

@@ -23,7 +23,7 @@ from typing import Literal
 import msgspec
 
 from kinetic.images.cloudbuild import ImageBuilder
-from kinetic.images.dockerfile import Category, build_context, python_minor
+from kinetic.images.dockerfile import Category, build_context, python_minor, runtime_requirement
 from kinetic.images.registry import parse_image_reference
 from kinetic.images.requirements import (
     Requirements,
@@ -125,9 +125,14 @@ def resolve_image(
     builder: ImageBuilder | None = None,
     build_service_account: str = "",
     logs_bucket: str = "",
+    runtime_extras: tuple[str, ...] = (),
 ) -> ResolvedImage:
     """Pick the mode, and for ``bundled`` make sure the image exists (building it if not), as
-    ``build_service_account`` when given (its logs go to ``logs_bucket``)."""
+    ``build_service_account`` when given (its logs go to ``logs_bucket``).
+
+    ``runtime_extras`` (``("hf",)`` for a call with ``hf://`` data) go into a bundled image,
+    or join a prebuilt image's pod-start requirements; a custom image must have them.
+    """
     category = accelerator.category
     choice = container_image.strip() if isinstance(container_image, str) else container_image
     if choice is None or choice == "bundled":
@@ -135,6 +140,7 @@ def resolve_image(
             discover_requirements(project_root),
             category=category,
             kinetic_version=kinetic_version(),
+            runtime_extras=runtime_extras,
         )
         uri = bundled_image_uri(project, zone, category, context.content_hash)
         builder = builder or ImageBuilder(
@@ -144,10 +150,11 @@ def resolve_image(
         return ResolvedImage(uri=builder.ensure(context, uri), mode="bundled")
     if choice == "prebuilt":
         repo = resolve_base_image_repo(base_image_repo)
+        lines = _with_jax(prebuilt_requirements(project_root), category)
+        if runtime_extras:  # the base image has the runtime: this adds only the extras' deps
+            lines = [*lines, runtime_requirement(kinetic_version(), runtime_extras)]
         return ResolvedImage(
-            uri=prebuilt_image_uri(repo, category),
-            mode="prebuilt",
-            requirements=_with_jax(prebuilt_requirements(project_root), category),
+            uri=prebuilt_image_uri(repo, category), mode="prebuilt", requirements=lines
         )
     if not isinstance(choice, str) or not choice:
         raise ConfigError(

@@ -25,6 +25,7 @@ from kinetic.config import kinetic_home
 from kinetic.local import settings
 from kinetic.local.host_logs import HostLog
 from kinetic.local.launcher_client import launcher_enabled, request_start
+from kinetic.local.volumes import check_volumes
 from kinetic_protocol import (
     BackendError,
     BackendSettings,
@@ -110,7 +111,11 @@ class LocalBackend:
     name = "local"
     declared_settings = settings.SETTINGS
     capabilities = Capabilities(
-        local_data=True, multi_host=True, per_host_logs=True, provisions_accelerators=False
+        local_data=True,
+        volumes=True,
+        multi_host=True,
+        per_host_logs=True,
+        provisions_accelerators=False,
     )
     poll_bounds = (0.005, 0.05)  # a poll is one small file read per job
 
@@ -135,13 +140,20 @@ class LocalBackend:
         return self._jobs / job_id
 
     def prepare(self, request: PrepareRequest) -> Preparation:
-        """With ``isolate=True``, run in a cached venv of the project's requirements."""
-        if not request.isolate:
-            return Preparation()
-        from kinetic.images import ensure_isolated_env
+        """With ``isolate=True``, run in a cached venv of the project's requirements; with
+        volumes, check that jobs can have them (a private mount namespace) here."""
+        python = self._python
+        data: dict[str, str] = {}
+        if request.isolate:
+            from kinetic.images import ensure_isolated_env
 
-        python = ensure_isolated_env(request.project_root, cache_root=kinetic_home() / "envs")
-        return Preparation(backend_data={PYTHON_KEY: str(python)})
+            python = str(
+                ensure_isolated_env(request.project_root, cache_root=kinetic_home() / "envs")
+            )
+            data[PYTHON_KEY] = python
+        if request.volumes:
+            check_volumes(request.volumes, python, self.store_uri)
+        return Preparation(backend_data=data)
 
     def submit(self, record: JobRecord) -> None:
         """Publish the job directory whole, then start its supervisor; raising means nothing

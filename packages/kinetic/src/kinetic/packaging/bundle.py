@@ -59,9 +59,9 @@ def bundle_root(source_dir: Path) -> Path:
     return root
 
 
-def scan(root: Path, exclude: Iterable[Path] = ()) -> ProjectScan:
+def scan(root: Path, exclude: Iterable[Path] = (), data: Iterable[Path] = ()) -> ProjectScan:
     """What a bundle of ``root`` ships and leaves out, by the ignore files and settings."""
-    return scan_project(root, exclude=exclude, use_gitignore=BUNDLE_GITIGNORE.flag())
+    return scan_project(root, exclude=exclude, data=data, use_gitignore=BUNDLE_GITIGNORE.flag())
 
 
 def find_project_root(start: Path) -> Path:
@@ -144,17 +144,22 @@ _cache: dict[Path, tuple[tuple[tuple[str, int, int], ...], bytes, str]] = {}
 
 
 def build_bundle(
-    source_dir: Path, *, cwd: Path | None = None, exclude: Iterable[Path] = ()
+    source_dir: Path,
+    *,
+    cwd: Path | None = None,
+    exclude: Iterable[Path] = (),
+    data_paths: Iterable[Path] = (),
 ) -> CodeBundle:
     """Bundle the project around ``source_dir``; unchanged files reuse the last bundle.
 
     ``exclude`` names directories to leave out wherever they are (Kinetic's home and store,
-    when they sit inside the project). What else is left out is decided by ``ignore``:
-    built-in rules, secrets, ``.kineticignore`` and ``.gitignore``.
+    when they sit inside the project), ``data_paths`` the local ``kinetic.Data`` of the call, which
+    travel on their own. What else is left out is decided by ``ignore``: built-in rules,
+    secrets, ``.kineticignore`` and ``.gitignore``.
     """
     root = bundle_root(source_dir)
     cwd = (cwd or Path.cwd()).resolve()
-    scanned = scan(root, exclude)
+    scanned = scan(root, exclude, data_paths)
     _say_what_was_left_out(scanned)
     files = scanned.files
     signature = tuple((rel, stat.st_size, stat.st_mtime_ns) for rel, _, stat in files)

@@ -7,6 +7,9 @@ A file or directory is left out, in this order of precedence, as:
     virtualenvs and build output.
 ``kinetic-state``
     Kinetic's own home and store, when they sit inside the project.
+``data``
+    Files and directories the call passes as local ``kinetic.Data``: they travel on their
+    own (content-addressed, uploaded once), not inside every code bundle.
 ``secret``
     An obvious credential (``SECRET_PATTERNS``: ``.env``, ``*.pem``, ``credentials.json``...).
     Secrets are never bundled: a ``!`` negation in ``.kineticignore`` does not bring one back.
@@ -71,7 +74,7 @@ _SKIP_DIRS = frozenset({"__pycache__", "venv", "node_modules", "dist", "build"})
 """Besides these, every hidden directory (``.git``, ``.venv``, ``.ssh``...) is left out."""
 _SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 
-Reason = Literal["default", "kinetic-state", "secret", "ignored"]
+Reason = Literal["default", "kinetic-state", "data", "secret", "ignored"]
 
 
 class Entry(NamedTuple):
@@ -187,14 +190,21 @@ class _Rules:
 
 
 def scan_project(
-    root: Path, *, exclude: Iterable[Path] = (), use_gitignore: bool = True
+    root: Path,
+    *,
+    exclude: Iterable[Path] = (),
+    data: Iterable[Path] = (),
+    use_gitignore: bool = True,
 ) -> ProjectScan:
     """Walk ``root`` in a fixed order and sort every entry into shipped or left out (and why).
 
-    ``exclude`` names directories to leave out wherever they are (Kinetic's home and store).
-    Left-out directories are not descended into, so their files are not listed one by one.
+    ``exclude`` names directories to leave out wherever they are (Kinetic's home and store);
+    ``data`` the files and directories the call passes as ``kinetic.Data``, which travel on
+    their own. Left-out directories are not descended into, so their files are not listed one
+    by one.
     """
     excluded_dirs = frozenset(path.resolve() for path in exclude)
+    data_paths = frozenset(path.resolve() for path in data)
     rules = _Rules(root, use_gitignore)
     files: list[Entry] = []
     left_out: list[Excluded] = []
@@ -209,6 +219,8 @@ def scan_project(
             why = rules.classify(rel, name, is_dir=True)
             if why is None and excluded_dirs and (here / name).resolve() in excluded_dirs:
                 why = Excluded(rel, "kinetic-state", "Kinetic's home or store")
+            if why is None and data_paths and (here / name).resolve() in data_paths:
+                why = Excluded(rel, "data", "passed as kinetic.Data")
             if why is None:
                 kept_dirs.append(name)
             else:
@@ -217,6 +229,8 @@ def scan_project(
         for name in filenames:
             rel = f"{rel_dir}{name}"
             why = rules.classify(rel, name, is_dir=False)
+            if why is None and data_paths and (here / name).resolve() in data_paths:
+                why = Excluded(rel, "data", "passed as kinetic.Data")
             if why is not None:
                 left_out.append(why)
                 continue

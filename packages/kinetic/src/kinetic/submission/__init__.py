@@ -3,7 +3,7 @@
 from kinetic.submission.call import (
     artifact_ref,
     call_descriptor,
-    check_data_arguments,
+    plan_data,
     submit_call,
     upload_bundle,
 )
@@ -16,7 +16,7 @@ __all__ = [
     "Target",
     "artifact_ref",
     "call_descriptor",
-    "check_data_arguments",
+    "plan_data",
     "child_id_prefix",
     "func_name_of",
     "job_record",

@@ -1,8 +1,8 @@
 """Submit one job: write its artifacts create-only, then hand the record to the backend.
 
-Everything that can fail on bad input (pickling, settings, the backend) runs before the first
-write, and a backend that refuses the job gets its artifacts removed, so a failed submission
-leaves nothing half-made in the store.
+Everything that can fail on bad input (pickling, data, settings, the backend) runs before the
+first write, and a backend that refuses the job gets its artifacts removed, so a failed
+submission leaves nothing half-made in the store.
 """
 
 import contextlib
@@ -12,11 +12,15 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from kinetic import _log, session
-from kinetic.data import Data
+from kinetic.data.plan import CallData, plan_call_data
+from kinetic.data.reference import Data
 from kinetic.handle import JobHandle
 from kinetic.options import capture_env
 from kinetic.packaging import CodeBundle, serialize_call
+from kinetic.packaging.serialize import SerializedCall
 from kinetic.submission.debugging import debug_options
 from kinetic.submission.ids import func_name_of, new_job_id
 from kinetic.submission.record import job_record
@@ -25,7 +29,6 @@ from kinetic_protocol import (
     ArtifactRef,
     BackendError,
     CallDescriptor,
-    ConfigError,
     KineticError,
     ObjectStore,
     PreconditionFailedError,
@@ -33,13 +36,7 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import encode_json
 
-__all__ = [
-    "artifact_ref",
-    "call_descriptor",
-    "check_data_arguments",
-    "submit_call",
-    "upload_bundle",
-]
+__all__ = ["artifact_ref", "call_descriptor", "plan_data", "submit_call", "upload_bundle"]
 
 log = _log.get_logger(__name__)
 
@@ -59,6 +56,18 @@ def upload_bundle(store: ObjectStore, bundle: CodeBundle) -> None:
 
 def artifact_ref(key: str, data: bytes) -> ArtifactRef:
     return ArtifactRef(key=key, sha256=hashlib.sha256(data).hexdigest(), size=len(data))
+
+
+def plan_data(target: Target, found: list[Data]) -> CallData:
+    """The specs, volumes and mounts of ``found`` (and the decorator's volumes) on ``target``,
+    local data uploaded first where its jobs cannot see this machine."""
+    return plan_call_data(
+        found,
+        target.options.volumes,
+        capabilities=target.backend.capabilities,
+        store=target.store,
+        backend=target.backend_name,
+    )
 
 
 def call_descriptor(
@@ -87,18 +96,26 @@ def submit_call(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
+    serialized: SerializedCall | None = None,
 ) -> JobHandle:
-    """Pickle the call, write its artifacts (the bundle first, if new) and submit it."""
-    check_data_arguments(target, args, kwargs)
-    payload = serialize_call(fn, args, kwargs)
+    """Pickle the call (unless the caller did: ``serialized``), stage its data, write its
+    artifacts (the bundle first, if new) and submit it."""
+    serialized = serialized or serialize_call(fn, args, kwargs)
+    data = plan_data(target, serialized.data)
     record = job_record(target, func_name_of(fn), new_job_id(getattr(fn, "__name__", "job")))
+    record = msgspec.structs.replace(record, mounts=data.mounts)
     upload_bundle(target.store, target.bundle)
     job_id, store = record.job_id, target.store
     call = call_descriptor(
-        target, job_id, record.func_name, artifact_ref(layout.payload_key(job_id), payload)
+        target,
+        job_id,
+        record.func_name,
+        artifact_ref(layout.payload_key(job_id), serialized.payload),
+        data=data.specs,
+        volumes=data.volumes,
     )
     try:
-        store.write(layout.payload_key(job_id), payload, if_absent=True)
+        store.write(layout.payload_key(job_id), serialized.payload, if_absent=True)
         store.write(layout.call_key(job_id), encode_json(call), if_absent=True)
         store.write(layout.job_record_key(job_id), encode_json(record), if_absent=True)
     except PreconditionFailedError as exc:
@@ -114,15 +131,3 @@ def submit_call(
         raise BackendError(f"The {record.backend} backend refused job {job_id}: {exc}") from exc
     log.info("job.submitted", job_id=job_id, backend=record.backend)
     return JobHandle.from_record(record)
-
-
-def check_data_arguments(target: Target, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """A local ``kinetic.Data`` means nothing where jobs cannot see this machine's files."""
-    if target.backend.capabilities.local_data:
-        return
-    for value in (*args, *kwargs.values()):
-        if isinstance(value, Data) and not (value.is_gcs or value.is_hf):
-            raise ConfigError(
-                f"{value!r} refers to data on this machine, which the {target.backend_name!r} "
-                "backend cannot ship yet. Upload it to a gs:// bucket and pass that URI."
-            )

@@ -51,6 +51,7 @@ def job_record(
         spot=options.spot,
         kinetic_version=_version(),
         backend_data=dict(target.backend_data),
+        output_dir=options.output_dir or "",
     )
 
 
@@ -64,4 +65,4 @@ def _bucket_name(uri: str) -> str:
 def _version() -> str:
     from kinetic import __version__
 
-    return __version__
+    return str(__version__)

@@ -9,7 +9,7 @@ import functools
 import sys
 import sysconfig
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from kinetic import _log
 from kinetic._context import open_store
 from kinetic.backends import get_backend
 from kinetic.config import ResolvedSettings, kinetic_home, resolve_settings
+from kinetic.data import Data
 from kinetic.options import RunOptions
 from kinetic.packaging import CodeBundle, build_bundle
 from kinetic.settings import CONTAINER_IMAGE
@@ -104,8 +105,15 @@ def _kinetic_state_dirs(store: ObjectStore) -> list[Path]:
     return dirs
 
 
-def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
-    """Resolve settings, backend, store, code bundle, image and the backend's preparation."""
+def resolve_target(
+    options: RunOptions, fn: Callable[..., Any], data: Sequence[Data] = ()
+) -> Target:
+    """Resolve settings, backend, store, code bundle, image and the backend's preparation.
+
+    ``data`` is the ``kinetic.Data`` the call (or every input of a batch) passes: local data
+    inside the project stays out of the code bundle, and ``hf://`` data needs the ``hf``
+    extra of the runtime in the image.
+    """
     settings = resolve_settings(
         backend=options.backend, project=options.project, zone=options.zone,
         cluster=options.cluster, namespace=options.namespace, accelerator=options.accelerator,
@@ -115,9 +123,11 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
     capabilities = backend.capabilities
     if options.volumes and not capabilities.volumes:
         raise ConfigError(
-            f"volumes are not supported on the {name!r} backend in this version of Kinetic; "
-            "pass the kinetic.Data as a function argument, or stage it in a gs:// bucket."
+            f"volumes are not supported on the {name!r} backend (it cannot put data at a fixed "
+            "path); pass the kinetic.Data as a function argument instead: the function "
+            "receives its path."
         )
+    every = [*data, *(item for _, item in options.volumes)]
     accelerator = options.accelerator
     if not capabilities.provisions_accelerators and accelerator.category != "cpu":
         _log.notice(
@@ -126,7 +136,10 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
             "hardware; no accelerator is provisioned.",
         )
     store = open_store(backend.store_uri)
-    bundle = build_bundle(_source_dir(fn), exclude=_kinetic_state_dirs(store))
+    local_data = [Path(item.path) for item in every if item.is_local]
+    bundle = build_bundle(
+        _source_dir(fn), exclude=_kinetic_state_dirs(store), data_paths=local_data
+    )
     requirements: tuple[str, ...]
     image_uri, requirements = "", ()
     if capabilities.container_image:
@@ -142,12 +155,15 @@ def resolve_target(options: RunOptions, fn: Callable[..., Any]) -> Target:
             zone=settings.zone.value or "",
             build_service_account=builds_as if store.uri.startswith("gs://") else "",
             logs_bucket=f"{store.uri.rstrip('/')}/build-logs",
+            runtime_extras=("hf",) if any(item.is_hf for item in every) else (),
         )
         image_uri, requirements = image.uri, tuple(image.requirements)
     preparation = backend.prepare(
         PrepareRequest(
             accelerator=accelerator, project_root=bundle.root, isolate=options.isolate,
             spot=options.spot, image=image_uri,
+            volumes=tuple(path for path, _ in options.volumes),
+            fuse=any(item.fuse for item in every),
         )
     )  # fmt: skip
     return Target(

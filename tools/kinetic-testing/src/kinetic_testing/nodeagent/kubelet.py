@@ -21,6 +21,7 @@ from .faults import FaultKind, FaultRegistry
 from .logserver import LogSource, rotate_log
 from .processes import PodProcess
 from .runtime import PodRuntime, container_names
+from .volumes import MountError, mount_plan, wrap_argv
 
 __all__ = ["Kubelet"]
 
@@ -187,6 +188,13 @@ class Kubelet:
         except EnvError as exc:
             if rt.waiting_reason != "CreateContainerConfigError":
                 rt.waiting_reason = "CreateContainerConfigError"
+                self._patch(rt, st.waiting(pod, rt.waiting_reason, str(exc), now_rfc3339()))
+            return
+        try:
+            argv = wrap_argv(argv, mount_plan(pod, container, rt.directory), rt.directory)
+        except MountError as exc:
+            if rt.waiting_reason != "ContainerCreating":
+                rt.waiting_reason = "ContainerCreating"
                 self._patch(rt, st.waiting(pod, rt.waiting_reason, str(exc), now_rfc3339()))
             return
         now = now_rfc3339()

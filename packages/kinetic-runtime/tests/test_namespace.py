@@ -1,0 +1,132 @@
+"""A local job's private mount namespace, on this kernel: volumes appear at their absolute
+paths for the job alone, the user's own files read-only, for root and for an ordinary user."""
+
+import ctypes
+import json
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kinetic_runtime.data.namespace import Bind, NamespaceError, enter, probe
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/mnt"), reason="Linux only")
+
+_PR_SET_DUMPABLE = 4
+
+
+def _in_child(body: Callable[[], dict[str, Any]], *, as_nobody: bool) -> dict[str, Any]:
+    """Run ``body`` in a forked child (``unshare`` changes a process for good); its answer
+    comes back as JSON through a pipe."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - reported through the pipe
+        try:
+            if as_nobody and os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+                # setuid makes a process undumpable, which hides /proc/self/*_map from it; a
+                # user who started as nobody would not be.
+                ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+            answer = body()
+        except BaseException as exc:
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        os.write(write, json.dumps(answer).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        answer = json.loads(pipe.read() or b"{}")
+    os.waitpid(pid, 0)
+    return answer
+
+
+@pytest.mark.parametrize("as_nobody", [False, True], ids=["as-root-or-self", "as-nobody"])
+def test_volumes_appear_at_absolute_paths_that_do_not_exist_on_the_machine(
+    shared_dir: Path, as_nobody: bool
+) -> None:
+    source = shared_dir / "dataset"
+    source.mkdir()
+    (source / "train.csv").write_text("x,y\n")
+    single = shared_dir / "config.json"
+    single.write_text("{}")
+    scratch = shared_dir / "scratch"
+    scratch.mkdir()
+    for path in (source, source / "train.csv", single, scratch):
+        path.chmod(0o777 if path.is_dir() else 0o666)
+    staging = shared_dir / "staging"
+    staging.mkdir()
+    staging.chmod(0o777)
+    top = f"/kinetic-ns-test-{uuid.uuid4().hex[:8]}"
+    binds = [
+        Bind(source, f"{top}/data", read_only=True),
+        Bind(single, f"{top}/etc/config.json", read_only=True),
+        Bind(scratch, "/tmp/kinetic-ns-scratch/out"),
+    ]
+
+    def body() -> dict[str, Any]:
+        cwd = os.getcwd()
+        enter(binds, staging)
+        try:
+            Path(f"{top}/data/new.txt").write_text("x")
+            read_only = "writable"
+        except OSError as exc:
+            read_only = exc.strerror or ""
+        Path("/tmp/kinetic-ns-scratch/out/result.txt").write_text("written")
+        return {
+            "data": os.listdir(f"{top}/data"),
+            "config": Path(f"{top}/etc/config.json").read_text(),
+            "read_only": read_only,
+            "cwd_kept": os.getcwd() == cwd,
+            "proc": os.path.exists("/proc/self/status"),
+            "uid": os.getuid(),
+        }
+
+    seen = _in_child(body, as_nobody=as_nobody)
+    assert "error" not in seen, seen.get("error", "")
+    assert seen["data"] == ["train.csv"]
+    assert seen["config"] == "{}"
+    assert seen["read_only"] == "Read-only file system"
+    assert seen["cwd_kept"] and seen["proc"]
+    if as_nobody and os.geteuid() == 0:
+        assert seen["uid"] == 65534, "an ordinary user keeps being themselves"
+    assert (scratch / "result.txt").read_text() == "written", "writes reach the bound source"
+    assert not os.path.exists(top) and not os.path.exists("/tmp/kinetic-ns-scratch")
+    assert sorted(p.name for p in source.iterdir()) == ["train.csv"]
+
+
+def test_this_machine_can_give_jobs_private_mounts() -> None:
+    assert probe() is None
+
+
+def test_a_process_running_threads_cannot_enter_one(shared_dir: Path) -> None:
+    def body() -> dict[str, Any]:
+        stop = threading.Event()
+        worker = threading.Thread(target=stop.wait)
+        worker.start()
+        try:
+            enter([Bind(shared_dir, "/kinetic-never")], shared_dir)
+        except NamespaceError as exc:
+            return {"said": str(exc)}
+        finally:
+            stop.set()
+            worker.join()
+        return {"said": "entered"}
+
+    assert "threads" in _in_child(body, as_nobody=False)["said"]
+
+
+def test_a_target_that_exists_as_the_other_kind_is_refused(shared_dir: Path) -> None:
+    (shared_dir / "file.txt").write_text("f")
+
+    def body() -> dict[str, Any]:
+        try:
+            enter([Bind(shared_dir, str(shared_dir / "file.txt"))], shared_dir)
+        except NamespaceError as exc:
+            return {"said": str(exc)}
+        return {"said": "entered"}
+
+    assert "is not a directory" in _in_child(body, as_nobody=False)["said"]

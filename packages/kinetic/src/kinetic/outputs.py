@@ -1,0 +1,109 @@
+"""A job's outputs, from the client: list and download what it wrote to ``KINETIC_OUTPUT_DIR``.
+
+The directory is ``output_dir=`` when the decorator was given one, else ``outputs/<job_id>``
+in the job's store (a local directory for a ``file://`` store). Inside the job,
+:func:`kinetic_runtime.outputs.outputs` is the way to write there. Outputs are never
+cleaned up by Kinetic: they outlive the job, its handle and its stored artifacts, so
+:func:`kinetic.jobs.job_outputs` finds them from the job id alone.
+"""
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kinetic._context import open_store
+from kinetic_protocol import ConfigError, JobRecord, layout
+from kinetic_protocol.data import parse_gcs_uri
+from kinetic_runtime.data import transfer
+from kinetic_runtime.stores import GCSStore
+
+if TYPE_CHECKING:
+    from google.cloud.storage import Client
+
+__all__ = ["JobOutputs", "OutputFile"]
+
+
+@dataclass(frozen=True, order=True)
+class OutputFile:
+    """One file a job wrote: its ``/``-separated path below the output directory, and size."""
+
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
+class JobOutputs:
+    """The output directory of one job (``output_dir`` empty: the store's default)."""
+
+    job_id: str
+    store_uri: str
+    output_dir: str = ""
+    project: str = ""
+
+    @classmethod
+    def of(cls, record: JobRecord) -> "JobOutputs":
+        return cls(record.job_id, record.store_uri, record.output_dir, record.project)
+
+    @property
+    def location(self) -> str:
+        """The job's ``KINETIC_OUTPUT_DIR`` (without a trailing slash)."""
+        if self.output_dir:
+            return self.output_dir.rstrip("/")
+        return open_store(self.store_uri).url(layout.output_prefix(self.job_id).rstrip("/"))
+
+    def files(self) -> list[OutputFile]:
+        """The files under the output directory, sorted by name; none if it has none (yet)."""
+        where = self.location
+        if where.startswith("gs://"):
+            return sorted(OutputFile(o.relative, o.size) for o in self._gcs_objects(where))
+        return sorted(_local_files(where))
+
+    def download(self, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
+        """Copy every output into ``directory`` (made if missing), keeping relative paths; a
+        file already there is an error unless ``overwrite``, checked before anything is copied."""
+        target = Path(directory).expanduser().absolute()
+        where = self.location
+        remote = self._gcs_objects(where) if where.startswith("gs://") else []
+        names = [o.relative for o in remote] if remote else [f.name for f in _local_files(where)]
+        destinations = [transfer.local_path(target, name, where) for name in names]
+        clashes = [str(path) for path in destinations if path.exists()]
+        if clashes and not overwrite:
+            raise ConfigError(
+                f"Not downloading the outputs of job {self.job_id}: {len(clashes)} file(s) "
+                f"already exist in {target} (e.g. {clashes[0]}). Choose an empty directory, or "
+                "overwrite them (overwrite=True, --overwrite)."
+            )
+        target.mkdir(parents=True, exist_ok=True)
+        if remote:
+            bucket = parse_gcs_uri(where + "/").bucket
+            pairs = list(zip(remote, destinations, strict=True))
+            transfer.download_objects(self._client(), bucket, pairs, uri=where)
+            return destinations
+        for name, path in zip(names, destinations, strict=True):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(Path(where, name), path)
+        return destinations
+
+    def _client(self) -> "Client":
+        store = open_store(self.store_uri)
+        if isinstance(store, GCSStore):
+            return store.client()
+        from kinetic_runtime.stores.gcs import make_client
+
+        return make_client(self.project or None)
+
+    def _gcs_objects(self, where: str) -> list[transfer.ListedObject]:
+        location = parse_gcs_uri(where + "/")
+        return transfer.list_objects(self._client(), location, allow_empty=True)
+
+
+def _local_files(where: str) -> list[OutputFile]:
+    root = Path(where)
+    if not root.is_dir():
+        return []
+    return [
+        OutputFile(path.relative_to(root).as_posix(), path.stat().st_size)
+        for path in root.rglob("*")
+        if path.is_file()
+    ]

@@ -1,0 +1,74 @@
+"""A pod's volumes, as the kubelet role mounts them: ``emptyDir`` for real, CSI not at all.
+
+An ``emptyDir`` is a directory of the pod's own (under the agent's pod directory), bind-mounted
+at each of the container's ``mountPath``s in a private mount namespace of the pod's process
+(the runtime's :mod:`kinetic_runtime.data.namespace`, the code local jobs use for their
+volumes), so the process sees ``/data`` while nothing is written to this machine's ``/``.
+
+No CSI driver is registered with this kubelet, so a pod with a CSI volume (GCS FUSE) stays
+``ContainerCreating`` with the message a kubelet without that driver gives; tests of FUSE
+check the manifests the API server accepted, not a mount.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MountError", "mount_plan", "wrap_argv"]
+
+Obj = dict[str, Any]
+
+
+class MountError(Exception):
+    """A volume this kubelet cannot mount; the pod waits with this message."""
+
+
+def mount_plan(pod: Obj, container: Obj, directory: Path) -> list[dict[str, Any]]:
+    """The binds for ``container``'s volume mounts (``source``, ``target``, ``read_only``)."""
+    volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
+    binds: list[dict[str, Any]] = []
+    for mount in container.get("volumeMounts") or []:
+        volume = volumes.get(mount["name"], {})
+        if "csi" in volume:
+            driver = volume["csi"].get("driver", "")
+            raise MountError(
+                f"MountVolume.SetUp failed for volume {mount['name']!r} : kubernetes.io/csi: "
+                f"mounter.SetUpAt failed to get CSI client: driver name {driver} not found in "
+                "the list of registered CSI drivers"
+            )
+        if "emptyDir" not in volume:
+            continue  # configMap, secret...: not used by Kinetic's pods
+        source = directory / "volumes" / mount["name"]
+        source.mkdir(parents=True, exist_ok=True)
+        source.chmod(0o777)  # as the kubelet makes an emptyDir: any container user may write
+        binds.append(
+            {"source": str(source), "target": mount["mountPath"],
+             "read_only": bool(mount.get("readOnly"))}
+        )  # fmt: skip
+    return binds
+
+
+def wrap_argv(argv: list[str], binds: list[dict[str, Any]], directory: Path) -> list[str]:
+    """``argv`` run inside a private mount namespace with ``binds`` (unchanged without)."""
+    if not binds:
+        return argv
+    workspace = directory / "mount-staging"
+    workspace.mkdir(parents=True, exist_ok=True)
+    plan = json.dumps({"binds": binds, "workspace": str(workspace)})
+    return [sys.executable, "-m", "kinetic_testing.nodeagent.volumes", plan, "--", *argv]
+
+
+def _enter_and_exec(plan: Obj, argv: list[str]) -> None:
+    from kinetic_runtime.data.namespace import Bind, enter
+
+    binds = [Bind(Path(b["source"]), b["target"], b["read_only"]) for b in plan["binds"]]
+    enter(binds, Path(plan["workspace"]))
+    os.execvp(argv[0], argv)
+
+
+if __name__ == "__main__":
+    _enter_and_exec(json.loads(sys.argv[1]), sys.argv[3:])
