@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from batch_support import SCENARIOS_DIR, private_project, start_script
+from batch_support import SCENARIOS_DIR, join_batch_thread, private_project, start_script
 from batch_userfuncs import square as uf_square
 from click.testing import CliRunner
 from scenario_support import ScenarioBackend, run_script, wait_until
@@ -228,3 +228,35 @@ def test_a_local_job_whose_deletion_was_cut_short_is_not_found_never_pending(
     later = kinetic.run(accelerator="cpu", backend="local")(uf_square).run_async(5)
     assert later.result(timeout=60) == 25  # its cleanup deletes a job directory too
     assert list(jobs.iterdir()) == [], "a later deletion removes what was left"
+
+
+def test_a_submitter_replaced_by_a_newer_lease_stops_submitting(
+    local_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A submitter that looked dead (a paused laptop) and was resumed elsewhere must not go
+    on submitting beside the resumer once it wakes: a newer lease epoch stops it."""
+    from batch_userfuncs import step
+
+    from kinetic_protocol import SubmitterLease, layout
+    from kinetic_protocol.records import encode_json
+
+    monkeypatch.setenv("KINETIC_BATCH_HEARTBEAT", "0.1")
+    gate = tmp_path / "gate"
+    remote = kinetic.run(accelerator="cpu", backend="local")(step)
+    batch = remote.run_async_map(
+        [{"value": 0, "wait_for": str(gate)}, {"value": 1}, {"value": 2}], max_concurrent=1
+    )
+    store = local_backend.store()
+    wait_until(lambda: batch.jobs[0] is not None, "input 0's submission")
+    newer = SubmitterLease(
+        group_id=batch.group_id, epoch=1, owner="elsewhere", host="other", pid=1,
+        started_at="2026-01-01T00:00:00+00:00", heartbeat_at="2026-01-01T00:00:00+00:00",
+        lease_seconds=30.0,
+    )  # fmt: skip
+    store.write(layout.lease_key(batch.group_id, 1), encode_json(newer))
+    try:
+        join_batch_thread(batch.group_id)
+    finally:
+        gate.touch()
+    assert [job is not None for job in batch.jobs] == [True, False, False]
+    assert not store.exists(layout.completion_key(batch.group_id)), "the resumer finishes it"

@@ -50,6 +50,7 @@ class Collector:
         self.envelopes: dict[int, ResultEnvelope] = {}
         self.cleaned: set[int] = set()
         self.failures: list[JobHandle] | None = None
+        self._kept_outcomes: dict[int, CollectedOutcome] | None = None
 
     # -- one outcome -------------------------------------------------------------------------
 
@@ -76,7 +77,7 @@ class Collector:
 
     def _envelope(self, index: int, job: JobHandle, state: JobState) -> ResultEnvelope:
         if is_cleaned_up(state):
-            kept = self.records.collected().get(index)
+            kept = self._kept(index)
             if kept is None or kept.job_id != job.job_id:
                 raise JobNotFoundError(
                     f"Input {index} of batch {self.group_id} ({job.job_id}) was collected and "
@@ -93,6 +94,13 @@ class Collector:
                     f"{self.state.submitter_gone}."
                 ) from None
         return job.outcome(state)
+
+    def _kept(self, index: int) -> CollectedOutcome | None:
+        """The outcome a collection kept for ``index``: the batch's kept outcomes are read
+        once, and again only for an index they lack (another process may have kept it since)."""
+        if self._kept_outcomes is None or index not in self._kept_outcomes:
+            self._kept_outcomes = self.records.collected()
+        return self._kept_outcomes.get(index)
 
     def never_submitted(self, index: int) -> Exception:
         """Why input ``index`` has no job: its submission raised, or the batch stopped."""

@@ -120,7 +120,11 @@ def submitter_status(
     """Finished if it wrote its completion; otherwise submitting or gone by its heartbeat."""
     if completion is not None:
         return SubmitterStatus("finished", completion=completion)
-    lease = latest_lease(store, group_id)
+    return _by_heartbeat(latest_lease(store, group_id))
+
+
+def _by_heartbeat(lease: SubmitterLease | None) -> SubmitterStatus:
+    """Submitting while the lease's holder keeps beating, else gone."""
     if lease is None:
         return SubmitterStatus("gone")
     heartbeat = datetime.fromisoformat(lease.heartbeat_at)
@@ -164,8 +168,7 @@ class LeaseHolder:
     def take_over(cls, store: ObjectStore, group_id: str) -> LeaseHolder:
         """The next epoch, if the current submitter is gone; else SubmitterAliveError."""
         current = latest_lease(store, group_id)
-        status = submitter_status(store, group_id, None)
-        if status.state == "submitting" and current is not None:
+        if current is not None and _by_heartbeat(current).state == "submitting":
             raise SubmitterAliveError(
                 f"Batch {group_id} is being submitted by {current.host} (pid {current.pid}, "
                 f"last heartbeat {current.heartbeat_at}); resume only a batch whose submitter "

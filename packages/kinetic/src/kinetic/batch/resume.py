@@ -9,14 +9,16 @@ backend takes a repeated create as success); a failed child is retried only with
 from dataclasses import dataclass, field
 
 from kinetic.batch.records import BatchRecords
-from kinetic.batch.state import effective_state
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     Backend,
     BatchManifest,
+    Failed,
     JobStatus,
     KineticError,
     ObjectNotFoundError,
+    ResultEnvelope,
+    Succeeded,
 )
 
 __all__ = ["ResumePlan", "plan_resume"]
@@ -47,14 +49,14 @@ class ResumePlan:
         )
 
 
-def _has_no_result(job: JobHandle) -> bool:
+def _stored_outcome(job: JobHandle) -> ResultEnvelope | None:
+    """The envelope ``job`` left, if any (a corrupt one counts as failed, not as absent)."""
     try:
-        job.read_envelope()
+        return job.read_envelope()
     except ObjectNotFoundError:
-        return True
+        return None
     except KineticError:
-        return False  # something is there (a corrupt envelope is not "never ran")
-    return False
+        return Failed(job_id=job.job_id, phase="collect", exc_type="", message="unreadable")
 
 
 def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend) -> ResumePlan:
@@ -76,13 +78,17 @@ def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend
         if job is None:
             plan.queue.append((index, 0))
             continue
-        state = effective_state(job, states[job.job_id])
+        status = states[job.job_id].status
+        # A job gone from the backend is judged by what it stored (one read).
+        outcome = _stored_outcome(job) if status is JobStatus.NOT_FOUND else None
+        if isinstance(outcome, Succeeded):
+            status = JobStatus.SUCCEEDED
         # A queued input's slot stays empty until its new submission lands, as in a first run.
-        if index in collected or state.status is JobStatus.SUCCEEDED:
+        if index in collected or status is JobStatus.SUCCEEDED:
             plan.jobs[index] = job
-        elif not state.status.is_terminal:
+        elif not status.is_terminal:
             plan.jobs[index] = plan.active[index] = job
-        elif state.status is JobStatus.NOT_FOUND and _has_no_result(job):
+        elif status is JobStatus.NOT_FOUND and outcome is None:
             plan.queue.append((index, job.attempt))  # recorded, never created: same id
             plan.recreated += 1
         elif job.attempt < manifest.retries:
