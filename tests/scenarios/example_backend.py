@@ -26,10 +26,12 @@ from kinetic_protocol import (
     JobRecord,
     JobState,
     JobStatus,
+    Keyring,
     Preparation,
     PrepareRequest,
     runtime_args,
 )
+from kinetic_protocol.keydir import directory_keyring, replace_directory_keyring
 from kinetic_protocol.settings import SettingSpec
 from kinetic_runtime.stores import default_local_store_uri
 
@@ -78,6 +80,13 @@ class ExampleBackend:
         self.prepared.append(request)
         return Preparation(backend_data={"prepared-by": self.name})
 
+    def signing_keys(self, *, create: bool) -> Keyring:
+        """Kept on this machine's disk, where its jobs run and read them."""
+        return directory_keyring(self._root / "keys", create=create)
+
+    def replace_signing_keys(self, keyring: Keyring) -> None:
+        replace_directory_keyring(self._root / "keys", keyring)
+
     def submit(self, record: JobRecord) -> None:
         job = self._root / record.job_id
         try:
@@ -88,6 +97,7 @@ class ExampleBackend:
             process = subprocess.Popen(
                 [sys.executable, "-c", _RUN, *runtime_args(record)],
                 cwd=job, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, "KINETIC_SIGNING_KEYS": str(self._root / "keys")},
                 start_new_session=True,
             )  # fmt: skip
         (job / "pid").write_text(str(process.pid))

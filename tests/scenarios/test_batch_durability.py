@@ -16,8 +16,8 @@ from batch_support import private_project, start_script
 from scenario_support import ScenarioBackend, run_script, wait_until
 
 import kinetic
-from kinetic_protocol import BatchManifest, layout
-from kinetic_protocol.records import decode_json
+from kinetic.trust import open_manifest
+from kinetic_protocol import layout
 
 pytestmark = pytest.mark.slow
 
@@ -132,8 +132,8 @@ def _one_round(
         ran = _runs(runs, index)
         duplicated += max(0, len(ran) - (2 if index in FAILING else 1))
         duplicated += len(ran) - len(set(ran))  # the same attempt run twice
-    manifest = decode_json(
-        store.read(layout.manifest_key(group_id)), BatchManifest, what="manifest"
+    manifest = open_manifest(
+        store.read(layout.manifest_key(group_id)), group_id=group_id, key="manifest"
     )
     recorded = {
         manifest.child_job_id(*layout.parse_child_key(key))

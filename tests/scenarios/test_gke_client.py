@@ -41,11 +41,12 @@ from kinetic_protocol import (
     Succeeded,
     layout,
 )
-from kinetic_protocol.records import decode_result, encode_json
+from kinetic_protocol.signing import seal_json
 from kinetic_runtime.stores import open_store
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiFault, ApiProxy
 from kinetic_testing.nodeagent import NodeAgent
+from kinetic_testing.signed import keyring_of, open_result, seal_job_record
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
 
@@ -329,8 +330,9 @@ def test_submit_job_runs_a_record_prepared_without_the_kinetic_client(
     )
     record = _record("mul-by-hand", gcs_bucket, k8s_namespace, func_name="mul")
     store.write(key, payload)
-    store.write(layout.call_key("mul-by-hand"), encode_json(call))
-    store.write(layout.job_record_key("mul-by-hand"), encode_json(record))
+    keyring = keyring_of(record)
+    store.write(layout.call_key("mul-by-hand"), seal_json(keyring, "call", "mul-by-hand", call))
+    store.write(layout.job_record_key("mul-by-hand"), seal_job_record(record))
 
     backend = kinetic_gke.submit_job(record)
     _wait_for(
@@ -338,7 +340,7 @@ def test_submit_job_runs_a_record_prepared_without_the_kinetic_client(
         "the hand-made job to succeed",
     )
     key = layout.result_key("mul-by-hand")
-    envelope = decode_result(store.read(key), what=key)
+    envelope = open_result(record, store.read(key), key=key)
     assert isinstance(envelope, Succeeded)
     assert cloudpickle.loads(envelope.value) == 42
     assert kinetic.attach("mul-by-hand", backend="gke").result() == 42

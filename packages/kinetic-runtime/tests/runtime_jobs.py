@@ -9,7 +9,7 @@ import hashlib
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,8 @@ from kinetic_protocol import (
     Volume,
     layout,
 )
-from kinetic_protocol.records import decode_result, encode_json
+from kinetic_protocol.records import decode_result
+from kinetic_protocol.signing import Keyring, SignedKind, open_blob, seal_json
 from kinetic_runtime.stores import LocalStore
 
 RUN_TIMEOUT_S = 120.0
@@ -56,6 +57,17 @@ class JobStage:
     def __post_init__(self) -> None:
         self.store = LocalStore(self.tmp_path / "store")
         self.workdir = self.tmp_path / "work"
+        self.keys_dir = self.tmp_path / "keys"
+        self.keyring = Keyring.generate(source=str(self.keys_dir))
+        self.keys_dir.mkdir()
+        for name, text in self.keyring.entries().items():
+            (self.keys_dir / name).write_text(text)
+
+    def envelope(self, key: str, job_id: str) -> ResultEnvelope:
+        """The envelope at ``key``, checked as the client checks it."""
+        kind: SignedKind = "result" if key == layout.result_key(job_id) else "host-result"
+        body = open_blob(self.keyring, kind, job_id, self.store.read(key), key=key)
+        return decode_result(body, what=key)
 
     def put(self, key: str, data: bytes, *, sha256: str | None = None) -> ArtifactRef:
         """Store ``data``; the reference claims ``sha256`` (default: the true digest)."""
@@ -75,8 +87,10 @@ class JobStage:
         debug: DebugOptions | None = None,
         data: Sequence[DataSpec] = (),
         volumes: Sequence[Volume] = (),
+        seal: Callable[[CallDescriptor, Keyring], bytes] | None = None,
     ) -> str:
-        """Write the payload, bundle (if any) and call descriptor of ``job_id``."""
+        """Write the payload, bundle (if any) and call descriptor of ``job_id``; ``seal``
+        replaces how the call is signed (a test of what the runtime refuses)."""
         bundle_ref = None
         if bundle is not None:
             bundle_ref = self.put(layout.bundle_key(hashlib.sha256(bundle).hexdigest()), bundle)
@@ -91,7 +105,8 @@ class JobStage:
             data=list(data),
             volumes=list(volumes),
         )
-        self.store.write(layout.call_key(job_id), encode_json(call))
+        sealed = seal(call, self.keyring) if seal else seal_json(self.keyring, "call", job_id, call)
+        self.store.write(layout.call_key(job_id), sealed)
         return job_id
 
     def run(
@@ -110,10 +125,10 @@ class JobStage:
         ]  # fmt: skip
         done = subprocess.run(
             command, capture_output=True, text=True, check=False, timeout=RUN_TIMEOUT_S,
-            cwd=self.tmp_path, env={**os.environ, **(env or {})},
+            cwd=self.tmp_path,
+            env={**os.environ, "KINETIC_SIGNING_KEYS": str(self.keys_dir), **(env or {})},
         )  # fmt: skip
         envelope = None
         if self.store.exists(layout.result_key(job_id)):
-            raw = self.store.read(layout.result_key(job_id))
-            envelope = decode_result(raw, what=layout.result_key(job_id))
+            envelope = self.envelope(layout.result_key(job_id), job_id)
         return RuntimeRun(done.returncode, done.stdout + done.stderr, envelope)

@@ -4,12 +4,15 @@ import hashlib
 import io
 import os
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from runtime_jobs import JobStage
 
-from kinetic_protocol import ConfigError, Failed
+from kinetic_protocol import CallDescriptor, ConfigError, Failed, Keyring
+from kinetic_protocol.records import encode_json
+from kinetic_protocol.signing import seal_json
 from kinetic_runtime.workspace import unpack_bundle
 
 
@@ -40,7 +43,67 @@ def test_a_payload_whose_sha256_differs_fails_in_verify_without_being_unpickled(
     assert isinstance(run.envelope, Failed)
     assert run.envelope.phase == "verify"
     assert claimed[:12] in run.envelope.message
+    assert run.envelope.exc_type.endswith("IntegrityError")
     assert not marker.exists(), "the runtime unpickled a payload that failed verification"
+
+
+def _other_key(call: CallDescriptor, keyring: Keyring) -> bytes:
+    return seal_json(Keyring.generate(source="elsewhere"), "call", call.job_id, call)
+
+
+def _another_jobs(call: CallDescriptor, keyring: Keyring) -> bytes:
+    return seal_json(keyring, "call", "job-other", call)
+
+
+def _as_a_result(call: CallDescriptor, keyring: Keyring) -> bytes:
+    return seal_json(keyring, "job", call.job_id, call)
+
+
+def _unsigned(call: CallDescriptor, keyring: Keyring) -> bytes:
+    return encode_json(call)
+
+
+def _body_changed(call: CallDescriptor, keyring: Keyring) -> bytes:
+    """The genuine signature over the genuine call, with the call's text then rewritten."""
+    sealed = seal_json(keyring, "call", call.job_id, call)
+    return sealed.replace(b'"func_name":"test_function"', b'"func_name":"test_functioN"')
+
+
+@pytest.mark.parametrize(
+    ("seal", "says"),
+    [
+        (_other_key, "not among the trusted keys"),
+        (_another_jobs, "does not match its signature"),
+        (_as_a_result, "does not match its signature"),
+        (_unsigned, "is not signed"),
+        (_body_changed, "does not match its signature"),
+    ],
+    ids=["other-key", "another-jobs-call", "other-kind", "unsigned", "changed-after-signing"],
+)
+def test_a_call_without_this_jobs_valid_signature_fails_in_verify_and_runs_nothing(
+    jobs: JobStage, seal: Callable[[CallDescriptor, Keyring], bytes], says: str
+) -> None:
+    marker = jobs.tmp_path / "unpickled"
+    run = jobs.run(jobs.stage("job-forged", _tell_tale_payload(marker), seal=seal))
+    assert run.exit_code == 2, run.output
+    assert isinstance(run.envelope, Failed), run.output
+    assert (run.envelope.phase, run.envelope.exc_type) == (
+        "verify",
+        "kinetic_protocol.errors.IntegrityError",
+    )
+    assert says in run.envelope.message
+    assert "jobs/job-forged/call.json" in run.envelope.message
+    assert not marker.exists(), "the runtime unpickled the payload of a call it did not trust"
+
+
+def test_a_job_without_signing_keys_runs_nothing_and_says_why(jobs: JobStage) -> None:
+    marker = jobs.tmp_path / "unpickled"
+    job_id = jobs.stage("job-keyless", _tell_tale_payload(marker))
+    run = jobs.run(job_id, env={"KINETIC_SIGNING_KEYS": ""})
+    assert run.exit_code == 2
+    assert run.envelope is None, "an envelope nobody can verify is not written"
+    assert "KINETIC_SIGNING_KEYS is not set" in run.output
+    assert not marker.exists()
 
 
 def test_the_tell_tale_payload_is_unpickled_when_its_hash_matches(jobs: JobStage) -> None:

@@ -8,7 +8,7 @@ import pytest
 from runtime_jobs import JobStage, pickled_call
 
 from kinetic_protocol import ConfigError, Failed, HostStart, Succeeded, layout
-from kinetic_protocol.records import decode_json, decode_result
+from kinetic_protocol.records import decode_json
 from kinetic_runtime.main import EXIT_HOST_REPLACED, _start_host
 from kinetic_runtime.multihost import COORDINATOR_PORT, SliceHost, claim_host
 
@@ -133,7 +133,7 @@ def test_a_workers_failure_is_stored_apart_with_its_host(jobs: JobStage) -> None
     assert run.exit_code == EXIT_USER_ERROR, run.output
     assert run.envelope is None, "a worker never writes the job's result"
     key = layout.host_result_key(job_id, 1)
-    failed = decode_result(jobs.store.read(key), what=key)
+    failed = jobs.envelope(key, job_id)
     assert isinstance(failed, Failed)
     assert (failed.host, failed.hosts, failed.phase) == (1, 2, "run")
     assert "host 1 gave up" in failed.message

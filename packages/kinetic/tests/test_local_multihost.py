@@ -22,10 +22,10 @@ from kinetic_protocol import (
     parse_accelerator,
     valid_accelerator_names,
 )
-from kinetic_protocol.records import decode_result
 from kinetic_runtime.local import supervisor
 from kinetic_runtime.local.processes import pid_alive
 from kinetic_runtime.stores import open_store
+from kinetic_testing.signed import open_result
 
 # Jobs import the user code by name from the bundle; the test imports it the same way.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -99,7 +99,7 @@ def test_a_worker_that_fails_fails_the_job_and_stores_its_failure() -> None:
     assert "host 1 of 2: exit 1" in job.status_detail().detail
     store = open_store(job.record.store_uri)
     key = layout.host_result_key(job.job_id, 1)
-    failed = decode_result(store.read(key), what=key)
+    failed = open_result(job.record, store.read(key), key=key, kind="host-result")
     assert isinstance(failed, Failed)
     assert (failed.host, failed.hosts) == (1, 2)
     assert "host 1 gave up" in failed.message

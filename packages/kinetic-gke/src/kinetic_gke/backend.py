@@ -36,6 +36,7 @@ from kinetic_protocol import (
     HostSelection,
     JobRecord,
     JobState,
+    Keyring,
     Preparation,
     PrepareRequest,
     parse_accelerator,
@@ -129,6 +130,7 @@ class GKEBackend:
         """Connections (by context) whose cluster is known to have the GCS FUSE driver."""
         self.poll_bounds = _poll_bounds(declared.POLL.value() or "")
         self._capacity: CapacityCheck | None = None
+        self._keyrings: dict[int, Keyring] = {}
 
     @property
     def store_uri(self) -> str:
@@ -221,6 +223,23 @@ class GKEBackend:
             self.check_fuse_driver()
         return Preparation()
 
+    def signing_keys(self, *, create: bool) -> Keyring:
+        """The namespace's keyring, read from its Secret once per connection."""
+        from kinetic_gke.k8s.signing import namespace_keyring
+
+        connection = self.connection
+        keyring = self._keyrings.get(id(connection))
+        if keyring is None:
+            keyring = namespace_keyring(connection, create=create)
+            self._keyrings[id(connection)] = keyring
+        return keyring
+
+    def replace_signing_keys(self, keyring: Keyring) -> None:
+        from kinetic_gke.k8s.signing import replace_namespace_keyring
+
+        replace_namespace_keyring(self.connection, keyring)
+        self._keyrings[id(self.connection)] = keyring
+
     def manifest(self, record: JobRecord) -> Obj:
         return job_manifest(record, options=self.pod_options, command=self._command)
 
@@ -230,6 +249,7 @@ class GKEBackend:
         self.check_accelerator(parse_accelerator(record.accelerator))
         if any(mount.kind == "gcsfuse" for mount in record.mounts):
             self.check_fuse_driver()
+        self.signing_keys(create=True)  # its pods mount them: never create one without them
         # "already exists" means a retried submit: fine
         self.workload.create(self.connection, self.manifest(record))
 

@@ -4,6 +4,8 @@ unit-tested and schema-validated without a cluster."""
 from dataclasses import dataclass
 from typing import Any
 
+from kinetic_gke.k8s.signing import MOUNT_PATH as SIGNING_MOUNT_PATH
+from kinetic_gke.k8s.signing import signing_volume
 from kinetic_gke.labels import job_labels
 from kinetic_gke.scheduling import scheduling_for
 from kinetic_gke.volumes import pod_volumes
@@ -41,7 +43,12 @@ def security_context(options: PodOptions) -> tuple[dict[str, Any], dict[str, Any
     """(pod, container) security contexts that meet the `restricted` Pod Security Standard."""
     pod: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
     if not options.run_as_root:
-        pod |= {"runAsNonRoot": True, "runAsUser": NON_ROOT_UID, "runAsGroup": NON_ROOT_UID}
+        pod |= {
+            "runAsNonRoot": True,
+            "runAsUser": NON_ROOT_UID,
+            "runAsGroup": NON_ROOT_UID,
+            "fsGroup": NON_ROOT_UID,  # group-owns the mounted signing keys (see k8s.signing)
+        }
     container = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     return pod, container
 
@@ -68,6 +75,7 @@ def job_manifest(
         "KINETIC_STORE": record.store_uri,
         "KINETIC_JOB_ID": record.job_id,
         "KINETIC_ENV": "gke",
+        "KINETIC_SIGNING_KEYS": SIGNING_MOUNT_PATH,
         "PYTHONUNBUFFERED": "1",
         **(extra_env or {}),
     }
@@ -83,8 +91,9 @@ def job_manifest(
     if not placed.limits:
         del container["resources"]["limits"]
     volumes, volume_mounts, pod_annotations = pod_volumes(record.mounts)
-    if volume_mounts:
-        container["volumeMounts"] = volume_mounts
+    signing_keys, signing_mount = signing_volume()
+    volumes, volume_mounts = [*volumes, signing_keys], [*volume_mounts, signing_mount]
+    container["volumeMounts"] = volume_mounts
     if record.debug:  # the runtime's debugpy server; the client reaches it by port-forward
         container["ports"] = [
             {"containerPort": DEFAULT_DEBUG_PORT, "name": "debugpy", "protocol": "TCP"}
@@ -101,8 +110,7 @@ def job_manifest(
         pod_spec["tolerations"] = placed.tolerations
     if options.service_account:
         pod_spec["serviceAccountName"] = options.service_account
-    if volumes:
-        pod_spec["volumes"] = volumes
+    pod_spec["volumes"] = volumes
     template_metadata: dict[str, Any] = {"labels": labels}
     if pod_annotations:
         template_metadata["annotations"] = pod_annotations

@@ -32,6 +32,7 @@ from kinetic_protocol.errors import (
     ConfigError,
     CorruptRecordError,
     DataUnavailableError,
+    IntegrityError,
     JobFailedError,
     JobNotFoundError,
     KineticError,
@@ -41,6 +42,7 @@ from kinetic_protocol.errors import (
     RemoteExitError,
     SchemaVersionError,
     SerializationError,
+    SigningKeyError,
     StorageError,
     StoreError,
 )
@@ -60,6 +62,7 @@ from kinetic_protocol.records import (
     ResultEnvelope,
     Succeeded,
 )
+from kinetic_protocol.signing import Keyring
 from kinetic_protocol.status import TERMINAL_STATUSES, JobState, JobStatus
 from kinetic_protocol.store import ObjectStore
 
@@ -96,10 +99,12 @@ __all__ = [
     "ConfigError",
     "CorruptRecordError",
     "Failed",
+    "IntegrityError",
     "JobFailedError",
     "JobNotFoundError",
     "JobRecord",
     "JobState",
+    "Keyring",
     "JobStatus",
     "KineticError",
     "Mount",
@@ -111,6 +116,7 @@ __all__ = [
     "ResultEnvelope",
     "SchemaVersionError",
     "SerializationError",
+    "SigningKeyError",
     "StorageError",
     "StoreError",
     "SubmitterLease",

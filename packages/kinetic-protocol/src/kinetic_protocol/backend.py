@@ -14,6 +14,7 @@ import msgspec
 from kinetic_protocol.accelerators import Accelerator
 from kinetic_protocol.records import JobRecord
 from kinetic_protocol.settings import SettingSpec
+from kinetic_protocol.signing import Keyring
 from kinetic_protocol.status import JobState
 
 __all__ = [
@@ -129,6 +130,16 @@ class Backend(Protocol):
     def prepare(self, request: PrepareRequest) -> Preparation:
         """Get ready to run jobs for one call or batch (before anything is written); raise a
         ConfigError for what cannot run here."""
+        ...
+
+    def signing_keys(self, *, create: bool) -> Keyring:
+        """The keyring that signs this backend's calls and verifies what its jobs write, and
+        that its jobs can read. ``create``: make it if there is none (a submission); a reader
+        never creates one. Raises ``SigningKeyError`` when it is out of this caller's reach."""
+        ...
+
+    def replace_signing_keys(self, keyring: Keyring) -> None:
+        """Store a rotated keyring (``Keyring.rotated`` / ``without``) as this backend's."""
         ...
 
     def submit(self, record: JobRecord) -> None:

@@ -142,11 +142,13 @@ class SubmitterLease(msgspec.Struct, kw_only=True):
 
 
 class CollectedOutcome(msgspec.Struct, kw_only=True):
-    """One child's result envelope, exactly as its job stored it."""
+    """One child's outcome, exactly as its job stored (and signed) it."""
 
     index: int
     job_id: str
     envelope: bytes
+    kind: str = "result"
+    """``result``, or ``host-result`` for a worker host's failure of a multi-host child."""
 
 
 class CollectedOutcomes(msgspec.Struct, kw_only=True):

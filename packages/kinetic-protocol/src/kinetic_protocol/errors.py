@@ -10,6 +10,7 @@ __all__ = [
     "ConfigError",
     "CorruptRecordError",
     "DataUnavailableError",
+    "IntegrityError",
     "JobFailedError",
     "JobNotFoundError",
     "KineticError",
@@ -19,6 +20,7 @@ __all__ = [
     "RemoteExitError",
     "SchemaVersionError",
     "SerializationError",
+    "SigningKeyError",
     "StorageError",
     "StoreError",
 ]
@@ -70,6 +72,22 @@ class DataUnavailableError(StorageError):
     """A job's ``kinetic.Data`` could not be staged before its function ran: a ``gs://``
     object or prefix that does not exist, an ``hf://`` dataset that did not load, a mount that
     is not there. The message names the data and what to do."""
+
+
+class IntegrityError(StorageError):
+    """A stored object that Kinetic would unpickle or act on is not signed by a key this
+    machine trusts: it was changed, copied from another job, or written before signing. Nothing
+    of it was unpickled or run. ``job_id`` and ``key`` name the job (or batch) and the object."""
+
+    def __init__(self, message: str, *, job_id: str = "", key: str = "") -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.key = key
+
+
+class SigningKeyError(KineticError):
+    """The signing keys are out of reach: absent where they must exist, or not readable by
+    this caller (a Kubernetes Secret it lacks access to). The message says where and what to do."""
 
 
 class SchemaVersionError(KineticError):

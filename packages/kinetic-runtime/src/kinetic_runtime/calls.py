@@ -16,6 +16,7 @@ from kinetic_protocol import (
     ArtifactRef,
     CallDescriptor,
     CorruptRecordError,
+    IntegrityError,
     ObjectNotFoundError,
     ObjectStore,
     PickledInput,
@@ -23,9 +24,19 @@ from kinetic_protocol import (
     parse_child_job_id,
 )
 from kinetic_protocol.data import PERSISTENT_ID_TAG
-from kinetic_protocol.records import decode_inputs, decode_json
+from kinetic_protocol.records import decode_inputs
+from kinetic_protocol.signing import Keyring, open_json
 
-__all__ = ["BatchInput", "StoredCall", "load_call", "read_call", "read_input", "verify"]
+__all__ = [
+    "BatchInput",
+    "StoredCall",
+    "fetch_call",
+    "load_call",
+    "open_call",
+    "read_call",
+    "read_input",
+    "verify",
+]
 
 
 @dataclass(frozen=True)
@@ -41,27 +52,45 @@ class StoredCall:
     """A call as stored: where to read it and, for a batch child, its input."""
 
     key: str
+    owner: str
+    """Whose call it is, as signed: the job's id, or a batch child's batch id."""
     member: BatchInput | None = None
 
     @classmethod
     def of(cls, job_id: str, member: BatchInput | None) -> "StoredCall":
-        key = layout.call_key(job_id) if member is None else layout.group_call_key(member.group_id)
-        return cls(key=key, member=member)
+        if member is None:
+            return cls(key=layout.call_key(job_id), owner=job_id)
+        return cls(key=layout.group_call_key(member.group_id), owner=member.group_id, member=member)
 
 
-def verify(ref: ArtifactRef, data: bytes) -> None:
-    """Refuse an artifact whose bytes are not the ones submitted, before anything uses them."""
+def verify(ref: ArtifactRef, data: bytes, owner: str = "") -> None:
+    """Refuse an artifact whose bytes are not the ones its (signed) call pins, before anything
+    uses them."""
     digest = hashlib.sha256(data).hexdigest()
     if digest != ref.sha256:
-        raise CorruptRecordError(
-            f"{ref.key} has sha256 {digest[:12]}..., expected {ref.sha256[:12]}...; "
-            "the artifact was changed or truncated after submission."
+        raise IntegrityError(
+            f"{ref.key} has sha256 {digest[:12]}..., but the signed call pins "
+            f"{ref.sha256[:12]}...: it was changed or truncated after submission. Nothing of "
+            "it was unpickled or run.",
+            job_id=owner,
+            key=ref.key,
         )
 
 
-def read_call(store: ObjectStore, where: StoredCall, job_id: str) -> CallDescriptor:
+def read_call(
+    store: ObjectStore, where: StoredCall, job_id: str, keyring: Keyring
+) -> CallDescriptor:
+    return open_call(keyring, where, fetch_call(store, where, job_id))
+
+
+def open_call(keyring: Keyring, where: StoredCall, data: bytes) -> CallDescriptor:
+    """The call, once its signature is verified: it pins every other artifact's sha256."""
+    return open_json(keyring, "call", where.owner, data, CallDescriptor, key=where.key)
+
+
+def fetch_call(store: ObjectStore, where: StoredCall, job_id: str) -> bytes:
     try:
-        data = store.read(where.key)
+        return store.read(where.key)
     except ObjectNotFoundError:
         if where.member is None and parse_child_job_id(job_id) is not None:
             raise ObjectNotFoundError(
@@ -70,7 +99,6 @@ def read_call(store: ObjectStore, where: StoredCall, job_id: str) -> CallDescrip
                 "kinetic_protocol.runtime_args(record) (it adds --group and --index)."
             ) from None
         raise
-    return decode_json(data, CallDescriptor, what=where.key)
 
 
 def read_input(store: ObjectStore, call: CallDescriptor, member: BatchInput) -> PickledInput:
@@ -82,7 +110,7 @@ def read_input(store: ObjectStore, call: CallDescriptor, member: BatchInput) -> 
             f"{sum(c.count for c in call.inputs)} inputs)."
         )
     data = store.read(chunk.ref.key)
-    verify(chunk.ref, data)
+    verify(chunk.ref, data, member.group_id)
     items = decode_inputs(data, what=chunk.ref.key)
     if len(items) != chunk.count:
         raise CorruptRecordError(

@@ -37,12 +37,22 @@ from kinetic_protocol import (
     ObjectStore,
     ResultEnvelope,
     SerializationError,
+    SigningKeyError,
     Succeeded,
     layout,
 )
 from kinetic_protocol.records import encode_result
+from kinetic_protocol.signing import Keyring, SignedKind, seal_blob
 from kinetic_runtime import debugging, settings
-from kinetic_runtime.calls import BatchInput, StoredCall, load_call, read_call, read_input, verify
+from kinetic_runtime.calls import (
+    BatchInput,
+    StoredCall,
+    fetch_call,
+    load_call,
+    open_call,
+    read_input,
+    verify,
+)
 from kinetic_runtime.data.stage import stage_data
 from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
@@ -73,7 +83,10 @@ class _Job:
         workdir: Path,
         host: SliceHost | None = None,
         member: BatchInput | None = None,
+        *,
+        keyring: Keyring,
     ) -> None:
+        self.keyring = keyring
         self.store = store
         self.job_id = job_id
         self.workdir = workdir
@@ -89,15 +102,16 @@ class _Job:
 
     def run(self) -> ResultEnvelope:
         where = StoredCall.of(self.job_id, self.member)
-        call = self.step(Phase.FETCH, read_call, self.store, where, self.job_id)
+        stored = self.step(Phase.FETCH, fetch_call, self.store, where, self.job_id)
+        call = self.step(Phase.VERIFY, open_call, self.keyring, where, stored)
         payload = self.step(Phase.FETCH, self.store.read, call.payload.key)
-        self.step(Phase.VERIFY, verify, call.payload, payload)
+        self.step(Phase.VERIFY, verify, call.payload, payload, where.owner)
         arguments = None
         if self.member is not None:
             arguments = self.step(Phase.FETCH, read_input, self.store, call, self.member)
         if call.bundle is not None:
             bundle = self.step(Phase.FETCH, self.store.read, call.bundle.key)
-            self.step(Phase.VERIFY, verify, call.bundle, bundle)
+            self.step(Phase.VERIFY, verify, call.bundle, bundle, where.owner)
             self.step(Phase.UNPACK, unpack_bundle, bundle, self.workdir)
         self.step(Phase.ENVIRONMENT, self.prepare, call)
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
@@ -238,6 +252,18 @@ def _result_key(job_id: str, host: SliceHost | None, envelope: ResultEnvelope) -
     return layout.host_result_key(job_id, host.index) if isinstance(envelope, Failed) else None
 
 
+def _keyring() -> Keyring:
+    """The keys that verify this job's call and sign its result (see ``SIGNING_KEYS``)."""
+    where = settings.SIGNING_KEYS.from_env()
+    if not where:
+        raise SigningKeyError(
+            f"{settings.SIGNING_KEYS.env} is not set, so this job cannot verify its call nor "
+            "sign its result. The backend that started it must set it (a mounted Secret in a "
+            "pod, the Kinetic home's keys for a local job)."
+        )
+    return Keyring.from_directory(Path(where))
+
+
 def _hold() -> NoReturn:
     """Wait, doing nothing, until the pod is deleted (SIGTERM ends the process)."""
     while True:
@@ -266,6 +292,11 @@ def run_job(store_uri: str, job_id: str, workdir: Path, member: BatchInput | Non
     """
     begin = time.monotonic()
     try:
+        keyring = _keyring()
+    except Exception as exc:
+        _say(f"job {job_id}: {exc}")
+        return EXIT_INFRA_ERROR
+    try:
         store = open_store(store_uri)
     except Exception as exc:
         _say(f"job {job_id}: cannot open store {store_uri}: {exc}")
@@ -278,7 +309,7 @@ def run_job(store_uri: str, job_id: str, workdir: Path, member: BatchInput | Non
         return EXIT_INFRA_ERROR
     if early is not None:
         return early
-    job = _Job(store, job_id, workdir, host, member)
+    job = _Job(store, job_id, workdir, host, member, keyring=keyring)
     envelope: ResultEnvelope
     try:
         try:
@@ -298,7 +329,8 @@ def run_job(store_uri: str, job_id: str, workdir: Path, member: BatchInput | Non
     key = _result_key(job_id, host, envelope)
     try:
         if key is not None:
-            store.write(key, encode_result(envelope))
+            kind: SignedKind = "result" if key == layout.result_key(job_id) else "host-result"
+            store.write(key, seal_blob(keyring, kind, job_id, encode_result(envelope)))
     except Exception as exc:
         _say(f"job {job_id}: could not store the result: {exc!r}")
         return EXIT_INFRA_ERROR

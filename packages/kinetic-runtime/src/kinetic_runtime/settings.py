@@ -15,6 +15,7 @@ __all__ = [
     "NUM_HOSTS",
     "OUTPUT_DIR",
     "SETTINGS",
+    "SIGNING_KEYS",
     "STORE",
     "VOLUME_MOUNTS",
     "WORKDIR",
@@ -93,9 +94,14 @@ HF_MIRROR = SettingSpec(
     "loads from instead of the hub: for clusters without internet access, and for tests. "
     "Pass it to jobs with capture_env_vars.", _OWNER,
 )  # fmt: skip
+SIGNING_KEYS = SettingSpec(
+    "signing_keys", "KINETIC_SIGNING_KEYS",
+    "Inside a job: the directory of the keys that verify its call and sign its result (a "
+    "mounted Secret in a pod; the Kinetic home's keys for a local job).", _OWNER, kind="job",
+)  # fmt: skip
 
 SETTINGS = (
     HOME, STORE, JOB_ID, OUTPUT_DIR, WORKDIR, ENV,
     NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, JAX_DISTRIBUTED,
-    DATA_DIR, VOLUME_MOUNTS, HF_MIRROR,
+    DATA_DIR, VOLUME_MOUNTS, HF_MIRROR, SIGNING_KEYS,
 )  # fmt: skip

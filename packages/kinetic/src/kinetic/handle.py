@@ -12,6 +12,7 @@ from kinetic import _log
 from kinetic._context import backend_for, store_for
 from kinetic._results import unwrap
 from kinetic._waiting import Backoff, Deadline
+from kinetic.trust import SealedOutcome, open_outcome
 from kinetic_protocol import (
     ConfigError,
     Failed,
@@ -28,7 +29,7 @@ from kinetic_protocol import (
     layout,
     parse_accelerator,
 )
-from kinetic_protocol.records import SCHEMA_VERSION, decode_result
+from kinetic_protocol.records import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -195,10 +196,14 @@ class JobHandle:
     # -- collection ----------------------------------------------------------------------
 
     def read_envelope(self) -> ResultEnvelope:
-        """The stored result envelope; ``ObjectNotFoundError`` if the job left none."""
+        """The stored result envelope, verified; ``ObjectNotFoundError`` if the job left none,
+        ``IntegrityError`` if it is not the one the job signed."""
+        return self._read_sealed().envelope
+
+    def _read_sealed(self) -> SealedOutcome:
         key = layout.result_key(self.job_id)
         data = store_for(self._record).read(key)
-        return decode_result(data, what=f"{self._record.store_uri}/{key}")
+        return open_outcome(self._record, data, key=key, kind="result")
 
     def _has_record(self) -> bool:
         record = self._record
@@ -270,12 +275,16 @@ class JobHandle:
 
         On a multi-host job the lowest-index host's failure wins, and a leader's success
         never hides a host that failed without storing an error (killed, out of memory)."""
+        return self.sealed_outcome(state).envelope
+
+    def sealed_outcome(self, state: JobState) -> SealedOutcome:
+        """:meth:`outcome` with the signed bytes it was read from."""
         try:
-            leader: ResultEnvelope | None = self.read_envelope()
+            leader: SealedOutcome | None = self._read_sealed()
         except ObjectNotFoundError:
             leader = None
         hosts = parse_accelerator(self.accelerator).hosts
-        if isinstance(leader, Failed) or hosts == 1:
+        if (leader is not None and isinstance(leader.envelope, Failed)) or hosts == 1:
             if leader is None:
                 raise self._no_result_error(state)
             return leader
@@ -293,7 +302,7 @@ class JobHandle:
             )
         return leader
 
-    def _worker_failure(self) -> Failed | None:
+    def _worker_failure(self) -> SealedOutcome | None:
         """The stored failure of the lowest-index worker host that stored one."""
         store = store_for(self._record)
         keys = [
@@ -304,8 +313,8 @@ class JobHandle:
         if not keys:
             return None
         key = min(keys, key=lambda k: layout.parse_host_key(k)[0])
-        envelope = decode_result(store.read(key), what=f"{self._record.store_uri}/{key}")
-        return envelope if isinstance(envelope, Failed) else None
+        outcome = open_outcome(self._record, store.read(key), key=key, kind="host-result")
+        return outcome if isinstance(outcome.envelope, Failed) else None
 
     def _no_result_error(self, state: JobState) -> Exception:
         if state.status is JobStatus.NOT_FOUND and not self._has_record():

@@ -9,10 +9,12 @@ from kinetic import _log
 from kinetic._context import backend_for, open_store
 from kinetic.config import ResolvedSettings, resolve_settings
 from kinetic.handle import JobHandle
+from kinetic.trust import open_job_record, open_manifest
 from kinetic_protocol import (
     Backend,
     BatchManifest,
     CorruptRecordError,
+    IntegrityError,
     JobNotFoundError,
     JobRecord,
     JobState,
@@ -23,7 +25,7 @@ from kinetic_protocol import (
     layout,
     parse_child_job_id,
 )
-from kinetic_protocol.records import decode_json
+from kinetic_protocol.signing import peek_json
 
 if TYPE_CHECKING:
     from kinetic.outputs import JobOutputs
@@ -60,15 +62,25 @@ def attach(
 
 
 def _stored_record(
-    store: ObjectStore, job_id: str, manifests: dict[str, BatchManifest | None]
+    store: ObjectStore,
+    job_id: str,
+    manifests: dict[str, BatchManifest | None],
+    *,
+    verify: bool = True,
 ) -> JobRecord | None:
     """A job's record: its own, or a batch child's (its batch's manifest and child record;
-    ``manifests`` caches each batch's manifest for a listing)."""
+    ``manifests`` caches each batch's manifest for a listing). ``verify=False`` only for a
+    listing that shows records and acts on none."""
     key = layout.job_record_key(job_id)
+    where = f"{store.uri}/{key}"
     try:
-        return decode_json(store.read(key), JobRecord, what=f"{store.uri}/{key}")
+        data = store.read(key)
     except ObjectNotFoundError:
         pass
+    else:
+        if verify:
+            return open_job_record(data, job_id=job_id, key=where)
+        return peek_json(data, JobRecord, subject=job_id, key=where)
     child = parse_child_job_id(job_id)
     if child is None:
         return None
@@ -76,7 +88,12 @@ def _stored_record(
     if group_id not in manifests:
         key = layout.manifest_key(group_id)
         try:
-            manifests[group_id] = decode_json(store.read(key), BatchManifest, what=key)
+            data = store.read(key)
+            manifests[group_id] = (
+                open_manifest(data, group_id=group_id, key=key)
+                if verify
+                else peek_json(data, BatchManifest, subject=group_id, key=key)
+            )
         except ObjectNotFoundError:
             manifests[group_id] = None
     manifest = manifests[group_id]
@@ -131,8 +148,8 @@ def list_jobs(
     manifests: dict[str, BatchManifest | None] = {}
     for job_id in _listed_job_ids(chosen, settings, explicit=backend is not None):
         try:
-            record = _stored_record(store, job_id, manifests)
-        except (CorruptRecordError, SchemaVersionError) as exc:
+            record = _stored_record(store, job_id, manifests, verify=False)
+        except (CorruptRecordError, IntegrityError, SchemaVersionError) as exc:
             log.warning(f"Skipping job {job_id} in the listing: {exc}")
             continue
         if record is None:

@@ -27,12 +27,15 @@ from kinetic_protocol import (
     JobRecord,
     JobState,
     JobStatus,
+    Keyring,
     Preparation,
     PrepareRequest,
     Succeeded,
     layout,
 )
+from kinetic_protocol.keydir import directory_keyring
 from kinetic_protocol.records import encode_result
+from kinetic_protocol.signing import seal_blob
 from kinetic_runtime.calls import BatchInput, StoredCall, load_call, read_call, read_input
 from kinetic_runtime.stores.local import LocalStore
 
@@ -57,18 +60,28 @@ class FakeBackend:
     def prepare(self, request: PrepareRequest) -> Preparation:
         return Preparation()
 
+    # Its records name the local backend, whose keyring (the Kinetic home's) verifies them.
+    def signing_keys(self, *, create: bool) -> Keyring:
+        return directory_keyring(Path(os.environ["KINETIC_HOME"]) / "keys", create=create)
+
+    def replace_signing_keys(self, keyring: Keyring) -> None:
+        raise NotImplementedError
+
     def submit(self, record: JobRecord) -> None:
         with self._lock:
             self.submitted.append(record)
         member = None
         if record.group_id is not None and record.group_index is not None:
             member = BatchInput(record.group_id, record.group_index)
-        call = read_call(self.store, StoredCall.of(record.job_id, member), record.job_id)
+        where = StoredCall.of(record.job_id, member)
+        keyring = self.signing_keys(create=False)
+        call = read_call(self.store, where, record.job_id, keyring)
         arguments = None if member is None else read_input(self.store, call, member)
         fn, args, kwargs = load_call(self.store.read(call.payload.key), arguments, [])
         value = cloudpickle.dumps(fn(*args, **kwargs))
         envelope = Succeeded(job_id=record.job_id, value=value)
-        self.store.write(layout.result_key(record.job_id), encode_result(envelope))
+        sealed = seal_blob(keyring, "result", record.job_id, encode_result(envelope))
+        self.store.write(layout.result_key(record.job_id), sealed)
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         return {record.job_id: JobState(status=JobStatus.SUCCEEDED) for record in records}

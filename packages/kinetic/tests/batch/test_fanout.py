@@ -15,8 +15,8 @@ import kinetic
 from kinetic.batch import fanout
 from kinetic.batch.fanout import new_group_id
 from kinetic.decorator import RemoteFunction
-from kinetic_protocol import BatchManifest, ConfigError, layout
-from kinetic_protocol.records import decode_json
+from kinetic.trust import open_manifest
+from kinetic_protocol import ConfigError, layout
 from kinetic_runtime.stores.local import LocalStore
 
 DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -177,8 +177,8 @@ def test_each_child_is_submitted_with_its_batch_identity(
         (batch.group_id, "map", index, 0) for index in range(3)
     ]
     assert [job.job_id for job in batch.jobs if job] == [record.job_id for record in records]
-    manifest = decode_json(
-        store.read(layout.manifest_key(batch.group_id)), BatchManifest, what="manifest"
+    manifest = open_manifest(
+        store.read(layout.manifest_key(batch.group_id)), group_id=batch.group_id, key="manifest"
     )
     assert (manifest.total_expected, manifest.name, manifest.tags) == (3, "n", {"k": "v"})
 
@@ -198,8 +198,8 @@ def test_children_of_a_long_named_function_have_ids_within_63_characters(
     exec(f"def {name}(x):\n    return x\n", namespace)  # a real def with that __name__
     remote = kinetic.run(accelerator="cpu", backend="local")(namespace[name])
     batch = remote.run_async_map([1, 2], max_concurrent=None)
-    manifest = decode_json(
-        store.read(layout.manifest_key(batch.group_id)), BatchManifest, what="manifest"
+    manifest = open_manifest(
+        store.read(layout.manifest_key(batch.group_id)), group_id=batch.group_id, key="manifest"
     )
     # The prefix leaves room for the largest index and retry suffix it allows.
     for job_id in (

@@ -1,5 +1,6 @@
 """A batch's records in a real local store: the manifest, one record per attempt, the listing."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,10 +10,12 @@ from kinetic_protocol import (
     BatchManifest,
     JobNotFoundError,
     JobRecord,
+    Keyring,
     PreconditionFailedError,
     SerializationError,
     layout,
 )
+from kinetic_protocol.keydir import directory_keyring
 from kinetic_runtime.stores.local import LocalStore
 
 GROUP = "grp-0123abcd"
@@ -26,6 +29,12 @@ def store(tmp_path: Path) -> LocalStore:
 @pytest.fixture
 def records(store: LocalStore) -> BatchRecords:
     return BatchRecords(store, GROUP)
+
+
+@pytest.fixture
+def keyring() -> Keyring:
+    """The local backend's keyring (the manifests' template names it)."""
+    return directory_keyring(Path(os.environ["KINETIC_HOME"]) / "keys", create=True)
 
 
 def _manifest(group_id: str = GROUP, total: int = 3) -> BatchManifest:
@@ -46,12 +55,14 @@ def test_an_empty_batch_lists_nothing(records: BatchRecords) -> None:
     assert (listing.latest_attempts, listing.submission_errors, listing.complete) == ({}, {}, None)
 
 
-def test_the_manifest_round_trips_and_is_written_only_once(records: BatchRecords) -> None:
+def test_the_manifest_round_trips_and_is_written_only_once(
+    records: BatchRecords, keyring: Keyring
+) -> None:
     manifest = _manifest()
-    records.write_manifest(manifest)
+    records.write_manifest(manifest, keyring)
     assert records.read_manifest() == manifest
     with pytest.raises(PreconditionFailedError):
-        records.write_manifest(_manifest(total=4))
+        records.write_manifest(_manifest(total=4), keyring)
     assert records.read_manifest().total_expected == 3
 
 
@@ -96,10 +107,12 @@ def test_records_of_other_batches_are_not_listed(store: LocalStore, records: Bat
     assert listing.complete is None
 
 
-def test_delete_all_removes_this_batch_only(store: LocalStore, records: BatchRecords) -> None:
+def test_delete_all_removes_this_batch_only(
+    store: LocalStore, records: BatchRecords, keyring: Keyring
+) -> None:
     other_group = "grp-0123abce"
     for group_id, batch in ((GROUP, records), (other_group, BatchRecords(store, other_group))):
-        batch.write_manifest(_manifest(group_id))
+        batch.write_manifest(_manifest(group_id), keyring)
         batch.add_child(0, 0, "job")
         batch.add_submission_error(1, ValueError("x"))
         batch.mark_complete(1, cancelled=False)

@@ -10,8 +10,8 @@ import pytest
 from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.jobs import JobHandle
 from kinetic_protocol import Failed, JobRecord, JobState, JobStatus, Succeeded, layout
-from kinetic_protocol.records import encode_result
 from kinetic_runtime.stores.local import LocalStore
+from kinetic_testing.signed import seal_result
 
 W, R, S, F = Decision.WAIT, Decision.RETRY, Decision.SUCCEEDED, Decision.FAILED
 
@@ -204,7 +204,7 @@ def stored_handle(tmp_path: Path) -> tuple[JobHandle, LocalStore]:
 
 
 def _store_result(store: LocalStore, envelope: Succeeded | Failed) -> None:
-    store.write(layout.result_key(envelope.job_id), encode_result(envelope))
+    store.write(layout.result_key(envelope.job_id), seal_result(_handle("job-e").record, envelope))
 
 
 SUCCESS = Succeeded(job_id="job-e", value=cloudpickle.dumps(1))

@@ -22,6 +22,7 @@ from kinetic._context import store_for
 from kinetic.debug import DirectConnection, cleanup_port_forward
 from kinetic_protocol import ConfigError, DebugState, JobFailedError, layout
 from kinetic_protocol.records import encode_json
+from kinetic_testing.signed import seal_job_record
 
 pytestmark = pytest.mark.usefixtures("kinetic_env")
 
@@ -42,7 +43,7 @@ def _debug_job(funcs: ModuleType, gate: Path) -> JobHandle:
     job = funcs.gated.run_async(str(gate))
     store = store_for(job.record)
     record = msgspec.structs.replace(job.record, debug=True)
-    store.write(layout.job_record_key(job.job_id), encode_json(record))
+    store.write(layout.job_record_key(job.job_id), seal_job_record(record))
     handle = kinetic.attach(job.job_id)
     assert handle.debug
     return handle

@@ -19,12 +19,13 @@ from kinetic_protocol import (
     BatchCompletion,
     BatchManifest,
     CorruptRecordError,
+    IntegrityError,
     ObjectNotFoundError,
     RemoteError,
     SchemaVersionError,
     layout,
 )
-from kinetic_protocol.records import decode_json
+from kinetic_protocol.signing import peek_json
 
 __all__ = ["BatchSummary", "attach_batch", "list_batches"]
 
@@ -179,10 +180,12 @@ def list_batches(
     summaries = []
     for key in store.list(layout.MANIFESTS_PREFIX):
         try:
-            manifest = decode_json(store.read(key), BatchManifest, what=f"{store.uri}/{key}")
+            # Shown, not acted on: a listing does not need every namespace's keys.
+            where = f"{store.uri}/{key}"
+            manifest = peek_json(store.read(key), BatchManifest, subject=key, key=where)
         except ObjectNotFoundError:
             continue  # cleaned up between the listing and the read
-        except (CorruptRecordError, SchemaVersionError) as exc:
+        except (CorruptRecordError, IntegrityError, SchemaVersionError) as exc:
             log.warning(f"Skipping a batch in the listing: {exc}")
             continue
         summaries.append(

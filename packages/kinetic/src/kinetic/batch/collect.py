@@ -15,16 +15,16 @@ from kinetic.batch.errors import BatchError, SkippedInputError
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState, is_cleaned_up
 from kinetic.handle import JobHandle
+from kinetic.trust import OutcomeKind, SealedOutcome, open_outcome
 from kinetic_protocol import (
     CollectedOutcome,
     JobNotFoundError,
     JobState,
     JobStatus,
     KineticError,
-    ResultEnvelope,
     Succeeded,
+    layout,
 )
-from kinetic_protocol.records import decode_result, encode_result
 
 __all__ = ["Collector"]
 
@@ -47,7 +47,7 @@ class Collector:
         self.records = records
         self.values: dict[int, Any] = {}
         self.errors: dict[int, BaseException] = {}
-        self.envelopes: dict[int, ResultEnvelope] = {}
+        self.envelopes: dict[int, SealedOutcome] = {}
         self.cleaned: set[int] = set()
         self.failures: list[JobHandle] | None = None
         self._kept_outcomes: dict[int, CollectedOutcome] | None = None
@@ -69,13 +69,13 @@ class Collector:
             self.errors[index] = exc
             return exc, True
         self.envelopes[index] = envelope
-        if isinstance(envelope, Succeeded):
-            self.values[index] = unwrap(envelope)
+        if isinstance(envelope.envelope, Succeeded):
+            self.values[index] = unwrap(envelope.envelope)
             return self.values[index], False
-        self.errors[index] = rebuild_exception(envelope)
+        self.errors[index] = rebuild_exception(envelope.envelope)
         return self.errors[index], True
 
-    def _envelope(self, index: int, job: JobHandle, state: JobState) -> ResultEnvelope:
+    def _envelope(self, index: int, job: JobHandle, state: JobState) -> SealedOutcome:
         if is_cleaned_up(state):
             kept = self._kept(index)
             if kept is None or kept.job_id != job.job_id:
@@ -84,16 +84,18 @@ class Collector:
                     "cleaned up by another results(cleanup=True), which kept no outcome for it "
                     "(it had left none)."
                 )
-            return decode_result(kept.envelope, what=f"the kept outcome of {job.job_id}")
+            key = f"{layout.collected_prefix(self.group_id)} (the kept outcome of {job.job_id})"
+            kind: OutcomeKind = "host-result" if kept.kind == "host-result" else "result"
+            return open_outcome(job.record, kept.envelope, key=key, kind=kind)
         if state.status is JobStatus.NOT_FOUND and self.state.submitter_gone:
             try:
-                return job.read_envelope()
+                return job.sealed_outcome(state)
             except KineticError:
                 raise JobNotFoundError(
                     f"Input {index} of batch {self.group_id} ({job.job_id}) never ran: "
                     f"{self.state.submitter_gone}."
                 ) from None
-        return job.outcome(state)
+        return job.sealed_outcome(state)
 
     def _kept(self, index: int) -> CollectedOutcome | None:
         """The outcome a collection kept for ``index``: the batch's kept outcomes are read
@@ -199,9 +201,9 @@ class _Keeper:
         collector = self.collector
         jobs = {i: job for i in waiting if (job := collector.state.jobs[i]) is not None}
         kept = [
-            CollectedOutcome(index=i, job_id=job.job_id, envelope=encode_result(envelope))
+            CollectedOutcome(index=i, job_id=job.job_id, envelope=kept.sealed, kind=kept.kind)
             for i, job in jobs.items()
-            if (envelope := collector.envelopes.get(i)) is not None
+            if (kept := collector.envelopes.get(i)) is not None
         ]
         if kept:
             try:

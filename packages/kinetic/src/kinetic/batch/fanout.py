@@ -123,7 +123,7 @@ def run_map(
     try:
         pickled.write(target, data, group_id, func_name)
         lease = LeaseHolder.first(target.store, group_id)
-        records.write_manifest(manifest)
+        records.write_manifest(manifest, target.backend.signing_keys(create=True))
     except BaseException:
         # No manifest, no batch: leave nothing of it behind.
         with contextlib.suppress(KineticError):

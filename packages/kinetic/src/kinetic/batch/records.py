@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from kinetic import _log
+from kinetic.trust import open_manifest
 from kinetic_protocol import (
     SCHEMA_VERSION,
     BatchChild,
@@ -24,6 +25,7 @@ from kinetic_protocol import (
     CollectedOutcomes,
     CorruptRecordError,
     JobNotFoundError,
+    Keyring,
     ObjectNotFoundError,
     ObjectStore,
     PreconditionFailedError,
@@ -31,6 +33,7 @@ from kinetic_protocol import (
     layout,
 )
 from kinetic_protocol.records import decode_json, encode_json
+from kinetic_protocol.signing import seal_json
 
 __all__ = ["BatchListing", "BatchRecords", "parse_child_name"]
 
@@ -72,8 +75,10 @@ class BatchRecords:
             self._warned.add(key)
             log.warning(f"Ignoring {self.store.uri}/{key} in batch {self.group_id}: {why}")
 
-    def write_manifest(self, manifest: BatchManifest) -> None:
-        self.store.write(layout.manifest_key(self.group_id), encode_json(manifest), if_absent=True)
+    def write_manifest(self, manifest: BatchManifest, keyring: Keyring) -> None:
+        """Signed: a resumed submitter creates children from its template."""
+        sealed = seal_json(keyring, "batch", self.group_id, manifest)
+        self.store.write(layout.manifest_key(self.group_id), sealed, if_absent=True)
 
     def read_manifest(self) -> BatchManifest:
         key = layout.manifest_key(self.group_id)
@@ -84,7 +89,7 @@ class BatchRecords:
                 f"No batch {self.group_id!r} in {self.store.uri}: it never existed or was "
                 "cleaned up. `kinetic batch list` shows the batches that exist."
             ) from None
-        return decode_json(data, BatchManifest, what=f"{self.store.uri}/{key}")
+        return open_manifest(data, group_id=self.group_id, key=f"{self.store.uri}/{key}")
 
     def add_child(self, index: int, attempt: int, job_id: str) -> None:
         """Record an attempt before its backend resource is created (create-only: a resumed

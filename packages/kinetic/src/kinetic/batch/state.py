@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kinetic.handle import JobHandle
-from kinetic_protocol import JobState, JobStatus, ObjectNotFoundError, Succeeded
+from kinetic_protocol import IntegrityError, JobState, JobStatus, ObjectNotFoundError, Succeeded
 
 __all__ = [
     "CLEANED_UP",
@@ -42,7 +42,7 @@ def effective_state(handle: JobHandle, state: JobState) -> JobState:
         return state
     try:
         envelope = handle.read_envelope()
-    except ObjectNotFoundError:
+    except (ObjectNotFoundError, IntegrityError):  # collecting it says what is wrong
         return state
     if isinstance(envelope, Succeeded):
         return JobState(status=JobStatus.SUCCEEDED, detail="result collected")

@@ -31,7 +31,8 @@ from kinetic_protocol import (
     SerializationError,
     layout,
 )
-from kinetic_protocol.records import encode_inputs, encode_json
+from kinetic_protocol.records import encode_inputs
+from kinetic_protocol.signing import seal_json
 
 __all__ = ["CHUNK_BYTES", "CHUNK_INPUTS", "PickledBatch"]
 
@@ -109,7 +110,10 @@ class PickledBatch:
             inputs=refs,
             function_data=self.function.refers_to,
         )
-        _write_once(store, layout.group_call_key(group_id), encode_json(call))
+        keyring = target.backend.signing_keys(create=True)
+        _write_once(
+            store, layout.group_call_key(group_id), seal_json(keyring, "call", group_id, call)
+        )
 
 
 def _write_once(store: ObjectStore, key: str, data: bytes) -> None:

@@ -34,6 +34,7 @@ from kinetic_protocol import (
     HostSelection,
     JobRecord,
     JobState,
+    Keyring,
     KineticError,
     Preparation,
     PrepareRequest,
@@ -43,7 +44,9 @@ from kinetic_protocol import (
     runtime_args,
 )
 from kinetic_protocol import JobStatus as S
+from kinetic_protocol.keydir import directory_keyring, replace_directory_keyring
 from kinetic_protocol.records import decode_result
+from kinetic_protocol.signing import open_blob
 from kinetic_runtime.local import supervisor
 from kinetic_runtime.local.processes import (
     group_alive,
@@ -52,7 +55,7 @@ from kinetic_runtime.local.processes import (
     same_process_alive,
     terminate_group,
 )
-from kinetic_runtime.settings import HOME
+from kinetic_runtime.settings import HOME, SIGNING_KEYS
 from kinetic_runtime.stores import default_local_store_uri, open_store
 
 __all__ = ["LocalBackend", "local_slots"]
@@ -139,6 +142,17 @@ class LocalBackend:
     def job_dir(self, job_id: str) -> Path:
         return self._jobs / job_id
 
+    @property
+    def _keys(self) -> Path:
+        return kinetic_home() / "keys"
+
+    def signing_keys(self, *, create: bool) -> Keyring:
+        """The user's own keyring in the Kinetic home, which local jobs read in place."""
+        return directory_keyring(self._keys, create=create)
+
+    def replace_signing_keys(self, keyring: Keyring) -> None:
+        replace_directory_keyring(self._keys, keyring)
+
     def prepare(self, request: PrepareRequest) -> Preparation:
         """With ``isolate=True``, run in a cached venv of the project's requirements; with
         volumes, check that jobs can have them (a private mount namespace) here."""
@@ -193,7 +207,7 @@ class LocalBackend:
             "slots": local_slots(),
             "hosts": parse_accelerator(record.accelerator).hosts,
             "submitter": process_identity(os.getpid()),
-            "env": {**os.environ, **_absolute_home()},
+            "env": {**os.environ, **_absolute_home(), SIGNING_KEYS.env: str(self._keys)},
         }
         self._jobs.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING_MARK}{record.job_id}-", dir=self._jobs))
@@ -308,7 +322,9 @@ class LocalBackend:
         if store_uri is not None:
             with contextlib.suppress(KineticError, OSError):
                 key = layout.result_key(job_id)
-                envelope = decode_result(open_store(store_uri).read(key), what=key)
+                data = open_store(store_uri).read(key)
+                body = open_blob(self.signing_keys(create=False), "result", job_id, data, key=key)
+                envelope = decode_result(body, what=key)
                 if isinstance(envelope, Succeeded):
                     state = JobState(status=S.SUCCEEDED)
         with contextlib.suppress(OSError):  # the job directory may be going away

@@ -32,15 +32,17 @@ def launcher_enabled(python: str) -> bool:
 
 @functools.cache
 def _socket_path() -> Path:
-    """One socket per interpreter and version of the code a launcher has imported (computed
-    once per process: it stats and hashes files, and every submission asks)."""
-    import kinetic_runtime.main
-    from kinetic_runtime.local import launcher, supervisor
+    """One socket per interpreter and version of the code a launcher may have imported: every
+    module of the runtime and the protocol (computed once per process: it stats files, and
+    every submission asks). A launcher left from before an upgrade is never used."""
+    import kinetic_protocol
+    import kinetic_runtime
 
     identity = hashlib.sha256(sys.executable.encode())
-    for module in (kinetic_runtime.main, launcher, supervisor):
-        stat = os.stat(str(module.__file__))
-        identity.update(f"{module.__file__}:{stat.st_mtime_ns}:{stat.st_size}".encode())
+    for package in (kinetic_runtime, kinetic_protocol):
+        for source in sorted(Path(str(package.__file__)).parent.rglob("*.py")):
+            stat = source.stat()
+            identity.update(f"{source}:{stat.st_mtime_ns}:{stat.st_size}".encode())
     folder = Path(tempfile.gettempdir()) / f"kinetic-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
     return folder / f"launcher-{identity.hexdigest()[:16]}.sock"

@@ -34,7 +34,7 @@ from kinetic_protocol import (
     PreconditionFailedError,
     layout,
 )
-from kinetic_protocol.records import encode_json
+from kinetic_protocol.signing import seal_json
 
 __all__ = ["artifact_ref", "call_descriptor", "plan_data", "submit_call", "upload_bundle"]
 
@@ -114,10 +114,14 @@ def submit_call(
         data=data.specs,
         volumes=data.volumes,
     )
+    keyring = target.backend.signing_keys(create=True)
     try:
         store.write(layout.payload_key(job_id), serialized.payload, if_absent=True)
-        store.write(layout.call_key(job_id), encode_json(call), if_absent=True)
-        store.write(layout.job_record_key(job_id), encode_json(record), if_absent=True)
+        store.write(
+            layout.call_key(job_id), seal_json(keyring, "call", job_id, call), if_absent=True
+        )
+        sealed_record = seal_json(keyring, "job", job_id, record)
+        store.write(layout.job_record_key(job_id), sealed_record, if_absent=True)
     except PreconditionFailedError as exc:
         raise BackendError(
             f"Job id {job_id} already exists in {store.uri}; not resubmitted."

@@ -191,7 +191,8 @@ class Kubelet:
                 self._patch(rt, st.waiting(pod, rt.waiting_reason, str(exc), now_rfc3339()))
             return
         try:
-            argv = wrap_argv(argv, mount_plan(pod, container, rt.directory), rt.directory)
+            secrets = self._secret_data
+            argv = wrap_argv(argv, mount_plan(pod, container, rt.directory, secrets), rt.directory)
         except MountError as exc:
             if rt.waiting_reason != "ContainerCreating":
                 rt.waiting_reason = "ContainerCreating"
@@ -212,6 +213,9 @@ class Kubelet:
             return
         rt.started_at, rt.started_mono = now, time.monotonic()
         self._patch(rt, st.running(pod, now, rt.pod_ip, rt.restarts, rt.last_state))
+
+    def _secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        return self._kube.config_map_data(namespace, name, secret=True)
 
     def _image_pull_failure(self, rt: PodRuntime, image: str, reason: str, message: str) -> None:
         """ErrImagePull, then ImagePullBackOff a second later (or a fault's own reason, once)."""

@@ -1,9 +1,13 @@
-"""A pod's volumes, as the kubelet role mounts them: ``emptyDir`` for real, CSI not at all.
+"""A pod's volumes, as the kubelet role mounts them: ``emptyDir`` and ``secret`` for real, CSI
+not at all.
 
 An ``emptyDir`` is a directory of the pod's own (under the agent's pod directory), bind-mounted
 at each of the container's ``mountPath``s in a private mount namespace of the pod's process
 (the runtime's :mod:`kinetic_runtime.data.namespace`, the code local jobs use for their
-volumes), so the process sees ``/data`` while nothing is written to this machine's ``/``.
+volumes), so the process sees ``/data`` while nothing is written to this machine's ``/``. A
+``secret`` volume is a directory of the Secret's keys as files (``defaultMode``), made when the
+container starts and mounted read-only; a missing Secret keeps the pod ``ContainerCreating``
+with the kubelet's message, until it exists.
 
 No CSI driver is registered with this kubelet, so a pod with a CSI volume (GCS FUSE) stays
 ``ContainerCreating`` with the message a kubelet without that driver gives; tests of FUSE
@@ -15,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +32,31 @@ class MountError(Exception):
     """A volume this kubelet cannot mount; the pod waits with this message."""
 
 
-def mount_plan(pod: Obj, container: Obj, directory: Path) -> list[dict[str, Any]]:
+SecretData = Callable[[str, str], dict[str, str] | None]
+"""(namespace, name) -> the Secret's decoded data, or None if it does not exist."""
+
+
+def _secret_files(pod: Obj, name: str, source: Obj, directory: Path, secrets: SecretData) -> Path:
+    ns = pod["metadata"]["namespace"]
+    data = secrets(ns, source["secretName"])
+    if data is None:
+        raise MountError(
+            f'MountVolume.SetUp failed for volume "{name}" : secret "{source["secretName"]}" '
+            "not found"
+        )
+    target = directory / "volumes" / name
+    target.mkdir(parents=True, exist_ok=True)
+    mode = int(source.get("defaultMode", 0o644))
+    for key, value in data.items():
+        path = target / key
+        path.write_text(value)
+        path.chmod(mode)
+    return target
+
+
+def mount_plan(
+    pod: Obj, container: Obj, directory: Path, secrets: SecretData | None = None
+) -> list[dict[str, Any]]:
     """The binds for ``container``'s volume mounts (``source``, ``target``, ``read_only``)."""
     volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
     binds: list[dict[str, Any]] = []
@@ -40,8 +69,12 @@ def mount_plan(pod: Obj, container: Obj, directory: Path) -> list[dict[str, Any]
                 f"mounter.SetUpAt failed to get CSI client: driver name {driver} not found in "
                 "the list of registered CSI drivers"
             )
+        if "secret" in volume and secrets is not None:
+            source = _secret_files(pod, mount["name"], volume["secret"], directory, secrets)
+            binds.append({"source": str(source), "target": mount["mountPath"], "read_only": True})
+            continue
         if "emptyDir" not in volume:
-            continue  # configMap, secret...: not used by Kinetic's pods
+            continue  # configMap...: not used by Kinetic's pods
         source = directory / "volumes" / mount["name"]
         source.mkdir(parents=True, exist_ok=True)
         source.chmod(0o777)  # as the kubelet makes an emptyDir: any container user may write

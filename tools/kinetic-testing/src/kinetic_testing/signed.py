@@ -1,0 +1,33 @@
+"""Write and read signed objects as a job or a client would, for tests that stage or inspect
+stored artifacts by hand (the keyring is the record's backend's, made if missing)."""
+
+from kinetic_protocol import JobRecord, Keyring, ResultEnvelope
+from kinetic_protocol.records import decode_result, encode_result
+from kinetic_protocol.signing import SignedKind, open_blob, seal_blob, seal_json
+
+__all__ = ["keyring_of", "open_result", "seal_job_record", "seal_result"]
+
+
+def keyring_of(record: JobRecord) -> Keyring:
+    from kinetic._context import backend_for
+
+    return backend_for(record).signing_keys(create=True)
+
+
+def seal_result(record: JobRecord, envelope: ResultEnvelope, kind: SignedKind = "result") -> bytes:
+    """``envelope`` as the job would store it."""
+    return seal_blob(keyring_of(record), kind, record.job_id, encode_result(envelope))
+
+
+def open_result(
+    record: JobRecord, data: bytes, *, key: str, kind: SignedKind = "result"
+) -> ResultEnvelope:
+    """A stored envelope of ``record``'s job, verified as the client verifies it."""
+    return decode_result(
+        open_blob(keyring_of(record), kind, record.job_id, data, key=key), what=key
+    )
+
+
+def seal_job_record(record: JobRecord) -> bytes:
+    """``record`` as the client stores it at ``layout.job_record_key``."""
+    return seal_json(keyring_of(record), "job", record.job_id, record)
