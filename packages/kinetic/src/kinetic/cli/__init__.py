@@ -33,6 +33,7 @@ _SUBCOMMANDS = {
     "pool": "kinetic.cli.pool:pool",
     "doctor": "kinetic.cli.doctor:doctor",
     "init": "kinetic.cli.init:init",
+    "keys": "kinetic.cli.keys:keys",
 }
 
 _EPILOG = """\b
