@@ -16,10 +16,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from kinetic_protocol import (
+    NO_ENV,
     BackendSettings,
     Capabilities,
     HostSelection,
@@ -78,7 +79,7 @@ class ExampleBackend:
         self.prepared.append(request)
         return Preparation(backend_data={"prepared-by": self.name})
 
-    def submit(self, record: JobRecord) -> None:
+    def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
         job = self._root / record.job_id
         try:
             job.mkdir(parents=True)
@@ -88,6 +89,7 @@ class ExampleBackend:
             process = subprocess.Popen(
                 [sys.executable, "-c", _RUN, *runtime_args(record)],
                 cwd=job, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, **env},
                 start_new_session=True,
             )  # fmt: skip
         (job / "pid").write_text(str(process.pid))

@@ -27,11 +27,11 @@ DIES_AFTER_RECORDING = """
     import durability_userfuncs as uf
     from kinetic.batch import submitter
 
-    def record_then_die(backend, records, record):
+    def record_then_die(backend, records, record, **kw):
         if record.group_index == 1:
             records.add_child(record.group_index, record.attempt, record.job_id)
             os._exit(9)  # after the child's record, before its backend resource
-        return real(backend, records, record)
+        return real(backend, records, record, **kw)
 
     real, submitter.submit_child = submitter.submit_child, record_then_die
     traced = kinetic.run(accelerator="cpu", backend="local")(uf.traced)

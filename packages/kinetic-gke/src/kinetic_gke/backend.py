@@ -5,12 +5,13 @@ polling, logs, deletion with confirmation and listing by label work for any work
 LeaderWorkerSet backend reuses them with its own workload.
 """
 
+import contextlib
 import os
 import re
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import ClassVar
 
 from kinetic_gke import gcp
@@ -25,9 +26,16 @@ from kinetic_gke.k8s import (
     get_credentials_command,
     kube_context_name,
 )
-from kinetic_gke.labels import APP, JOB_ID, group_selector, job_selector
+from kinetic_gke.k8s.env_secrets import (
+    create_env_secret,
+    delete_env_secret,
+    env_secret_name,
+    own_env_secret,
+)
+from kinetic_gke.labels import APP, JOB_ID, group_selector, job_labels, job_selector
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_protocol import (
+    NO_ENV,
     Accelerator,
     BackendError,
     BackendSettings,
@@ -221,17 +229,45 @@ class GKEBackend:
             self.check_fuse_driver()
         return Preparation()
 
-    def manifest(self, record: JobRecord) -> Obj:
-        return job_manifest(record, options=self.pod_options, command=self._command)
+    def manifest(self, record: JobRecord, *, env_secret: str | None = None) -> Obj:
+        return job_manifest(
+            record, options=self.pod_options, command=self._command, env_secret=env_secret
+        )
 
-    def submit(self, record: JobRecord) -> None:
+    def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
+        """Create the job's object; with captured ``env``, first the Secret its pods read the
+        values from, owned by the object once it exists (see ``k8s.env_secrets``)."""
         if not record.image_uri:
             raise ConfigError(f"Job {record.job_id} has no container image to run on GKE.")
         self.check_accelerator(parse_accelerator(record.accelerator))
         if any(mount.kind == "gcsfuse" for mount in record.mounts):
             self.check_fuse_driver()
-        # "already exists" means a retried submit: fine
-        self.workload.create(self.connection, self.manifest(record))
+        connection = self.connection
+        secret = env_secret_name(record.k8s_name) if env else None
+        if secret is not None:
+            create_env_secret(connection, secret, job_labels(record, self.app), env)
+        created = False
+        try:
+            # "already exists" means a retried submit: fine
+            created = self.workload.create(connection, self.manifest(record, env_secret=secret))
+            if secret is not None:
+                self._own_secret(record, secret)
+        except BaseException:
+            if secret is not None:
+                with contextlib.suppress(Exception):  # the submission's own error says more
+                    if created:  # nothing of a refused submission may run
+                        self.workload.delete(connection, record.k8s_name)
+                    delete_env_secret(connection, secret)
+            raise
+
+    def _own_secret(self, record: JobRecord, secret: str) -> None:
+        owner = self.workload.get(self.connection, record.k8s_name)
+        if owner is None:
+            raise BackendError(
+                f"{self.workload.kind} {record.k8s_name} was gone right after its creation; "
+                f"job {record.job_id} was not started."
+            )
+        own_env_secret(self.connection, secret, owner)
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         if not records:
@@ -380,6 +416,7 @@ class GKEBackend:
         """
         connection, kind = self.connection, self.workload.kind
         self.workload.delete(connection, record.k8s_name)
+        delete_env_secret(connection, env_secret_name(record.k8s_name))
         deadline = time.monotonic() + timeout
         delay = min(self.poll_bounds[0], poll_interval)
         while self.workload.get(connection, record.k8s_name) is not None or connection.list_pods(

@@ -1,0 +1,146 @@
+"""On gke, captured variables travel in a per-job Secret owned by the Job: on the real control
+plane (its garbage collector included), the node agent and fake-gcs-server."""
+
+import base64
+import json
+import secrets
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import scenario_funcs as uf
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from scenario_support import ScenarioBackend
+
+from kinetic_gke.k8s.env_secrets import env_secret_name
+from kinetic_protocol import BackendError
+from kinetic_runtime.stores import open_store
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.controlplane.proxy import ApiFault, ApiProxy
+from kinetic_testing.nodeagent import NodeAgent
+
+pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
+
+DEADLINE_S = 60.0
+
+
+class Cluster:
+    """The namespace's Jobs and Secrets, read with the admin client."""
+
+    def __init__(self, api: Any, namespace: str) -> None:
+        self.core = client.CoreV1Api(api)
+        self.batch = client.BatchV1Api(api)
+        self.namespace = namespace
+
+    @staticmethod
+    def _read(fn: Any, *args: Any) -> dict[str, Any] | None:
+        try:
+            raw = fn(*args, _preload_content=False)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        data: dict[str, Any] = json.loads(raw.data)
+        return data
+
+    def secret(self, name: str) -> dict[str, Any] | None:
+        return self._read(self.core.read_namespaced_secret, name, self.namespace)
+
+    def job(self, name: str) -> dict[str, Any] | None:
+        return self._read(self.batch.read_namespaced_job, name, self.namespace)
+
+    def secret_names(self) -> list[str]:
+        raw = self.core.list_namespaced_secret(self.namespace, _preload_content=False)
+        return [item["metadata"]["name"] for item in json.loads(raw.data)["items"]]
+
+    def wait_secret_gone(self, name: str) -> None:
+        deadline = time.monotonic() + DEADLINE_S
+        while self.secret(name) is not None:
+            assert time.monotonic() < deadline, f"Secret {name} still there after {DEADLINE_S}s"
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def cluster(real_k8s: ControlPlane, k8s_namespace: str) -> Iterator[Cluster]:
+    api = real_k8s.api_client()
+    yield Cluster(api, k8s_namespace)
+    api.close()
+
+
+@pytest.fixture
+def secret_value(monkeypatch: pytest.MonkeyPatch) -> str:
+    value = f"s3cr3t-{secrets.token_hex(16)}"
+    monkeypatch.setenv("SCN_SECRET", value)
+    return value
+
+
+def _run_captured(backend: ScenarioBackend) -> Any:
+    remote = backend.decorate(capture_env_vars=["SCN_SECRET"])(uf.env_digests)
+    job = remote.run_async("SCN_")
+    job.wait(timeout=120)
+    return job
+
+
+def test_the_value_is_in_a_secret_owned_by_the_job_and_gone_after_cleanup(
+    gke_scenario_env: NodeAgent, cluster: Cluster, gcs_bucket: str, secret_value: str
+) -> None:
+    backend = ScenarioBackend("gke")
+    job = _run_captured(backend)
+    name = env_secret_name(job.record.k8s_name)
+    secret = cluster.secret(name)
+    assert secret is not None, f"no Secret {name}"
+    assert base64.b64decode(secret["data"]["SCN_SECRET"]).decode() == secret_value
+    owner = cluster.job(job.record.k8s_name)
+    assert owner is not None
+    [reference] = secret["metadata"]["ownerReferences"]
+    assert (reference["kind"], reference["name"], reference["uid"]) == (
+        "Job",
+        job.record.k8s_name,
+        owner["metadata"]["uid"],
+    )
+    assert secret["metadata"]["labels"]["kinetic.dev/job-id"] == job.job_id
+    store = open_store(gcs_bucket)
+    assert not [k for k in store.list("") if secret_value.encode() in store.read(k)]
+    job.cleanup()
+    assert cluster.secret(name) is None  # deleted with the job, not left to the collector
+
+
+def test_the_garbage_collector_removes_the_secret_with_its_job(
+    gke_scenario_env: NodeAgent, cluster: Cluster, secret_value: str
+) -> None:
+    """A Job removed by Kubernetes itself (its TTL, or `kubectl delete job`) takes its
+    Secret with it: the ownerReference is real, not only a label."""
+    job = _run_captured(ScenarioBackend("gke"))
+    name = env_secret_name(job.record.k8s_name)
+    assert cluster.secret(name) is not None
+    cluster.batch.delete_namespaced_job(
+        job.record.k8s_name, cluster.namespace, propagation_policy="Background"
+    )
+    cluster.wait_secret_gone(name)
+
+
+def test_a_job_without_captured_variables_gets_no_secret(
+    gke_scenario_env: NodeAgent, cluster: Cluster
+) -> None:
+    job = _run_captured_without_any(ScenarioBackend("gke"))
+    assert cluster.secret(env_secret_name(job.record.k8s_name)) is None
+    assert job.result() == {}
+
+
+def _run_captured_without_any(backend: ScenarioBackend) -> Any:
+    job = backend.decorate()(uf.env_digests).run_async("SCN_")
+    job.wait(timeout=120)
+    return job
+
+
+def test_a_refused_submission_leaves_no_secret(
+    gke_api_proxy: ApiProxy, cluster: Cluster, secret_value: str
+) -> None:
+    gke_api_proxy.inject(ApiFault(method="POST", path_contains="/jobs", code=500, times=None))
+    with pytest.raises(BackendError):
+        ScenarioBackend("gke").decorate(capture_env_vars=["SCN_SECRET"])(uf.env_digests).run_async(
+            "SCN_"
+        )
+    assert not [n for n in cluster.secret_names() if n.endswith("-env")]
