@@ -66,6 +66,7 @@ NEVER_STARTED = (
     "never started: the process submitting it stopped first; submitting the same job again "
     "(a batch's resume does) starts it"
 )
+PRIVATE_UMASK = 0o077
 CONFIRM_SECONDS = 60.0
 """How long a supervisor waits for the client to record it before giving the job up."""
 _RUNTIMES: list[subprocess.Popen[bytes]] = []
@@ -332,6 +333,9 @@ def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
     ``start`` launches the runtime process and returns its pid: a fresh interpreter by
     default, or a fork of a process that has already imported the runtime (the launcher).
     """
+    # Everything the job writes (its workdir, staged data, outputs in a local store) is
+    # private, whatever the submitter's umask: the runtimes inherit this one.
+    os.umask(PRIVATE_UMASK)
     if not _claim(job_dir) or not _confirmed(job_dir):
         return 0
     try:
