@@ -1,5 +1,6 @@
-"""On gke, captured variables travel in a per-job Secret owned by the Job: on the real control
-plane (its garbage collector included), the node agent and fake-gcs-server."""
+"""On gke and pathways, captured variables travel in a per-job Secret owned by the Job or
+LeaderWorkerSet: on the real control plane (its garbage collector included), the node agent and
+fake-gcs-server."""
 
 import base64
 import json
@@ -14,7 +15,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from scenario_support import ScenarioBackend
 
+from kinetic_gke.k8s import ClusterConnection, JobWorkload, Workload
 from kinetic_gke.k8s.env_secrets import env_secret_name
+from kinetic_pathways.workload import LeaderWorkerSetWorkload
 from kinetic_protocol import BackendError
 from kinetic_runtime.stores import open_store
 from kinetic_testing.controlplane.cluster import ControlPlane
@@ -26,13 +29,17 @@ pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
 DEADLINE_S = 60.0
 
 
+WORKLOADS: dict[str, Workload] = {"gke": JobWorkload(), "pathways": LeaderWorkerSetWorkload()}
+
+
 class Cluster:
-    """The namespace's Jobs and Secrets, read with the admin client."""
+    """The namespace's Secrets and job objects, read with the admin client."""
 
     def __init__(self, api: Any, namespace: str) -> None:
         self.core = client.CoreV1Api(api)
         self.batch = client.BatchV1Api(api)
         self.namespace = namespace
+        self.connection = ClusterConnection(api, namespace)
 
     @staticmethod
     def _read(fn: Any, *args: Any) -> dict[str, Any] | None:
@@ -48,8 +55,13 @@ class Cluster:
     def secret(self, name: str) -> dict[str, Any] | None:
         return self._read(self.core.read_namespaced_secret, name, self.namespace)
 
-    def job(self, name: str) -> dict[str, Any] | None:
-        return self._read(self.batch.read_namespaced_job, name, self.namespace)
+    def owner(self, backend: str, name: str) -> dict[str, Any] | None:
+        """The job's Job (gke) or LeaderWorkerSet (pathways)."""
+        return WORKLOADS[backend].get(self.connection, name)
+
+    def delete_owner(self, backend: str, name: str) -> None:
+        """Delete the job's object with the API alone, as ``kubectl delete`` or a TTL would."""
+        WORKLOADS[backend].delete(self.connection, name)
 
     def secret_names(self) -> list[str]:
         raw = self.core.list_namespaced_secret(self.namespace, _preload_content=False)
@@ -76,6 +88,12 @@ def secret_value(monkeypatch: pytest.MonkeyPatch) -> str:
     return value
 
 
+@pytest.fixture(params=["gke", "pathways"])
+def k8s_backend(request: pytest.FixtureRequest) -> ScenarioBackend:
+    request.getfixturevalue(f"{request.param}_scenario_env")
+    return ScenarioBackend(request.param)
+
+
 def _run_captured(backend: ScenarioBackend) -> Any:
     remote = backend.decorate(capture_env_vars=["SCN_SECRET"])(uf.env_digests)
     job = remote.run_async("SCN_")
@@ -84,19 +102,18 @@ def _run_captured(backend: ScenarioBackend) -> Any:
 
 
 def test_the_value_is_in_a_secret_owned_by_the_job_and_gone_after_cleanup(
-    gke_scenario_env: NodeAgent, cluster: Cluster, gcs_bucket: str, secret_value: str
+    k8s_backend: ScenarioBackend, cluster: Cluster, gcs_bucket: str, secret_value: str
 ) -> None:
-    backend = ScenarioBackend("gke")
-    job = _run_captured(backend)
+    job = _run_captured(k8s_backend)
     name = env_secret_name(job.record.k8s_name)
     secret = cluster.secret(name)
     assert secret is not None, f"no Secret {name}"
     assert base64.b64decode(secret["data"]["SCN_SECRET"]).decode() == secret_value
-    owner = cluster.job(job.record.k8s_name)
+    owner = cluster.owner(k8s_backend.name, job.record.k8s_name)
     assert owner is not None
     [reference] = secret["metadata"]["ownerReferences"]
     assert (reference["kind"], reference["name"], reference["uid"]) == (
-        "Job",
+        owner["kind"],
         job.record.k8s_name,
         owner["metadata"]["uid"],
     )
@@ -108,16 +125,14 @@ def test_the_value_is_in_a_secret_owned_by_the_job_and_gone_after_cleanup(
 
 
 def test_the_garbage_collector_removes_the_secret_with_its_job(
-    gke_scenario_env: NodeAgent, cluster: Cluster, secret_value: str
+    k8s_backend: ScenarioBackend, cluster: Cluster, secret_value: str
 ) -> None:
-    """A Job removed by Kubernetes itself (its TTL, or `kubectl delete job`) takes its
-    Secret with it: the ownerReference is real, not only a label."""
-    job = _run_captured(ScenarioBackend("gke"))
+    """A job object removed by Kubernetes itself (a TTL, `kubectl delete`) takes its Secret
+    with it: the ownerReference is real, not only a label."""
+    job = _run_captured(k8s_backend)
     name = env_secret_name(job.record.k8s_name)
     assert cluster.secret(name) is not None
-    cluster.batch.delete_namespaced_job(
-        job.record.k8s_name, cluster.namespace, propagation_policy="Background"
-    )
+    cluster.delete_owner(k8s_backend.name, job.record.k8s_name)
     cluster.wait_secret_gone(name)
 
 
