@@ -326,7 +326,10 @@ class BatchHandle:
         resumed submitter takes them from its own environment (warning about missing ones)."""
         key = layout.group_call_key(self.group_id)
         call = decode_json(self._records.store.read(key), CallDescriptor, what=key)
-        return recapture_env(call.env_names, os.environ, owner=f"Batch {self.group_id}")
+        # A batch stored before names-only calls kept values in ``env``: its keys are the names
+        # (the stored values are never used).
+        names = call.env_names or sorted(call.env)
+        return recapture_env(names, os.environ, owner=f"Batch {self.group_id}")
 
     # -- teardown --------------------------------------------------------------------------
 
