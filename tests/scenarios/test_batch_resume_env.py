@@ -5,7 +5,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from batch_support import private_project, start_script
+from batch_support import died_submitting
 from scenario_support import ScenarioBackend, wait_until
 
 import kinetic
@@ -47,13 +47,7 @@ def died_batch(
     monkeypatch.setenv("KINETIC_BATCH_HEARTBEAT", "0.1")
     monkeypatch.setenv("KINETIC_BATCH_LEASE", "1")
     monkeypatch.setenv(VARIABLE, "from-submitter")
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    project = private_project(tmp_path, "durability_userfuncs")
-    process = start_script(tmp_path, DIES_AFTER_FIRST_CHILD, str(runs), str(project))
-    out, err = process.communicate(timeout=120)
-    assert process.returncode == 9, err
-    group_id = out.split()[0]
+    group_id, runs = died_submitting(tmp_path, DIES_AFTER_FIRST_CHILD)
     wait_until(
         lambda: kinetic.attach_batch(group_id, backend="local").submission_status().gone,
         "the dead submitter's lease to run out",

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 import scenario_funcs as uf
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 from scenario_support import ScenarioBackend
 
 from kinetic_gke.k8s import ClusterConnection, JobWorkload, Workload
@@ -41,19 +40,10 @@ class Cluster:
         self.namespace = namespace
         self.connection = ClusterConnection(api, namespace)
 
-    @staticmethod
-    def _read(fn: Any, *args: Any) -> dict[str, Any] | None:
-        try:
-            raw = fn(*args, _preload_content=False)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        data: dict[str, Any] = json.loads(raw.data)
-        return data
-
     def secret(self, name: str) -> dict[str, Any] | None:
-        return self._read(self.core.read_namespaced_secret, name, self.namespace)
+        return self.connection.read_or_none(
+            f"reading Secret {name}", self.core.read_namespaced_secret, name, self.namespace
+        )
 
     def owner(self, backend: str, name: str) -> dict[str, Any] | None:
         """The job's Job (gke) or LeaderWorkerSet (pathways)."""
