@@ -17,7 +17,7 @@ from scenario_support import ScenarioBackend
 from kinetic_gke.k8s import ClusterConnection, JobWorkload, Workload
 from kinetic_gke.k8s.env_secrets import env_secret_name
 from kinetic_pathways.workload import LeaderWorkerSetWorkload
-from kinetic_protocol import BackendError
+from kinetic_protocol import BackendError, KineticError
 from kinetic_runtime.stores import open_store
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiFault, ApiProxy
@@ -149,3 +149,20 @@ def test_a_refused_submission_leaves_no_secret(
             "SCN_"
         )
     assert not [n for n in cluster.secret_names() if n.endswith("-env")]
+
+
+def test_a_secret_that_cannot_be_given_its_owner_takes_the_job_away_with_it(
+    gke_api_proxy: ApiProxy, cluster: Cluster, secret_value: str
+) -> None:
+    """Without its ownerReference the Secret would outlive the job: the submission is refused
+    and neither the Job nor the Secret stays."""
+    gke_api_proxy.inject(ApiFault(method="PATCH", path_contains="/secrets/", code=403, times=None))
+    with pytest.raises(KineticError, match="owner of Secret"):
+        ScenarioBackend("gke").decorate(capture_env_vars=["SCN_SECRET"])(uf.env_digests).run_async(
+            "SCN_"
+        )
+    assert not [n for n in cluster.secret_names() if n.endswith("-env")]
+    raw = cluster.batch.list_namespaced_job(cluster.namespace, _preload_content=False)
+    assert [
+        job for job in json.loads(raw.data)["items"] if not job["metadata"].get("deletionTimestamp")
+    ] == []
