@@ -246,22 +246,24 @@ class GKEBackend:
         secret = env_secret_name(record.k8s_name) if env else None
         if secret is not None:
             create_env_secret(connection, secret, job_labels(record, self.app), env)
-        created = False
+        created: Obj | None = None
         try:
             # "already exists" means a retried submit: fine
             created = self.workload.create(connection, self.manifest(record, env_secret=secret))
             if secret is not None:
-                self._own_secret(record, secret)
+                self._own_secret(record, secret, created)
         except BaseException:
             if secret is not None:
                 with contextlib.suppress(Exception):  # the submission's own error says more
-                    if created:  # nothing of a refused submission may run
+                    if created is not None:  # nothing of a refused submission may run
                         self.workload.delete(connection, record.k8s_name)
                     delete_env_secret(connection, secret)
             raise
 
-    def _own_secret(self, record: JobRecord, secret: str) -> None:
-        owner = self.workload.get(self.connection, record.k8s_name)
+    def _own_secret(self, record: JobRecord, secret: str, created: Obj | None) -> None:
+        """Give the Secret its owner: the object just created (its uid is in the answer), or
+        the one an earlier try of this submission created."""
+        owner = created or self.workload.get(self.connection, record.k8s_name)
         if owner is None:
             raise BackendError(
                 f"{self.workload.kind} {record.k8s_name} was gone right after its creation; "
