@@ -136,3 +136,13 @@ def test_recapture_takes_values_from_here_and_warns_about_missing_names(
     assert values == {"A_SET": "1"}
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert "Batch grp-1" in warning and "B_MISSING" in warning and "A_SET" not in warning
+
+
+def test_recapture_never_hands_out_a_blocked_name_a_rewritten_call_asks_for(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    names = ["A_SET", "GOOGLE_APPLICATION_CREDENTIALS", "KINETIC_STORE", "not a name"]
+    assert recapture_env(names, ENVIRON | {"A_SET": "1"}, owner="Batch grp-1") == {"A_SET": "1"}
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in warning and "KINETIC_STORE" in warning

@@ -139,8 +139,16 @@ def recapture_env(
     names: Iterable[str], environ: Mapping[str, str], *, owner: str
 ) -> dict[str, str]:
     """The values of a stored call's ``names`` from this process's environment (a batch
-    resumed elsewhere); warns, naming them, about those that are not set here."""
-    wanted = list(names)
+    resumed elsewhere); warns, naming them, about those that are not set here. The names come
+    from the store: one that is never captured (or is no name at all) is skipped, so a rewritten
+    call cannot make this process hand out its credentials."""
+    wanted = [name for name in names if _NAME.match(name) and blocked_reason(name) is None]
+    refused = sorted(set(names) - set(wanted))
+    if refused:
+        log.warning(
+            f"{owner}'s stored call names {', '.join(map(repr, refused))} among its captured "
+            "variables, which are never captured: they are not passed on."
+        )
     missing = [name for name in wanted if name not in environ]
     if missing:
         log.warning(
