@@ -52,6 +52,8 @@ BLOCKED_PREFIXES: Mapping[str, str] = {
     "CONDA_": "it describes this machine's conda environment",
     "UV_": "it configures this machine's uv",
     "KINETIC_": "Kinetic sets its own variables in a job",
+    "XDG_": "it names this machine's per-user directories or desktop session",
+    "SSH_": "it describes this machine's SSH session or agent",
 }
 """Name prefixes that are never captured, with why (``KINETIC_*`` except :func:`_passable`)."""
 
