@@ -5,7 +5,6 @@ polling, logs, deletion with confirmation and listing by label work for any work
 LeaderWorkerSet backend reuses them with its own workload.
 """
 
-import contextlib
 import os
 import re
 import shutil
@@ -26,12 +25,7 @@ from kinetic_gke.k8s import (
     get_credentials_command,
     kube_context_name,
 )
-from kinetic_gke.k8s.env_secrets import (
-    create_env_secret,
-    delete_env_secret,
-    env_secret_name,
-    own_env_secret,
-)
+from kinetic_gke.k8s.env_secrets import create_with_env, delete_env_secret, env_secret_name
 from kinetic_gke.labels import APP, JOB_ID, group_selector, job_labels, job_selector
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_protocol import (
@@ -242,34 +236,14 @@ class GKEBackend:
         self.check_accelerator(parse_accelerator(record.accelerator))
         if any(mount.kind == "gcsfuse" for mount in record.mounts):
             self.check_fuse_driver()
-        connection = self.connection
-        secret = env_secret_name(record.k8s_name) if env else None
-        if secret is not None:
-            create_env_secret(connection, secret, job_labels(record, self.app), env)
-        created: Obj | None = None
-        try:
-            # "already exists" means a retried submit: fine
-            created = self.workload.create(connection, self.manifest(record, env_secret=secret))
-            if secret is not None:
-                self._own_secret(record, secret, created)
-        except BaseException:
-            if secret is not None:
-                with contextlib.suppress(Exception):  # the submission's own error says more
-                    if created is not None:  # nothing of a refused submission may run
-                        self.workload.delete(connection, record.k8s_name)
-                    delete_env_secret(connection, secret)
-            raise
-
-    def _own_secret(self, record: JobRecord, secret: str, created: Obj | None) -> None:
-        """Give the Secret its owner: the object just created (its uid is in the answer), or
-        the one an earlier try of this submission created."""
-        owner = created or self.workload.get(self.connection, record.k8s_name)
-        if owner is None:
-            raise BackendError(
-                f"{self.workload.kind} {record.k8s_name} was gone right after its creation; "
-                f"job {record.job_id} was not started."
-            )
-        own_env_secret(self.connection, secret, owner)
+        create_with_env(
+            self.connection,
+            self.workload,
+            record.k8s_name,
+            lambda secret: self.manifest(record, env_secret=secret),
+            labels=job_labels(record, self.app),
+            env=env,
+        )
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         if not records:

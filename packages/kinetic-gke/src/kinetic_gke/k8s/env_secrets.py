@@ -9,12 +9,57 @@ whose object could not be created takes its Secret away with it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from kinetic_gke.k8s.connection import ClusterConnection, Obj
 from kinetic_gke.k8s.errors import AlreadyExists, NotFound
+from kinetic_gke.k8s.workload import Workload
+from kinetic_protocol import BackendError
 
-__all__ = ["create_env_secret", "delete_env_secret", "env_secret_name", "own_env_secret"]
+__all__ = [
+    "create_env_secret",
+    "create_with_env",
+    "delete_env_secret",
+    "env_secret_name",
+    "own_env_secret",
+]
+
+
+def create_with_env(
+    connection: ClusterConnection,
+    workload: Workload,
+    name: str,
+    manifest: Callable[[str | None], Obj],
+    *,
+    labels: Mapping[str, str],
+    env: Mapping[str, str],
+) -> None:
+    """Create the job's object ``name`` from ``manifest(secret name or None)``; with ``env``,
+    first its Secret, then made owned by the object. A failure leaves neither behind.
+
+    "Already exists" means a retried submit: fine (the Secret gets this try's values and the
+    existing object as its owner).
+    """
+    secret = env_secret_name(name) if env else None
+    if secret is not None:
+        create_env_secret(connection, secret, labels, env)
+    created: Obj | None = None
+    try:
+        created = workload.create(connection, manifest(secret))
+        if secret is not None:
+            owner = created or workload.get(connection, name)
+            if owner is None:
+                raise BackendError(
+                    f"{workload.kind} {name} was gone right after its creation; nothing runs."
+                )
+            own_env_secret(connection, secret, owner)
+    except BaseException:
+        if secret is not None:
+            with contextlib.suppress(Exception):  # the submission's own error says more
+                if created is not None:  # nothing of a refused submission may run
+                    workload.delete(connection, name)
+                delete_env_secret(connection, secret)
+        raise
 
 
 def env_secret_name(k8s_name: str) -> str:
