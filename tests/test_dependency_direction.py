@@ -100,6 +100,7 @@ def test_the_local_supervisor_loads_only_the_standard_library() -> None:
         "kinetic_runtime.local",
         "kinetic_runtime.local.processes",
         "kinetic_runtime.local.supervisor",
+        "kinetic_runtime.private_files",  # standard library only, too
     }
     assert sorted(m for m in loaded if m.split(".")[0] not in STDLIB and m not in own) == []
 

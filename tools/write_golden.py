@@ -125,7 +125,7 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         bundle=ArtifactRef(key=f"bundles/{'b' * 64}.zip", sha256="b" * 64, size=40960),
         workdir="scripts",
         sys_path=["scripts", "src", "."],
-        env={"WANDB_API_KEY": "secret", "WANDB_PROJECT": "kinetic"},
+        env_names=["WANDB_API_KEY", "WANDB_PROJECT"],
         output_dir="gs://my-bucket/outputs/" + _JOB_ID,
         python_version="3.11",
         requirements=["numpy==2.1.0", "jax[tpu]==0.4.35"],

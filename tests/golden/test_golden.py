@@ -88,11 +88,16 @@ def test_every_wire_record_has_an_example() -> None:
     assert {Succeeded, Failed} <= covered
 
 
+NEVER_WRITTEN = {("call_descriptor", "env")}
+"""Fields kept declared for older readers (never removed within a version) that writers leave
+at their default: ``CallDescriptor.env`` once held captured values, which the store must not."""
+
+
 def test_the_examples_exercise_every_field() -> None:
     """Defaults hide fields from a golden file's point of view; examples set each one."""
     for name, example in EXAMPLES.items():
         for field in msgspec.structs.fields(example):
-            if field.name == "schema_version":
+            if field.name == "schema_version" or (name, field.name) in NEVER_WRITTEN:
                 continue
             value = getattr(example, field.name)
             if field.default is not msgspec.NODEFAULT:

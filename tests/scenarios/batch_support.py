@@ -95,3 +95,15 @@ def private_project(root: Path, module: str) -> Path:
         (project / "pyproject.toml").write_text('[project]\nname = "work"\nversion = "0"\n')
         shutil.copyfile(Path(SCENARIOS_DIR) / f"{module}.py", project / f"{module}.py")
     return project
+
+
+def died_submitting(tmp_path: Path, script: str) -> tuple[str, Path]:
+    """Run ``script`` (a batch submitter that ``os._exit(9)``s on purpose, given a runs
+    directory and a private project of ``durability_userfuncs``); its group id and runs."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    project = private_project(tmp_path, "durability_userfuncs")
+    process = start_script(tmp_path, script, str(runs), str(project))
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 9, err
+    return out.split()[0], runs

@@ -26,3 +26,9 @@ def traced(index: int, runs: str, fail_first: bool = False, seconds: float = 0.0
         first.touch()
         raise DurabilityUserError(f"the first run of input {index} fails")
     return index * index
+
+
+def traced_env(index: int, runs: str, name: str) -> int:
+    """Record what this run saw of variable ``name`` (``<runs>/<index>.env``); return index."""
+    (Path(runs) / f"{index}.env").write_text(os.environ.get(name, "<unset>"))
+    return index

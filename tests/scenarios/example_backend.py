@@ -16,10 +16,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from kinetic_protocol import (
+    NO_ENV,
     BackendSettings,
     Capabilities,
     HostSelection,
@@ -87,7 +88,7 @@ class ExampleBackend:
     def replace_signing_keys(self, keyring: Keyring) -> None:
         replace_directory_keyring(self._root / "keys", keyring)
 
-    def submit(self, record: JobRecord) -> None:
+    def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
         job = self._root / record.job_id
         try:
             job.mkdir(parents=True)
@@ -97,7 +98,7 @@ class ExampleBackend:
             process = subprocess.Popen(
                 [sys.executable, "-c", _RUN, *runtime_args(record)],
                 cwd=job, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, "KINETIC_SIGNING_KEYS": str(self._root / "keys")},
+                env={**os.environ, **env, "KINETIC_SIGNING_KEYS": str(self._root / "keys")},
                 start_new_session=True,
             )  # fmt: skip
         (job / "pid").write_text(str(process.pid))

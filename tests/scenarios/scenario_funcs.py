@@ -99,6 +99,18 @@ def env_snapshot(prefix: str) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k.startswith(prefix)}
 
 
+def env_digests(prefix: str) -> dict[str, str]:
+    """What ``env_snapshot`` sees, as sha256 digests: a result that shows a secret arrived
+    without storing it."""
+    import hashlib
+
+    return {
+        k: hashlib.sha256(v.encode()).hexdigest()
+        for k, v in os.environ.items()
+        if k.startswith(prefix)
+    }
+
+
 def write_output(name: str, text: str) -> dict[str, str]:
     """Write a file into ``KINETIC_OUTPUT_DIR`` and say where it went."""
     out = os.environ["KINETIC_OUTPUT_DIR"]

@@ -201,11 +201,11 @@ def test_attach_while_a_retry_is_pending_waits_for_the_retry(
     entered, release = threading.Event(), threading.Event()
     real_submit = submit_child
 
-    def held_retry(backend: Any, records: Any, record: JobRecord) -> Any:
+    def held_retry(backend: Any, records: Any, record: JobRecord, **kw: Any) -> Any:
         if record.attempt == 1:
             entered.set()
             release.wait(60)
-        return real_submit(backend, records, record)
+        return real_submit(backend, records, record, **kw)
 
     monkeypatch.setattr(submitter_module, "submit_child", held_retry)
     step = kinetic_backend.decorate()(uf.step)

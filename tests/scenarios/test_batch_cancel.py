@@ -159,11 +159,11 @@ class HeldSubmission:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, index: int) -> None:
         self.entered, self.release = threading.Event(), threading.Event()
 
-        def held_submit(backend: Any, records: Any, record: JobRecord) -> Any:
+        def held_submit(backend: Any, records: Any, record: JobRecord, **kw: Any) -> Any:
             if record.group_index == index:
                 self.entered.set()
                 self.release.wait(60)
-            return submit_child(backend, records, record)
+            return submit_child(backend, records, record, **kw)
 
         monkeypatch.setattr(submitter_module, "submit_child", held_submit)
 

@@ -134,9 +134,9 @@ def test_an_input_that_cannot_be_pickled_fails_only_its_own_submission_once(
     calls: collections.Counter[int | None] = collections.Counter()
     real_submit = submit_child
 
-    def counting_submit(backend: Any, records: Any, record: JobRecord) -> Any:
+    def counting_submit(backend: Any, records: Any, record: JobRecord, **kw: Any) -> Any:
         calls[record.group_index] += 1
-        return real_submit(backend, records, record)
+        return real_submit(backend, records, record, **kw)
 
     monkeypatch.setattr(submitter_module, "submit_child", counting_submit)
     square = kinetic_backend.decorate()(uf.square)

@@ -9,7 +9,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from batch_support import SCENARIOS_DIR, join_batch_thread, private_project, start_script
+from batch_support import (
+    SCENARIOS_DIR,
+    died_submitting,
+    join_batch_thread,
+    start_script,
+)
 from batch_userfuncs import square as uf_square
 from click.testing import CliRunner
 from scenario_support import ScenarioBackend, run_script, wait_until
@@ -27,11 +32,11 @@ DIES_AFTER_RECORDING = """
     import durability_userfuncs as uf
     from kinetic.batch import submitter
 
-    def record_then_die(backend, records, record):
+    def record_then_die(backend, records, record, **kw):
         if record.group_index == 1:
             records.add_child(record.group_index, record.attempt, record.job_id)
             os._exit(9)  # after the child's record, before its backend resource
-        return real(backend, records, record)
+        return real(backend, records, record, **kw)
 
     real, submitter.submit_child = submitter.submit_child, record_then_die
     traced = kinetic.run(accelerator="cpu", backend="local")(uf.traced)
@@ -52,13 +57,7 @@ def quick_leases(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _died_after_recording(tmp_path: Path) -> tuple[str, Path]:
     """A batch of 4 whose submitter died after input 1's record, before its job existed."""
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    project = private_project(tmp_path, "durability_userfuncs")
-    process = start_script(tmp_path, DIES_AFTER_RECORDING, str(runs), str(project))
-    out, err = process.communicate(timeout=120)
-    assert process.returncode == 9, err
-    return out.split()[0], runs
+    return died_submitting(tmp_path, DIES_AFTER_RECORDING)
 
 
 def _gone(group_id: str) -> bool:

@@ -174,11 +174,11 @@ def test_fail_fast_cancels_siblings_still_pending(
     """
     fail_now = threading.Event()
 
-    def refusing_submit(backend: Any, records: Any, record: JobRecord) -> Any:
+    def refusing_submit(backend: Any, records: Any, record: JobRecord, **kw: Any) -> Any:
         if record.group_index == 1:
             assert fail_now.wait(60)
             raise SubmissionRefused("the cluster refused input 1 (injected by the test)")
-        return submit_child(backend, records, record)
+        return submit_child(backend, records, record, **kw)
 
     monkeypatch.setattr(submitter_module, "submit_child", refusing_submit)
     ran = tmp_path / "ran-0"

@@ -1,8 +1,8 @@
 """A local submission that fails (a full disk) runs nothing and leaves nothing behind.
 
-The failing write is made deterministic by patching ``Path.write_text`` for one of the job
-directory's files, in this process: ``launch.json`` fails before any process starts,
-``supervisor.pid`` after the supervisor has started.
+The failing write is made deterministic by patching the local backend's private-file writers
+for one of the job directory's files, in this process: ``launch.json`` fails before any process
+starts, ``supervisor.pid`` after the supervisor has started.
 """
 
 import errno
@@ -15,6 +15,7 @@ import scenario_funcs as uf
 from local_start_paths import start_path
 from scenario_support import ScenarioBackend
 
+from kinetic.local import backend as local_backend_module
 from kinetic_protocol import BackendError
 from kinetic_runtime.local.processes import group_alive
 
@@ -32,18 +33,21 @@ def test_a_submission_that_cannot_write_its_files_runs_nothing(
 ) -> None:
     jobs = isolated_kinetic / "local" / "jobs"
     started: list[int] = []
-    write_text = Path.write_text
 
-    def full_disk(self: Path, data: str, *args: Any, **kwargs: Any) -> int:
-        # supervisor.pid is written to a temporary name first, then renamed into place
-        named = self.name == failing or self.name.startswith(f".{failing}.")
-        if named and self.parent.parent == jobs:
-            if failing == "supervisor.pid":
-                started.append(int(data))
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
-        return write_text(self, data, *args, **kwargs)
+    def failing_writer(real: Any) -> Any:
+        def full_disk(path: Path, data: bytes, *args: Any, **kwargs: Any) -> None:
+            if path.name == failing and path.parent.parent == jobs:
+                if failing == "supervisor.pid":
+                    started.append(int(data))
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+            real(path, data, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "write_text", full_disk)
+        return full_disk
+
+    for writer in ("write_private", "write_private_atomically"):
+        monkeypatch.setattr(
+            local_backend_module, writer, failing_writer(getattr(local_backend_module, writer))
+        )
     gate, marker = tmp_path / "gate", tmp_path / "ran"
     gate.touch()  # a job that got through runs to its end at once
 

@@ -387,7 +387,8 @@ def test_delete_uses_foreground_propagation(
     proxy.clear()
     backend.delete(job, timeout=30, poll_interval=0.05)
     deletes = [r for r in proxy.requests if r.method == "DELETE"]
-    assert [r.path.rsplit("/", 1)[-1] for r in deletes] == ["fg-1"]
+    # The job's object, then the Secret of its captured variables (none here: gone is fine).
+    assert [r.path.rsplit("/", 1)[-1] for r in deletes] == ["fg-1", "fg-1-env"]
     assert deletes[0].params.get("propagationPolicy") == "Foreground"
 
 

@@ -273,3 +273,13 @@ def test_a_single_file_volume_whose_directory_cannot_be_mounted_is_refused(
 ) -> None:
     with pytest.raises(ConfigError, match=r"mount /.*a single file's volume mounts its directory"):
         job_manifest(record(mounts=[Mount(path="/", kind="scratch")]))
+
+
+@pytest.mark.parametrize("version", GKE_VERSIONS)
+def test_captured_variables_come_from_the_jobs_secret_never_the_manifest(
+    record: RecordFactory, version: str
+) -> None:
+    manifest = job_manifest(record(), env_secret="train-abc-env")
+    assert _container(manifest)["envFrom"] == [{"secretRef": {"name": "train-abc-env"}}]
+    kubernetes_validate.validate(manifest, version, strict=True)
+    assert "envFrom" not in _container(job_manifest(record()))

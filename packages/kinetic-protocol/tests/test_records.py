@@ -48,7 +48,7 @@ CALL = CallDescriptor(
     bundle=ArtifactRef(key="bundles/cd.zip", sha256="cd" * 32, size=4096),
     workdir="scripts",
     sys_path=[".", "src"],
-    env={"WANDB_API_KEY": "k"},
+    env_names=["WANDB_API_KEY"],
     output_dir="gs://my-bucket/outputs/x",
     python_version="3.11",
     requirements=["numpy==2.0"],
@@ -102,10 +102,17 @@ def test_unknown_fields_from_a_newer_writer_are_ignored() -> None:
 
 def test_missing_optional_fields_take_their_defaults() -> None:
     raw = json.loads(encode_json(CALL))
-    for optional in ("bundle", "workdir", "sys_path", "env", "output_dir", "schema_version"):
+    for optional in ("bundle", "workdir", "sys_path", "env", "env_names", "output_dir"):
         del raw[optional]
+    del raw["schema_version"]
     call = decode_json(json.dumps(raw).encode(), CallDescriptor, what="k")
-    assert (call.bundle, call.workdir, call.sys_path, call.env) == (None, ".", [], {})
+    assert (call.bundle, call.workdir, call.sys_path, call.env, call.env_names) == (
+        None,
+        ".",
+        [],
+        {},
+        [],
+    )
     assert call.schema_version == SCHEMA_VERSION
 
 

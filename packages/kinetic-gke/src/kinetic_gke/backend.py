@@ -10,7 +10,7 @@ import re
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import ClassVar
 
 from kinetic_gke import gcp
@@ -25,9 +25,11 @@ from kinetic_gke.k8s import (
     get_credentials_command,
     kube_context_name,
 )
-from kinetic_gke.labels import APP, JOB_ID, group_selector, job_selector
+from kinetic_gke.k8s.env_secrets import create_with_env, delete_env_secret, env_secret_name
+from kinetic_gke.labels import APP, JOB_ID, group_selector, job_labels, job_selector
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_protocol import (
+    NO_ENV,
     Accelerator,
     BackendError,
     BackendSettings,
@@ -240,18 +242,28 @@ class GKEBackend:
         replace_namespace_keyring(self.connection, keyring)
         self._keyrings[id(self.connection)] = keyring
 
-    def manifest(self, record: JobRecord) -> Obj:
-        return job_manifest(record, options=self.pod_options, command=self._command)
+    def manifest(self, record: JobRecord, *, env_secret: str | None = None) -> Obj:
+        return job_manifest(
+            record, options=self.pod_options, command=self._command, env_secret=env_secret
+        )
 
-    def submit(self, record: JobRecord) -> None:
+    def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
+        """Create the job's object; with captured ``env``, first the Secret its pods read the
+        values from, owned by the object once it exists (see ``k8s.env_secrets``)."""
         if not record.image_uri:
             raise ConfigError(f"Job {record.job_id} has no container image to run on GKE.")
         self.check_accelerator(parse_accelerator(record.accelerator))
         if any(mount.kind == "gcsfuse" for mount in record.mounts):
             self.check_fuse_driver()
         self.signing_keys(create=True)  # its pods mount them: never create one without them
-        # "already exists" means a retried submit: fine
-        self.workload.create(self.connection, self.manifest(record))
+        create_with_env(
+            self.connection,
+            self.workload,
+            record.k8s_name,
+            lambda secret: self.manifest(record, env_secret=secret),
+            labels=job_labels(record, self.app),
+            env=env,
+        )
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         if not records:
@@ -400,6 +412,7 @@ class GKEBackend:
         """
         connection, kind = self.connection, self.workload.kind
         self.workload.delete(connection, record.k8s_name)
+        delete_env_secret(connection, env_secret_name(record.k8s_name))
         deadline = time.monotonic() + timeout
         delay = min(self.poll_bounds[0], poll_interval)
         while self.workload.get(connection, record.k8s_name) is not None or connection.list_pods(

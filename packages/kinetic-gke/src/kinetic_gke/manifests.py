@@ -60,8 +60,12 @@ def job_manifest(
     ttl_seconds: int = DEFAULT_TTL_SECONDS,
     command: tuple[str, ...] = RUNTIME_COMMAND,
     extra_env: dict[str, str] | None = None,
+    env_secret: str | None = None,
 ) -> dict[str, Any]:
-    """A batch/v1 Job that runs ``record`` once; Kinetic, not Kubernetes, does retries."""
+    """A batch/v1 Job that runs ``record`` once; Kinetic, not Kubernetes, does retries.
+
+    ``env_secret`` names the Secret holding the job's captured variables (their values never
+    appear in the manifest); Kinetic's own variables take precedence over them."""
     options = options or PodOptions()
     placed = scheduling_for(
         parse_accelerator(record.accelerator),
@@ -88,6 +92,8 @@ def job_manifest(
         "resources": {"limits": placed.limits, "requests": placed.requests},
         "securityContext": container_security,
     }
+    if env_secret:
+        container["envFrom"] = [{"secretRef": {"name": env_secret}}]
     if not placed.limits:
         del container["resources"]["limits"]
     volumes, volume_mounts, pod_annotations = pod_volumes(record.mounts)

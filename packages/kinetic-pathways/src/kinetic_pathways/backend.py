@@ -81,12 +81,13 @@ class PathwaysBackend(GKEBackend):
                 "multi-host shape (`kinetic accelerators` shows hosts per shape)."
             )
 
-    def manifest(self, record: JobRecord) -> Obj:
+    def manifest(self, record: JobRecord, *, env_secret: str | None = None) -> Obj:
         return lws_manifest(
             record,
             version=self.workload.version(self.connection),
             options=self.pod_options,
             command=self._command,
+            env_secret=env_secret,
         )
 
     def _settle(

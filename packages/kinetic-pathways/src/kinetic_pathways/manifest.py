@@ -29,14 +29,17 @@ def lws_manifest(
     version: str = "v1",
     options: PodOptions | None = None,
     command: tuple[str, ...] = RUNTIME_COMMAND,
+    env_secret: str | None = None,
 ) -> dict[str, Any]:
-    """A LeaderWorkerSet that runs ``record`` once on every host of its slice."""
+    """A LeaderWorkerSet that runs ``record`` once on every host of its slice (every host's
+    pod reads the captured variables from ``env_secret``)."""
     hosts = parse_accelerator(record.accelerator).hosts
     job = job_manifest(
         record,
         options=options,
         command=command,
         extra_env={"KINETIC_ENV": "pathways", "KINETIC_NUM_HOSTS": str(hosts)},
+        env_secret=env_secret,
     )
     labels = job_labels(record, app=APP)
     template = job["spec"]["template"]

@@ -67,19 +67,22 @@ class LeaderWorkerSetWorkload:
             doing, fn, LWS_GROUP, self.version(connection), connection.namespace, _PLURAL, *args
         )
 
-    def create(self, connection: ClusterConnection, body: Obj) -> bool:
-        body = {**body, "apiVersion": f"{LWS_GROUP}/{self.version(connection)}"}
+    def create(self, connection: ClusterConnection, body: Obj) -> Obj | None:
+        version = self.version(connection)
+        body = {**body, "apiVersion": f"{LWS_GROUP}/{version}"}
         name = body["metadata"]["name"]
         try:
-            self._call(
-                connection,
+            return connection.read(
                 f"creating LeaderWorkerSet {name} in namespace {connection.namespace}",
-                "create_namespaced_custom_object",
+                connection.custom.create_namespaced_custom_object,
+                LWS_GROUP,
+                version,
+                connection.namespace,
+                _PLURAL,
                 body,
             )
         except AlreadyExists:
-            return False
-        return True
+            return None
 
     def get(self, connection: ClusterConnection, name: str) -> Obj | None:
         return connection.read_or_none(

@@ -7,6 +7,7 @@ the runtime inside an image, can share it.
 from kinetic_protocol.accelerators import Accelerator, parse_accelerator, valid_accelerator_names
 from kinetic_protocol.backend import (
     ENTRY_POINT_GROUP,
+    NO_ENV,
     Backend,
     BackendFactory,
     BackendSettings,
@@ -68,6 +69,7 @@ from kinetic_protocol.store import ObjectStore
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "NO_ENV",
     "SCHEMA_VERSION",
     "TERMINAL_STATUSES",
     "Accelerator",

@@ -5,8 +5,9 @@ artifacts are already in the store; it never sees a user callable. Backends are 
 the ``kinetic.backends`` entry-point group, whose entries are :data:`BackendFactory` callables.
 """
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Literal, Protocol
 
 import msgspec
@@ -19,6 +20,7 @@ from kinetic_protocol.status import JobState
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "NO_ENV",
     "Backend",
     "BackendFactory",
     "BackendSettings",
@@ -30,6 +32,9 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "kinetic.backends"
+
+NO_ENV: Mapping[str, str] = MappingProxyType({})
+"""``submit``'s ``env`` when nothing was captured."""
 
 HostSelection = int | Literal["all"] | None
 """Whose output ``logs``/``follow_logs`` return on a multi-host job: the leader (None or 0),
@@ -142,8 +147,15 @@ class Backend(Protocol):
         """Store a rotated keyring (``Keyring.rotated`` / ``without``) as this backend's."""
         ...
 
-    def submit(self, record: JobRecord) -> None:
-        """Start the job. "Already exists" for the same job id is success, not a duplicate."""
+    def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
+        """Start the job. "Already exists" for the same job id is success, not a duplicate.
+
+        ``env`` holds the values of the job's captured variables (``capture_env_vars``; their
+        names are in the stored call). They are secrets until proven otherwise: the backend
+        hands them to the job's processes through a channel only they can read (a Kubernetes
+        Secret, a private file), never through the store, and sets nothing else of this
+        machine's environment.
+        """
         ...
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:

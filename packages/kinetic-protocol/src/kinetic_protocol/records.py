@@ -178,7 +178,11 @@ class CallDescriptor(msgspec.Struct, kw_only=True):
     sys_path: list[str] = msgspec.field(default_factory=list)
     """Import roots relative to the bundle root, in ``sys.path`` order."""
     env: dict[str, str] = msgspec.field(default_factory=dict)
-    """Captured environment variables, set before the payload is unpickled."""
+    """Kept declared for older readers; never written with values (the store is no place for
+    secrets) and never read. See ``env_names``."""
+    env_names: list[str] = msgspec.field(default_factory=list)
+    """The names of the captured environment variables. Their values reach the job out of
+    band, through the backend (``Backend.submit(record, env=...)``), never through the store."""
     output_dir: str = ""
     python_version: str = ""
     requirements: list[str] = msgspec.field(default_factory=list)

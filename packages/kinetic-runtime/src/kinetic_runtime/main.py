@@ -57,7 +57,12 @@ from kinetic_runtime.data.stage import stage_data
 from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
 from kinetic_runtime.stores import open_store
-from kinetic_runtime.workspace import apply_environment, install_requirements, unpack_bundle
+from kinetic_runtime.workspace import (
+    apply_environment,
+    install_requirements,
+    missing_env,
+    unpack_bundle,
+)
 
 __all__ = ["main", "run_job"]
 
@@ -173,6 +178,12 @@ class _Job:
     def prepare(self, call: CallDescriptor) -> None:
         default_output = self.store.url(layout.output_prefix(self.job_id).rstrip("/"))
         apply_environment(call, self.workdir, call.output_dir or default_output, self.job_id)
+        missing = missing_env(call)
+        if missing:
+            self.say(
+                f"captured variable(s) {', '.join(missing)} were not passed to this job (a "
+                "batch resumed where they were not set?); it runs without them"
+            )
         if self.host is not None:
             os.environ.update(self.host.environment())
 

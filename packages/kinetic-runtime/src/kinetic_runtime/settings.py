@@ -3,6 +3,7 @@
 from kinetic_protocol.settings import SettingSpec
 
 __all__ = [
+    "CAPTURABLE",
     "COORDINATOR_ADDRESS",
     "DATA_DIR",
     "ENV",
@@ -105,3 +106,6 @@ SETTINGS = (
     NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, JAX_DISTRIBUTED,
     DATA_DIR, VOLUME_MOUNTS, HF_MIRROR, SIGNING_KEYS,
 )  # fmt: skip
+CAPTURABLE = (HF_MIRROR,)
+"""Settings a user passes to jobs with ``capture_env_vars``: the only ``KINETIC_*`` variables
+that may be captured (Kinetic sets the others in a job itself)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kinetic_protocol import CallDescriptor, ConfigError
 
-__all__ = ["apply_environment", "install_requirements", "unpack_bundle"]
+__all__ = ["apply_environment", "install_requirements", "missing_env", "unpack_bundle"]
 
 
 def unpack_bundle(data: bytes, dest: Path) -> None:
@@ -34,10 +34,11 @@ def unpack_bundle(data: bytes, dest: Path) -> None:
 def apply_environment(
     call: CallDescriptor, bundle_root: Path, output_dir: str, job_id: str
 ) -> None:
-    """Make the process look like the caller's: env vars, import roots and working directory.
+    """Make the process look like the caller's: Kinetic's variables, import roots and working
+    directory. The captured variables are already set: the backend put them in the process's
+    environment (the store holds their names, never their values).
 
     ``job_id`` is this job's own (a batch child's call is its batch's, shared)."""
-    os.environ.update(call.env)
     os.environ["KINETIC_OUTPUT_DIR"] = output_dir
     os.environ["KINETIC_JOB_ID"] = job_id
     if "://" not in output_dir:
@@ -47,6 +48,11 @@ def apply_environment(
     workdir = (bundle_root / call.workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     os.chdir(workdir)
+
+
+def missing_env(call: CallDescriptor) -> list[str]:
+    """The captured variables the call names that this process was not given."""
+    return [name for name in call.env_names if name not in os.environ]
 
 
 def install_requirements(requirements: list[str], workdir: Path) -> None:

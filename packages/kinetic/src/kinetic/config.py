@@ -15,6 +15,7 @@ from kinetic import settings as declared
 from kinetic._log import notice
 from kinetic_protocol import Accelerator, BackendSettings, ConfigError
 from kinetic_protocol.settings import SettingSpec
+from kinetic_runtime.private_files import make_private_dirs, write_private_atomically
 from kinetic_runtime.settings import HOME, STORE
 
 __all__ = [
@@ -153,10 +154,8 @@ def load_profiles(path: Path | None = None) -> ProfilesFile:
 
 def save_profiles(profiles: ProfilesFile, path: Path | None = None) -> None:
     path = path or profiles_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(profiles.mirrored())))
-    tmp.replace(path)
+    make_private_dirs(path.parent)
+    write_private_atomically(path, msgspec.json.format(msgspec.json.encode(profiles.mirrored())))
 
 
 def _pick(

@@ -113,6 +113,11 @@ def run(
     anything is submitted. Settings not given fall back to ``KINETIC_*`` variables, the
     active profile, then defaults; with no GCP project configured, jobs run locally.
 
+    ``capture_env_vars`` names variables of this process to pass to the job: exact names, or
+    patterns ending in ``*`` (``"WANDB_*"``, ``"*"``). Only their names are stored; the values
+    reach the job privately (a Kubernetes Secret, a local 0600 file). Variables that describe
+    this machine or point at its credentials are never captured (``kinetic.env_capture``).
+
     ``isolate=True`` (local backend) runs jobs in a cached virtual environment of the project's
     requirements instead of the caller's interpreter, so missing dependencies show up locally
     before a cloud image is built.

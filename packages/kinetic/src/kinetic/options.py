@@ -1,16 +1,14 @@
 """The validated options of one ``@kinetic.run(...)`` decoration."""
 
 import itertools
-import re
 from dataclasses import dataclass
 
 from kinetic.data import Data
+from kinetic.env_capture import check_patterns
 from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
 from kinetic_protocol.data import check_volume_path
 
-__all__ = ["RunOptions", "capture_env"]
-
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
+__all__ = ["RunOptions"]
 
 
 @dataclass(frozen=True)
@@ -51,15 +49,7 @@ class RunOptions:
                 f"capture_env_vars must be a list of names, got {type(capture_env_vars).__name__}"
                 f" {capture_env_vars!r}."
             )
-        patterns = tuple(capture_env_vars or ())
-        for pattern in patterns:
-            if not isinstance(pattern, str):
-                raise TypeError(f"capture_env_vars entry {pattern!r} must be a str.")
-            if not _ENV_NAME.match(pattern):
-                raise ConfigError(
-                    f"capture_env_vars entry {pattern!r} is not an environment variable name "
-                    "or a 'PREFIX*' pattern."
-                )
+        patterns = check_patterns(capture_env_vars or ())
         output_dir = rest.get("output_dir")
         if output_dir is not None:
             _check_output_dir(output_dir)
@@ -104,15 +94,3 @@ def _check_output_dir(output_dir: object) -> None:
             f"output_dir={output_dir!r} must be a gs:// URI (gs://bucket/prefix) or an absolute "
             "directory path."
         )
-
-
-def capture_env(patterns: tuple[str, ...], environ: dict[str, str]) -> dict[str, str]:
-    """The variables named by ``patterns`` (exact names or ``PREFIX*``) that are set."""
-    captured: dict[str, str] = {}
-    for pattern in patterns:
-        if pattern.endswith("*"):
-            prefix = pattern[:-1]
-            captured.update({k: v for k, v in environ.items() if k.startswith(prefix)})
-        elif pattern in environ:
-            captured[pattern] = environ[pattern]
-    return captured

@@ -7,7 +7,7 @@ through the real submission path into a real :class:`LocalStore` under ``tmp_pat
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from kinetic.options import RunOptions
 from kinetic.packaging import CodeBundle
 from kinetic.submission import Target
 from kinetic_protocol import (
+    NO_ENV,
     ArtifactRef,
     Capabilities,
     JobRecord,
@@ -67,7 +68,7 @@ class FakeBackend:
     def replace_signing_keys(self, keyring: Keyring) -> None:
         raise NotImplementedError
 
-    def submit(self, record: JobRecord) -> None:
+    def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
         with self._lock:
             self.submitted.append(record)
         member = None

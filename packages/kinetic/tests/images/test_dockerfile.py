@@ -161,10 +161,13 @@ def test_accelerator_images_default_keras_to_jax(category: Category) -> None:
 def test_a_captured_keras_backend_wins_over_the_image_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The image's ENV line is a default: a pod's environment (where the captured variables
+    arrive, from the job's Secret) replaces it, and the runtime keeps what the pod was given.
+    """
     from kinetic_protocol.records import ArtifactRef, CallDescriptor
     from kinetic_runtime.workspace import apply_environment
 
-    monkeypatch.setenv("KERAS_BACKEND", "jax")  # what the image's ENV line sets
+    monkeypatch.setenv("KERAS_BACKEND", "torch")  # the captured value, as the pod gets it
     for name in ("KINETIC_OUTPUT_DIR", "KINETIC_JOB_ID"):
         monkeypatch.setenv(name, "")
     monkeypatch.chdir(tmp_path)
@@ -173,7 +176,7 @@ def test_a_captured_keras_backend_wins_over_the_image_default(
         job_id="job",
         func_name="train",
         payload=ArtifactRef(key="jobs/job/payload.pkl", sha256="ab" * 32, size=1),
-        env={"KERAS_BACKEND": "torch"},
+        env_names=["KERAS_BACKEND"],
     )
     apply_environment(call, tmp_path, str(tmp_path / "out"), "job")
     assert os.environ["KERAS_BACKEND"] == "torch"

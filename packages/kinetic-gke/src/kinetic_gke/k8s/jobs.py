@@ -17,17 +17,16 @@ class JobWorkload:
     kind = "Job"
     pod_owner_kind = "Job"
 
-    def create(self, connection: ClusterConnection, body: Obj) -> bool:
+    def create(self, connection: ClusterConnection, body: Obj) -> Obj | None:
         try:
-            connection.send(
+            return connection.read(
                 f"creating Job {body['metadata']['name']} in namespace {connection.namespace}",
                 connection.batch.create_namespaced_job,
                 connection.namespace,
                 body,  # the client takes a plain dict as well as its V1Job model
             )
         except AlreadyExists:
-            return False
-        return True
+            return None
 
     def get(self, connection: ClusterConnection, name: str) -> Obj | None:
         return connection.read_or_none(

@@ -26,8 +26,9 @@ class Workload(Protocol):
     """The kind whose ``FailedCreate`` events say why no pod appears (a LeaderWorkerSet's
     pods are created by its leader StatefulSet, of the same name)."""
 
-    def create(self, connection: ClusterConnection, body: Obj) -> bool:
-        """Create it; False if one of that name exists already (an idempotent resubmit)."""
+    def create(self, connection: ClusterConnection, body: Obj) -> Obj | None:
+        """Create it and return it as created; None if one of that name exists already (an
+        idempotent resubmit)."""
         ...
 
     def get(self, connection: ClusterConnection, name: str) -> Obj | None: ...

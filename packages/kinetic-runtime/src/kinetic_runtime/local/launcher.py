@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 import kinetic_runtime.main as runtime_main  # imported now, so every fork starts warm
 from kinetic_runtime.local import supervisor
 from kinetic_runtime.local.processes import die_with_parent
+from kinetic_runtime.private_files import open_private
 
 __all__ = ["IDLE_SECONDS", "serve"]
 
@@ -86,7 +87,7 @@ def _start_supervisor(job_dir: Path, server: socket.socket, conn: socket.socket)
                 os.setsid()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 null = os.open(os.devnull, os.O_RDWR)
-                errors = os.open(job_dir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+                errors = open_private(job_dir / "supervisor.log", os.O_WRONLY | os.O_APPEND)
                 os.dup2(null, 0)
                 os.dup2(null, 1)
                 os.dup2(errors, 2)
@@ -118,7 +119,7 @@ def _handle(conn: socket.socket, server: socket.socket) -> None:
 
 
 def serve(socket_path: Path, idle: float = IDLE_SECONDS) -> int:
-    lock = os.open(socket_path.with_suffix(".lock"), os.O_CREAT | os.O_RDWR, 0o600)
+    lock = open_private(socket_path.with_suffix(".lock"), os.O_RDWR)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

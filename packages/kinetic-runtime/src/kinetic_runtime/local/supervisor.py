@@ -5,13 +5,18 @@ the submitting process and ``os.killpg`` on its pid stops the whole tree. Standa
 (the client's ``kinetic`` package is never loaded), so it starts fast. The job directory it
 manages::
 
-    launch.json   what to run (written by the client)
+    launch.json   what to run (written by the client), with the little of this machine's
+                  environment a job inherits (``kinetic.local.environment``)
+    captured-env.json   the captured variables' values (written by the client, when there are
+                  any): read, then deleted once the job has started
     supervisor.pid   the supervisor's pid (written by the client once it started it: until
                   then the submission may still fail, so the supervisor waits for it)
     state.json    phase, pids, exit code (written atomically)
     output.log    the job's stdout and stderr (host 0's on a multi-host job)
     output-host<i>.log   host i's, on a multi-host job
     cancelled     marker: the job is being deleted, do not start it
+
+Every file is 0600 and every directory 0700 (``kinetic_runtime.private_files``).
     work/         the unpacked bundle and the job's working directory (``work-host<i>/``: host i's)
 
 A multi-host job (``hosts`` > 1 in ``launch.json``) is one job: it holds one slot and runs one
@@ -35,6 +40,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kinetic_runtime.local.processes import die_with_parent
+from kinetic_runtime.private_files import (
+    make_private_dirs,
+    open_private,
+    write_private_atomically,
+)
 
 __all__ = [
     "StartRuntime",
@@ -48,6 +58,7 @@ __all__ = [
 
 STATE_FILE = "state.json"
 LAUNCH_FILE = "launch.json"
+CAPTURED_ENV_FILE = "captured-env.json"
 CANCEL_MARKER = "cancelled"
 PID_FILE = "supervisor.pid"
 LOG_FILE = "output.log"
@@ -55,6 +66,7 @@ NEVER_STARTED = (
     "never started: the process submitting it stopped first; submitting the same job again "
     "(a batch's resume does) starts it"
 )
+PRIVATE_UMASK = 0o077
 CONFIRM_SECONDS = 60.0
 """How long a supervisor waits for the client to record it before giving the job up."""
 _RUNTIMES: list[subprocess.Popen[bytes]] = []
@@ -89,9 +101,7 @@ def _describe_exit(code: int) -> str:
 def write_state(job_dir: Path, **state: Any) -> None:
     """Replace ``state.json`` atomically, so readers never see half a file."""
     state["updated_at"] = time.time()
-    tmp = job_dir / f".{STATE_FILE}.{os.getpid()}"
-    tmp.write_text(json.dumps(state))
-    os.replace(tmp, job_dir / STATE_FILE)
+    write_private_atomically(job_dir / STATE_FILE, json.dumps(state).encode())
 
 
 def read_state(job_dir: Path) -> dict[str, Any] | None:
@@ -108,11 +118,9 @@ def _acquire_slot(slots_dir: Path, slots: int, job_dir: Path) -> int | None:
     Waiting jobs queue on one blocking lock, so only the head of the queue polls the slots
     (briefly); the kernel wakes the next waiter when the head gets its slot.
     """
-    slots_dir.mkdir(parents=True, exist_ok=True)
-    queue = os.open(slots_dir / "queue.lock", os.O_CREAT | os.O_RDWR, 0o644)
-    handles = [
-        os.open(slots_dir / f"{i}.lock", os.O_CREAT | os.O_RDWR, 0o644) for i in range(slots)
-    ]
+    make_private_dirs(slots_dir)
+    queue = open_private(slots_dir / "queue.lock", os.O_RDWR)
+    handles = [open_private(slots_dir / f"{i}.lock", os.O_RDWR) for i in range(slots)]
     acquired: int | None = None
     try:
         fcntl.flock(queue, fcntl.LOCK_EX)
@@ -137,10 +145,11 @@ def _acquire_slot(slots_dir: Path, slots: int, job_dir: Path) -> int | None:
 
 
 def runtime_env(launch: dict[str, Any]) -> dict[str, str]:
-    """The job's environment: the submitter's, plus what the runtime needs. Volumes are the
-    runtime's to mount here (a private mount namespace), as no platform mounts them."""
+    """The job's environment: what it inherits of this machine and its captured variables
+    (``launch["env"]``), plus what the runtime needs. Volumes are the runtime's to mount here
+    (a private mount namespace), as no platform mounts them."""
     return {
-        **launch.get("env", os.environ),
+        **launch.get("env", {}),
         "PYTHONUNBUFFERED": "1",
         "KINETIC_ENV": "local",
         "KINETIC_VOLUME_MOUNTS": "namespace",
@@ -166,7 +175,7 @@ def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: in
 def _claim(job_dir: Path) -> bool:
     """Only one supervisor may ever run a job, however it was started."""
     try:
-        os.close(os.open(job_dir / "claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        os.close(open_private(job_dir / "claimed", os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
         return False
     return True
@@ -229,7 +238,7 @@ def _free_port() -> int:
 def _host_launch(launch: dict[str, Any], host: int, coordinator: str) -> dict[str, Any]:
     """``launch`` for one host: the variables ``SliceHost.from_env`` reads, and its workdir."""
     env = {
-        **launch.get("env", os.environ),
+        **launch.get("env", {}),
         "KINETIC_NUM_HOSTS": str(launch["hosts"]),
         "KINETIC_HOST_INDEX": str(host),
         "KINETIC_COORDINATOR_ADDRESS": coordinator,
@@ -288,7 +297,7 @@ def _run_hosts(
     with contextlib.ExitStack() as logs:
         try:
             for host in range(count):
-                log = logs.enter_context(open(job_dir / log_name(host), "ab", buffering=0))
+                log = logs.enter_context(_open_log(job_dir / log_name(host)))
                 pid = start(_host_launch(launch, host, coordinator), job_dir, log, slot)
                 running[pid] = host
         except BaseException:
@@ -300,15 +309,44 @@ def _run_hosts(
     return code, detail, pids
 
 
+def _open_log(path: Path) -> BinaryIO:
+    return os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND), "ab", buffering=0)
+
+
+def _take_captured_env(job_dir: Path) -> dict[str, str]:
+    """The captured variables' values the client left for this job (none if it left none)."""
+    try:
+        loaded: dict[str, str] = json.loads((job_dir / CAPTURED_ENV_FILE).read_text())
+    except FileNotFoundError:
+        return {}
+    return loaded
+
+
+def _forget_captured_env(job_dir: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (job_dir / CAPTURED_ENV_FILE).unlink()
+
+
 def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
     """Run the job in ``job_dir`` to the end and record how it ended.
 
     ``start`` launches the runtime process and returns its pid: a fresh interpreter by
     default, or a fork of a process that has already imported the runtime (the launcher).
     """
+    # Everything the job writes (its workdir, staged data, outputs in a local store) is
+    # private, whatever the submitter's umask: the runtimes inherit this one.
+    os.umask(PRIVATE_UMASK)
     if not _claim(job_dir) or not _confirmed(job_dir):
         return 0
+    try:
+        return _run(job_dir, start)
+    finally:
+        _forget_captured_env(job_dir)  # also when the job never started
+
+
+def _run(job_dir: Path, start: StartRuntime) -> int:
     launch = json.loads((job_dir / LAUNCH_FILE).read_text())
+    launch["env"] = {**launch.get("env", {}), **_take_captured_env(job_dir)}
     write_state(job_dir, phase="PENDING", supervisor_pid=os.getpid())
     slot = _acquire_slot(Path(launch["slots_dir"]), int(launch["slots"]), job_dir)
     if slot is None or (job_dir / CANCEL_MARKER).exists():
@@ -316,6 +354,7 @@ def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
     started_at = time.time()
 
     def running(pids: list[int]) -> None:
+        _forget_captured_env(job_dir)  # the runtimes have the values: no copy stays behind
         write_state(
             job_dir,
             phase="RUNNING",
@@ -328,7 +367,7 @@ def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
     if int(launch.get("hosts", 1)) > 1:
         code, detail, pids = _run_hosts(launch, job_dir, slot, start, running)
     else:
-        with open(job_dir / LOG_FILE, "ab", buffering=0) as log:
+        with _open_log(job_dir / LOG_FILE) as log:
             pids = [start(launch, job_dir, log, slot)]
             running(pids)
             _, status = os.waitpid(pids[0], 0)

@@ -19,6 +19,7 @@ from kinetic_protocol.errors import (
     StorageError,
     StoreError,
 )
+from kinetic_runtime.private_files import FILE_MODE, make_private_dirs
 from kinetic_runtime.stores._keys import check_key, check_prefix
 
 __all__ = ["LocalStore"]
@@ -147,8 +148,8 @@ class LocalStore:
         temp = path.with_name(f"{_TEMP_MARK}{secrets.token_hex(8)}")
         for attempt in range(_DIRECTORY_RACE_RETRIES):
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                make_private_dirs(path.parent)
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
                 break
             except FileNotFoundError:
                 if attempt == _DIRECTORY_RACE_RETRIES - 1:
@@ -164,6 +165,11 @@ class LocalStore:
                     ) from exc
                 raise _failed("write", key, self.uri, exc) from exc
         try:
+            try:
+                os.fchmod(fd, FILE_MODE)  # 0600 whatever the umask
+            except BaseException:
+                os.close(fd)
+                raise
             with os.fdopen(fd, "wb") as file:
                 file.write(data)
         except BaseException as exc:

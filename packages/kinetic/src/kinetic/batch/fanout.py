@@ -21,7 +21,13 @@ from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState
 from kinetic.batch.stored_call import PickledBatch
 from kinetic.batch.submitter import FailurePolicy, Submitter
-from kinetic.submission import child_id_prefix, func_name_of, job_record, resolve_target
+from kinetic.submission import (
+    captured_env,
+    child_id_prefix,
+    func_name_of,
+    job_record,
+    resolve_target,
+)
 from kinetic_protocol import BatchManifest, ConfigError, KineticError, layout
 
 if TYPE_CHECKING:
@@ -120,8 +126,9 @@ def run_map(
         input_mode=input_mode,
     )
     records = BatchRecords(target.store, group_id)
+    env = captured_env(target)
     try:
-        pickled.write(target, data, group_id, func_name)
+        pickled.write(target, data, group_id, func_name, env_names=list(env))
         lease = LeaseHolder.first(target.store, group_id)
         records.write_manifest(manifest, target.backend.signing_keys(create=True))
     except BaseException:
@@ -136,7 +143,7 @@ def run_map(
     )
     submitter = Submitter(
         state=state, backend=target.backend, manifest=manifest, records=records,
-        policy=policy, lease=lease, unsubmittable=pickled.errors,
+        policy=policy, lease=lease, unsubmittable=pickled.errors, env=env,
     )  # fmt: skip
     if max_concurrent is None and retries == 0:
         submitter.run(watch=False)  # synchronous: everything is submitted when this returns

@@ -2,6 +2,7 @@
 
 import collections
 import functools
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,15 +17,18 @@ from kinetic.batch.records import BatchRecords
 from kinetic.batch.resume import plan_resume
 from kinetic.batch.state import BatchState, Decision, child_state, is_cleaned_up
 from kinetic.batch.submitter import FailurePolicy, Submitter
+from kinetic.env_capture import recapture_env
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     Backend,
     BatchManifest,
+    CallDescriptor,
     CollectedOutcome,
     JobState,
     JobStatus,
     layout,
 )
+from kinetic_protocol.records import decode_json
 
 __all__ = ["BatchHandle"]
 
@@ -290,6 +294,7 @@ class BatchHandle:
             )
         if self._records.store.exists(layout.cancel_key(self.group_id)):
             return f"Batch {self.group_id} was cancelled; nothing to resume."
+        env = self._recaptured_env()  # read before the lease: a failed read takes nothing over
         lease = LeaseHolder.take_over(self._records.store, self.group_id)
         plan = plan_resume(self._manifest, self._records, self._backend)
         self._state.detached.set()  # an attached handle stops following the dead submitter
@@ -311,9 +316,20 @@ class BatchHandle:
         submitter = Submitter(
             state=state, backend=self._backend, manifest=self._manifest, records=self._records,
             policy=policy, lease=lease, queue=plan.queue, active=plan.active,
+            env=env,
         )  # fmt: skip
         submitter.start_background()
         return f"Resumed batch {self.group_id}: {plan.describe(self._state.total)}."
+
+    def _recaptured_env(self) -> dict[str, str]:
+        """The stored call names the variables the batch captured, never their values: a
+        resumed submitter takes them from its own environment (warning about missing ones)."""
+        key = layout.group_call_key(self.group_id)
+        call = decode_json(self._records.store.read(key), CallDescriptor, what=key)
+        # A batch stored before names-only calls kept values in ``env``: its keys are the names
+        # (the stored values are never used).
+        names = call.env_names or sorted(call.env)
+        return recapture_env(names, os.environ, owner=f"Batch {self.group_id}")
 
     # -- teardown --------------------------------------------------------------------------
 

@@ -87,9 +87,18 @@ class PickledBatch:
         """The batch's data on ``target`` (local data uploaded once if its jobs need it)."""
         return plan_data(target, self.data)
 
-    def write(self, target: Target, data: CallData, group_id: str, func_name: str) -> None:
-        """Write the bundle (if new), the function, the inputs and then the call, each
-        create-only: a rerun of a half-finished write finds the same bytes in place."""
+    def write(
+        self,
+        target: Target,
+        data: CallData,
+        group_id: str,
+        func_name: str,
+        *,
+        env_names: list[str],
+    ) -> None:
+        """Write the bundle (if new), the function, the inputs and then the call (naming the
+        captured variables ``env_names``), each create-only: a rerun of a half-finished write
+        finds the same bytes in place."""
         store = target.store
         upload_bundle(store, target.bundle)
         function_key = layout.group_function_key(group_id)
@@ -105,6 +114,7 @@ class PickledBatch:
             group_id,
             func_name,
             artifact_ref(function_key, self.function.payload),
+            env_names=env_names,
             data=data.specs,
             volumes=data.volumes,
             inputs=refs,

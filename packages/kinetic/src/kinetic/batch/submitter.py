@@ -24,6 +24,7 @@ from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.batch.workers import WorkerPool
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
+    NO_ENV,
     Backend,
     BackendError,
     BatchManifest,
@@ -41,8 +42,14 @@ _STOP_CHECK_INTERVAL = 1.0
 """Seconds between looks for a cancel requested by another process."""
 
 
-def submit_child(backend: Backend, records: BatchRecords, record: JobRecord) -> JobHandle:
-    """Record one attempt, then create its backend resource.
+def submit_child(
+    backend: Backend,
+    records: BatchRecords,
+    record: JobRecord,
+    *,
+    env: Mapping[str, str] = NO_ENV,
+) -> JobHandle:
+    """Record one attempt, then create its backend resource (given the captured ``env``).
 
     The record comes first, so a job never runs unknown to its batch: a submitter killed in
     between leaves a record whose resource never appeared, which readers report and ``resume``
@@ -51,7 +58,7 @@ def submit_child(backend: Backend, records: BatchRecords, record: JobRecord) -> 
     assert record.group_index is not None
     records.add_child(record.group_index, record.attempt, record.job_id)
     try:
-        backend.submit(record)
+        backend.submit(record, env=env)
     except KineticError:
         raise
     except Exception as exc:
@@ -103,6 +110,7 @@ class Submitter:
         queue: list[tuple[int, int]] | None = None,
         active: dict[int, JobHandle] | None = None,
         unsubmittable: Mapping[int, Exception] | None = None,
+        env: Mapping[str, str] = NO_ENV,
     ) -> None:
         self.state = state
         self.backend = backend
@@ -111,6 +119,8 @@ class Submitter:
         self.limit = manifest.max_concurrent
         self.policy = policy
         self.lease = lease
+        self.env = env
+        """The captured variables' values, for the backend (the stored call has the names)."""
         self.unsubmittable = dict(unsubmittable or {})
         """Inputs whose submission already failed (they cannot be pickled): recorded first."""
         if queue is None:
@@ -263,7 +273,8 @@ class Submitter:
         backoff.advance()
 
     def _submit_one(self, index: int, attempt: int) -> JobHandle:
-        return submit_child(self.backend, self.records, self.manifest.child_record(index, attempt))
+        record = self.manifest.child_record(index, attempt)
+        return submit_child(self.backend, self.records, record, env=self.env)
 
     def _collect_submissions(self) -> bool:
         done = [future for future in self.inflight if future.done()]

@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 
 from kinetic.config import kinetic_home
+from kinetic_runtime.private_files import make_private_dirs, write_private_atomically
 
 __all__ = ["DigestCache"]
 
@@ -62,7 +63,5 @@ class DigestCache:
         ):
             return
         with contextlib.suppress(OSError):
-            self._file.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self._file.with_name(f".{self._file.name}.{os.getpid()}")
-            temporary.write_bytes(msgspec.msgpack.encode(self._fresh))
-            os.replace(temporary, self._file)
+            make_private_dirs(self._file.parent)
+            write_private_atomically(self._file, msgspec.msgpack.encode(self._fresh))

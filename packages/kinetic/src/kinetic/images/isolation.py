@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlsplit
 
 from kinetic.images.requirements import discover_requirements
 from kinetic_protocol.errors import ConfigError
+from kinetic_runtime.private_files import make_private_dirs
 
 __all__ = ["RUNTIME_DISTRIBUTIONS", "ensure_isolated_env", "find_uv", "runtime_install_specs"]
 
@@ -133,7 +134,7 @@ def ensure_isolated_env(project_root: Path, *, cache_root: Path) -> Path:
     if (final / _COMPLETE_MARKER).is_file():
         return _python_in(final)
     uv = find_uv()
-    cache_root.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(cache_root)  # the venvs inside keep uv's modes, behind a 0700 door
     staging = Path(tempfile.mkdtemp(prefix=".building-", dir=cache_root))
     try:
         venv = staging / "venv"

@@ -18,15 +18,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from kinetic.config import kinetic_home
 from kinetic.local import settings
+from kinetic.local.environment import host_environment
 from kinetic.local.host_logs import HostLog
 from kinetic.local.launcher_client import launcher_enabled, request_start
 from kinetic.local.volumes import check_volumes
 from kinetic_protocol import (
+    NO_ENV,
     BackendError,
     BackendSettings,
     Capabilities,
@@ -55,7 +57,14 @@ from kinetic_runtime.local.processes import (
     same_process_alive,
     terminate_group,
 )
-from kinetic_runtime.settings import HOME, SIGNING_KEYS
+from kinetic_runtime.private_files import (
+    DIR_MODE,
+    make_private_dirs,
+    open_private,
+    write_private,
+    write_private_atomically,
+)
+from kinetic_runtime.settings import SIGNING_KEYS
 from kinetic_runtime.stores import default_local_store_uri, open_store
 
 __all__ = ["LocalBackend", "local_slots"]
@@ -80,18 +89,6 @@ def _unwritable(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
         f"Job {job_id} was not submitted: writing its files under {job_dir} failed "
         f"({reason}); nothing was started.{hint}"
     )
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Readers see the whole file or none of it."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(text)
-    os.replace(temp, path)
-
-
-def _absolute_home() -> dict[str, str]:
-    """``KINETIC_HOME`` for the job's environment, absolute as the job runs elsewhere."""
-    return {HOME.env: str(kinetic_home())} if HOME.from_env() else {}
 
 
 def local_slots() -> int:
@@ -169,9 +166,10 @@ class LocalBackend:
             check_volumes(request.volumes, python, self.store_uri)
         return Preparation(backend_data=data)
 
-    def submit(self, record: JobRecord) -> None:
+    def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
         """Publish the job directory whole, then start its supervisor; raising means nothing
-        runs.
+        runs. The captured ``env`` goes in a private file of the job directory, which the
+        supervisor deletes once the job has started (never in ``launch.json`` or the store).
 
         The directory is made under a temporary name and renamed into place, so a submitter
         killed halfway leaves no job that looks submitted; one killed between the rename and
@@ -185,7 +183,7 @@ class LocalBackend:
                 return  # submitted before: idempotent
             self._remove(job_dir)
         try:
-            published = self._publish(record, job_dir)
+            published = self._publish(record, job_dir, env)
         except OSError as exc:
             raise _unwritable(record.job_id, job_dir, exc) from exc
         if not published:
@@ -196,8 +194,9 @@ class LocalBackend:
             self._remove(job_dir)
             raise _unwritable(record.job_id, job_dir, exc) from exc
 
-    def _publish(self, record: JobRecord, job_dir: Path) -> bool:
-        """Write the job's directory under a temporary name and rename it into place."""
+    def _publish(self, record: JobRecord, job_dir: Path, env: Mapping[str, str]) -> bool:
+        """Write the job's directory (0700, its files 0600) under a temporary name and
+        rename it into place."""
         python = record.backend_data.get(PYTHON_KEY) or self._python
         launch = {
             "job_id": record.job_id,
@@ -207,12 +206,17 @@ class LocalBackend:
             "slots": local_slots(),
             "hosts": parse_accelerator(record.accelerator).hosts,
             "submitter": process_identity(os.getpid()),
-            "env": {**os.environ, **_absolute_home(), SIGNING_KEYS.env: str(self._keys)},
+            "env": {**host_environment(os.environ), SIGNING_KEYS.env: str(self._keys)},
         }
-        self._jobs.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(self._jobs, top=kinetic_home())
         staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING_MARK}{record.job_id}-", dir=self._jobs))
         try:
-            (staging / supervisor.LAUNCH_FILE).write_text(json.dumps(launch))
+            os.chmod(staging, DIR_MODE)
+            write_private(staging / supervisor.LAUNCH_FILE, json.dumps(launch).encode())
+            if env:
+                write_private(
+                    staging / supervisor.CAPTURED_ENV_FILE, json.dumps(dict(env)).encode()
+                )
             supervisor.write_state(staging, phase="PENDING")
             os.rename(staging, job_dir)
         except OSError as exc:
@@ -227,7 +231,9 @@ class LocalBackend:
         if pid is None:
             pid = self._start_supervisor(job_dir, python)
         try:
-            _write_atomically(job_dir / supervisor.PID_FILE, str(pid))  # the supervisor goes on
+            write_private_atomically(
+                job_dir / supervisor.PID_FILE, str(pid).encode()
+            )  # the supervisor goes on
         except OSError:
             self._withdraw(job_dir.name, pid)
             raise
@@ -257,7 +263,8 @@ class LocalBackend:
 
     def _start_supervisor(self, job_dir: Path, python: str) -> int:
         """The supervisor as a fresh interpreter in its own session (no launcher)."""
-        with open(job_dir / "supervisor.log", "ab") as errors:
+        fd = open_private(job_dir / "supervisor.log", os.O_WRONLY | os.O_APPEND)
+        with os.fdopen(fd, "ab") as errors:
             process = subprocess.Popen(
                 [python, "-m", "kinetic_runtime.local.supervisor", str(job_dir)],
                 stdin=subprocess.DEVNULL,

@@ -3,6 +3,7 @@
 from kinetic.submission.call import (
     artifact_ref,
     call_descriptor,
+    captured_env,
     plan_data,
     submit_call,
     upload_bundle,
@@ -16,6 +17,7 @@ __all__ = [
     "Target",
     "artifact_ref",
     "call_descriptor",
+    "captured_env",
     "plan_data",
     "child_id_prefix",
     "func_name_of",

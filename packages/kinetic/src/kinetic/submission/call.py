@@ -17,8 +17,8 @@ import msgspec
 from kinetic import _log, session
 from kinetic.data.plan import CallData, plan_call_data
 from kinetic.data.reference import Data
+from kinetic.env_capture import capture_env
 from kinetic.handle import JobHandle
-from kinetic.options import capture_env
 from kinetic.packaging import CodeBundle, serialize_call
 from kinetic.packaging.serialize import SerializedCall
 from kinetic.submission.debugging import debug_options
@@ -36,7 +36,14 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.signing import seal_json
 
-__all__ = ["artifact_ref", "call_descriptor", "plan_data", "submit_call", "upload_bundle"]
+__all__ = [
+    "artifact_ref",
+    "call_descriptor",
+    "captured_env",
+    "plan_data",
+    "submit_call",
+    "upload_bundle",
+]
 
 log = _log.get_logger(__name__)
 
@@ -70,11 +77,23 @@ def plan_data(target: Target, found: list[Data]) -> CallData:
     )
 
 
+def captured_env(target: Target) -> dict[str, str]:
+    """This process's values of the variables ``target``'s options capture (for the backend
+    alone: the store gets their names only)."""
+    return capture_env(target.options.capture_env_vars, os.environ)
+
+
 def call_descriptor(
-    target: Target, owner_id: str, func_name: str, payload: ArtifactRef, **extra: Any
+    target: Target,
+    owner_id: str,
+    func_name: str,
+    payload: ArtifactRef,
+    *,
+    env_names: list[str],
+    **extra: Any,
 ) -> CallDescriptor:
     """What the runtime needs to run ``payload`` on ``target`` (``owner_id``: the job, or the
-    batch whose children share it)."""
+    batch whose children share it); ``env_names``: the captured variables, never values."""
     return CallDescriptor(
         job_id=owner_id,
         func_name=func_name,
@@ -82,7 +101,7 @@ def call_descriptor(
         bundle=target.bundle.ref,
         workdir=target.bundle.workdir,
         sys_path=target.bundle.sys_path,
-        env=capture_env(target.options.capture_env_vars, dict(os.environ)),
+        env_names=env_names,
         output_dir=target.options.output_dir or "",
         python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
         requirements=list(target.requirements),
@@ -106,11 +125,13 @@ def submit_call(
     record = msgspec.structs.replace(record, mounts=data.mounts)
     upload_bundle(target.store, target.bundle)
     job_id, store = record.job_id, target.store
+    env = captured_env(target)
     call = call_descriptor(
         target,
         job_id,
         record.func_name,
         artifact_ref(layout.payload_key(job_id), serialized.payload),
+        env_names=list(env),
         data=data.specs,
         volumes=data.volumes,
     )
@@ -127,7 +148,7 @@ def submit_call(
             f"Job id {job_id} already exists in {store.uri}; not resubmitted."
         ) from exc
     try:
-        target.backend.submit(record)
+        target.backend.submit(record, env=env)
     except BaseException as exc:
         store.delete_prefix(layout.job_prefix(job_id))
         if isinstance(exc, KineticError) or not isinstance(exc, Exception):
