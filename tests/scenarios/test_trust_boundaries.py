@@ -18,9 +18,10 @@ import scenario_funcs as uf
 from click.testing import CliRunner
 from scenario_support import ScenarioBackend
 
+import kinetic
 from kinetic import JobHandle, JobStatus
 from kinetic._context import backend_for
-from kinetic_protocol import Failed, IntegrityError, Succeeded, layout
+from kinetic_protocol import CollectedOutcomes, Failed, IntegrityError, Succeeded, layout
 from kinetic_protocol.records import encode_result
 
 pytestmark = pytest.mark.parametrize("kinetic_backend", ["local", "gke"], indirect=True)
@@ -141,3 +142,26 @@ def test_a_replaced_payload_is_refused_inside_the_job(
     assert expected in str(caught.value)
     assert not marker.exists(), "the job ran the attacker's payload"
     job.cleanup()
+
+
+def test_a_batchs_kept_outcome_replaced_after_collection_is_refused(
+    kinetic_backend: ScenarioBackend, marker: Path
+) -> None:
+    """A batch collected with cleanup keeps its children's signed outcomes with the batch; a
+    later collection (another process) verifies them as it would the children's own."""
+    batch = kinetic_backend.decorate()(uf.add).run_async_map([1, 2])
+    assert batch.results(cleanup=True) == [1, 2]
+    store = kinetic_backend.store()
+    (key,) = store.list(layout.collected_prefix(batch.group_id))
+    kept = msgspec.msgpack.decode(store.read(key), type=CollectedOutcomes)
+    first = kept.outcomes[0]
+    forged = encode_result(Succeeded(job_id=first.job_id, value=_evil(marker)))
+    first.envelope = _swap_body(first.envelope, forged)
+    store.write(key, msgspec.msgpack.encode(kept))
+
+    outcomes = kinetic.attach_batch(batch.group_id).results(return_exceptions=True)
+    assert sorted(o.index for o in kept.outcomes) == [0, 1]
+    tampered = outcomes[first.index]
+    assert isinstance(tampered, IntegrityError), tampered
+    assert outcomes[1 - first.index] == [1, 2][1 - first.index]
+    assert not marker.exists(), "a forged kept outcome was unpickled"
