@@ -7,10 +7,7 @@ that nothing was unpickled is a marker directory the attacker's pickle would cre
 """
 
 import hashlib
-import os
-import pickle
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
@@ -23,22 +20,9 @@ from kinetic import JobHandle, JobStatus
 from kinetic._context import backend_for
 from kinetic_protocol import CollectedOutcomes, Failed, IntegrityError, Succeeded, layout
 from kinetic_protocol.records import encode_result
+from kinetic_testing.telltale import tell_tale_pickle
 
 pytestmark = pytest.mark.parametrize("kinetic_backend", ["local", "gke"], indirect=True)
-
-
-class _MakesDir:
-    """Unpickling this runs ``os.mkdir(path)``: the attacker's code."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = str(path)
-
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        return os.mkdir, (self.path,)
-
-
-def _evil(marker: Path) -> bytes:
-    return pickle.dumps(_MakesDir(marker))
 
 
 def _swap_body(sealed: bytes, body: bytes) -> bytes:
@@ -63,7 +47,7 @@ def test_a_replaced_result_is_refused_by_result_and_the_cli(
     job, untouched = add.run_async(1, 2), add.run_async(3, 4)
     assert _finished(job) is JobStatus.SUCCEEDED
     store, key = kinetic_backend.store(), layout.result_key(job.job_id)
-    forged = encode_result(Succeeded(job_id=job.job_id, value=_evil(marker)))
+    forged = encode_result(Succeeded(job_id=job.job_id, value=tell_tale_pickle(marker)))
     store.write(key, _swap_body(store.read(key), forged))
 
     with pytest.raises(IntegrityError) as caught:
@@ -90,7 +74,7 @@ def test_a_replaced_stored_exception_is_refused(
     store, key = kinetic_backend.store(), layout.result_key(job.job_id)
     genuine = msgspec.msgpack.decode(store.read(key))
     failed = msgspec.msgpack.decode(genuine["body"], type=Failed)
-    forged = encode_result(msgspec.structs.replace(failed, exception=_evil(marker)))
+    forged = encode_result(msgspec.structs.replace(failed, exception=tell_tale_pickle(marker)))
     store.write(key, _swap_body(store.read(key), forged))
     with pytest.raises(IntegrityError, match=job.job_id):
         job.result()
@@ -124,7 +108,7 @@ def test_a_replaced_payload_is_refused_inside_the_job(
     sealed_call = store.read(layout.call_key(job.job_id))
     job.cleanup()
 
-    payload = _evil(marker)
+    payload = tell_tale_pickle(marker)
     fields = msgspec.json.decode(sealed_call)
     if rewrite_call:
         fields["record"]["payload"]["sha256"] = hashlib.sha256(payload).hexdigest()
@@ -155,7 +139,7 @@ def test_a_batchs_kept_outcome_replaced_after_collection_is_refused(
     (key,) = store.list(layout.collected_prefix(batch.group_id))
     kept = msgspec.msgpack.decode(store.read(key), type=CollectedOutcomes)
     first = kept.outcomes[0]
-    forged = encode_result(Succeeded(job_id=first.job_id, value=_evil(marker)))
+    forged = encode_result(Succeeded(job_id=first.job_id, value=tell_tale_pickle(marker)))
     first.envelope = _swap_body(first.envelope, forged)
     store.write(key, msgspec.msgpack.encode(kept))
 

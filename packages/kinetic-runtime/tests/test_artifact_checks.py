@@ -2,7 +2,6 @@
 
 import hashlib
 import io
-import os
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -14,29 +13,14 @@ from kinetic_protocol import CallDescriptor, ConfigError, Failed, Keyring
 from kinetic_protocol.records import encode_json
 from kinetic_protocol.signing import seal_json
 from kinetic_runtime.workspace import unpack_bundle
-
-
-class _MakesDirWhenUnpickled:
-    """Unpickling this runs ``os.mkdir(path)``: evidence of whether a payload was unpickled."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = str(path)
-
-    def __reduce__(self) -> tuple[object, tuple[str]]:
-        return os.mkdir, (self.path,)
-
-
-def _tell_tale_payload(marker: Path) -> bytes:
-    import pickle
-
-    return pickle.dumps(_MakesDirWhenUnpickled(marker))
+from kinetic_testing.telltale import tell_tale_pickle
 
 
 def test_a_payload_whose_sha256_differs_fails_in_verify_without_being_unpickled(
     jobs: JobStage,
 ) -> None:
     marker = jobs.tmp_path / "unpickled"
-    payload = _tell_tale_payload(marker)
+    payload = tell_tale_pickle(marker)
     claimed = hashlib.sha256(b"what the client submitted").hexdigest()
     run = jobs.run(jobs.stage("job-tampered", payload, payload_sha256=claimed))
     assert run.exit_code == 2, run.output
@@ -84,7 +68,7 @@ def test_a_call_without_this_jobs_valid_signature_fails_in_verify_and_runs_nothi
     jobs: JobStage, seal: Callable[[CallDescriptor, Keyring], bytes], says: str
 ) -> None:
     marker = jobs.tmp_path / "unpickled"
-    run = jobs.run(jobs.stage("job-forged", _tell_tale_payload(marker), seal=seal))
+    run = jobs.run(jobs.stage("job-forged", tell_tale_pickle(marker), seal=seal))
     assert run.exit_code == 2, run.output
     assert isinstance(run.envelope, Failed), run.output
     assert (run.envelope.phase, run.envelope.exc_type) == (
@@ -98,7 +82,7 @@ def test_a_call_without_this_jobs_valid_signature_fails_in_verify_and_runs_nothi
 
 def test_a_job_without_signing_keys_runs_nothing_and_says_why(jobs: JobStage) -> None:
     marker = jobs.tmp_path / "unpickled"
-    job_id = jobs.stage("job-keyless", _tell_tale_payload(marker))
+    job_id = jobs.stage("job-keyless", tell_tale_pickle(marker))
     run = jobs.run(job_id, env={"KINETIC_SIGNING_KEYS": ""})
     assert run.exit_code == 2
     assert run.envelope is None, "an envelope nobody can verify is not written"
@@ -109,7 +93,7 @@ def test_a_job_without_signing_keys_runs_nothing_and_says_why(jobs: JobStage) ->
 def test_the_tell_tale_payload_is_unpickled_when_its_hash_matches(jobs: JobStage) -> None:
     """The control for the test above: with a true hash the same bytes do get unpickled."""
     marker = jobs.tmp_path / "unpickled"
-    run = jobs.run(jobs.stage("job-honest", _tell_tale_payload(marker)))
+    run = jobs.run(jobs.stage("job-honest", tell_tale_pickle(marker)))
     assert isinstance(run.envelope, Failed) and run.envelope.phase == "deserialize"
     assert marker.is_dir()
 
