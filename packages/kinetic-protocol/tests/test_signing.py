@@ -1,0 +1,99 @@
+"""Keyrings and signed objects: what verifies, and what each kind of forgery is told."""
+
+import os
+import stat
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from kinetic_protocol import CorruptRecordError, IntegrityError, JobRecord, SigningKeyError
+from kinetic_protocol.keydir import directory_keyring, replace_directory_keyring
+from kinetic_protocol.signing import Keyring, open_blob, open_json, peek_json, seal_blob, seal_json
+
+RECORD = JobRecord(
+    job_id="job-1", backend="local", project="", cluster_name="", zone="", namespace="",
+    bucket_name="file:///s", k8s_name="job-1", image_uri="", accelerator="cpu", func_name="f",
+    display_name="f", created_at="2026-11-25T00:00:00+00:00",
+)  # fmt: skip
+
+
+@pytest.fixture
+def keyring() -> Keyring:
+    return Keyring.generate(source="test keys")
+
+
+def test_a_signed_record_stays_readable_json_and_opens_to_itself(keyring: Keyring) -> None:
+    sealed = seal_json(keyring, "job", "job-1", RECORD)
+    assert msgspec.json.decode(sealed)["record"]["job_id"] == "job-1"
+    assert open_json(keyring, "job", "job-1", sealed, JobRecord, key="k") == RECORD
+    assert peek_json(sealed, JobRecord, subject="job-1", key="k") == RECORD
+
+
+@pytest.mark.parametrize(
+    ("kind", "subject", "says"),
+    [("call", "job-1", "does not match"), ("job", "job-2", "does not match")],
+    ids=["another-kind", "another-job"],
+)
+def test_a_signature_holds_only_for_its_kind_and_job(
+    keyring: Keyring, kind: str, subject: str, says: str
+) -> None:
+    sealed = seal_json(keyring, "job", "job-1", RECORD)
+    with pytest.raises(IntegrityError, match=says) as caught:
+        open_json(keyring, kind, subject, sealed, JobRecord, key="jobs/x/handle.json")  # type: ignore[arg-type]
+    assert (caught.value.job_id, caught.value.key) == (subject, "jobs/x/handle.json")
+
+
+def test_one_changed_byte_of_a_blob_is_refused(keyring: Keyring) -> None:
+    sealed = seal_blob(keyring, "result", "job-1", b"the value")
+    forged = sealed.replace(b"the value", b"the valuE")
+    with pytest.raises(IntegrityError, match="does not match its signature"):
+        open_blob(keyring, "result", "job-1", forged, key="r")
+    assert open_blob(keyring, "result", "job-1", sealed, key="r") == b"the value"
+
+
+def test_unsigned_and_garbled_objects_are_told_apart(keyring: Keyring) -> None:
+    with pytest.raises(IntegrityError, match="is not signed"):
+        open_json(keyring, "job", "job-1", msgspec.json.encode(RECORD), JobRecord, key="k")
+    with pytest.raises(IntegrityError, match="is not signed"):
+        open_blob(keyring, "result", "job-1", msgspec.msgpack.encode({"status": "x"}), key="k")
+    with pytest.raises(CorruptRecordError, match="truncated"):
+        open_json(keyring, "job", "job-1", b'{"kinetic_sig', JobRecord, key="k")
+
+
+def test_rotation_signs_with_the_new_key_and_still_verifies_the_old(keyring: Keyring) -> None:
+    old = seal_blob(keyring, "result", "job-1", b"v")
+    rotated = keyring.rotated()
+    assert rotated.current != keyring.current
+    assert open_blob(rotated, "result", "job-1", old, key="r") == b"v"
+    retired = rotated.without(keyring.current)
+    with pytest.raises(IntegrityError, match="not among the trusted keys"):
+        open_blob(retired, "result", "job-1", old, key="r")
+    with pytest.raises(SigningKeyError, match="current signing key"):
+        rotated.without(rotated.current)
+
+
+def test_a_keyring_with_a_stray_entry_is_refused_naming_it(keyring: Keyring) -> None:
+    entries = {**keyring.entries(), "notes.txt": "hello"}
+    with pytest.raises(SigningKeyError, match=r"notes\.txt"):
+        Keyring.from_entries(entries, source="s")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_a_key_directory_is_private_whatever_the_umask(tmp_path: Path, umask: int) -> None:
+    previous = os.umask(umask)
+    try:
+        made = directory_keyring(tmp_path / "keys", create=True)
+        replace_directory_keyring(tmp_path / "keys", made.rotated())
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "keys").stat().st_mode) == 0o700
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "keys").iterdir()}
+    assert len(modes) == 3 and set(modes.values()) == {0o600}
+    assert directory_keyring(tmp_path / "keys", create=False).current != made.current
+
+
+def test_a_reader_never_creates_keys(tmp_path: Path) -> None:
+    with pytest.raises(SigningKeyError, match="no signing keys"):
+        directory_keyring(tmp_path / "keys", create=False)
+    assert not (tmp_path / "keys").exists()
