@@ -18,6 +18,7 @@ from kinetic_protocol.backend import (
 )
 from kinetic_protocol.batch import (
     BatchChild,
+    BatchChildCancelled,
     BatchCompletion,
     BatchManifest,
     BatchSubmissionError,
@@ -78,6 +79,7 @@ __all__ = [
     "PrepareRequest",
     "BackendSettings",
     "BatchChild",
+    "BatchChildCancelled",
     "BatchCompletion",
     "BatchManifest",
     "BatchSubmissionError",

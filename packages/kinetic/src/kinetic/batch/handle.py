@@ -6,13 +6,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kinetic import _log
 from kinetic._waiting import Backoff, Deadline
 from kinetic.batch.collect import Collector
 from kinetic.batch.lease import LeaseHolder, SubmitterStatus, submitter_status
-from kinetic.batch.records import BatchRecords
+from kinetic.batch.records import BatchRecords, cancel_child
 from kinetic.batch.resume import plan_resume
 from kinetic.batch.state import BatchState, Decision, child_state, is_cleaned_up
 from kinetic.batch.submitter import FailurePolicy, Submitter
@@ -25,6 +25,9 @@ from kinetic_protocol import (
     JobStatus,
     layout,
 )
+
+if TYPE_CHECKING:
+    from kinetic.batch.timeline import BatchTimeline
 
 __all__ = ["BatchHandle"]
 
@@ -198,6 +201,14 @@ class BatchHandle:
             if job is not None:
                 yield job
 
+    def timeline(self) -> "BatchTimeline":
+        """Every attempt of every input as time spans (submitted, started, finished), with
+        submission failures; ``.figure()`` draws it, ``.write("t.html")`` saves it (both
+        need ``kinetic[plot]``). Read from the store, so it works on an attached batch too."""
+        from kinetic.batch.timeline import read_timeline
+
+        return read_timeline(self._manifest, self._records, self._backend)
+
     # -- collection ------------------------------------------------------------------------
 
     @staticmethod
@@ -332,9 +343,8 @@ class BatchHandle:
             return
         states = self._backend.statuses([job.record for job in pending.values()])
         running = [job for job in pending.values() if not states[job.job_id].status.is_terminal]
-        self._in_parallel(
-            lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), running
-        )
+        reason = self._state.stop_reason() or "the batch stopped"
+        self._in_parallel(lambda job: cancel_child(self._records, job, reason), running)
 
     def cancel(self) -> None:
         """Stop submitting and retrying, and cancel every child that has not finished.

@@ -10,6 +10,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -17,6 +18,7 @@ from kinetic import _log
 from kinetic_protocol import (
     SCHEMA_VERSION,
     BatchChild,
+    BatchChildCancelled,
     BatchCompletion,
     BatchManifest,
     BatchSubmissionError,
@@ -32,7 +34,10 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import decode_json, encode_json
 
-__all__ = ["BatchListing", "BatchRecords", "parse_child_name"]
+if TYPE_CHECKING:
+    from kinetic.handle import JobHandle
+
+__all__ = ["BatchListing", "BatchRecords", "cancel_child", "parse_child_name"]
 
 log = _log.get_logger(__name__)
 _CHILD_NAME = re.compile(r"(\d+)-(\d+)\.json")
@@ -46,7 +51,7 @@ def parse_child_name(key: str, prefix: str) -> tuple[int, int] | None:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass
@@ -103,9 +108,50 @@ class BatchRecords:
 
     def add_submission_error(self, index: int, exc: BaseException) -> None:
         error = BatchSubmissionError(
-            group_id=self.group_id, index=index, exc_type=type(exc).__name__, message=str(exc)
-        )
+            group_id=self.group_id, index=index, exc_type=type(exc).__name__, message=str(exc),
+            failed_at=_now(),
+        )  # fmt: skip
         self.store.write(layout.submission_error_key(self.group_id, index), encode_json(error))
+
+    def add_cancelled(self, index: int, attempt: int, reason: str) -> None:
+        """Say when and why the batch cancelled an attempt (the job records neither)."""
+        record = BatchChildCancelled(
+            group_id=self.group_id, index=index, attempt=attempt, cancelled_at=_now(),
+            reason=reason,
+        )  # fmt: skip
+        self.store.write(
+            layout.cancelled_child_key(self.group_id, index, attempt), encode_json(record)
+        )
+
+    def cancelled_children(self) -> dict[tuple[int, int], BatchChildCancelled]:
+        """Every attempt the batch cancelled, by ``(index, attempt)``."""
+        found: dict[tuple[int, int], BatchChildCancelled] = {}
+        for key in self.store.list(layout.cancelled_children_prefix(self.group_id)):
+            try:
+                record = decode_json(self.store.read(key), BatchChildCancelled, what=key)
+            except ObjectNotFoundError:
+                continue
+            except CorruptRecordError as exc:
+                self._ignore(key, str(exc))
+                continue
+            found[record.index, record.attempt] = record
+        return found
+
+    def children(self) -> list[BatchChild]:
+        """Every attempt's record, in ``(index, attempt)`` order; strays are warned about."""
+        prefix = layout.children_prefix(self.group_id)
+        found: list[BatchChild] = []
+        for key in sorted(self.store.list(prefix)):
+            if parse_child_name(key, prefix) is None:
+                self._ignore(key, "not a child record (<index>-<attempt>.json).")
+                continue
+            try:
+                found.append(decode_json(self.store.read(key), BatchChild, what=key))
+            except ObjectNotFoundError:
+                continue
+            except CorruptRecordError as exc:
+                self._ignore(key, str(exc))
+        return found
 
     def mark_complete(
         self, submitted: int, *, cancelled: bool, fail_fast: bool = False, error: str = ""
@@ -196,3 +242,14 @@ class BatchRecords:
     def delete_all(self) -> None:
         self.store.delete_prefix(layout.group_prefix(self.group_id))
         self.store.delete(layout.manifest_key(self.group_id))
+
+
+def cancel_child(records: BatchRecords, job: "JobHandle", reason: str) -> None:
+    """Cancel a child the batch stops, saying when and why first (best effort: a store that
+    refuses the note does not keep the job running)."""
+    if job.group_index is not None:
+        try:
+            records.add_cancelled(job.group_index, job.record.attempt, reason)
+        except Exception:
+            log.warning("could not record a cancellation", job_id=job.job_id, exc_info=True)
+    job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5)

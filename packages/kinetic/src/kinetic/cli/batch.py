@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kinetic.cli import render
+from kinetic.cli.batch_views import timeline
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import Failed
 
@@ -30,6 +31,9 @@ TIMEOUT_OPTION = click.option(
 @click.group()
 def batch() -> None:
     """Observe, collect, cancel and clean up batches."""
+
+
+batch.add_command(timeline)
 
 
 @batch.command("list")
