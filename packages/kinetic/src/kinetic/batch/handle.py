@@ -2,6 +2,7 @@
 
 import collections
 import functools
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -208,6 +209,38 @@ class BatchHandle:
         from kinetic.batch.timeline import read_timeline
 
         return read_timeline(self._manifest, self._records, self._backend)
+
+    def log_lines(
+        self, *, follow: bool = False, failed: bool = False, tail: int | None = None
+    ) -> Iterator[str]:
+        """Every child's output as one stream of lines, each prefixed ``[index]`` (``[index
+        rN]`` for retry N, ``[index host H]`` per host of a multi-host child).
+
+        Without ``follow``: what every attempt wrote so far, child by child (the last ``tail``
+        lines of each). With ``follow``: lines as they are written, from each child as it
+        starts, until the batch has settled. ``failed``: only attempts that failed (with
+        ``follow``, each one's output as soon as it fails).
+        """
+        from kinetic.batch.logs import BatchLogs, check_options
+
+        check_options(follow=follow, failed=failed, tail=tail)
+        logs = BatchLogs(self._manifest, self._records, self._backend, self._state)
+        if follow:
+            return logs.follow(failed=failed, tail=tail)
+        return logs.snapshot(failed=failed, tail=tail)
+
+    def logs(
+        self, follow: bool = False, *, failed: bool = False, tail: int | None = None
+    ) -> str | None:
+        """The batch's output as one text (see :meth:`log_lines`); with ``follow``, print it
+        as it comes until the batch has settled instead."""
+        lines = self.log_lines(follow=follow, failed=failed, tail=tail)
+        if not follow:
+            return "".join(lines)
+        for line in lines:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+        return None
 
     # -- collection ------------------------------------------------------------------------
 

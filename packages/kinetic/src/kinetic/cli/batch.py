@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kinetic.cli import render
-from kinetic.cli.batch_views import timeline
+from kinetic.cli.batch_views import logs, timeline
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import Failed
 
@@ -34,6 +34,7 @@ def batch() -> None:
 
 
 batch.add_command(timeline)
+batch.add_command(logs)
 
 
 @batch.command("list")

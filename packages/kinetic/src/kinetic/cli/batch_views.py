@@ -7,7 +7,7 @@ import click
 
 from kinetic.cli.context import CliContext, pass_cli
 
-__all__ = ["timeline"]
+__all__ = ["logs", "timeline"]
 
 
 @click.command()
@@ -33,3 +33,26 @@ def timeline(cli: CliContext, group_id: str, out: Path) -> None:
     written = drawn.write(out)
     click.echo(f"{drawn.summary().describe()}")
     click.echo(f"Wrote {written}")
+
+
+@click.command()
+@click.argument("group_id")
+@click.option(
+    "--follow", "-f", is_flag=True, help="Keep printing as children write, until the batch ends."
+)
+@click.option("--failed", is_flag=True, help="Only attempts that failed (retried ones included).")
+@click.option("--tail", type=click.IntRange(min=0), help="Only the last N lines of each child.")
+@pass_cli
+def logs(cli: CliContext, group_id: str, follow: bool, failed: bool, tail: int | None) -> None:
+    """Print the output of every child of GROUP_ID as one stream.
+
+    Each line starts with its input: [3] for input 3, [3 r1] for its first retry, [3 host 1]
+    for host 1 of a multi-host child. --follow starts on each child as it starts running and
+    ends when the batch has; with --failed it prints each failed attempt as it fails.
+    """
+    from kinetic.batch.logs import check_options
+
+    check_options(follow=follow, failed=failed, tail=tail)
+    handle = cli.attach_batch(group_id, follow=follow)
+    for line in handle.log_lines(follow=follow, failed=failed, tail=tail):
+        click.echo(line, nl=False)
