@@ -28,6 +28,7 @@ from kinetic_protocol import (
 )
 
 if TYPE_CHECKING:
+    from kinetic.batch.tally import Tally
     from kinetic.batch.timeline import BatchTimeline
 
 __all__ = ["BatchHandle"]
@@ -85,6 +86,12 @@ class BatchHandle:
 
     def __repr__(self) -> str:
         return f"BatchHandle(group_id={self.group_id!r}, jobs={len(self._state.jobs)})"
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: id, counts with a progress bar, and the CLI commands to follow it."""
+        from kinetic.display import batch_html
+
+        return batch_html(self)
 
     # -- observation -----------------------------------------------------------------------
 
@@ -241,6 +248,17 @@ class BatchHandle:
             sys.stdout.write(line)
             sys.stdout.flush()
         return None
+
+    def watch(self, *, interval: float = 1.0, timeout: float | None = None) -> "Tally":
+        """Show live progress until every input has settled; returns the final counts.
+
+        A progress bar on a terminal, one line per change in a log, and an HTML summary
+        updated in place in a Jupyter notebook. ``TimeoutError`` after ``timeout`` seconds
+        leaves the jobs running.
+        """
+        from kinetic.batch.watch import watch
+
+        return watch(self, interval=interval, timeout=timeout)
 
     # -- collection ------------------------------------------------------------------------
 
