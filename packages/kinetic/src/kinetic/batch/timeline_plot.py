@@ -124,8 +124,9 @@ def build_figure(timeline: BatchTimeline) -> Any:
         barmode="overlay",
         xaxis={"type": "date", "title": "time (UTC)"},
         yaxis={"categoryorder": "array", "categoryarray": rows, "autorange": "reversed"},
-        height=max(320, 140 + 26 * timeline.total),
-        legend={"orientation": "h", "y": -0.15},
+        height=max(340, 170 + 26 * timeline.total),
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
+        margin={"t": 110},
         template="plotly_white",
     )
     return figure
