@@ -2,12 +2,11 @@
 
 import collections
 import functools
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kinetic import _log
 from kinetic._waiting import Backoff, Deadline
@@ -17,6 +16,7 @@ from kinetic.batch.records import BatchRecords, cancel_child
 from kinetic.batch.resume import plan_resume
 from kinetic.batch.state import BatchState, Decision, child_state, is_cleaned_up
 from kinetic.batch.submitter import FailurePolicy, Submitter
+from kinetic.batch.views import BatchViews
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     Backend,
@@ -27,17 +27,13 @@ from kinetic_protocol import (
     layout,
 )
 
-if TYPE_CHECKING:
-    from kinetic.batch.tally import Tally
-    from kinetic.batch.timeline import BatchTimeline
-
 __all__ = ["BatchHandle"]
 
 log = _log.get_logger(__name__)
 _PARALLEL_CLEANUPS = 16
 
 
-class BatchHandle:
+class BatchHandle(BatchViews):
     """Handle for the children of one ``run_async_map`` call, in input order.
 
     ``jobs[i]`` is the handle of input ``i``'s latest attempt, or ``None`` while (or if) it is
@@ -86,12 +82,6 @@ class BatchHandle:
 
     def __repr__(self) -> str:
         return f"BatchHandle(group_id={self.group_id!r}, jobs={len(self._state.jobs)})"
-
-    def _repr_html_(self) -> str:
-        """Jupyter's view: id, counts with a progress bar, and the CLI commands to follow it."""
-        from kinetic.display import batch_html
-
-        return batch_html(self)
 
     # -- observation -----------------------------------------------------------------------
 
@@ -208,57 +198,6 @@ class BatchHandle:
             job = self._state.jobs[index]
             if job is not None:
                 yield job
-
-    def timeline(self) -> "BatchTimeline":
-        """Every attempt of every input as time spans (submitted, started, finished), with
-        submission failures; ``.figure()`` draws it, ``.write("t.html")`` saves it (both
-        need ``kinetic[plot]``). Read from the store, so it works on an attached batch too."""
-        from kinetic.batch.timeline import read_timeline
-
-        return read_timeline(self._manifest, self._records, self._backend)
-
-    def log_lines(
-        self, *, follow: bool = False, failed: bool = False, tail: int | None = None
-    ) -> Iterator[str]:
-        """Every child's output as one stream of lines, each prefixed ``[index]`` (``[index
-        rN]`` for retry N, ``[index host H]`` per host of a multi-host child).
-
-        Without ``follow``: what every attempt wrote so far, child by child (the last ``tail``
-        lines of each). With ``follow``: lines as they are written, from each child as it
-        starts, until the batch has settled. ``failed``: only attempts that failed (with
-        ``follow``, each one's output as soon as it fails).
-        """
-        from kinetic.batch.logs import BatchLogs, check_options
-
-        check_options(follow=follow, failed=failed, tail=tail)
-        logs = BatchLogs(self._manifest, self._records, self._backend, self._state)
-        if follow:
-            return logs.follow(failed=failed, tail=tail)
-        return logs.snapshot(failed=failed, tail=tail)
-
-    def logs(
-        self, follow: bool = False, *, failed: bool = False, tail: int | None = None
-    ) -> str | None:
-        """The batch's output as one text (see :meth:`log_lines`); with ``follow``, print it
-        as it comes until the batch has settled instead."""
-        lines = self.log_lines(follow=follow, failed=failed, tail=tail)
-        if not follow:
-            return "".join(lines)
-        for line in lines:
-            sys.stdout.write(line)
-            sys.stdout.flush()
-        return None
-
-    def watch(self, *, interval: float = 1.0, timeout: float | None = None) -> "Tally":
-        """Show live progress until every input has settled; returns the final counts.
-
-        A progress bar on a terminal, one line per change in a log, and an HTML summary
-        updated in place in a Jupyter notebook. ``TimeoutError`` after ``timeout`` seconds
-        leaves the jobs running.
-        """
-        from kinetic.batch.watch import watch
-
-        return watch(self, interval=interval, timeout=timeout)
 
     # -- collection ------------------------------------------------------------------------
 

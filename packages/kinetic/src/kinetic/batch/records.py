@@ -10,7 +10,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["BatchListing", "BatchRecords", "cancel_child", "parse_child_name"]
 
 log = _log.get_logger(__name__)
+_R = TypeVar("_R")
 _CHILD_NAME = re.compile(r"(\d+)-(\d+)\.json")
 
 
@@ -123,18 +124,24 @@ class BatchRecords:
             layout.cancelled_child_key(self.group_id, index, attempt), encode_json(record)
         )
 
+    def _read_json(self, key: str, record_type: type[_R]) -> _R | None:
+        """The record at ``key``; ``None`` if it went away, or (with a warning) if it is not
+        a ``record_type``."""
+        try:
+            return decode_json(self.store.read(key), record_type, what=key)
+        except ObjectNotFoundError:
+            return None
+        except CorruptRecordError as exc:
+            self._ignore(key, str(exc))
+            return None
+
     def cancelled_children(self) -> dict[tuple[int, int], BatchChildCancelled]:
         """Every attempt the batch cancelled, by ``(index, attempt)``."""
         found: dict[tuple[int, int], BatchChildCancelled] = {}
         for key in self.store.list(layout.cancelled_children_prefix(self.group_id)):
-            try:
-                record = decode_json(self.store.read(key), BatchChildCancelled, what=key)
-            except ObjectNotFoundError:
-                continue
-            except CorruptRecordError as exc:
-                self._ignore(key, str(exc))
-                continue
-            found[record.index, record.attempt] = record
+            record = self._read_json(key, BatchChildCancelled)
+            if record is not None:
+                found[record.index, record.attempt] = record
         return found
 
     def children(self) -> list[BatchChild]:
@@ -145,12 +152,9 @@ class BatchRecords:
             if parse_child_name(key, prefix) is None:
                 self._ignore(key, "not a child record (<index>-<attempt>.json).")
                 continue
-            try:
-                found.append(decode_json(self.store.read(key), BatchChild, what=key))
-            except ObjectNotFoundError:
-                continue
-            except CorruptRecordError as exc:
-                self._ignore(key, str(exc))
+            child = self._read_json(key, BatchChild)
+            if child is not None:
+                found.append(child)
         return found
 
     def mark_complete(
@@ -226,12 +230,8 @@ class BatchRecords:
             if attempt >= listing.latest_attempts.get(index, -1):
                 listing.latest_attempts[index] = attempt
         for key in self.store.list(layout.submission_errors_prefix(self.group_id)):
-            try:
-                error = decode_json(self.store.read(key), BatchSubmissionError, what=key)
-            except ObjectNotFoundError:
-                continue
-            except CorruptRecordError as exc:
-                self._ignore(key, str(exc))
+            error = self._read_json(key, BatchSubmissionError)
+            if error is None:
                 continue
             if total is not None and not 0 <= error.index < total:
                 self._ignore(key, f"input {error.index} is outside the batch's {total} inputs.")
