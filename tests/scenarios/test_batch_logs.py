@@ -82,6 +82,11 @@ def test_following_failures_shows_each_failed_attempt_and_its_retry(
     everything = batch.logs()
     assert everything is not None and "[1 r1] " in everything
 
+    # Following everything says each failure too, though the failed attempt's output is gone.
+    followed = "".join(batch.log_lines(follow=True))
+    assert "[1] failed: batch_userfuncs.BatchUserError: attempt 0 for 'flaky' fails\n" in followed
+    assert "[1 r1] " in followed and "[0] " in followed
+
 
 def test_tail_with_follow_is_refused_before_anything_is_read(
     local_backend: ScenarioBackend,

@@ -69,6 +69,10 @@ def _stored_failure(job: JobHandle) -> Failed | None:
     return envelope if isinstance(envelope, Failed) else None
 
 
+def _failure_line(failure: Failed) -> str:
+    return f"failed: {failure.exc_type}: {failure.message}"
+
+
 @dataclass
 class BatchLogs:
     """Reads the output of one batch's children through its backend."""
@@ -122,7 +126,7 @@ class BatchLogs:
                 lines.append("(no output kept for this attempt)")
             stored = _stored_failure(job)
             if stored is not None:
-                lines.append(f"failed: {stored.exc_type}: {stored.message}")
+                lines.append(_failure_line(stored))
         return prefix_lines(job, lines)
 
     def snapshot(self, *, failed: bool = False, tail: int | None = None) -> Iterator[str]:
@@ -172,6 +176,9 @@ class BatchLogs:
                     self.backend.follow_logs(job.record, **self._host(job)),  # type: ignore[arg-type]
                 ):
                     lines.put(line)
+                failure = _stored_failure(job)
+                if failure is not None:  # said even where the backend kept no output
+                    lines.put(next(prefix_lines(job, [_failure_line(failure)])))
             except KineticError as error:
                 lines.put(next(prefix_lines(job, [f"(logs ended: {error})"])))
             except Exception:
