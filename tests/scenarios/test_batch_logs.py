@@ -99,3 +99,14 @@ def test_tail_with_follow_is_refused_before_anything_is_read(
     assert "No batch" not in result.output
     with pytest.raises(ConfigError, match="tail=-1"):
         check_options(follow=False, failed=False, tail=-1)
+
+
+def test_a_multi_host_childs_lines_name_their_host(local_backend: ScenarioBackend) -> None:
+    say = local_backend.decorate(accelerator="tpu-v5litepod-2x4")(uf.say)
+    batch = say.run_async_map([{"name": "slice"}])
+    batch.wait(timeout=90)
+    text = batch.logs()
+    assert text is not None
+    assert "[0 host 0] hello from slice\n" in text
+    assert "[0 host 1] hello from slice\n" in text
+    assert all(line.startswith(("[0 host 0] ", "[0 host 1] ")) for line in text.splitlines())
