@@ -2,6 +2,7 @@
 backend (a terminal-less run prints lines; a Jupyter kernel gets one display updated in place).
 """
 
+import re
 import sys
 import threading
 import types
@@ -59,6 +60,7 @@ def test_job_and_batch_handles_render_a_compact_html_summary(
     assert "3/3 finished (2 done, 0 running, 0 pending, 1 failed)" in text
     assert page.progress["aria-valuenow"] == "3" and page.progress["aria-valuemax"] == "3"
     assert f"kinetic batch logs {batch.group_id} --follow" in text
+    assert re.search(r"input 1: +FAILED \(exit 1\)", text), "a failure shows with its reason"
 
 
 def test_watch_without_a_terminal_prints_a_line_per_change_and_returns_the_counts(

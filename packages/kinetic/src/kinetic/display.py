@@ -11,8 +11,9 @@ from kinetic_protocol import KineticError
 
 if TYPE_CHECKING:
     from kinetic.batch.handle import BatchHandle
-    from kinetic.batch.tally import Tally
+    from kinetic.batch.tally import Polled, Tally
     from kinetic.handle import JobHandle
+    from kinetic_protocol import JobState
 
 __all__ = ["batch_html", "job_html"]
 
@@ -84,17 +85,29 @@ def _progress_bar(counts: "Tally") -> str:
     )
 
 
-def batch_html(batch: "BatchHandle", counts: "Tally | None" = None) -> str:
-    """Group id, name, counts with a progress bar, and the commands for logs and status."""
+def _failures(states: "dict[int, JobState]", limit: int = 5) -> str:
+    """The first failed inputs with their reasons, one per line."""
+    failed = [(i, state) for i, state in sorted(states.items()) if state.status.value == "FAILED"]
+    shown = [f"input {i}: {_badge(state.describe(), 'FAILED')}" for i, state in failed[:limit]]
+    if len(failed) > limit:
+        shown.append(f"... and {len(failed) - limit} more")
+    return "<br>".join(shown)
+
+
+def batch_html(batch: "BatchHandle", polled: "Polled | None" = None) -> str:
+    """Group id, name, counts with a progress bar, the first failures with their reasons, and
+    the commands for logs and status. ``polled``: a :func:`~kinetic.batch.tally.tally` result
+    already in hand (else one status poll is made here)."""
     from kinetic.batch.tally import tally
 
-    if counts is None:
+    states: dict[int, JobState] = {}
+    if polled is None:
         try:
-            counts, _, _ = tally(batch)
+            polled = tally(batch)
         except KineticError as error:
-            counts = None
             summary = f"<i>status unavailable: {escape(str(error))}</i>"
-    if counts is not None:
+    if polled is not None:
+        counts, _, states = polled
         summary = (
             f"{counts.finished}/{counts.total} finished ({escape(counts.summary())})"
             f"{_progress_bar(counts)}"
@@ -103,6 +116,10 @@ def batch_html(batch: "BatchHandle", counts: "Tally | None" = None) -> str:
         _row("batch", _code(batch.group_id) + (f" ({escape(batch.name)})" if batch.name else "")),
         _row("function", escape(batch.func_name)),
         _row("progress", summary),
+    ]
+    if _failures(states):
+        rows.append(_row("failed", _failures(states)))
+    rows += [
         _row("created", escape(batch.created_at)),
         _row("logs", _code(f"kinetic batch logs {batch.group_id} --follow")),
         _row("status", _code(f"kinetic batch status {batch.group_id}")),

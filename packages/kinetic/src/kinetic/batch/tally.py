@@ -7,7 +7,7 @@ if TYPE_CHECKING:
     from kinetic.batch.handle import BatchHandle
     from kinetic_protocol import JobState
 
-__all__ = ["Tally", "tally"]
+__all__ = ["Polled", "Tally", "tally"]
 
 
 @dataclass(frozen=True)
@@ -45,9 +45,12 @@ class Tally:
         return ", ".join(parts)
 
 
-def tally(
-    batch: "BatchHandle",
-) -> "tuple[Tally, list[tuple[int, str]], dict[int, JobState]]":
+Polled = tuple[Tally, list[tuple[int, str]], "dict[int, JobState]"]
+"""What one poll says: the counts, ``(index, status)`` of every input, and the state (with
+its reason) of every submitted child."""
+
+
+def tally(batch: "BatchHandle") -> Polled:
     """One status poll of ``batch``: the counts, ``(index, status)`` of every input, and the
     state (with its reason) of every submitted child."""
     submitted = dict(batch.states())

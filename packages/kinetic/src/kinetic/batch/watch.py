@@ -5,7 +5,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from kinetic.batch.tally import Tally, tally
+from kinetic.batch.tally import Polled, Tally, tally
 
 if TYPE_CHECKING:
     from kinetic.batch.handle import BatchHandle
@@ -15,12 +15,13 @@ __all__ = ["follow_counts", "in_notebook", "watch"]
 
 def follow_counts(
     handle: "BatchHandle", *, interval: float, timeout: float | None
-) -> Iterator[Tally]:
-    """The batch's counts now, then after every change (at most ``interval`` seconds apart)
-    until every input has settled; a ``TimeoutError`` after ``timeout`` leaves it running."""
+) -> Iterator[Polled]:
+    """A poll of the batch (:func:`tally`) now, then after every change (at most ``interval``
+    seconds apart) until every input has settled; a ``TimeoutError`` after ``timeout`` leaves
+    it running."""
     stop_at = None if timeout is None else time.monotonic() + timeout
-    counts, _, _ = tally(handle)
-    yield counts
+    polled = tally(handle)
+    yield polled
     while True:
         step = interval if stop_at is None else max(0.0, min(interval, stop_at - time.monotonic()))
         try:
@@ -29,13 +30,12 @@ def follow_counts(
             if stop_at is not None and time.monotonic() >= stop_at:
                 raise TimeoutError(
                     f"Batch {handle.group_id} is still running after {timeout:g}s "
-                    f"({counts.summary()}); its jobs keep running."
+                    f"({polled[0].summary()}); its jobs keep running."
                 ) from None
-            counts, _, _ = tally(handle)
-            yield counts
+            polled = tally(handle)
+            yield polled
             continue
-        counts, _, _ = tally(handle)
-        yield counts
+        yield tally(handle)
         return
 
 
@@ -55,7 +55,7 @@ def watch(handle: "BatchHandle", *, interval: float, timeout: float | None) -> T
     display = WatchDisplay(handle.group_id, len(handle.jobs))
     counts = Tally(total=len(handle.jobs))
     with display:
-        for counts in follow_counts(handle, interval=interval, timeout=timeout):
+        for counts, _, _ in follow_counts(handle, interval=interval, timeout=timeout):
             display.update(counts)
     display.finish(counts)
     return counts
@@ -68,8 +68,9 @@ def _watch_in_notebook(handle: "BatchHandle", *, interval: float, timeout: float
 
     shown: Any = None
     counts = Tally(total=len(handle.jobs))
-    for counts in follow_counts(handle, interval=interval, timeout=timeout):
-        page = HTML(batch_html(handle, counts))
+    for polled in follow_counts(handle, interval=interval, timeout=timeout):
+        counts = polled[0]
+        page = HTML(batch_html(handle, polled))
         if shown is None:
             shown = display(page, display_id=True)
         else:

@@ -177,7 +177,7 @@ def watch(
     handle = cli.attach_batch(group_id, follow=True)
     display = WatchDisplay(handle.group_id, len(handle.jobs), live=False if as_json else None)
     with display:
-        for counts in follow_counts(handle, interval=interval, timeout=timeout):
+        for counts, _, _ in follow_counts(handle, interval=interval, timeout=timeout):
             if not as_json:
                 display.update(counts)
     if as_json:
