@@ -132,6 +132,8 @@ def test_a_timeline_file_with_an_unknown_suffix_is_refused_before_anything_is_re
     empty = BatchTimeline("grp-x", None, 0, [], [], taken_at=_now())
     with pytest.raises(ConfigError, match="must end in"):
         empty.write(tmp_path / "t.jpeg")
+    with pytest.raises(ConfigError, match="no directory"):
+        empty.write(tmp_path / "missing" / "t.html")
 
 
 @pytest.mark.skipif(

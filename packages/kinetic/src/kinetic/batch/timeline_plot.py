@@ -16,7 +16,7 @@ __all__ = [
     "PENDING_TRACE",
     "SUBMISSION_FAILED_TRACE",
     "build_figure",
-    "check_suffix",
+    "check_output",
     "write_figure",
 ]
 
@@ -132,13 +132,19 @@ def build_figure(timeline: BatchTimeline) -> Any:
     return figure
 
 
-def check_suffix(path: Path) -> str:
-    """The format ``path`` names, or a ConfigError before anything is read or drawn."""
+def check_output(path: Path) -> str:
+    """The format ``path`` names, or a ConfigError before anything is read or drawn: a
+    suffix that is not a format, or a directory that does not exist."""
     suffix = path.suffix.lower()
     if suffix not in _FORMATS:
         raise ConfigError(
             f"Cannot write a timeline to {str(path)!r}: the file name must end in "
             f"{', '.join(_FORMATS)} (the suffix picks the format)."
+        )
+    if not path.parent.is_dir():
+        raise ConfigError(
+            f"Cannot write a timeline to {str(path)!r}: there is no directory "
+            f"{str(path.parent)!r}. Create it first, or choose another path."
         )
     return suffix
 
@@ -146,7 +152,7 @@ def check_suffix(path: Path) -> str:
 def write_figure(timeline: BatchTimeline, path: Path) -> Path:
     """Write the timeline to ``path``; its suffix (``.html``, ``.svg``, ``.png``) is the
     format. A wrong suffix is refused before anything is drawn."""
-    suffix = check_suffix(path)
+    suffix = check_output(path)
     figure = build_figure(timeline)
     if suffix == ".html":
         figure.write_html(path, include_plotlyjs=True, full_html=True)

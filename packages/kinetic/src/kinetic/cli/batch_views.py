@@ -26,9 +26,9 @@ def timeline(cli: CliContext, group_id: str, out: Path) -> None:
     hover. Needs the plot extra: pip install 'kinetic[plot]'; .svg and .png also need a
     Chrome or Chromium on this machine.
     """
-    from kinetic.batch.timeline_plot import check_suffix
+    from kinetic.batch.timeline_plot import check_output
 
-    check_suffix(out)
+    check_output(out)
     drawn = cli.attach_batch(group_id).timeline()
     written = drawn.write(out)
     click.echo(f"{drawn.summary().describe()}")
