@@ -8,6 +8,7 @@ needs one manifest read plus one listing to rebuild every child's handle.
 import contextlib
 import re
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
@@ -37,10 +38,12 @@ from kinetic_protocol.records import decode_json, encode_json
 if TYPE_CHECKING:
     from kinetic.handle import JobHandle
 
-__all__ = ["BatchListing", "BatchRecords", "cancel_child", "parse_child_name"]
+__all__ = ["PARALLEL_READS", "BatchListing", "BatchRecords", "cancel_child", "parse_child_name"]
 
 log = _log.get_logger(__name__)
 _R = TypeVar("_R")
+PARALLEL_READS = 16
+"""Store reads in flight at once when reading one record per attempt."""
 _CHILD_NAME = re.compile(r"(\d+)-(\d+)\.json")
 
 
@@ -147,15 +150,15 @@ class BatchRecords:
     def children(self) -> list[BatchChild]:
         """Every attempt's record, in ``(index, attempt)`` order; strays are warned about."""
         prefix = layout.children_prefix(self.group_id)
-        found: list[BatchChild] = []
+        keys = []
         for key in sorted(self.store.list(prefix)):
             if parse_child_name(key, prefix) is None:
                 self._ignore(key, "not a child record (<index>-<attempt>.json).")
-                continue
-            child = self._read_json(key, BatchChild)
-            if child is not None:
-                found.append(child)
-        return found
+            else:
+                keys.append(key)
+        with ThreadPoolExecutor(PARALLEL_READS) as pool:
+            read = list(pool.map(lambda key: self._read_json(key, BatchChild), keys))
+        return [child for child in read if child is not None]
 
     def mark_complete(
         self, submitted: int, *, cancelled: bool, fail_fast: bool = False, error: str = ""

@@ -9,11 +9,13 @@ unsettled; nothing here needs the process that submitted the batch. Drawing is i
 import enum
 import statistics
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kinetic.batch.records import PARALLEL_READS
 from kinetic_protocol import (
     Backend,
     BatchChild,
@@ -256,7 +258,13 @@ class _Reader:
             )
             for c in children
         }
-        envelopes = {key: self.envelope(job, kept) for key, job in jobs.items()}
+        with ThreadPoolExecutor(PARALLEL_READS) as pool:
+            envelopes = dict(
+                zip(
+                    jobs, pool.map(lambda job: self.envelope(job, kept), jobs.values()), strict=True
+                )
+            )
+            starts = dict(zip(jobs, pool.map(self.started_at, jobs.values()), strict=True))
         unsettled = [job for key, job in jobs.items() if envelopes[key] is None]
         states = self.backend.statuses([job.record for job in unsettled]) if unsettled else {}
         attempts = []
@@ -271,6 +279,7 @@ class _Reader:
                     job,
                     envelope,
                     state,
+                    started=starts[key],
                     retried=child.attempt < latest[child.index],
                     cancelled_at=_parse(stopped.cancelled_at) if stopped else None,
                     cancelled_reason=stopped.reason if stopped else "",
@@ -304,13 +313,13 @@ class _Reader:
         envelope: ResultEnvelope | None,
         state: JobState,
         *,
+        started: datetime | None,
         retried: bool,
         cancelled_at: datetime | None,
         cancelled_reason: str,
     ) -> Attempt:
         submitted = _parse(child.submitted_at) or _parse(self.manifest.created_at)
         assert submitted is not None  # the manifest's created_at is always set
-        started = self.started_at(job)
         finished: datetime | None = None
         if isinstance(envelope, Succeeded | Failed):
             started = _parse(envelope.started_at) or started
