@@ -23,6 +23,7 @@ from kinetic_protocol import (
     SCHEMA_VERSION,
     ArtifactRef,
     BatchChild,
+    BatchChildCancelled,
     BatchCompletion,
     BatchManifest,
     BatchSubmissionError,
@@ -182,6 +183,14 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         index=7,
         exc_type="kinetic_protocol.errors.SerializationError",
         message="Argument 0 of train() cannot be pickled",
+        failed_at="2026-04-17T15:30:13.250+00:00",
+    ),
+    "batch_child_cancelled": BatchChildCancelled(
+        group_id="grp-a1b2c3d4",
+        index=4,
+        attempt=0,
+        cancelled_at="2026-04-17T15:30:40.125+00:00",
+        reason="the batch was cancelled",
     ),
     "batch_completion": BatchCompletion(
         group_id="grp-a1b2c3d4",

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GATE_TIMEOUT_S", "BatchUserError", "echo", "square", "step"]
+__all__ = ["GATE_TIMEOUT_S", "BatchUserError", "echo", "say", "square", "step"]
 
 GATE_TIMEOUT_S = 60.0
 """A job never waits longer than this for a file, so a broken test cannot leave it behind."""
@@ -74,3 +74,15 @@ def step(
     if fail:
         raise BatchUserError(fail)
     return value
+
+
+def say(name: str, *, wait_for: str | None = None, fail: bool = False) -> str:
+    """Print two lines naming ``name`` (the second after ``wait_for`` exists), then return
+    ``name`` or, with ``fail``, raise."""
+    print(f"hello from {name}", flush=True)
+    if wait_for:
+        _wait_for(wait_for)
+    print(f"goodbye from {name}", flush=True)
+    if fail:
+        raise BatchUserError(f"{name} fails")
+    return name

@@ -19,6 +19,7 @@ from kinetic_protocol.backend import (
 )
 from kinetic_protocol.batch import (
     BatchChild,
+    BatchChildCancelled,
     BatchCompletion,
     BatchManifest,
     BatchSubmissionError,
@@ -83,6 +84,7 @@ __all__ = [
     "PrepareRequest",
     "BackendSettings",
     "BatchChild",
+    "BatchChildCancelled",
     "BatchCompletion",
     "BatchManifest",
     "BatchSubmissionError",

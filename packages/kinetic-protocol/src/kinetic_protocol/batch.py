@@ -14,6 +14,7 @@ from kinetic_protocol.records import SCHEMA_VERSION, JobRecord
 
 __all__ = [
     "BatchChild",
+    "BatchChildCancelled",
     "BatchCompletion",
     "BatchManifest",
     "BatchSubmissionError",
@@ -99,6 +100,21 @@ class BatchSubmissionError(msgspec.Struct, kw_only=True):
     index: int
     exc_type: str
     message: str
+    failed_at: str = ""
+    """When the submission raised (ISO 8601, UTC); empty in records of older Kinetics."""
+    schema_version: int = SCHEMA_VERSION
+
+
+class BatchChildCancelled(msgspec.Struct, kw_only=True):
+    """An attempt the batch cancelled (a ``cancel()``, or fail-fast stopping its siblings),
+    written just before its backend resource is deleted: the job itself leaves no trace of
+    when or why it stopped."""
+
+    group_id: str
+    index: int
+    attempt: int
+    cancelled_at: str
+    reason: str
     schema_version: int = SCHEMA_VERSION
 
 

@@ -36,6 +36,8 @@ __all__ = [
     "bundle_key",
     "call_key",
     "cancel_key",
+    "cancelled_child_key",
+    "cancelled_children_prefix",
     "child_key",
     "collected_key",
     "collected_prefix",
@@ -174,6 +176,14 @@ def completion_key(group_id: str) -> str:
 
 def cancel_key(group_id: str) -> str:
     return f"groups/{group_id}/cancel"
+
+
+def cancelled_children_prefix(group_id: str) -> str:
+    return f"groups/{group_id}/cancelled/"
+
+
+def cancelled_child_key(group_id: str, index: int, attempt: int) -> str:
+    return f"{cancelled_children_prefix(group_id)}{index:06d}-{attempt:03d}.json"
 
 
 def group_call_key(group_id: str) -> str:

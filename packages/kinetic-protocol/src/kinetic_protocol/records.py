@@ -129,7 +129,8 @@ class HostStart(msgspec.Struct, kw_only=True):
 
     Written create-only before the host runs anything: a second start of the same host (its
     container restarted, or its pod replaced by Kubernetes) finds it and does not run the
-    function again behind Kinetic's back.
+    function again behind Kinetic's back. A single-host job's runtime writes one too (host 0
+    of 1, overwritten on a restart): it only says when the job began running.
     """
 
     job_id: str

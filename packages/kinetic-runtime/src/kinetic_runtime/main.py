@@ -34,6 +34,7 @@ import cloudpickle
 from kinetic_protocol import (
     CallDescriptor,
     Failed,
+    HostStart,
     ObjectStore,
     ResultEnvelope,
     SerializationError,
@@ -41,7 +42,7 @@ from kinetic_protocol import (
     Succeeded,
     layout,
 )
-from kinetic_protocol.records import encode_result
+from kinetic_protocol.records import encode_json, encode_result
 from kinetic_protocol.signing import Keyring, SignedKind, seal_blob
 from kinetic_runtime import debugging, settings
 from kinetic_runtime.calls import (
@@ -296,6 +297,16 @@ def _start_host(store: ObjectStore, job_id: str, host: SliceHost) -> int | None:
     return None
 
 
+def _record_start(store: ObjectStore, job_id: str) -> None:
+    """Say when a single-host job began running (its timeline's start); best effort, since a
+    job that cannot write this will say why when it stores its result."""
+    start = HostStart(job_id=job_id, host=0, hosts=1, instance=str(os.getpid()), started_at=_now())
+    try:
+        store.write(layout.host_started_key(job_id, 0), encode_json(start))
+    except Exception as exc:
+        _say(f"job {job_id}: could not record its start time: {exc!r}")
+
+
 def run_job(store_uri: str, job_id: str, workdir: Path, member: BatchInput | None = None) -> int:
     """Run ``job_id`` from ``store_uri`` in ``workdir``; return the process exit status.
 
@@ -320,6 +331,8 @@ def run_job(store_uri: str, job_id: str, workdir: Path, member: BatchInput | Non
         return EXIT_INFRA_ERROR
     if early is not None:
         return early
+    if host is None:
+        _record_start(store, job_id)
     job = _Job(store, job_id, workdir, host, member, keyring=keyring)
     envelope: ResultEnvelope
     try:

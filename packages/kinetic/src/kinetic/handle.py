@@ -138,6 +138,12 @@ class JobHandle:
             raise ConfigError(f"JobHandle.from_dict: invalid handle dict: {exc}") from exc
         return cls.from_record(record)
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: id, status with its reason, and the CLI command for its logs."""
+        from kinetic.display import job_html
+
+        return job_html(self)
+
     # -- observation ---------------------------------------------------------------------
 
     def status_detail(self) -> JobState:

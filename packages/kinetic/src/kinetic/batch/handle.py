@@ -13,10 +13,11 @@ from kinetic import _log
 from kinetic._waiting import Backoff, Deadline
 from kinetic.batch.collect import Collector
 from kinetic.batch.lease import LeaseHolder, SubmitterStatus, submitter_status
-from kinetic.batch.records import BatchRecords
+from kinetic.batch.records import BatchRecords, cancel_child
 from kinetic.batch.resume import plan_resume
 from kinetic.batch.state import BatchState, Decision, child_state, is_cleaned_up
 from kinetic.batch.submitter import FailurePolicy, Submitter
+from kinetic.batch.views import BatchViews
 from kinetic.env_capture import recapture_env
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
@@ -28,7 +29,7 @@ from kinetic_protocol import (
     JobStatus,
     layout,
 )
-from kinetic_protocol.records import decode_json
+from kinetic_protocol.signing import open_json
 
 __all__ = ["BatchHandle"]
 
@@ -36,7 +37,7 @@ log = _log.get_logger(__name__)
 _PARALLEL_CLEANUPS = 16
 
 
-class BatchHandle:
+class BatchHandle(BatchViews):
     """Handle for the children of one ``run_async_map`` call, in input order.
 
     ``jobs[i]`` is the handle of input ``i``'s latest attempt, or ``None`` while (or if) it is
@@ -325,7 +326,9 @@ class BatchHandle:
         """The stored call names the variables the batch captured, never their values: a
         resumed submitter takes them from its own environment (warning about missing ones)."""
         key = layout.group_call_key(self.group_id)
-        call = decode_json(self._records.store.read(key), CallDescriptor, what=key)
+        keyring = self._backend.signing_keys(create=False)
+        data = self._records.store.read(key)
+        call = open_json(keyring, "call", self.group_id, data, CallDescriptor, key=key)
         # A batch stored before names-only calls kept values in ``env``: its keys are the names
         # (the stored values are never used).
         names = call.env_names or sorted(call.env)
@@ -348,9 +351,8 @@ class BatchHandle:
             return
         states = self._backend.statuses([job.record for job in pending.values()])
         running = [job for job in pending.values() if not states[job.job_id].status.is_terminal]
-        self._in_parallel(
-            lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), running
-        )
+        reason = self._state.stop_reason() or "the batch stopped"
+        self._in_parallel(lambda job: cancel_child(self._records, job, reason), running)
 
     def cancel(self) -> None:
         """Stop submitting and retrying, and cancel every child that has not finished.

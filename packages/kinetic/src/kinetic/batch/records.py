@@ -8,8 +8,10 @@ needs one manifest read plus one listing to rebuild every child's handle.
 import contextlib
 import re
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -18,6 +20,7 @@ from kinetic.trust import open_manifest
 from kinetic_protocol import (
     SCHEMA_VERSION,
     BatchChild,
+    BatchChildCancelled,
     BatchCompletion,
     BatchManifest,
     BatchSubmissionError,
@@ -35,9 +38,15 @@ from kinetic_protocol import (
 from kinetic_protocol.records import decode_json, encode_json
 from kinetic_protocol.signing import seal_json
 
-__all__ = ["BatchListing", "BatchRecords", "parse_child_name"]
+if TYPE_CHECKING:
+    from kinetic.handle import JobHandle
+
+__all__ = ["PARALLEL_READS", "BatchListing", "BatchRecords", "cancel_child", "parse_child_name"]
 
 log = _log.get_logger(__name__)
+_R = TypeVar("_R")
+PARALLEL_READS = 16
+"""Store reads in flight at once when reading one record per attempt."""
 _CHILD_NAME = re.compile(r"(\d+)-(\d+)\.json")
 
 
@@ -49,7 +58,7 @@ def parse_child_name(key: str, prefix: str) -> tuple[int, int] | None:
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass
@@ -108,9 +117,53 @@ class BatchRecords:
 
     def add_submission_error(self, index: int, exc: BaseException) -> None:
         error = BatchSubmissionError(
-            group_id=self.group_id, index=index, exc_type=type(exc).__name__, message=str(exc)
-        )
+            group_id=self.group_id, index=index, exc_type=type(exc).__name__, message=str(exc),
+            failed_at=_now(),
+        )  # fmt: skip
         self.store.write(layout.submission_error_key(self.group_id, index), encode_json(error))
+
+    def add_cancelled(self, index: int, attempt: int, reason: str) -> None:
+        """Say when and why the batch cancelled an attempt (the job records neither)."""
+        record = BatchChildCancelled(
+            group_id=self.group_id, index=index, attempt=attempt, cancelled_at=_now(),
+            reason=reason,
+        )  # fmt: skip
+        self.store.write(
+            layout.cancelled_child_key(self.group_id, index, attempt), encode_json(record)
+        )
+
+    def _read_json(self, key: str, record_type: type[_R]) -> _R | None:
+        """The record at ``key``; ``None`` if it went away, or (with a warning) if it is not
+        a ``record_type``."""
+        try:
+            return decode_json(self.store.read(key), record_type, what=key)
+        except ObjectNotFoundError:
+            return None
+        except CorruptRecordError as exc:
+            self._ignore(key, str(exc))
+            return None
+
+    def cancelled_children(self) -> dict[tuple[int, int], BatchChildCancelled]:
+        """Every attempt the batch cancelled, by ``(index, attempt)``."""
+        found: dict[tuple[int, int], BatchChildCancelled] = {}
+        for key in self.store.list(layout.cancelled_children_prefix(self.group_id)):
+            record = self._read_json(key, BatchChildCancelled)
+            if record is not None:
+                found[record.index, record.attempt] = record
+        return found
+
+    def children(self) -> list[BatchChild]:
+        """Every attempt's record, in ``(index, attempt)`` order; strays are warned about."""
+        prefix = layout.children_prefix(self.group_id)
+        keys = []
+        for key in sorted(self.store.list(prefix)):
+            if parse_child_name(key, prefix) is None:
+                self._ignore(key, "not a child record (<index>-<attempt>.json).")
+            else:
+                keys.append(key)
+        with ThreadPoolExecutor(PARALLEL_READS) as pool:
+            read = list(pool.map(lambda key: self._read_json(key, BatchChild), keys))
+        return [child for child in read if child is not None]
 
     def mark_complete(
         self, submitted: int, *, cancelled: bool, fail_fast: bool = False, error: str = ""
@@ -185,12 +238,8 @@ class BatchRecords:
             if attempt >= listing.latest_attempts.get(index, -1):
                 listing.latest_attempts[index] = attempt
         for key in self.store.list(layout.submission_errors_prefix(self.group_id)):
-            try:
-                error = decode_json(self.store.read(key), BatchSubmissionError, what=key)
-            except ObjectNotFoundError:
-                continue
-            except CorruptRecordError as exc:
-                self._ignore(key, str(exc))
+            error = self._read_json(key, BatchSubmissionError)
+            if error is None:
                 continue
             if total is not None and not 0 <= error.index < total:
                 self._ignore(key, f"input {error.index} is outside the batch's {total} inputs.")
@@ -201,3 +250,14 @@ class BatchRecords:
     def delete_all(self) -> None:
         self.store.delete_prefix(layout.group_prefix(self.group_id))
         self.store.delete(layout.manifest_key(self.group_id))
+
+
+def cancel_child(records: BatchRecords, job: "JobHandle", reason: str) -> None:
+    """Cancel a child the batch stops, saying when and why first (best effort: a store that
+    refuses the note does not keep the job running)."""
+    if job.group_index is not None:
+        try:
+            records.add_cancelled(job.group_index, job.record.attempt, reason)
+        except Exception:
+            log.warning("could not record a cancellation", job_id=job.job_id, exc_info=True)
+    job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5)

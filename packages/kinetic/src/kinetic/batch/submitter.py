@@ -19,7 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from kinetic import _log
 from kinetic._waiting import Backoff
 from kinetic.batch.lease import LeaseHolder
-from kinetic.batch.records import BatchRecords
+from kinetic.batch.records import BatchRecords, cancel_child
 from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.batch.workers import WorkerPool
 from kinetic.handle import JobHandle
@@ -318,8 +318,9 @@ class Submitter:
 
     def _cancel_late(self, job: JobHandle) -> None:
         """A child whose submission landed after fail-fast cancelled its siblings."""
+        reason = self.state.stop_reason() or "the batch stopped"
         try:
-            job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5)
+            cancel_child(self.records, job, reason)
         except Exception:
             log.warning("could not cancel a late sibling", job_id=job.job_id, exc_info=True)
 

@@ -5,13 +5,13 @@ so it works from any shell on any machine with access to the same project.
 """
 
 import json
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from kinetic.cli import render
+from kinetic.cli.batch_views import logs, timeline
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import Failed
 
@@ -30,6 +30,10 @@ TIMEOUT_OPTION = click.option(
 @click.group()
 def batch() -> None:
     """Observe, collect, cancel and clean up batches."""
+
+
+batch.add_command(timeline)
+batch.add_command(logs)
 
 
 @batch.command("list")
@@ -167,30 +171,13 @@ def watch(
     On a terminal this is a progress bar; otherwise one plain line per change. With --json,
     nothing is shown until the end, then the final counts.
     """
-    from kinetic.cli.progress import WatchDisplay, tally
+    from kinetic.batch.watch import follow_counts
+    from kinetic.cli.progress import WatchDisplay
 
     handle = cli.attach_batch(group_id, follow=True)
-    stop_at = None if timeout is None else time.monotonic() + timeout
     display = WatchDisplay(handle.group_id, len(handle.jobs), live=False if as_json else None)
     with display:
-        counts, _, _ = tally(handle)
-        if not as_json:
-            display.update(counts)
-        finished = False
-        while not finished:
-            step = (
-                interval if stop_at is None else max(0.0, min(interval, stop_at - time.monotonic()))
-            )
-            try:
-                handle.wait(timeout=step)
-                finished = True
-            except TimeoutError:
-                if stop_at is not None and time.monotonic() >= stop_at:
-                    raise TimeoutError(
-                        f"Batch {group_id} is still running after {timeout:g}s "
-                        f"({counts.summary()}); its jobs keep running."
-                    ) from None
-            counts, _, _ = tally(handle)
+        for counts, _, _ in follow_counts(handle, interval=interval, timeout=timeout):
             if not as_json:
                 display.update(counts)
     if as_json:

@@ -1,0 +1,368 @@
+"""A batch's history as time spans: every attempt of every input, from its records.
+
+Read from what the batch and its jobs stored (child records, start claims, result envelopes,
+cancellation and submission-error records) plus one status call for the attempts still
+unsettled; nothing here needs the process that submitted the batch. Drawing is in
+:mod:`kinetic.batch.timeline_plot`, which needs the ``kinetic[plot]`` extra.
+"""
+
+import enum
+import statistics
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kinetic.batch.records import PARALLEL_READS
+from kinetic.trust import OutcomeKind, open_outcome
+from kinetic_protocol import (
+    Backend,
+    BatchChild,
+    BatchManifest,
+    CollectedOutcome,
+    CorruptRecordError,
+    Failed,
+    HostStart,
+    IntegrityError,
+    JobState,
+    JobStatus,
+    ObjectNotFoundError,
+    ResultEnvelope,
+    Succeeded,
+    layout,
+)
+from kinetic_protocol.records import decode_json
+
+if TYPE_CHECKING:
+    from kinetic.batch.records import BatchRecords
+    from kinetic.handle import JobHandle
+
+__all__ = ["Attempt", "BatchTimeline", "Outcome", "SubmissionFailure", "TimelineSummary"]
+
+
+class Outcome(enum.Enum):
+    """How an attempt ended (or where it is), which is also its colour in the picture."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    RETRIED = "failed, retried"
+    CANCELLED = "cancelled"
+    LOST = "gone without a result"
+    RUNNING = "running"
+    PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of one input: submitted, then (maybe) started, then (maybe) finished.
+
+    ``finished_at`` is ``None`` while it runs; ``started_at`` is ``None`` for an attempt that
+    never began running (cancelled while pending, or still pending).
+    """
+
+    index: int
+    attempt: int
+    job_id: str
+    outcome: Outcome
+    reason: str
+    submitted_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @property
+    def run_seconds(self) -> float | None:
+        """Seconds it ran (started to finished), if it did both."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+    @property
+    def pending_seconds(self) -> float | None:
+        """Seconds from submission until it started (or ended without starting)."""
+        end = self.started_at or self.finished_at
+        return None if end is None else (end - self.submitted_at).total_seconds()
+
+
+@dataclass(frozen=True)
+class SubmissionFailure:
+    """An input whose submission raised: it never ran."""
+
+    index: int
+    failed_at: datetime
+    exc_type: str
+    message: str
+
+
+@dataclass(frozen=True)
+class TimelineSummary:
+    """The numbers a timeline's title line shows.
+
+    ``busy_fraction``: run time summed over every attempt, over wall time times the most
+    attempts that ran at once; 1.0 means every slot the batch used was busy all along.
+    """
+
+    wall_seconds: float
+    busy_fraction: float
+    run_p50: float | None
+    run_p95: float | None
+    attempts: int
+    peak_running: int
+
+    def describe(self) -> str:
+        def seconds(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.1f}s"
+
+        return (
+            f"wall {seconds(self.wall_seconds)}, busy {self.busy_fraction:.0%} "
+            f"(peak {self.peak_running} running), run time p50 {seconds(self.run_p50)} "
+            f"p95 {seconds(self.run_p95)}, {self.attempts} attempts"
+        )
+
+
+def _parse(stamp: str) -> datetime | None:
+    if not stamp:
+        return None
+    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _percentile(values: list[float], fraction: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[round(fraction * 100) - 1]
+
+
+def _peak(attempts: Iterable[Attempt], now: datetime) -> int:
+    """The most attempts running at the same moment."""
+    edges: list[tuple[datetime, int]] = []
+    for item in attempts:
+        if item.started_at is not None:
+            edges += [(item.started_at, 1), (item.finished_at or now, -1)]
+    running = peak = 0
+    for _, change in sorted(edges, key=lambda edge: (edge[0], edge[1])):
+        running += change
+        peak = max(peak, running)
+    return peak
+
+
+@dataclass(frozen=True)
+class BatchTimeline:
+    """Every attempt of a batch and every failed submission, as read at ``taken_at``.
+
+    ``figure()`` draws it (plotly); ``write(path)`` saves it as ``.html``, ``.svg`` or
+    ``.png``. In a notebook the timeline shows as its figure.
+    """
+
+    group_id: str
+    name: str | None
+    total: int
+    attempts: list[Attempt]
+    submission_failures: list[SubmissionFailure]
+    taken_at: datetime
+
+    def summary(self) -> TimelineSummary:
+        starts = [a.submitted_at for a in self.attempts]
+        starts += [f.failed_at for f in self.submission_failures]
+        ends = [a.finished_at or self.taken_at for a in self.attempts]
+        ends += [f.failed_at for f in self.submission_failures]
+        wall = (max(ends) - min(starts)).total_seconds() if starts else 0.0
+        runs = [a.run_seconds for a in self.attempts if a.run_seconds is not None]
+        running = [
+            ((a.finished_at or self.taken_at) - a.started_at).total_seconds()
+            for a in self.attempts
+            if a.started_at is not None
+        ]
+        peak = _peak(self.attempts, self.taken_at)
+        busy = sum(running) / (wall * peak) if wall > 0 and peak else 0.0
+        return TimelineSummary(
+            wall_seconds=wall,
+            busy_fraction=min(busy, 1.0),
+            run_p50=_percentile(sorted(runs), 0.50),
+            run_p95=_percentile(sorted(runs), 0.95),
+            attempts=len(self.attempts),
+            peak_running=peak,
+        )
+
+    def figure(self) -> Any:
+        """The timeline as a ``plotly.graph_objects.Figure`` (needs ``kinetic[plot]``)."""
+        from kinetic.batch.timeline_plot import build_figure
+
+        return build_figure(self)
+
+    def write(self, path: str | Path) -> Path:
+        """Save the picture; the suffix picks the format (``.html``, ``.svg``, ``.png``).
+
+        HTML is self-contained (plotly.js inlined: it opens offline). SVG and PNG are drawn by
+        kaleido, which drives a Chrome or Chromium installed on this machine.
+        """
+        from kinetic.batch.timeline_plot import write_figure
+
+        return write_figure(self, Path(path))
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle: Any = self.figure()._repr_mimebundle_(**kwargs)
+        return bundle
+
+
+def _latest(children: list[BatchChild]) -> dict[int, int]:
+    latest: dict[int, int] = {}
+    for child in children:
+        latest[child.index] = max(child.attempt, latest.get(child.index, -1))
+    return latest
+
+
+class _Reader:
+    """Reads what one batch's attempts left behind."""
+
+    def __init__(
+        self,
+        manifest: BatchManifest,
+        records: "BatchRecords",
+        backend: Backend,
+    ) -> None:
+        self.manifest = manifest
+        self.records = records
+        self.backend = backend
+
+    def started_at(self, job: "JobHandle") -> datetime | None:
+        """When the job's (leader) host began running it, from its start claim."""
+        key = layout.host_started_key(job.job_id, 0)
+        try:
+            start = decode_json(self.records.store.read(key), HostStart, what=key)
+        except (ObjectNotFoundError, CorruptRecordError):
+            return None
+        return _parse(start.started_at)
+
+    @staticmethod
+    def envelope(job: "JobHandle", kept: Mapping[int, CollectedOutcome]) -> ResultEnvelope | None:
+        outcome = kept.get(job.group_index) if job.group_index is not None else None
+        try:
+            if outcome is not None and outcome.job_id == job.job_id:
+                key = f"the kept outcome of {job.job_id}"
+                kind: OutcomeKind = "host-result" if outcome.kind == "host-result" else "result"
+                return open_outcome(job.record, outcome.envelope, key=key, kind=kind).envelope
+            return job.read_envelope()
+        except (ObjectNotFoundError, IntegrityError):  # collecting it says what is wrong
+            return None
+
+    def read(self, taken_at: datetime) -> BatchTimeline:
+        from kinetic.handle import JobHandle
+
+        children = self.records.children()
+        latest = _latest(children)
+        cancelled = self.records.cancelled_children()
+        kept = self.records.collected()
+        jobs = {
+            (c.index, c.attempt): JobHandle.from_record(
+                self.manifest.child_record(c.index, c.attempt)
+            )
+            for c in children
+        }
+        with ThreadPoolExecutor(PARALLEL_READS) as pool:
+            envelopes = dict(
+                zip(
+                    jobs, pool.map(lambda job: self.envelope(job, kept), jobs.values()), strict=True
+                )
+            )
+            starts = dict(zip(jobs, pool.map(self.started_at, jobs.values()), strict=True))
+        unsettled = [job for key, job in jobs.items() if envelopes[key] is None]
+        states = self.backend.statuses([job.record for job in unsettled]) if unsettled else {}
+        attempts = []
+        for child in children:
+            key = (child.index, child.attempt)
+            job, envelope = jobs[key], envelopes[key]
+            state = states.get(job.job_id, JobState(status=JobStatus.NOT_FOUND))
+            stopped = cancelled.get(key)
+            attempts.append(
+                self.attempt(
+                    child,
+                    job,
+                    envelope,
+                    state,
+                    started=starts[key],
+                    retried=child.attempt < latest[child.index],
+                    cancelled_at=_parse(stopped.cancelled_at) if stopped else None,
+                    cancelled_reason=stopped.reason if stopped else "",
+                )
+            )
+        created = _parse(self.manifest.created_at) or taken_at
+        failures = [
+            SubmissionFailure(
+                index=error.index,
+                failed_at=_parse(error.failed_at) or created,
+                exc_type=error.exc_type,
+                message=error.message,
+            )
+            for error in self.records.listing(
+                self.manifest.total_expected
+            ).submission_errors.values()
+        ]
+        return BatchTimeline(
+            group_id=self.manifest.group_id,
+            name=self.manifest.name,
+            total=self.manifest.total_expected,
+            attempts=attempts,
+            submission_failures=sorted(failures, key=lambda f: f.index),
+            taken_at=taken_at,
+        )
+
+    def attempt(
+        self,
+        child: BatchChild,
+        job: "JobHandle",
+        envelope: ResultEnvelope | None,
+        state: JobState,
+        *,
+        started: datetime | None,
+        retried: bool,
+        cancelled_at: datetime | None,
+        cancelled_reason: str,
+    ) -> Attempt:
+        submitted = _parse(child.submitted_at) or _parse(self.manifest.created_at)
+        assert submitted is not None  # the manifest's created_at is always set
+        finished: datetime | None = None
+        if isinstance(envelope, Succeeded | Failed):
+            started = _parse(envelope.started_at) or started
+            finished = _parse(envelope.finished_at)
+        if isinstance(envelope, Succeeded):
+            outcome, reason = Outcome.SUCCEEDED, ""
+        elif isinstance(envelope, Failed):
+            outcome = Outcome.RETRIED if retried else Outcome.FAILED
+            reason = f"{envelope.exc_type}: {envelope.message}"
+        elif cancelled_at is not None:
+            outcome, reason, finished = Outcome.CANCELLED, cancelled_reason, cancelled_at
+        elif state.status is JobStatus.RUNNING:
+            outcome, reason = Outcome.RUNNING, state.detail
+        elif state.status is JobStatus.PENDING:
+            outcome, reason = Outcome.PENDING, state.detail
+        elif retried:
+            outcome, reason = Outcome.RETRIED, state.describe()
+        else:
+            failed = state.status is JobStatus.FAILED
+            outcome, reason = (Outcome.FAILED if failed else Outcome.LOST), state.describe()
+        if started is not None and finished is None and outcome not in _LIVE:
+            finished = started  # ended with no record of when: a zero-length mark
+        return Attempt(
+            index=child.index,
+            attempt=child.attempt,
+            job_id=job.job_id,
+            outcome=outcome,
+            reason=reason,
+            submitted_at=submitted,
+            started_at=started,
+            finished_at=finished,
+        )
+
+
+_LIVE = frozenset({Outcome.RUNNING, Outcome.PENDING})
+
+
+def read_timeline(
+    manifest: BatchManifest, records: "BatchRecords", backend: Backend
+) -> BatchTimeline:
+    """The batch's timeline as its records and backend say now."""
+    return _Reader(manifest, records, backend).read(datetime.now(UTC))

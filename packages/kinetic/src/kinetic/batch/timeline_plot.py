@@ -1,0 +1,180 @@
+"""Draws a :class:`~kinetic.batch.timeline.BatchTimeline` with plotly (``kinetic[plot]``).
+
+One row per input, one bar per attempt: a pale bar while it waited (submitted to started), a
+bar coloured by its outcome while it ran, and an ``x`` where a submission failed.
+"""
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from kinetic.batch.timeline import Attempt, BatchTimeline, Outcome
+from kinetic_protocol import ConfigError, KineticError
+
+__all__ = [
+    "COLOURS",
+    "PENDING_TRACE",
+    "SUBMISSION_FAILED_TRACE",
+    "build_figure",
+    "check_output",
+    "write_figure",
+]
+
+COLOURS = {
+    Outcome.SUCCEEDED: "#2e7d32",
+    Outcome.FAILED: "#c62828",
+    Outcome.RETRIED: "#ef6c00",
+    Outcome.CANCELLED: "#6a1b9a",
+    Outcome.LOST: "#455a64",
+    Outcome.RUNNING: "#1565c0",
+    Outcome.PENDING: "#90a4ae",
+}
+PENDING_TRACE = "waiting (submitted, not started)"
+SUBMISSION_FAILED_TRACE = "submission failed"
+_FORMATS = (".html", ".svg", ".png")
+
+
+def _plotly() -> Any:
+    try:
+        import plotly.graph_objects as go
+    except ImportError as exc:
+        raise KineticError(
+            "Drawing a batch timeline needs plotly, which is not installed: "
+            "pip install 'kinetic[plot]'"
+        ) from exc
+    return go
+
+
+def _row(index: int) -> str:
+    return f"input {index}"
+
+
+def _ms(start: datetime, end: datetime) -> float:
+    return (end - start).total_seconds() * 1000
+
+
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}s"
+
+
+def _hover(item: Attempt) -> str:
+    lines = [
+        f"<b>input {item.index}, attempt {item.attempt}</b>",
+        f"job {item.job_id}",
+        f"{item.outcome.value}" + (f": {item.reason}" if item.reason else ""),
+        f"waited {_seconds(item.pending_seconds)}, ran {_seconds(item.run_seconds)}",
+    ]
+    return "<br>".join(line.replace("\n", " ") for line in lines)
+
+
+def _bars(go: Any, name: str, colour: str, spans: list[tuple[Attempt, datetime, datetime]]) -> Any:
+    return go.Bar(
+        name=name,
+        orientation="h",
+        y=[_row(item.index) for item, _, _ in spans],
+        base=[start.isoformat() for _, start, _ in spans],
+        x=[_ms(start, end) for _, start, end in spans],
+        customdata=[[item.job_id, item.attempt] for item, _, _ in spans],
+        hovertext=[_hover(item) for item, _, _ in spans],
+        hovertemplate="%{hovertext}<extra></extra>",
+        marker={"color": colour, "line": {"color": "white", "width": 1}},
+    )
+
+
+def build_figure(timeline: BatchTimeline) -> Any:
+    """The figure: traces are named after :class:`Outcome` values, :data:`PENDING_TRACE` and
+    :data:`SUBMISSION_FAILED_TRACE`."""
+    go = _plotly()
+    now = timeline.taken_at
+    waiting = []
+    by_outcome: dict[Outcome, list[tuple[Attempt, datetime, datetime]]] = {}
+    for item in timeline.attempts:
+        waited_until = item.started_at or item.finished_at or now
+        waiting.append((item, item.submitted_at, waited_until))
+        if item.started_at is not None:
+            span = (item, item.started_at, item.finished_at or now)
+            by_outcome.setdefault(item.outcome, []).append(span)
+    traces = [_bars(go, PENDING_TRACE, COLOURS[Outcome.PENDING], waiting)] if waiting else []
+    traces += [
+        _bars(go, outcome.value, COLOURS[outcome], by_outcome[outcome])
+        for outcome in Outcome
+        if outcome in by_outcome
+    ]
+    failures = timeline.submission_failures
+    if failures:
+        traces.append(
+            go.Scatter(
+                name=SUBMISSION_FAILED_TRACE,
+                mode="markers",
+                x=[f.failed_at.isoformat() for f in failures],
+                y=[_row(f.index) for f in failures],
+                marker={"symbol": "x", "size": 12, "color": COLOURS[Outcome.FAILED]},
+                hovertext=[
+                    f"<b>input {f.index}</b><br>submission failed<br>{f.exc_type}: {f.message}"
+                    for f in failures
+                ],
+                hovertemplate="%{hovertext}<extra></extra>",
+            )
+        )
+    rows = [_row(i) for i in range(timeline.total)]
+    title = f"Batch {timeline.group_id}" + (f" ({timeline.name})" if timeline.name else "")
+    figure = go.Figure(data=traces)
+    figure.update_layout(
+        title={"text": f"{title}<br><sup>{timeline.summary().describe()}</sup>"},
+        barmode="overlay",
+        xaxis={"type": "date", "title": "time (UTC)"},
+        yaxis={"categoryorder": "array", "categoryarray": rows, "autorange": "reversed"},
+        height=max(340, 170 + 26 * timeline.total),
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
+        margin={"t": 110},
+        template="plotly_white",
+    )
+    return figure
+
+
+def check_output(path: Path) -> str:
+    """The format ``path`` names, or a ConfigError before anything is read or drawn: a
+    suffix that is not a format, or a directory that does not exist."""
+    suffix = path.suffix.lower()
+    if suffix not in _FORMATS:
+        raise ConfigError(
+            f"Cannot write a timeline to {str(path)!r}: the file name must end in "
+            f"{', '.join(_FORMATS)} (the suffix picks the format)."
+        )
+    if not path.parent.is_dir():
+        raise ConfigError(
+            f"Cannot write a timeline to {str(path)!r}: there is no directory "
+            f"{str(path.parent)!r}. Create it first, or choose another path."
+        )
+    return suffix
+
+
+def write_figure(timeline: BatchTimeline, path: Path) -> Path:
+    """Write the timeline to ``path``; its suffix (``.html``, ``.svg``, ``.png``) is the
+    format. A wrong suffix is refused before anything is drawn."""
+    suffix = check_output(path)
+    figure = build_figure(timeline)
+    if suffix == ".html":
+        figure.write_html(path, include_plotlyjs=True, full_html=True)
+        return path
+    _write_image(figure, path)
+    return path
+
+
+def _write_image(figure: Any, path: Path) -> None:
+    try:
+        from choreographer.errors import ChromeNotFoundError
+    except ImportError as exc:
+        raise KineticError(
+            f"Writing {path.name} needs kaleido, which is not installed: "
+            "pip install 'kinetic[plot]' (or write an .html timeline instead)."
+        ) from exc
+    try:
+        figure.write_image(path)
+    except ChromeNotFoundError as exc:
+        raise KineticError(
+            f"Writing {path.name} needs a Chrome or Chromium browser, which kaleido could not "
+            "find on this machine. Install one (Debian/Ubuntu: apt-get install chromium; set "
+            "BROWSER_PATH to its executable if it is not on PATH), or write an .html timeline, "
+            "which needs no browser to produce."
+        ) from exc

@@ -1,0 +1,127 @@
+"""Compact HTML summaries of job and batch handles for Jupyter (``_repr_html_``).
+
+Each summary costs one status call; a backend that cannot answer is shown as such instead of
+breaking the notebook cell.
+"""
+
+from html import escape
+from typing import TYPE_CHECKING
+
+from kinetic_protocol import KineticError
+
+if TYPE_CHECKING:
+    from kinetic.batch.handle import BatchHandle
+    from kinetic.batch.tally import Polled, Tally
+    from kinetic.handle import JobHandle
+    from kinetic_protocol import JobState
+
+__all__ = ["batch_html", "job_html"]
+
+_COLOURS = {
+    "SUCCEEDED": "#2e7d32",
+    "FAILED": "#c62828",
+    "RUNNING": "#1565c0",
+    "PENDING": "#78909c",
+    "NOT_FOUND": "#455a64",
+}
+_STYLE = "font-family: sans-serif; font-size: 13px; line-height: 1.5"
+
+
+def _badge(text: str, status: str) -> str:
+    colour = _COLOURS.get(status, "#455a64")
+    return (
+        f'<span style="background:{colour};color:white;border-radius:3px;padding:0 6px">'
+        f"{escape(text)}</span>"
+    )
+
+
+def _row(label: str, value: str) -> str:
+    return f'<tr><th style="text-align:left;padding-right:12px">{label}</th><td>{value}</td></tr>'
+
+
+def _code(command: str) -> str:
+    return f"<code>{escape(command)}</code>"
+
+
+def job_html(job: "JobHandle") -> str:
+    """Id, status with its reason, accelerator, and the commands that show its logs."""
+    try:
+        state = job.status_detail()
+        status = _badge(state.describe(), state.status.value)
+    except KineticError as error:
+        status = f"<i>status unavailable: {escape(str(error))}</i>"
+    rows = [
+        _row("job", _code(job.job_id)),
+        _row("status", status),
+        _row("function", escape(job.func_name)),
+        _row("accelerator", escape(f"{job.accelerator} on {job.backend}")),
+        _row("created", escape(job.created_at)),
+        _row("logs", _code(f"kinetic jobs logs {job.job_id} --follow")),
+    ]
+    return f'<div style="{_STYLE}"><table>{"".join(rows)}</table></div>'
+
+
+def _progress_bar(counts: "Tally") -> str:
+    """One bar split by outcome: succeeded, failed, running, pending."""
+    total = max(counts.total, 1)
+    parts = [
+        ("SUCCEEDED", counts.succeeded),
+        ("FAILED", counts.failed),
+        ("NOT_FOUND", counts.gone),
+        ("RUNNING", counts.running),
+        ("PENDING", counts.pending + counts.unsubmitted),
+    ]
+    segments = "".join(
+        f'<div title="{escape(status.lower())}: {count}" style="width:{100 * count / total:.2f}%;'
+        f'background:{_COLOURS[status]}"></div>'
+        for status, count in parts
+        if count
+    )
+    return (
+        '<div role="progressbar" aria-valuemin="0" '
+        f'aria-valuemax="{counts.total}" aria-valuenow="{counts.finished}" '
+        'style="display:flex;width:320px;height:12px;background:#eceff1;border-radius:3px;'
+        f'overflow:hidden">{segments}</div>'
+    )
+
+
+def _failures(states: "dict[int, JobState]", limit: int = 5) -> str:
+    """The first failed inputs with their reasons, one per line."""
+    failed = [(i, state) for i, state in sorted(states.items()) if state.status.value == "FAILED"]
+    shown = [f"input {i}: {_badge(state.describe(), 'FAILED')}" for i, state in failed[:limit]]
+    if len(failed) > limit:
+        shown.append(f"... and {len(failed) - limit} more")
+    return "<br>".join(shown)
+
+
+def batch_html(batch: "BatchHandle", polled: "Polled | None" = None) -> str:
+    """Group id, name, counts with a progress bar, the first failures with their reasons, and
+    the commands for logs and status. ``polled``: a :func:`~kinetic.batch.tally.tally` result
+    already in hand (else one status poll is made here)."""
+    from kinetic.batch.tally import tally
+
+    states: dict[int, JobState] = {}
+    if polled is None:
+        try:
+            polled = tally(batch)
+        except KineticError as error:
+            summary = f"<i>status unavailable: {escape(str(error))}</i>"
+    if polled is not None:
+        counts, _, states = polled
+        summary = (
+            f"{counts.finished}/{counts.total} finished ({escape(counts.summary())})"
+            f"{_progress_bar(counts)}"
+        )
+    rows = [
+        _row("batch", _code(batch.group_id) + (f" ({escape(batch.name)})" if batch.name else "")),
+        _row("function", escape(batch.func_name)),
+        _row("progress", summary),
+    ]
+    if _failures(states):
+        rows.append(_row("failed", _failures(states)))
+    rows += [
+        _row("created", escape(batch.created_at)),
+        _row("logs", _code(f"kinetic batch logs {batch.group_id} --follow")),
+        _row("status", _code(f"kinetic batch status {batch.group_id}")),
+    ]
+    return f'<div style="{_STYLE}"><table>{"".join(rows)}</table></div>'
