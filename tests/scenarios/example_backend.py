@@ -81,7 +81,7 @@ class ExampleBackend:
         self.prepared.append(request)
         return Preparation(backend_data={"prepared-by": self.name})
 
-    def signing_keys(self, *, create: bool) -> Keyring:
+    def signing_keys(self, *, create: bool, refresh: bool = False) -> Keyring:
         """Kept on this machine's disk, where its jobs run and read them."""
         return directory_keyring(self._root / "keys", create=create)
 

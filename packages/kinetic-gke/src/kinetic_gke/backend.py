@@ -225,12 +225,13 @@ class GKEBackend:
             self.check_fuse_driver()
         return Preparation()
 
-    def signing_keys(self, *, create: bool) -> Keyring:
-        """The namespace's keyring, read from its Secret once per connection."""
+    def signing_keys(self, *, create: bool, refresh: bool = False) -> Keyring:
+        """The namespace's keyring, read from its Secret once per connection (and again on
+        ``refresh``)."""
         from kinetic_gke.k8s.signing import namespace_keyring
 
         connection = self.connection
-        keyring = self._keyrings.get(id(connection))
+        keyring = None if refresh else self._keyrings.get(id(connection))
         if keyring is None:
             keyring = namespace_keyring(connection, create=create)
             self._keyrings[id(connection)] = keyring

@@ -137,10 +137,12 @@ class Backend(Protocol):
         ConfigError for what cannot run here."""
         ...
 
-    def signing_keys(self, *, create: bool) -> Keyring:
+    def signing_keys(self, *, create: bool, refresh: bool = False) -> Keyring:
         """The keyring that signs this backend's calls and verifies what its jobs write, and
         that its jobs can read. ``create``: make it if there is none (a submission); a reader
-        never creates one. Raises ``SigningKeyError`` when it is out of this caller's reach."""
+        never creates one. A backend may keep it in memory; ``refresh`` reads it again (the
+        client asks when an object names a key it does not know: a rotation elsewhere).
+        Raises ``SigningKeyError`` when it is out of this caller's reach."""
         ...
 
     def replace_signing_keys(self, keyring: Keyring) -> None:

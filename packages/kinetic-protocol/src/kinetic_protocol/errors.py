@@ -79,10 +79,14 @@ class IntegrityError(StorageError):
     machine trusts: it was changed, copied from another job, or written before signing. Nothing
     of it was unpickled or run. ``job_id`` and ``key`` name the job (or batch) and the object."""
 
-    def __init__(self, message: str, *, job_id: str = "", key: str = "") -> None:
+    def __init__(
+        self, message: str, *, job_id: str = "", key: str = "", unknown_key_id: str = ""
+    ) -> None:
         super().__init__(message)
         self.job_id = job_id
         self.key = key
+        self.unknown_key_id = unknown_key_id
+        """Set when the object is signed with a key id the keyring lacks."""
 
 
 class SigningKeyError(KineticError):

@@ -168,6 +168,7 @@ class Keyring:
                 "or signed with a key since retired. Nothing of it was unpickled or run.",
                 job_id=subject,
                 key=key,
+                unknown_key_id=signature.key_id,
             )
         expected = self._mac(secret, kind, subject, body)
         if not hmac.compare_digest(expected, signature.mac):

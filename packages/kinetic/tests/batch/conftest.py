@@ -62,7 +62,7 @@ class FakeBackend:
         return Preparation()
 
     # Its records name the local backend, whose keyring (the Kinetic home's) verifies them.
-    def signing_keys(self, *, create: bool) -> Keyring:
+    def signing_keys(self, *, create: bool, refresh: bool = False) -> Keyring:
         return directory_keyring(Path(os.environ["KINETIC_HOME"]) / "keys", create=create)
 
     def replace_signing_keys(self, keyring: Keyring) -> None:

@@ -143,7 +143,7 @@ class LocalBackend:
     def _keys(self) -> Path:
         return kinetic_home() / "keys"
 
-    def signing_keys(self, *, create: bool) -> Keyring:
+    def signing_keys(self, *, create: bool, refresh: bool = False) -> Keyring:
         """The user's own keyring in the Kinetic home, which local jobs read in place."""
         return directory_keyring(self._keys, create=create)
 

@@ -1,0 +1,61 @@
+"""Rotating the signing keys from the CLI keeps older jobs readable; retiring a key makes what
+it signed unreadable (a key believed leaked)."""
+
+from typing import Any
+
+import pytest
+import scenario_funcs as uf
+from click.testing import CliRunner, Result
+from scenario_support import ScenarioBackend
+
+from kinetic import IntegrityError, JobStatus
+
+pytestmark = pytest.mark.parametrize("kinetic_backend", ["local", "gke"], indirect=True)
+
+
+def _keys(backend: ScenarioBackend, *args: str) -> Result:
+    from kinetic.cli import cli
+
+    result = CliRunner().invoke(
+        cli, ["keys", *args, "--backend", backend.name], prog_name="kinetic"
+    )
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_rotation_keeps_old_results_and_retiring_the_old_key_refuses_them(
+    kinetic_backend: ScenarioBackend,
+) -> None:
+    add = kinetic_backend.decorate()(uf.add)
+    before = add.run_async(1)
+    assert before.wait(timeout=120).status is JobStatus.SUCCEEDED
+    old_key = _keys(kinetic_backend, "show", "--json").output.split('"current": "')[1][:16]
+
+    _keys(kinetic_backend, "rotate")
+    assert before.result(cleanup=False) == 1, "a rotation must not lose older results"
+    after = add.run_async(2)
+    assert after.result(timeout=120) == 2
+
+    _keys(kinetic_backend, "retire", old_key, "--yes")
+    with pytest.raises(IntegrityError, match=f"signed with key {old_key}"):
+        before.result()
+
+
+def test_a_rotation_made_elsewhere_is_picked_up_when_a_result_names_the_new_key(
+    kinetic_backend: ScenarioBackend,
+) -> None:
+    """This process read the keys before another machine rotated them: the job signs its
+    result with the new key, which this process reads again rather than refusing it."""
+    from kinetic.backends import load_factory
+    from kinetic.config import resolve_settings
+
+    add = kinetic_backend.decorate()(uf.add)
+    assert add(1) == 1  # this process has now read (and may keep) the keyring
+    factory: Any = load_factory(kinetic_backend.name)  # a new object: no keys read yet
+    elsewhere = factory(
+        resolve_settings(backend=kinetic_backend.name, quiet=True).backend_settings()
+    )
+    rotated = elsewhere.signing_keys(create=False).rotated()
+    elsewhere.replace_signing_keys(rotated)
+    job = add.run_async(2)
+    assert job.result(timeout=120) == 2
