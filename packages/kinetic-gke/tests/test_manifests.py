@@ -202,6 +202,7 @@ def test_pods_meet_the_restricted_pod_security_standard(record: RecordFactory) -
         "runAsNonRoot": True,
         "runAsUser": 1000,
         "runAsGroup": 1000,
+        "fsGroup": 1000,  # group-owns the mounted signing keys
         "seccompProfile": {"type": "RuntimeDefault"},
     }
     assert _container(manifest)["securityContext"] == {
@@ -261,10 +262,10 @@ def test_data_mounts_become_valid_volumes(record: RecordFactory, version: str) -
     assert annotations == {"gke-gcsfuse/volumes": "true"}, "GKE injects the FUSE sidecar"
 
 
-def test_a_job_without_data_has_no_volumes_and_no_fuse_annotation(record: RecordFactory) -> None:
+def test_a_job_without_data_mounts_only_its_signing_keys_and_no_fuse(record: RecordFactory) -> None:
     manifest = job_manifest(record())
-    assert "volumes" not in _pod(manifest)
-    assert "volumeMounts" not in _container(manifest)
+    assert [v["name"] for v in _pod(manifest)["volumes"]] == ["kinetic-signing-keys"]
+    assert [m["name"] for m in _container(manifest)["volumeMounts"]] == ["kinetic-signing-keys"]
     assert "annotations" not in manifest["spec"]["template"]["metadata"]
 
 

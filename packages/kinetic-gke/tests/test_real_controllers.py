@@ -11,6 +11,7 @@ from gke_test_support import make_record
 
 from kinetic_gke import GKEBackend
 from kinetic_gke.k8s import ClusterConnection, JobWorkload
+from kinetic_gke.k8s.signing import namespace_keyring
 from kinetic_gke.labels import job_selector
 from kinetic_gke.manifests import job_manifest
 from kinetic_protocol import BackendSettings, JobStatus
@@ -106,6 +107,7 @@ def test_ttl_after_finished_removes_a_finished_job_and_its_pod(
     connection: ClusterConnection,
 ) -> None:
     record = make_record("ctrl-ttl", namespace=connection.namespace)
+    namespace_keyring(connection, create=True)  # its pod mounts the namespace's signing keys
     JobWorkload().create(connection, job_manifest(record, ttl_seconds=1, command=QUICK))
     _wait(lambda: connection.list_pods(job_selector("ctrl-ttl")), "the pod")
     _wait(

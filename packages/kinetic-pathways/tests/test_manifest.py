@@ -67,7 +67,7 @@ def test_every_host_gets_the_jobs_data_mounts_and_the_fuse_annotation() -> None:
     assert template["metadata"]["annotations"] == {"gke-gcsfuse/volumes": "true"}
     assert template["metadata"]["labels"]["app"] == "kinetic-pathways"
     paths = [m["mountPath"] for m in template["spec"]["containers"][0]["volumeMounts"]]
-    assert paths == ["/data", "/kinetic/fuse/0"]
+    assert paths == ["/data", "/kinetic/fuse/0", "/var/run/kinetic/signing-keys"]
     assert [sorted(v) for v in template["spec"]["volumes"]] == [
-        ["emptyDir", "name"], ["csi", "name"]
+        ["emptyDir", "name"], ["csi", "name"], ["name", "secret"]
     ]  # fmt: skip

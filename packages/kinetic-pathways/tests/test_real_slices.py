@@ -85,6 +85,7 @@ def submit(backend: PathwaysBackend, record: JobRecord, command: tuple[str, ...]
     container = body["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
     container["command"], container["args"] = list(command), []
     container["env"] += [{"name": k, "value": v} for k, v in env.items()]
+    backend.signing_keys(create=True)  # the pods mount the namespace's keys, as submit makes sure
     assert backend.workload.create(backend.connection, body)
 
 

@@ -17,7 +17,6 @@ check the manifests the API server accepted, not a mount.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -92,16 +91,4 @@ def wrap_argv(argv: list[str], binds: list[dict[str, Any]], directory: Path) -> 
     workspace = directory / "mount-staging"
     workspace.mkdir(parents=True, exist_ok=True)
     plan = json.dumps({"binds": binds, "workspace": str(workspace)})
-    return [sys.executable, "-m", "kinetic_testing.nodeagent.volumes", plan, "--", *argv]
-
-
-def _enter_and_exec(plan: Obj, argv: list[str]) -> None:
-    from kinetic_runtime.data.namespace import Bind, enter
-
-    binds = [Bind(Path(b["source"]), b["target"], b["read_only"]) for b in plan["binds"]]
-    enter(binds, Path(plan["workspace"]))
-    os.execvp(argv[0], argv)
-
-
-if __name__ == "__main__":
-    _enter_and_exec(json.loads(sys.argv[1]), sys.argv[3:])
+    return [sys.executable, "-m", "kinetic_testing.nodeagent.enter_mounts", plan, "--", *argv]
