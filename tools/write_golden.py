@@ -113,7 +113,10 @@ _CHUNK = InputChunk(
     ref=ArtifactRef(key="groups/grp-a1b2c3d4/inputs/001000.msgpack", sha256="c" * 64, size=90210),
 )
 _OUTCOME = CollectedOutcome(
-    index=3, job_id="train-a1b2c3d4-3-r1", envelope=b"\x85\xa6status\xa9succeeded"
+    index=3,
+    job_id="train-a1b2c3d4-3-r1",
+    envelope=b"\x85\xa6status\xa9succeeded",
+    kind="host-result",
 )
 
 EXAMPLES: dict[str, msgspec.Struct] = {

@@ -8,8 +8,8 @@ import pytest
 import scenario_funcs as uf
 from scenario_support import ScenarioBackend
 
-from kinetic_protocol import CallDescriptor, ObjectStore, layout
-from kinetic_protocol.records import decode_json
+from kinetic_protocol import ObjectStore, layout
+from kinetic_testing.signed import read_call
 
 
 def _every_object(store: ObjectStore) -> dict[str, bytes]:
@@ -47,7 +47,7 @@ def test_captured_values_reach_the_job_and_never_the_store(
     job.wait(timeout=120)
     store = kinetic_backend.store()
     key = layout.call_key(job.job_id)
-    call = decode_json(store.read(key), CallDescriptor, what=key)
+    call = read_call(store, job.job_id)
     assert (call.env_names, call.env) == (["SCN_PREFIX_TOKEN", "SCN_SECRET"], {})
     objects = _every_object(store)
     assert key in objects and layout.result_key(job.job_id) in objects

@@ -8,8 +8,7 @@ import pytest
 import scenario_funcs as uf
 from scenario_support import ScenarioBackend, run_script
 
-from kinetic_protocol import CallDescriptor, layout
-from kinetic_protocol.records import decode_json
+from kinetic_testing.signed import read_call
 
 
 def _result_line(stdout: str) -> object:
@@ -122,8 +121,7 @@ def test_captured_environment_variables_are_visible_inside(
     )
     job = remote.run_async("SCN_")
     # Exactly the named and matching variables travel with the call (their names only) ...
-    key = layout.call_key(job.job_id)
-    call = decode_json(kinetic_backend.store().read(key), CallDescriptor, what=key)
+    call = read_call(kinetic_backend.store(), job.job_id)
     assert call.env_names == ["SCN_NAME", "SCN_PREFIX_ONE", "SCN_PREFIX_TWO"]
     # ... and the function sees them.
     seen = job.result()

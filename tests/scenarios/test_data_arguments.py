@@ -13,8 +13,8 @@ from scenario_support import ScenarioBackend, run_script
 from kinetic import ConfigError, Data
 from kinetic.backends import get_backend
 from kinetic.config import resolve_settings
-from kinetic_protocol import CallDescriptor, DataUnavailableError, layout
-from kinetic_protocol.records import decode_json
+from kinetic_protocol import DataUnavailableError
+from kinetic_testing.signed import read_call
 
 pytestmark = pytest.mark.gcs
 
@@ -150,7 +150,7 @@ def test_local_data_inside_the_project_is_left_out_of_the_code_bundle(
     ).split()
     assert value == "1000"
     store = local_backend.store()
-    call = decode_json(store.read(layout.call_key(job_id)), CallDescriptor, what="call")
+    call = read_call(store, job_id)
     assert call.bundle is not None
     with zipfile.ZipFile(io.BytesIO(store.read(call.bundle.key))) as bundle:
         names = bundle.namelist()

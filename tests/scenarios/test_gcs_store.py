@@ -41,6 +41,7 @@ def test_a_job_keeps_its_artifacts_in_the_bucket_and_cleanup_removes_them(
         [
             layout.call_key(job.job_id),
             layout.job_record_key(job.job_id),
+            layout.host_started_key(job.job_id, 0),
             layout.payload_key(job.job_id),
             layout.result_key(job.job_id),
         ]

@@ -1,11 +1,18 @@
 """Write and read signed objects as a job or a client would, for tests that stage or inspect
 stored artifacts by hand (the keyring is the record's backend's, made if missing)."""
 
-from kinetic_protocol import JobRecord, Keyring, ResultEnvelope
+from kinetic_protocol import CallDescriptor, JobRecord, Keyring, ObjectStore, ResultEnvelope, layout
 from kinetic_protocol.records import decode_result, encode_result
-from kinetic_protocol.signing import SignedKind, open_blob, seal_blob, seal_json
+from kinetic_protocol.signing import (
+    SignedKind,
+    open_blob,
+    open_json,
+    peek_json,
+    seal_blob,
+    seal_json,
+)
 
-__all__ = ["keyring_of", "open_result", "seal_job_record", "seal_result"]
+__all__ = ["keyring_of", "open_result", "read_call", "seal_job_record", "seal_result"]
 
 
 def keyring_of(record: JobRecord) -> Keyring:
@@ -31,3 +38,11 @@ def open_result(
 def seal_job_record(record: JobRecord) -> bytes:
     """``record`` as the client stores it at ``layout.job_record_key``."""
     return seal_json(keyring_of(record), "job", record.job_id, record)
+
+
+def read_call(store: ObjectStore, job_id: str) -> CallDescriptor:
+    """A job's stored call (its own, not a batch's), verified as its job verifies it."""
+    key = layout.job_record_key(job_id)
+    record = peek_json(store.read(key), JobRecord, subject=job_id, key=key)
+    data = store.read(layout.call_key(job_id))
+    return open_json(keyring_of(record), "call", job_id, data, CallDescriptor, key="call")

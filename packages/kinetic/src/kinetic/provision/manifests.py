@@ -14,9 +14,12 @@ fetched where this package is built), so that one installs only from such an ove
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import hashlib
 import os
+import shutil
 import tempfile
 import urllib.request
 from collections.abc import Iterator
@@ -148,16 +151,26 @@ def _where(dynamic: Any, document: dict[str, Any]) -> tuple[Any, str, str | None
     return resource, document["metadata"]["name"], namespace
 
 
+@functools.cache
+def _discovery_dir() -> str:
+    """A directory of this process's own (0700) for API discovery caches, removed at exit."""
+    private = tempfile.mkdtemp(prefix="kinetic-discovery-")
+    atexit.register(shutil.rmtree, private, ignore_errors=True)
+    return private
+
+
 @contextlib.contextmanager
 def _dynamic(connection: ClusterConnection) -> Iterator[Any]:
-    """The kubernetes client's DynamicClient, whose discovery cache lives in a private
-    directory for this use only (by default it is a file in the shared temporary directory,
-    which any local user could write)."""
+    """The kubernetes client's DynamicClient. Its discovery cache (one file per API server)
+    lives in a private directory of this process, not the shared temporary directory any
+    local user could write, and is reused by every install and check the process makes: a
+    full discovery costs about a second. A resource missing from the cache (one installed
+    since) makes the client discover again."""
     from kubernetes.dynamic import DynamicClient
 
-    with tempfile.TemporaryDirectory(prefix="kinetic-discovery-") as private:
-        cache = os.path.join(private, "discovery.json")
-        yield DynamicClient(connection.api_client, cache_file=cache)  # type: ignore[no-untyped-call]
+    server = hashlib.sha256(str(connection.api_client.configuration.host).encode()).hexdigest()
+    cache = os.path.join(_discovery_dir(), f"{server[:16]}.json")
+    yield DynamicClient(connection.api_client, cache_file=cache)  # type: ignore[no-untyped-call]
 
 
 def unfinished_install(connection: ClusterConnection, data: bytes) -> bool:
