@@ -32,8 +32,8 @@ from kinetic_protocol import (
     PrepareRequest,
     runtime_args,
 )
-from kinetic_protocol.keydir import directory_keyring, replace_directory_keyring
 from kinetic_protocol.settings import SettingSpec
+from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
 from kinetic_runtime.stores import default_local_store_uri
 
 __all__ = ["ROOT", "ExampleBackend"]

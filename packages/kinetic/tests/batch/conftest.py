@@ -34,10 +34,10 @@ from kinetic_protocol import (
     Succeeded,
     layout,
 )
-from kinetic_protocol.keydir import directory_keyring
 from kinetic_protocol.records import encode_result
 from kinetic_protocol.signing import seal_blob
 from kinetic_runtime.calls import BatchInput, StoredCall, load_call, read_call, read_input
+from kinetic_runtime.keydir import directory_keyring
 from kinetic_runtime.stores.local import LocalStore
 
 

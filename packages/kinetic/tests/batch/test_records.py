@@ -15,7 +15,7 @@ from kinetic_protocol import (
     SerializationError,
     layout,
 )
-from kinetic_protocol.keydir import directory_keyring
+from kinetic_runtime.keydir import directory_keyring
 from kinetic_runtime.stores.local import LocalStore
 
 GROUP = "grp-0123abcd"

@@ -44,5 +44,6 @@ def read_call(store: ObjectStore, job_id: str) -> CallDescriptor:
     """A job's stored call (its own, not a batch's), verified as its job verifies it."""
     key = layout.job_record_key(job_id)
     record = peek_json(store.read(key), JobRecord, subject=job_id, key=key)
-    data = store.read(layout.call_key(job_id))
-    return open_json(keyring_of(record), "call", job_id, data, CallDescriptor, key="call")
+    call_key = layout.call_key(job_id)
+    data = store.read(call_key)
+    return open_json(keyring_of(record), "call", job_id, data, CallDescriptor, key=call_key)

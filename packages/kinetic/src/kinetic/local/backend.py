@@ -46,9 +46,9 @@ from kinetic_protocol import (
     runtime_args,
 )
 from kinetic_protocol import JobStatus as S
-from kinetic_protocol.keydir import directory_keyring, replace_directory_keyring
 from kinetic_protocol.records import decode_result
 from kinetic_protocol.signing import open_blob
+from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
 from kinetic_runtime.local import supervisor
 from kinetic_runtime.local.processes import (
     group_alive,

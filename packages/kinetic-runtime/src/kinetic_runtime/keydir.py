@@ -7,7 +7,6 @@ place, so two processes creating it at once agree on one keyring; a rotation wri
 key's file before ``current`` names it.
 """
 
-import contextlib
 import errno
 import os
 import shutil
@@ -16,31 +15,18 @@ from pathlib import Path
 
 from kinetic_protocol.errors import SigningKeyError
 from kinetic_protocol.signing import CURRENT_ENTRY, Keyring
+from kinetic_runtime.private_files import make_private_dirs, write_private_atomically
 
 __all__ = ["directory_keyring", "replace_directory_keyring"]
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Write ``path`` atomically with mode 0600 whatever the umask."""
-    fd, temp = tempfile.mkstemp(prefix=".", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as file:
-            file.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-
-
 def _create(directory: Path) -> None:
-    directory.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(directory.parent)
     staging = Path(tempfile.mkdtemp(prefix=".keys-", dir=directory.parent))  # 0700
     try:
         keyring = Keyring.generate(source=str(directory))
         for name, text in keyring.entries().items():
-            _write_private(staging / name, text)
+            write_private_atomically(staging / name, text.encode())
         os.rename(staging, directory)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
@@ -69,8 +55,8 @@ def replace_directory_keyring(directory: Path, keyring: Keyring) -> None:
     entries = keyring.entries()
     for name, text in entries.items():
         if name != CURRENT_ENTRY and not (directory / name).exists():
-            _write_private(directory / name, text)
-    _write_private(directory / CURRENT_ENTRY, entries[CURRENT_ENTRY])
+            write_private_atomically(directory / name, text.encode())
+    write_private_atomically(directory / CURRENT_ENTRY, entries[CURRENT_ENTRY].encode())
     for stale in directory.iterdir():
         if stale.name not in entries and not stale.name.startswith("."):
             stale.unlink()
