@@ -1,11 +1,19 @@
 """Fixtures of the scenario suite: isolated Kinetic state per test, and the backend under test.
 
+Which backends a scenario runs on
+    A scenario that takes ``kinetic_backend`` runs once per backend of the backend contract
+    (``CONTRACT_BACKENDS``: submit, status, logs, cancel, cleanup, attach, listing, batches,
+    resume, keys, captured secrets). One marked ``@client_only`` shows behaviour of the client or
+    the runtime that no backend changes (decoration, serialisation, input modes, data planning,
+    code shipping) and runs on ``CLIENT_BACKENDS`` instead: ``local``, and ``example-gcs``, a
+    third-party backend whose store and data go through fake GCS as on Kubernetes.
+    ``@pytest.mark.backends(...)`` names any other set. Scenarios that take ``local_backend``
+    test behaviour specific to local processes and run once.
+
 Adding a backend
-    Append its name to ``SCENARIO_BACKENDS`` and provide a fixture called
+    Add its name to ``CONTRACT_BACKENDS`` (``scenario_support``) and provide a fixture called
     ``<name>_scenario_env`` (here or in a plugin) that makes the backend usable for one test:
-    start its simulator, set the variables it needs with ``monkeypatch``, and tear it all down.
-    Every scenario that takes ``kinetic_backend`` then runs against it unchanged. Scenarios
-    that take ``local_backend`` test behaviour specific to local processes and run once.
+    start what it needs, set the variables it needs with ``monkeypatch``, and tear it all down.
 """
 
 import os
@@ -21,13 +29,25 @@ import pytest
 # bundle), the way a user's own module would be.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from example_env import example_scenario_env  # noqa: F401  (a third-party backend's fixture)
+from example_env import (  # noqa: F401  (a third-party backend's fixtures)
+    example_gcs_scenario_env,
+    example_scenario_env,
+)
 from gke_env import gke_api_proxy_fixture, gke_scenario_env  # noqa: F401  (gke fixtures)
-from scenario_support import ScenarioBackend, local_job_pids
+from scenario_support import CONTRACT_BACKENDS, ScenarioBackend, backend_params, local_job_pids
 
 from kinetic_testing.nodeagent import NodeAgent
 
-SCENARIO_BACKENDS = ["local", "gke", "pathways", "example"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise ``kinetic_backend`` by the scenario's ``backends`` mark (default: every
+    backend of the contract), each parameter carrying its tier's marks."""
+    if "kinetic_backend" not in metafunc.fixturenames:
+        return
+    mark = metafunc.definition.get_closest_marker("backends")
+    names = CONTRACT_BACKENDS if mark is None else mark.args
+    metafunc.parametrize("kinetic_backend", backend_params(*names), indirect=True)
 
 
 @pytest.fixture(autouse=True)
@@ -60,11 +80,11 @@ def local_scenario_env() -> None:
     """The local backend needs nothing beyond the isolated home."""
 
 
-@pytest.fixture(params=SCENARIO_BACKENDS)
+@pytest.fixture
 def kinetic_backend(request: pytest.FixtureRequest) -> ScenarioBackend:
-    """The backend a portable scenario runs against (one test per entry of SCENARIO_BACKENDS)."""
+    """The backend a portable scenario runs against (see ``pytest_generate_tests``)."""
     name: str = request.param
-    request.getfixturevalue(f"{name}_scenario_env")
+    request.getfixturevalue(f"{name.replace('-', '_')}_scenario_env")
     return ScenarioBackend(name)
 
 

@@ -36,7 +36,7 @@ from kinetic_protocol.settings import SettingSpec
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
 from kinetic_runtime.stores import default_local_store_uri
 
-__all__ = ["ROOT", "ExampleBackend"]
+__all__ = ["ROOT", "ExampleBackend", "ExampleGcsBackend"]
 
 ROOT = SettingSpec(
     "example_root", "KINETIC_EXAMPLE_ROOT", "Where the example backend keeps its jobs.",
@@ -159,3 +159,12 @@ class ExampleBackend:
 
     def list_job_ids(self) -> list[str]:
         return sorted(p.name for p in self._root.iterdir()) if self._root.is_dir() else []
+
+
+class ExampleGcsBackend(ExampleBackend):
+    """The same processes, for jobs that cannot see this machine's files: the client uploads
+    local data to the store (a ``gs://`` bucket in the scenarios), and the runtime fetches it,
+    as on Kubernetes."""
+
+    name = "example-gcs"
+    capabilities = Capabilities(local_data=False, provisions_accelerators=False)

@@ -1,8 +1,9 @@
-"""The ``example`` backend of the scenario suite: registered through a real entry point.
+"""The ``example`` backends of the scenario suite: registered through a real entry point.
 
 A ``.dist-info`` directory whose ``entry_points.txt`` names ``example_backend:ExampleBackend``
-is put on ``sys.path`` (and ``PYTHONPATH``, for scripts run in subprocesses), which is exactly
-how an installed third-party package registers a backend.
+(and its ``gs://`` flavour, ``example-gcs``) is put on ``sys.path`` (and ``PYTHONPATH``, for
+scripts run in subprocesses), which is exactly how an installed third-party package registers
+a backend.
 """
 
 import importlib
@@ -17,7 +18,7 @@ import pytest
 
 import kinetic.backends
 
-__all__ = ["example_scenario_env"]
+__all__ = ["example_gcs_scenario_env", "example_scenario_env"]
 
 _HERE = Path(__file__).resolve().parent
 
@@ -32,6 +33,7 @@ def example_scenario_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     )
     (dist_info / "entry_points.txt").write_text(
         "[kinetic.backends]\nexample = example_backend:ExampleBackend\n"
+        "example-gcs = example_backend:ExampleGcsBackend\n"
     )
     monkeypatch.syspath_prepend(str(site))
     path = os.pathsep.join([str(site), str(_HERE), os.environ.get("PYTHONPATH", "")])
@@ -47,3 +49,13 @@ def example_scenario_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
         kinetic.backends.available_backends.cache_clear()
         if str(site) in sys.path:
             sys.path.remove(str(site))
+
+
+@pytest.fixture
+def example_gcs_scenario_env(
+    example_scenario_env: Path, gcs_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """The example backend's ``gs://`` flavour: its jobs' store is a fresh fake-gcs-server
+    bucket, and local data is uploaded there as for a pod."""
+    monkeypatch.setenv("KINETIC_STORE", gcs_bucket)
+    return example_scenario_env

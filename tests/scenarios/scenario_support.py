@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
+
 import kinetic
 from kinetic.backends import get_backend
 from kinetic.config import resolve_settings
@@ -18,13 +20,41 @@ from kinetic_protocol import ObjectStore
 from kinetic_runtime.stores import open_store
 
 __all__ = [
+    "CLIENT_BACKENDS",
+    "CONTRACT_BACKENDS",
     "ScenarioBackend",
+    "backend_params",
+    "client_only",
     "pid_gone",
     "run_script",
     "wait_until",
 ]
 
 _T = TypeVar("_T")
+
+CONTRACT_BACKENDS = ("local", "gke", "pathways", "example")
+"""Where a scenario of the backend contract runs (the default): every backend, since each
+implements submit, status, logs, cancel, delete, listing and keys its own way."""
+CLIENT_BACKENDS = ("local", "example-gcs")
+"""Where a scenario runs whose behaviour is the client's or the runtime's, the same whatever
+backend carries the job (decoration, serialisation, input modes, data planning, code shipping):
+the local backend, and the example backend with its store and data in a ``gs://`` bucket
+(fake-gcs-server), which takes the upload path the Kubernetes backends take, at process cost."""
+_MARKS = {
+    "gke": (pytest.mark.realk8s, pytest.mark.gcs),
+    "pathways": (pytest.mark.realk8s, pytest.mark.gcs),
+    "example-gcs": (pytest.mark.gcs,),
+}
+
+client_only = pytest.mark.backends(*CLIENT_BACKENDS)
+"""Run a scenario on :data:`CLIENT_BACKENDS` instead of every backend."""
+
+
+def backend_params(*names: str) -> list[Any]:
+    """``names`` as pytest parameters carrying their tiers' marks: a backend reached through
+    ``request.getfixturevalue`` is invisible to marker selection otherwise, so
+    ``-m "not realk8s"`` would still run it."""
+    return [pytest.param(name, marks=_MARKS.get(name, ()), id=name) for name in names]
 DEFAULT_DEADLINE_S = 30.0
 _CUSTOM_IMAGES = {"gke": "python:3.11-slim", "pathways": "python:3.11-slim"}
 _ACCELERATORS = {"pathways": "tpu-v5litepod-2x4"}

@@ -32,11 +32,8 @@ NO_NODE_ACCELERATOR = "gpu-h100"
 """An accelerator no node of the gke test cluster offers."""
 
 
-@pytest.fixture(params=["local", "gke"])
-def kinetic_backend(request: pytest.FixtureRequest) -> ScenarioBackend:
-    """The scenario backends that can hold a job PENDING for lack of room."""
-    request.getfixturevalue(f"{request.param}_scenario_env")
-    return ScenarioBackend(request.param)
+pytestmark = pytest.mark.backends("local", "gke")
+"""The scenario backends that can hold a job PENDING for lack of room."""
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import scenario_funcs as uf
 from kubernetes import client
-from scenario_support import ScenarioBackend
+from scenario_support import ScenarioBackend, backend_params
 
 from kinetic_gke.k8s import ClusterConnection, JobWorkload, Workload
 from kinetic_gke.k8s.env_secrets import env_secret_name
@@ -78,7 +78,7 @@ def secret_value(monkeypatch: pytest.MonkeyPatch) -> str:
     return value
 
 
-@pytest.fixture(params=["gke", "pathways"])
+@pytest.fixture(params=backend_params("gke", "pathways"))
 def k8s_backend(request: pytest.FixtureRequest) -> ScenarioBackend:
     request.getfixturevalue(f"{request.param}_scenario_env")
     return ScenarioBackend(request.param)

@@ -10,7 +10,7 @@ from scenario_support import ScenarioBackend
 
 from kinetic import IntegrityError, JobStatus
 
-pytestmark = pytest.mark.parametrize("kinetic_backend", ["local", "gke"], indirect=True)
+pytestmark = pytest.mark.backends("local", "gke")
 
 
 def _keys(backend: ScenarioBackend, *args: str) -> Result:

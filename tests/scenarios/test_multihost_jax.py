@@ -4,14 +4,14 @@ TPU) and through the local backend's multi-host mode. ``jax.distributed`` is ini
 runtime from the environment the backend set; a cross-host gather sums every host's value."""
 
 import pytest
-from scenario_support import ScenarioBackend
+from scenario_support import ScenarioBackend, backend_params
 
 jax_uf = pytest.importorskip("jax_userfuncs", reason="JAX (jax[cpu]) is not installed")
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(params=["local", "pathways"])
+@pytest.fixture(params=backend_params("local", "pathways"))
 def multihost_backend(request: pytest.FixtureRequest) -> ScenarioBackend:
     request.getfixturevalue(f"{request.param}_scenario_env")
     return ScenarioBackend(request.param)

@@ -22,7 +22,7 @@ from kinetic_protocol import CollectedOutcomes, Failed, IntegrityError, Succeede
 from kinetic_protocol.records import encode_result
 from kinetic_testing.telltale import tell_tale_pickle
 
-pytestmark = pytest.mark.parametrize("kinetic_backend", ["local", "gke"], indirect=True)
+pytestmark = pytest.mark.backends("local", "gke")
 
 
 def _swap_body(sealed: bytes, body: bytes) -> bytes:

@@ -74,3 +74,17 @@ def test_a_remote_error_keeps_type_message_and_traceback() -> None:
     assert (error.exc_type, error.message, error.remote_traceback) == (
         "mymod.Gone", "went away", "Traceback ...",
     )  # fmt: skip
+
+
+def test_every_public_name_resolves_to_its_modules_own_object() -> None:
+    """The package loads names on first use; each must be the defining module's object (an
+    exception class imported two ways must stay one class for ``except``)."""
+    import importlib
+
+    import kinetic_protocol
+
+    for name in kinetic_protocol.__all__:
+        value = getattr(kinetic_protocol, name)
+        module = importlib.import_module(f"kinetic_protocol.{kinetic_protocol._MODULE_OF[name]}")
+        assert value is getattr(module, name), name
+    assert set(kinetic_protocol._MODULE_OF) == set(kinetic_protocol.__all__)

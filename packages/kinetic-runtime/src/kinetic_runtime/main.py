@@ -44,7 +44,7 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import encode_json, encode_result
 from kinetic_protocol.signing import Keyring, SignedKind, seal_blob
-from kinetic_runtime import debugging, settings
+from kinetic_runtime import settings
 from kinetic_runtime.calls import (
     BatchInput,
     StoredCall,
@@ -54,7 +54,6 @@ from kinetic_runtime.calls import (
     read_input,
     verify,
 )
-from kinetic_runtime.data.stage import stage_data
 from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
 from kinetic_runtime.stores import open_store
@@ -129,6 +128,8 @@ class _Job:
             _say(f"job {self.job_id}: jax.distributed initialised ({self.host.label})")
         stop = None
         if call.debug is not None:
+            from kinetic_runtime import debugging
+
             debug = (call.debug, self.store, self.job_id, self.workdir, _say)
             stop = self.step(Phase.DEBUG, debugging.serve, *debug)
         _say(f"job {self.job_id}: running {call.func_name}")
@@ -167,6 +168,10 @@ class _Job:
     def stage_data(self, call: CallDescriptor, needed: set[int] | None) -> list[str | None]:
         """The call's ``kinetic.Data`` staged (all, or the ``needed`` entries and every
         volume's); the path of each by index, None for one not staged."""
+        if not call.data:
+            return []  # most jobs: nothing to stage, so the data machinery is never loaded
+        from kinetic_runtime.data.stage import stage_data
+
         data_dir = Path(settings.DATA_DIR.from_env() or f"{self.workdir}-data")
         private = settings.VOLUME_MOUNTS.value() == "namespace"
         return stage_data(

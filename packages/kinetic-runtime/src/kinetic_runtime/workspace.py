@@ -3,7 +3,6 @@
 import importlib
 import io
 import os
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -65,6 +64,8 @@ def install_requirements(requirements: list[str], workdir: Path) -> None:
     listing = workdir / ".kinetic-requirements.txt"
     listing.write_text("\n".join(requirements) + "\n")
     command = ["uv", "pip", "install", "--python", sys.executable, "-r", str(listing)]
+    import subprocess  # only a job with requirements installs anything
+
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])

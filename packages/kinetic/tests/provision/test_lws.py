@@ -18,7 +18,7 @@ from kinetic.provision.incluster import LWS_GROUP, plan_in_cluster, read_in_clus
 from kinetic.provision.manifests import LWS, apply_manifest
 from kinetic.provision.spec import ClusterSpec
 from kinetic_gke.k8s import ClusterConnection
-from kinetic_testing.controlplane.build import built
+from kinetic_testing.controlplane.build import Built
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiFault, ApiProxy
 from kinetic_testing.fake_gcs import FakeGcsServer
@@ -85,12 +85,12 @@ def test_an_lws_the_cluster_serves_is_kept_and_one_it_does_not_is_planned(
 
 
 @pytest.fixture(scope="module")
-def bare_k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+def bare_k8s(
+    k8s_binaries: Built, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ControlPlane]:
     """A control plane with no LeaderWorkerSet, as a new GKE cluster is (module-wide: it
     costs about 5 s and 0.5 GB)."""
-    binaries = built()
-    assert binaries is not None, "the control plane binaries build at collection time"
-    with ControlPlane(binaries, tmp_path_factory.mktemp("bare-k8s"), lws=False) as plane:
+    with ControlPlane(k8s_binaries, tmp_path_factory.mktemp("bare-k8s"), lws=False) as plane:
         yield plane
 
 

@@ -7,6 +7,7 @@ for ``fake_gcs`` (or ``gcs_bucket``) and stops at the end of the session.
 import os
 import uuid
 from collections.abc import Generator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -14,11 +15,13 @@ from kinetic_testing.client_fixtures import clean_kinetic_env, kinetic_session
 from kinetic_testing.controlplane.fixtures import (
     MARKER,
     REQUIRE_ENV,
+    k8s_binaries,
     k8s_namespace,
     node_agent,
     prepare_binaries,
     real_k8s,
     required,
+    uses_real_k8s,
 )
 from kinetic_testing.fake_gcs import FakeGcsServer
 from kinetic_testing.users import shared_dir
@@ -27,6 +30,7 @@ __all__ = [
     "clean_kinetic_env",
     "fake_gcs",
     "gcs_bucket",
+    "k8s_binaries",
     "k8s_namespace",
     "kinetic_session",
     "node_agent",
@@ -40,20 +44,38 @@ os.environ.setdefault("NO_GCE_CHECK", "true")
 
 _skipped_real_k8s: list[str] = []
 
+ALREADY_RUN_ENV = "KINETIC_TESTS_ALREADY_RUN"
+"""Test directories (``os.pathsep``-separated, relative to the root) that this run leaves out
+because they already ran: ``.ci/run`` runs each backend package's tests in an environment
+without the client first, then the README's command, which would otherwise run them again."""
+_left_out: set[str] = set()
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Build the real control plane before any test runs (never under a test's timeout), or
-    skip its tier with one line where it cannot be built (no Go toolchain)."""
-    tier = [
-        item
-        for item in items
-        if item.get_closest_marker(MARKER) or "real_k8s" in getattr(item, "fixturenames", ())
-    ]
-    for item in tier:
-        item.add_marker(MARKER)
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    for entry in filter(None, os.environ.get(ALREADY_RUN_ENV, "").split(os.pathsep)):
+        directory = (config.rootpath / entry).resolve()
+        if collection_path == directory:
+            _left_out.add(entry)
+            return True
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the control plane tier before ``-m`` selects (so ``-m "not realk8s"`` leaves it out)."""
+    for item in items:
+        if uses_real_k8s(item):
+            item.add_marker(MARKER)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the real control plane before any selected test of its tier runs (never under a
+    test's timeout, never for a collection alone), or skip the tier with one line where it
+    cannot be built (no Go toolchain)."""
+    tier = [item for item in session.items if item.get_closest_marker(MARKER)]
     if not tier:
         return
-    problem = prepare_binaries(config)
+    problem = prepare_binaries(session.config, build=not session.config.option.collectonly)
     if problem is None:
         return
     if required():
@@ -64,6 +86,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for entry in sorted(_left_out):
+        terminalreporter.write_line(
+            f"{entry}: not run again here, it ran already ({ALREADY_RUN_ENV})"
+        )
     for reason in _skipped_real_k8s:
         terminalreporter.write_line(
             f"{reason} (install Go 1.26+ and rerun: the binaries build once, cached)"

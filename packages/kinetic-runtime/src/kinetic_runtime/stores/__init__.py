@@ -2,16 +2,21 @@
 
 The stores live in the runtime because the runtime, inside a pod or a local process, is the
 first thing that must read the job; the client imports them from here. Importing this package
-never imports ``google.cloud``: that happens when a ``gs://`` store is first used.
+never imports ``google.cloud``: that happens when a ``gs://`` store is first used. Nor does it
+load the ``gs://`` store's own module (HTTP and thread-pool machinery) before a ``gs://`` URI
+is opened or ``GCSStore`` is named: a local job's start pays for neither.
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from kinetic_protocol.errors import ConfigError
 from kinetic_protocol.store import ObjectStore
-from kinetic_runtime.stores.gcs import GCSStore
 from kinetic_runtime.stores.local import LocalStore
+
+if TYPE_CHECKING:
+    from kinetic_runtime.stores.gcs import GCSStore
 
 __all__ = ["GCSStore", "LocalStore", "default_local_store_uri", "open_store"]
 
@@ -39,11 +44,21 @@ def open_store(uri: str) -> ObjectStore:
     if parts.scheme == "gs":
         if not parts.netloc:
             raise ConfigError(f"Invalid store URI {uri!r}: no bucket name; expected {_ACCEPTED}.")
+        from kinetic_runtime.stores.gcs import GCSStore
+
         try:
             return GCSStore(parts.netloc, unquote(parts.path))
         except ConfigError as exc:
             raise ConfigError(f"Invalid store URI {uri!r}: {exc} Expected {_ACCEPTED}.") from None
     raise ConfigError(f"Unsupported store URI {uri!r}: expected {_ACCEPTED}.")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "GCSStore":
+        from kinetic_runtime.stores.gcs import GCSStore
+
+        return GCSStore
+    raise AttributeError(f"module 'kinetic_runtime.stores' has no attribute {name!r}")
 
 
 def default_local_store_uri() -> str:

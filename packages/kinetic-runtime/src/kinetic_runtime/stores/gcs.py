@@ -12,10 +12,7 @@ precondition; larger ones use a resumable upload, which real GCS also checks.
 import os
 import re
 import threading
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -160,6 +157,8 @@ class GCSStore:
         removed = 0
         # Listing and deleting overlap: each batch of names is deleted by a small pool while
         # the next page is fetched. (fake-gcs-server has no batch endpoint, so no batch API.)
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(max_workers=_DELETE_WORKERS) as pool:
             for batch in _chunks(self._list_names(prefix), _DELETE_BATCH):
                 removed += sum(pool.map(delete_one, batch))
@@ -289,6 +288,9 @@ def _session(credentials: Any, endpoint: str) -> Any:
     twice), which was about half of a small write's CPU; the store only ever talks to one
     endpoint, so its proxies are decided once, here.
     """
+    import urllib.parse
+    import urllib.request
+
     from google.auth.transport.requests import AuthorizedSession
     from requests.adapters import HTTPAdapter
 

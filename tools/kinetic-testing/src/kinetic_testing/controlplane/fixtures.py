@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .build import BuildError, built, ensure_built, go_toolchain
+from .build import BuildError, Built, built, ensure_built, go_toolchain
 from .cluster import ControlPlane
 
 if TYPE_CHECKING:
@@ -23,28 +23,49 @@ if TYPE_CHECKING:
 __all__ = [
     "MARKER",
     "REQUIRE_ENV",
+    "k8s_binaries",
     "k8s_namespace",
     "node_agent",
     "prepare_binaries",
     "real_k8s",
     "required",
+    "uses_real_k8s",
 ]
 
 MARKER = "realk8s"
 REQUIRE_ENV = "KINETIC_REQUIRE_REAL_K8S"
 
 
-def prepare_binaries(config: pytest.Config) -> str | None:
-    """Build the binaries if needed, showing progress; the reason the tier can't run, or None."""
-    if built() is not None:
-        return None
-    capture = config.pluginmanager.getplugin("capturemanager")
-    try:
-        go_toolchain()
-        with capture.global_and_fixture_disabled():
-            ensure_built()
-    except BuildError as error:
-        return f"real Kubernetes control plane tier skipped: {error}"
+_BINARIES = pytest.StashKey["Built | None"]()
+"""The build found (or made) for this session, resolved once, before any test changes the
+environment (the scenario suite's isolation removes every ``KINETIC_*`` variable, among them
+``KINETIC_K8S_CACHE``)."""
+
+
+def uses_real_k8s(item: pytest.Item) -> bool:
+    """Whether ``item`` belongs to the tier: marked, or needing ``real_k8s`` statically.
+
+    A fixture that reaches the control plane through ``request.getfixturevalue`` is invisible
+    here: such parametrisations carry the mark themselves (``pytest.param(..., marks=...)``).
+    """
+    return item.get_closest_marker(MARKER) is not None or "real_k8s" in getattr(
+        item, "fixturenames", ()
+    )
+
+
+def prepare_binaries(config: pytest.Config, *, build: bool = True) -> str | None:
+    """Find the binaries (building them if ``build`` and needed, showing progress) and keep
+    them for the session; the reason the tier can't run, or None."""
+    found = built()
+    if found is None and build:
+        capture = config.pluginmanager.getplugin("capturemanager")
+        try:
+            go_toolchain()
+            with capture.global_and_fixture_disabled():
+                found = ensure_built()
+        except BuildError as error:
+            return f"real Kubernetes control plane tier skipped: {error}"
+    config.stash[_BINARIES] = found
     return None
 
 
@@ -53,16 +74,27 @@ def required() -> bool:
 
 
 @pytest.fixture(scope="session")
-def real_k8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+def k8s_binaries(pytestconfig: pytest.Config) -> Built:
+    """The control plane's binaries, as resolved at collection time (see the plugin)."""
+    binaries = pytestconfig.stash.get(_BINARIES, None)
+    if binaries is None:
+        problem = "the control plane binaries were not built at collection time"
+        if required():
+            pytest.fail(problem)
+        pytest.skip(problem)
+    return binaries
+
+
+@pytest.fixture(scope="session")
+def real_k8s(
+    k8s_binaries: Built, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ControlPlane]:
     """etcd, kube-apiserver, kube-controller-manager and the LWS controller for the session.
 
     The binaries were built at collection time (see the plugin), outside any test's timeout.
     """
-    binaries = built()
-    if binaries is None:
-        pytest.fail("the control plane binaries are missing; they build at collection time")
     run_dir = Path(tmp_path_factory.mktemp("k8s-control-plane"))
-    with ControlPlane(binaries, run_dir) as plane:
+    with ControlPlane(k8s_binaries, run_dir) as plane:
         yield plane
 
 

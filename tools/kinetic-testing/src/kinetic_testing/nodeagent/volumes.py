@@ -91,4 +91,4 @@ def wrap_argv(argv: list[str], binds: list[dict[str, Any]], directory: Path) -> 
     workspace = directory / "mount-staging"
     workspace.mkdir(parents=True, exist_ok=True)
     plan = json.dumps({"binds": binds, "workspace": str(workspace)})
-    return [sys.executable, "-m", "kinetic_testing.nodeagent.enter_mounts", plan, "--", *argv]
+    return [sys.executable, "-m", "kinetic_testing.enter_mounts", plan, "--", *argv]
