@@ -39,7 +39,6 @@ from scenario_support import CONTRACT_BACKENDS, ScenarioBackend, backend_params,
 from kinetic_testing.nodeagent import NodeAgent
 
 
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Parametrise ``kinetic_backend`` by the scenario's ``backends`` mark (default: every
     backend of the contract), each parameter carrying its tier's marks."""

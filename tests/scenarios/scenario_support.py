@@ -55,6 +55,8 @@ def backend_params(*names: str) -> list[Any]:
     ``request.getfixturevalue`` is invisible to marker selection otherwise, so
     ``-m "not realk8s"`` would still run it."""
     return [pytest.param(name, marks=_MARKS.get(name, ()), id=name) for name in names]
+
+
 DEFAULT_DEADLINE_S = 30.0
 _CUSTOM_IMAGES = {"gke": "python:3.11-slim", "pathways": "python:3.11-slim"}
 _ACCELERATORS = {"pathways": "tpu-v5litepod-2x4"}

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from scenario_support import ScenarioBackend, run_script, wait_until
+from scenario_support import ScenarioBackend, client_only, run_script, wait_until
 
 import kinetic
 from kinetic import JobStatus
@@ -45,6 +45,7 @@ def test_attach_from_another_process_after_the_submitter_exited(
     assert job.status() is JobStatus.NOT_FOUND
 
 
+@client_only
 def test_a_handle_rebuilt_from_its_dict_observes_the_same_job(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:

@@ -14,7 +14,7 @@ from batch_support import (
     join_batch_thread,
     start_script,
 )
-from scenario_support import ScenarioBackend, run_script, wait_until
+from scenario_support import ScenarioBackend, client_only, run_script, wait_until
 
 import kinetic
 from kinetic import JobFailedError, JobNotFoundError, JobStatus
@@ -59,6 +59,7 @@ def test_attach_from_another_process_after_completion_gives_the_same_batch(
     }
 
 
+@client_only
 def test_attach_mid_submission_sees_the_gaps_then_collects_everything(
     kinetic_backend: ScenarioBackend, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -155,6 +156,7 @@ def test_cancel_from_another_process_stops_the_original_submitter(
     assert all(isinstance(outcome, SkippedInputError) for outcome in outcomes[1:]), outcomes
 
 
+@client_only
 def test_attach_to_an_unknown_group_raises_job_not_found(kinetic_backend: ScenarioBackend) -> None:
     with pytest.raises(JobNotFoundError, match="grp-00000000"):
         kinetic.attach_batch("grp-00000000", backend=kinetic_backend.name)
@@ -193,6 +195,7 @@ def test_results_keeps_the_manifest_and_cleanup_removes_everything(
         kinetic.attach_batch(group_id, backend=kinetic_backend.name)
 
 
+@client_only
 def test_attach_while_a_retry_is_pending_waits_for_the_retry(
     kinetic_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,6 +226,7 @@ def test_attach_while_a_retry_is_pending_waits_for_the_retry(
     assert batch.results(timeout=60) == ["second try"]
 
 
+@client_only
 def test_attach_with_a_poll_timeout_leaves_no_thread_that_blocks_interpreter_exit(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:

@@ -23,7 +23,7 @@ from batch_support import (
     join_batch_thread,
     stored_job_ids,
 )
-from scenario_support import ScenarioBackend, pid_gone, wait_until
+from scenario_support import ScenarioBackend, client_only, pid_gone, wait_until
 
 import kinetic
 from kinetic import JobFailedError, JobHandle, JobStatus
@@ -98,6 +98,7 @@ def test_fail_fast_with_cancel_running_on_fail_cancels_running_siblings(
     assert isinstance(outcomes[2], SkippedInputError)
 
 
+@client_only
 def test_cancel_running_on_fail_without_fail_fast_changes_nothing(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:

@@ -15,7 +15,7 @@ from batch_support import (
     join_batch_thread,
     stored_job_ids,
 )
-from scenario_support import ScenarioBackend, wait_until
+from scenario_support import ScenarioBackend, client_only, wait_until
 
 import kinetic
 from kinetic import JobStatus, SerializationError
@@ -101,6 +101,7 @@ def test_a_child_that_vanishes_is_retried(kinetic_backend: ScenarioBackend, tmp_
     join_batch_thread(batch.group_id)
 
 
+@client_only
 def test_batch_error_and_return_exceptions_report_the_users_own_exception(
     kinetic_backend: ScenarioBackend,
 ) -> None:
@@ -128,6 +129,7 @@ def test_batch_error_and_return_exceptions_report_the_users_own_exception(
     assert batch.failures() == [failed_job]
 
 
+@client_only
 def test_an_input_that_cannot_be_pickled_fails_only_its_own_submission_once(
     kinetic_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -165,6 +167,7 @@ def test_an_input_that_cannot_be_pickled_fails_only_its_own_submission_once(
     assert info.value.failures == []
 
 
+@client_only
 def test_a_submission_error_trips_fail_fast(kinetic_backend: ScenarioBackend) -> None:
     square = kinetic_backend.decorate()(uf.square)
     batch = square.run_async_map([threading.Lock(), 1, 2], max_concurrent=1, fail_fast=True)

@@ -10,7 +10,7 @@ from batch_support import (
     four_local_slots,  # noqa: F401 (an autouse fixture)
     start_script,
 )
-from scenario_support import ScenarioBackend, run_script, wait_until
+from scenario_support import ScenarioBackend, client_only, run_script, wait_until
 
 import kinetic
 from kinetic import JobStatus
@@ -18,6 +18,7 @@ from kinetic.batch import SkippedInputError
 from kinetic_protocol import layout
 
 
+@client_only
 def test_a_script_that_returns_right_after_run_async_map_still_submits_every_input(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:

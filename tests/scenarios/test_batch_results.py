@@ -16,7 +16,7 @@ from batch_support import (
     four_local_slots,  # noqa: F401 (an autouse fixture)
     join_batch_thread,
 )
-from scenario_support import ScenarioBackend, wait_until
+from scenario_support import ScenarioBackend, client_only, wait_until
 
 from kinetic import JobStatus
 
@@ -68,6 +68,7 @@ def test_every_child_carries_the_batch_identity(kinetic_backend: ScenarioBackend
     join_batch_thread(batch.group_id)
 
 
+@client_only
 def test_every_input_mode_calls_the_function_as_the_spec_table_says(
     kinetic_backend: ScenarioBackend,
 ) -> None:
@@ -94,6 +95,7 @@ def test_every_input_mode_calls_the_function_as_the_spec_table_says(
         assert batch.results(timeout=60) == [expected for _, expected in cases[mode]], mode
 
 
+@client_only
 def test_an_input_that_does_not_fit_an_explicit_mode_fails_before_anything_is_stored(
     kinetic_backend: ScenarioBackend,
 ) -> None:
@@ -104,6 +106,7 @@ def test_an_input_that_does_not_fit_an_explicit_mode_fails_before_anything_is_st
     assert kinetic_backend.store().list("") == [], "a rejected batch must leave nothing behind"
 
 
+@client_only
 def test_unbounded_without_retries_submits_everything_before_returning(
     kinetic_backend: ScenarioBackend,
 ) -> None:
@@ -114,6 +117,7 @@ def test_unbounded_without_retries_submits_everything_before_returning(
     assert batch.results() == [1, 4, 9]
 
 
+@client_only
 def test_as_completed_yields_while_later_inputs_are_still_unsubmitted(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
@@ -146,6 +150,7 @@ def test_as_completed_yields_while_later_inputs_are_still_unsubmitted(
     assert batch.status_counts() == {"SUCCEEDED": 3}
 
 
+@client_only
 def test_timeouts_raise_and_leave_the_jobs_running_until_cancelled(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import batch_userfuncs as uf
 import pytest
 from batch_support import four_local_slots  # noqa: F401 (an autouse fixture)
-from scenario_support import ScenarioBackend
+from scenario_support import ScenarioBackend, client_only
 
 import kinetic.batch
 from kinetic_protocol import layout
@@ -68,6 +68,7 @@ def _batch_keys(keys: list[str], group_id: str) -> list[str]:
     ]
 
 
+@client_only
 def test_two_batches_of_unchanged_code_upload_one_bundle_and_write_each_record_once(
     kinetic_backend: ScenarioBackend,
     tmp_path: Path,

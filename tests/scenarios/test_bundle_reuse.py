@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import batch_userfuncs as uf
-from scenario_support import ScenarioBackend, run_script
+from scenario_support import ScenarioBackend, client_only, run_script
 
 from kinetic_protocol import ObjectStore
 
@@ -69,6 +69,7 @@ def _object_identity(store: ObjectStore, key: str) -> Any:
     return ("gcs", blob.generation, blob.time_created)
 
 
+@client_only
 def test_a_new_process_does_not_upload_unchanged_code_again(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:

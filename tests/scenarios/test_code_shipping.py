@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import scenario_funcs as uf
-from scenario_support import ScenarioBackend, run_script
+from scenario_support import ScenarioBackend, client_only, run_script
 
 from kinetic_testing.signed import read_call
 
@@ -19,6 +19,7 @@ def _result_line(stdout: str) -> object:
     raise AssertionError(f"no RESULT line in:\n{stdout}")
 
 
+@client_only
 def test_functions_and_closures_defined_in_a_scripts_main_run_remotely(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
@@ -52,6 +53,7 @@ def test_functions_and_closures_defined_in_a_scripts_main_run_remotely(
     assert _result_line(done.stdout) == [102, 12]
 
 
+@client_only
 def test_a_function_from_the_users_project_is_imported_from_the_bundle(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
@@ -95,6 +97,7 @@ def test_a_function_from_the_users_project_is_imported_from_the_bundle(
     )
 
 
+@client_only
 def test_closures_over_local_values_run_remotely(kinetic_backend: ScenarioBackend) -> None:
     def make_counter(start: int, step: int):  # type: ignore[no-untyped-def]
         def count(n: int) -> list[int]:
@@ -132,6 +135,7 @@ def test_captured_environment_variables_are_visible_inside(
     }
 
 
+@client_only
 def test_the_output_dir_is_set_writable_and_kept_after_cleanup(
     local_backend: ScenarioBackend, store_root: Path
 ) -> None:
@@ -144,6 +148,7 @@ def test_the_output_dir_is_set_writable_and_kept_after_cleanup(
     assert Path(where["path"]).read_text() == "loss=0.1"
 
 
+@client_only
 def test_an_explicit_output_dir_is_passed_to_the_job(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import data_userfuncs as uf
 import pytest
 from data_support import capabilities, put_objects, uploaded_hashes
-from scenario_support import ScenarioBackend, run_script
+from scenario_support import ScenarioBackend, client_only, run_script
 
 from kinetic import ConfigError, Data
 from kinetic.backends import get_backend
@@ -16,7 +16,7 @@ from kinetic.config import resolve_settings
 from kinetic_protocol import DataUnavailableError
 from kinetic_testing.signed import read_call
 
-pytestmark = pytest.mark.gcs
+pytestmark = [pytest.mark.gcs, client_only]
 
 
 @pytest.fixture

@@ -8,12 +8,12 @@ from pathlib import Path
 import data_userfuncs as uf
 import pytest
 from data_support import build_hf_repo, capabilities, hf_environment, put_objects, uploaded_hashes
-from scenario_support import ScenarioBackend
+from scenario_support import ScenarioBackend, client_only
 
 from kinetic import Data, _log, session
 from kinetic_protocol import DataUnavailableError
 
-pytestmark = pytest.mark.gcs
+pytestmark = [pytest.mark.gcs, client_only]
 
 UPLOAD_LOG = "kinetic.data.upload"
 
@@ -81,6 +81,7 @@ def hf_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return list(environment)
 
 
+@pytest.mark.backends("local")  # loaded in the job, from the mirror: no store, no backend
 def test_an_hf_dataset_built_here_is_loaded_and_handed_over_as_a_saved_directory(
     kinetic_backend: ScenarioBackend, hf_mirror: list[str]
 ) -> None:
@@ -100,6 +101,7 @@ def test_an_hf_dataset_built_here_is_loaded_and_handed_over_as_a_saved_directory
     job.cleanup()
 
 
+@pytest.mark.backends("local")  # loaded in the job, from the mirror: no store, no backend
 def test_an_hf_dataset_that_does_not_load_fails_the_job_in_the_data_phase(
     kinetic_backend: ScenarioBackend, hf_mirror: list[str]
 ) -> None:

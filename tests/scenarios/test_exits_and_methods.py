@@ -8,13 +8,16 @@ from pathlib import Path
 import exit_userfuncs as uf
 import pytest
 from batch_support import four_local_slots  # noqa: F401 (an autouse fixture)
-from scenario_support import ScenarioBackend
+from scenario_support import ScenarioBackend, client_only
 
 import kinetic
 from kinetic import JobStatus
 from kinetic.batch import BatchError
 from kinetic_protocol import Failed, Succeeded
 from kinetic_protocol.errors import RemoteExitError
+
+pytestmark = client_only
+
 
 # --- sys.exit ---------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 import scenario_funcs as uf
-from scenario_support import ScenarioBackend, run_script
+from scenario_support import ScenarioBackend, client_only, run_script
 
 import kinetic
 from kinetic import ConfigError, JobHandle, JobNotFoundError, JobStatus, SerializationError
@@ -51,6 +51,7 @@ def test_a_failed_job_is_kept_for_debugging(kinetic_backend: ScenarioBackend) ->
     [(uf.return_generator, "<generator object"), (uf.return_lock, "lock object")],
     ids=["generator", "lock"],
 )
+@client_only
 def test_an_unpicklable_return_value_fails_with_its_repr(
     kinetic_backend: ScenarioBackend, func: object, shown: str
 ) -> None:
@@ -65,6 +66,7 @@ def test_an_unpicklable_return_value_fails_with_its_repr(
 # --- bad input, refused before anything is stored -------------------------------------------
 
 
+@client_only
 def test_an_unpicklable_argument_is_named_and_nothing_is_stored(
     kinetic_backend: ScenarioBackend,
 ) -> None:
@@ -78,6 +80,7 @@ def test_an_unpicklable_argument_is_named_and_nothing_is_stored(
     assert kinetic.list_jobs(backend=kinetic_backend.name) == []
 
 
+@client_only
 def test_an_unpicklable_closure_variable_is_named(kinetic_backend: ScenarioBackend) -> None:
     guard = threading.Lock()
 
@@ -91,6 +94,7 @@ def test_an_unpicklable_closure_variable_is_named(kinetic_backend: ScenarioBacke
     assert kinetic_backend.store().list("jobs/") == []
 
 
+@client_only
 def test_an_unpicklable_global_of_a_script_function_is_named(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
@@ -118,6 +122,7 @@ def test_an_unpicklable_global_of_a_script_function_is_named(
     assert kinetic_backend.store().list("jobs/") == []
 
 
+@client_only
 def test_an_unknown_accelerator_is_refused_at_decoration_listing_valid_names(
     kinetic_backend: ScenarioBackend,
 ) -> None:
@@ -143,6 +148,7 @@ def test_a_malformed_store_uri_is_a_config_error(
         local_backend.decorate()(uf.add).run_async(1)
 
 
+@client_only
 def test_attaching_to_a_job_that_does_not_exist_raises_job_not_found(
     kinetic_backend: ScenarioBackend,
 ) -> None:
@@ -153,6 +159,7 @@ def test_attaching_to_a_job_that_does_not_exist_raises_job_not_found(
 # --- handles and stored records -------------------------------------------------------------
 
 
+@client_only
 def test_from_dict_names_missing_fields_and_ignores_unknown_ones(
     kinetic_backend: ScenarioBackend,
 ) -> None:
@@ -170,6 +177,7 @@ def test_from_dict_names_missing_fields_and_ignores_unknown_ones(
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])
+@client_only
 def test_a_corrupt_stored_record_names_the_object(
     kinetic_backend: ScenarioBackend, damage: str
 ) -> None:

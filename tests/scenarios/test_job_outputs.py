@@ -8,14 +8,14 @@ from pathlib import Path
 import data_userfuncs as uf
 import pytest
 from click.testing import CliRunner
-from scenario_support import ScenarioBackend
+from scenario_support import ScenarioBackend, client_only
 
 import kinetic
 from kinetic import ConfigError
 from kinetic.cli import cli
 from kinetic.outputs import OutputFile
 
-pytestmark = pytest.mark.gcs
+pytestmark = [pytest.mark.gcs, client_only]
 
 NAMES = ["a.txt", "deep/b.txt"]
 EXPECTED = {f"results/{name}": f"content of {name}" for name in NAMES}

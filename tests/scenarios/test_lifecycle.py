@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import scenario_funcs as uf
-from scenario_support import ScenarioBackend, pid_gone, wait_until
+from scenario_support import ScenarioBackend, client_only, pid_gone, wait_until
 
 import kinetic
 from kinetic import JobHandle, JobNotFoundError, JobStatus
@@ -90,6 +90,7 @@ def test_status_callback_sees_running_then_succeeded(
     assert len(seen) == len(set(seen)), f"a status was reported twice in a row: {seen}"
 
 
+@client_only
 def test_a_raising_status_callback_does_not_break_collection(
     kinetic_backend: ScenarioBackend,
 ) -> None:
@@ -175,6 +176,7 @@ def test_follow_logs_prints_until_the_job_ends(
     assert job.result() == 2
 
 
+@client_only
 def test_result_timeout_raises_and_the_job_keeps_running(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
@@ -230,6 +232,7 @@ def test_result_without_cleanup_keeps_the_job(kinetic_backend: ScenarioBackend) 
     assert job.result(cleanup=False) == 10, "the kept result can be read again"
 
 
+@client_only
 def test_result_keeps_a_debug_job(
     kinetic_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -252,6 +255,7 @@ def test_result_keeps_a_debug_job(
     assert store.list(layout.job_prefix(job.job_id)) == []
 
 
+@client_only
 def test_calling_a_debug_function_keeps_its_job(
     kinetic_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

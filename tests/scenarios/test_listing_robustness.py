@@ -9,7 +9,7 @@ import batch_userfuncs as uf
 import pytest
 from batch_support import four_local_slots  # noqa: F401 (an autouse fixture)
 from click.testing import CliRunner, Result
-from scenario_support import ScenarioBackend
+from scenario_support import ScenarioBackend, client_only
 
 import kinetic
 from kinetic import JobStatus
@@ -74,6 +74,7 @@ def test_a_corrupt_batch_manifest_is_skipped_with_a_warning_naming_its_key(
     assert good.results(cleanup=False) == [1]
 
 
+@client_only
 def test_stray_objects_under_children_are_ignored_with_a_warning(
     kinetic_backend: ScenarioBackend, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -118,6 +119,7 @@ def test_results_cleanup_cleans_failed_children_too_and_keeps_their_outcome(
     assert batch.failures() == [bad]
 
 
+@client_only
 def test_a_reattached_collected_and_cleaned_batch_is_not_called_failed(
     kinetic_backend: ScenarioBackend,
 ) -> None:
@@ -157,6 +159,7 @@ def test_a_reattached_collected_and_cleaned_batch_is_not_called_failed(
     assert [c["index"] for c in document["cleaned_up"]] == [0, 1, 2]
 
 
+@client_only
 def test_children_cleaned_up_without_kept_outcomes_say_so_and_are_not_failures(
     kinetic_backend: ScenarioBackend,
 ) -> None:
