@@ -96,6 +96,29 @@ def test_readers_report_a_dead_submitter_and_resume_creates_what_it_recorded(
     assert "nothing to resume" in kinetic.attach_batch(group_id, backend="local").resume()
 
 
+def test_resume_after_a_default_collection_runs_nothing_collected_again(
+    local_backend: ScenarioBackend, tmp_path: Path, quick_leases: None
+) -> None:
+    """``results()`` cleans up by default: input 0's job is then gone from the backend and
+    its outcome lives only among the batch's kept outcomes. A resume must take that as done,
+    not as recorded but never created (which would run it again under the same id)."""
+    group_id, runs = _died_after_recording(tmp_path)
+    wait_until(lambda: _gone(group_id), "the dead submitter's lease to run out")
+    attached = kinetic.attach_batch(group_id, backend="local")
+    first = attached.results(timeout=60, return_exceptions=True)  # default cleanup=True
+    assert first[0] == 0
+    job_0 = attached.jobs[0]
+    assert job_0 is not None and job_0.status() is JobStatus.NOT_FOUND, "cleaned up"
+
+    said = attached.resume()
+    join_batch_thread(group_id)  # a handle attached later then sees every child at once
+    later = kinetic.attach_batch(group_id, backend="local")
+    assert later.results(timeout=60, cleanup=False) == [0, 1, 4, 9]
+    assert (runs / "0").read_text().split() == [job_0.job_id], "input 0 ran once"
+    assert all(len((runs / str(i)).read_text().split()) == 1 for i in range(4))
+    assert "3 of 4 inputs to submit" in said, said
+
+
 def test_resume_is_refused_while_the_submitter_lives(
     local_backend: ScenarioBackend, tmp_path: Path
 ) -> None:

@@ -21,6 +21,7 @@ from batch_support import four_local_slots  # noqa: F401 (an autouse fixture)
 from scenario_support import ScenarioBackend, client_only
 
 import kinetic.batch
+from kinetic.batch import stored_call
 from kinetic_protocol import layout
 
 
@@ -136,3 +137,19 @@ def test_list_batches_lists_every_stored_batch(kinetic_backend: ScenarioBackend)
     assert listed[second.group_id].func_name == "square"
     assert first.results() == [1]
     assert second.results() == [4, 9]
+
+
+def test_a_batch_over_several_input_chunks_gives_every_input_its_own_value(
+    local_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks of two inputs (1000 in real use): the children at a chunk's edges read the
+    right chunk. Only the submitter knows the chunk size; each child finds its chunk from
+    the starts and counts its signed call lists, so the jobs' own processes need no patch."""
+    monkeypatch.setattr(stored_call, "CHUNK_INPUTS", 2)
+    square = local_backend.decorate()(uf.square)
+    batch = square.run_async_map(list(range(5)))
+    assert batch.results(timeout=60) == [0, 1, 4, 9, 16]
+    group = batch.group_id
+    assert local_backend.store().list(f"{layout.group_prefix(group)}inputs/") == [
+        layout.input_chunk_key(group, start) for start in (0, 2, 4)
+    ]

@@ -1,6 +1,7 @@
 """A store that fails while a batch is submitted (the disk fills up): the submitter stops
 cleanly instead of crashing its thread, nothing half-written is visible, and both this handle
-and a reattached one say why the remaining inputs never ran (local backend)."""
+and a reattached one say why the remaining inputs never ran. A store that fails while a batch
+is collected keeps every child whose outcome it could not keep (local backend)."""
 
 import logging
 from pathlib import Path
@@ -11,6 +12,7 @@ from batch_support import join_batch_thread
 from scenario_support import ScenarioBackend
 
 import kinetic
+from kinetic import JobStatus
 from kinetic.batch import SkippedInputError
 from kinetic_testing.full_disk import full_disk
 
@@ -52,3 +54,30 @@ def test_a_full_disk_stops_the_batch_and_every_reader_is_told(
     ]
     leftovers = [path for path in root.rglob("*") if path.name.startswith(".kinetic-tmp-")]
     assert leftovers == [], "a half-written object was left behind"
+
+
+def test_children_stay_when_their_outcomes_cannot_be_kept_with_the_batch(
+    local_backend: ScenarioBackend,
+    isolated_kinetic: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``results()`` deletes a child only once its outcome is kept with the batch: if that
+    write fails, the child is the only copy left, so it must stay for a later collection."""
+    square = local_backend.decorate()(uf.square)
+    batch = square.run_async_map([1, 2, 3])
+
+    def collected_full(directory: str) -> bool:
+        return directory.endswith("/collected")
+
+    with (
+        caplog.at_level(logging.WARNING, logger="kinetic"),
+        full_disk(isolated_kinetic / "store", collected_full) as disk,
+    ):
+        assert batch.results(timeout=60) == [1, 4, 9]  # cleanup=True, the default
+    assert disk.refused, "the kept outcomes were never written"
+    assert any("could not keep collected outcomes" in r.getMessage() for r in caplog.records)
+
+    children = [job for job in batch.jobs if job is not None]
+    assert [job.status() for job in children] == [JobStatus.SUCCEEDED] * 3
+    later = kinetic.attach_batch(batch.group_id, backend="local")
+    assert later.results(timeout=60) == [1, 4, 9]

@@ -340,6 +340,31 @@ def test_failure_target_is_failure_before_the_failed_condition() -> None:
     assert (result.status, result.exit_code) == (JobStatus.FAILED, 3)
 
 
+def test_failure_target_alone_is_failure() -> None:
+    """The controller's first write when it fails a Job before counting any pod: a Job past
+    its ``activeDeadlineSeconds`` whose pod was never created (1.36 job controller: the
+    FailureTarget write, then Failed in a second write). Kinetic's own Jobs (backoffLimit 0,
+    no deadline) get FailureTarget with their pod's uid in ``uncountedTerminatedPods``
+    instead; this keeps the condition meaning failure on its own, as the API defines it."""
+    first_write = job(
+        _cond(
+            "FailureTarget",
+            reason="DeadlineExceeded",
+            message="Job was active longer than specified deadline",
+        ),
+        active=0,
+        failed=0,
+    )
+    refused = 'Error creating: pods "add-1-x" is forbidden: exceeded quota: none'
+    result = job_state(
+        first_write, [], unschedulable_timeout=TIMEOUT, now=NOW, events=[failed_create(refused, 30)]
+    )
+    assert result == JobState(
+        status=JobStatus.FAILED,
+        detail="DeadlineExceeded: Job was active longer than specified deadline",
+    )
+
+
 def test_an_uncounted_failed_pod_alone_is_failure() -> None:
     result = state(
         job(uncountedTerminatedPods={"failed": ["u1"]}), pod("Failed", terminated(3, "Error"))

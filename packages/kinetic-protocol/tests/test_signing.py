@@ -72,3 +72,31 @@ def test_a_keyring_with_a_stray_entry_is_refused_naming_it(keyring: Keyring) -> 
     entries = {**keyring.entries(), "notes.txt": "hello"}
     with pytest.raises(SigningKeyError, match=r"notes\.txt"):
         Keyring.from_entries(entries, source="s")
+
+
+def _forge_mac(mac: str, how: str) -> str:
+    if how == "empty":
+        return ""
+    if how == "half":
+        return mac[: len(mac) // 2]
+    last = "0" if mac[-1] != "0" else "1"
+    return mac[:-1] + last
+
+
+@pytest.mark.parametrize("how", ["empty", "half", "one-digit-changed"])
+def test_a_short_or_altered_mac_is_refused(keyring: Keyring, how: str) -> None:
+    """A prefix of the real MAC is no MAC: only the full, exact value verifies."""
+    sealed_json = seal_json(keyring, "job", "job-1", RECORD)
+    mac = msgspec.json.decode(sealed_json)["kinetic_signature"]["mac"]
+    forged_json = sealed_json.replace(
+        f'"mac":"{mac}"'.encode(), f'"mac":"{_forge_mac(mac, how)}"'.encode()
+    )
+    assert forged_json != sealed_json
+    with pytest.raises(IntegrityError, match="does not match its signature"):
+        open_json(keyring, "job", "job-1", forged_json, JobRecord, key="k")
+
+    signature = keyring.sign("result", "job-1", b"the value")
+    forged = msgspec.structs.replace(signature, mac=_forge_mac(signature.mac, how))
+    forged_blob = msgspec.msgpack.encode({"body": b"the value", "kinetic_signature": forged})
+    with pytest.raises(IntegrityError, match="does not match its signature"):
+        open_blob(keyring, "result", "job-1", forged_blob, key="r")

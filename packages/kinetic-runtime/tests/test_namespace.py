@@ -2,6 +2,7 @@
 paths for the job alone, the user's own files read-only, for root and for an ordinary user."""
 
 import ctypes
+import errno
 import json
 import os
 import threading
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kinetic_runtime.data import namespace
 from kinetic_runtime.data.namespace import Bind, NamespaceError, enter, probe
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/mnt"), reason="Linux only")
@@ -130,3 +132,78 @@ def test_a_target_that_exists_as_the_other_kind_is_refused(shared_dir: Path) -> 
         return {"said": "entered"}
 
     assert "is not a directory" in _in_child(body, as_nobody=False)["said"]
+
+
+def _shadowed_parent(shared_dir: Path, *, victim_is_dir: bool = True) -> tuple[Path, list[Bind]]:
+    """A directory holding ``keep`` and ``victim``, and a bind below it at a path that does
+    not exist yet: entering shadows that directory, binding each of its entries in turn."""
+    parent = shared_dir / "parent"
+    parent.mkdir()
+    (parent / "keep").write_text("kept")
+    if victim_is_dir:
+        (parent / "victim").mkdir()
+    else:
+        (parent / "victim").write_text("soon gone")
+    source = shared_dir / "source"
+    source.mkdir()
+    (source / "out.txt").write_text("out")
+    return parent, [Bind(source, str(parent / "new" / "out"))]
+
+
+def _when_mounting(path: Path, act: Callable[[], None]) -> None:
+    """In this (child) process, run ``act`` just before ``path`` is bind-mounted: between the
+    shadow's listing of its directory and its mount of that entry."""
+    real = namespace._mount
+
+    def mount(source: str | None, target: str, flags: int, fstype: str | None = None) -> None:
+        if source == str(path):
+            act()
+        real(source, target, flags, fstype)
+
+    namespace._mount = mount
+
+
+@pytest.mark.parametrize("victim_is_dir", [True, False], ids=["directory", "file"])
+def test_an_entry_deleted_between_listing_and_mounting_is_left_out(
+    shared_dir: Path, victim_is_dir: bool
+) -> None:
+    """Under load another process's temporary entry went between the two: the job failed.
+    What is gone is gone; the job starts without it."""
+    parent, binds = _shadowed_parent(shared_dir, victim_is_dir=victim_is_dir)
+    victim = parent / "victim"
+
+    def body() -> dict[str, Any]:
+        _when_mounting(victim, victim.rmdir if victim_is_dir else victim.unlink)
+        enter(binds, shared_dir / "staging")
+        return {
+            "listed": sorted(os.listdir(parent)),
+            "keep": (parent / "keep").read_text(),
+            "out": (parent / "new" / "out" / "out.txt").read_text(),
+        }
+
+    (shared_dir / "staging").mkdir()
+    seen = _in_child(body, as_nobody=False)
+    assert "error" not in seen, seen.get("error", "")
+    assert seen == {"listed": ["keep", "new"], "keep": "kept", "out": "out"}
+    assert not victim.exists() and not (parent / "new").exists()
+
+
+def test_an_entry_that_is_there_but_cannot_be_mounted_still_fails(shared_dir: Path) -> None:
+    parent, binds = _shadowed_parent(shared_dir)
+    victim = parent / "victim"
+
+    def refuse() -> None:
+        raise OSError(errno.ENOENT, f"mount({victim}): No such file or directory")
+
+    def body() -> dict[str, Any]:
+        _when_mounting(victim, refuse)
+        try:
+            enter(binds, shared_dir / "staging")
+        except NamespaceError as exc:
+            return {"said": str(exc)}
+        return {"said": "entered"}
+
+    (shared_dir / "staging").mkdir()
+    said = _in_child(body, as_nobody=False)["said"]
+    assert said.startswith("could not mount a volume") and str(victim) in said, said
+    assert victim.is_dir()

@@ -1,6 +1,8 @@
 """capture_env_vars: exact names and patterns, the blocklist, and the credential warning."""
 
 import logging
+import os
+from collections.abc import Mapping
 
 import pytest
 
@@ -98,6 +100,54 @@ def test_the_blocklist_covers_what_describes_this_machine_or_its_credentials() -
                  "SSH_AUTH_SOCK", "VIRTUAL_ENV"):  # fmt: skip
         assert name in BLOCKED_NAMES
     assert set(BLOCKED_PREFIXES) >= {"PYTHON", "LD_", "DYLD_", "KINETIC_", "CONDA_", "UV_"}
+
+
+MUST_NEVER_TRAVEL = (
+    "PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "USERNAME", "HOSTNAME",
+    "TMPDIR", "TMP", "TEMP", "SHLVL", "VIRTUAL_ENV",
+    "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_SESSION_ID",
+    "SSH_AUTH_SOCK", "SSH_AGENT_PID", "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY",
+    "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "KUBECONFIG",
+    "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "DOCKER_CONFIG", "GNUPGHOME", "NETRC",
+    "PYTHONPATH", "PYTHONHOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES",
+    "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "UV_INDEX_URL", "KINETIC_STORE",
+)  # fmt: skip
+"""Written out by hand, not read from the blocklist: an entry dropped from the blocklist
+(a name or a whole prefix) must fail a test rather than shrink it."""
+
+
+@pytest.mark.parametrize("name", MUST_NEVER_TRAVEL)
+def test_each_name_that_must_never_travel_is_refused_by_name(name: str) -> None:
+    with pytest.raises(ConfigError, match=rf"cannot capture '{name}': .+Remove it"):
+        kinetic.run(accelerator="cpu", capture_env_vars=[name])
+
+
+@pytest.fixture
+def machine_environ(monkeypatch: pytest.MonkeyPatch) -> Mapping[str, str]:
+    """This process's environment with every name that must never travel set, beside one
+    that may."""
+    for name in MUST_NEVER_TRAVEL:
+        monkeypatch.setenv(name, f"this machine's {name}")
+    monkeypatch.setenv("PROJECT_NAME", "travels")
+    return os.environ
+
+
+@pytest.mark.parametrize("pattern", ["*", "XDG_*", "SSH_*", "P*", "L*", "C*", "K*"])
+def test_patterns_capture_none_of_the_names_that_must_never_travel(
+    pattern: str, machine_environ: Mapping[str, str]
+) -> None:
+    captured = capture_env((pattern,), machine_environ)
+    assert not set(MUST_NEVER_TRAVEL) & captured.keys(), sorted(captured)
+    assert capture_env(("*",), machine_environ)["PROJECT_NAME"] == "travels"
+
+
+def test_recapture_hands_out_none_of_the_names_that_must_never_travel(
+    machine_environ: Mapping[str, str],
+) -> None:
+    """A stored call rewritten to name them gets none of them back on resume."""
+    names = [*MUST_NEVER_TRAVEL, "PROJECT_NAME"]
+    recaptured = recapture_env(names, machine_environ, owner="Batch grp-1")
+    assert recaptured == {"PROJECT_NAME": "travels"}
 
 
 @pytest.mark.parametrize("pattern", ["*", "WANDB_*", "A*", "HF_TOKEN", "_X"])

@@ -72,7 +72,10 @@ def succeeded(job: Obj) -> bool:
 
 
 def failed(job: Obj) -> bool:
-    """The job controller has recorded failure, in its first write or its second."""
+    """The job controller has recorded failure, in its first write or its second.
+
+    FailureTarget comes alone when the controller fails a Job before counting any pod (past
+    its ``activeDeadlineSeconds`` with no pod created); ours come with a pod uid uncounted."""
     status = job.get("status", {})
     uncounted = status.get("uncountedTerminatedPods") or {}
     return bool(

@@ -92,6 +92,25 @@ def _placeholder(path: Path, *, directory: bool) -> None:
         path.touch()
 
 
+def _copy_entry(entry: os.DirEntry[str], inside: Path) -> None:
+    """``entry`` at ``inside``: a symlink copied as one, anything else bind-mounted."""
+    if entry.is_symlink():
+        os.symlink(os.readlink(entry.path), inside)
+        return
+    _placeholder(inside, directory=entry.is_dir())
+    _mount(entry.path, str(inside), _MS_BIND | _MS_REC)
+
+
+def _remove_placeholder(inside: Path) -> None:
+    """Take back the stand-in made for an entry that has vanished: the job sees no name
+    that no longer exists."""
+    with contextlib.suppress(FileNotFoundError):
+        if inside.is_dir() and not inside.is_symlink():
+            inside.rmdir()
+        else:
+            inside.unlink()
+
+
 class _Builder:
     """Applies binds one by one, shadowing ancestors where a mount point must be created."""
 
@@ -121,18 +140,24 @@ class _Builder:
 
     def _shadow(self, directory: Path) -> None:
         """Replace ``directory``, in this namespace only, by a writable copy of itself: a tmpfs
-        holding a bind of each original entry (symlinks are copied as symlinks)."""
+        holding a bind of each original entry (symlinks are copied as symlinks). An entry
+        deleted between the listing and its mount (``/tmp`` changes all the time) is left
+        out; any other failure fails the job."""
         staging = self._workspace / f"shadow-{len(self._staging)}"
         staging.mkdir()
         self._staging.append(staging)
         _mount("tmpfs", str(staging), 0, "tmpfs")
-        for entry in os.scandir(directory):
-            inside = staging / entry.name
-            if entry.is_symlink():
-                os.symlink(os.readlink(entry.path), inside)
-                continue
-            _placeholder(inside, directory=entry.is_dir())
-            _mount(entry.path, str(inside), _MS_BIND | _MS_REC)
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                inside = staging / entry.name
+                try:
+                    _copy_entry(entry, inside)
+                except FileNotFoundError:
+                    if os.path.lexists(entry.path):
+                        raise
+                    # Deleted since it was listed (another process's temporary file, say): it
+                    # is gone for the job too, so leave no empty stand-in for it.
+                    _remove_placeholder(inside)
         if directory == Path("/"):
             cwd = os.getcwd()
             os.chdir(staging)
