@@ -21,9 +21,7 @@ import argparse
 import os
 import signal
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -194,6 +192,8 @@ class _Job:
             os.environ.update(self.host.environment())
 
     def failed(self, error: PhaseError) -> Failed:
+        import traceback  # loaded for a failure only: a job's start pays for what it uses
+
         cause = error.cause
         frames = traceback.format_exception(cause)
         if error.phase is Phase.RUN:
@@ -242,6 +242,8 @@ def _user_frames(exc: BaseException) -> list[str]:
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
         tb = tb.tb_next
+    import traceback
+
     lines = traceback.format_exception(type(exc), exc, tb)
     return lines[1:] if tb is not None else lines
 
@@ -382,5 +384,10 @@ def main(argv: list[str] | None = None) -> int:
     if (options.group is None) != (options.index is None):
         parser.error("--group and --index go together (a batch child's batch and input)")
     member = None if options.group is None else BatchInput(options.group, options.index)
-    workdir = Path(options.workdir or tempfile.mkdtemp(prefix=f"kinetic-{options.job}-"))
+    if options.workdir:
+        workdir = Path(options.workdir)
+    else:
+        import tempfile
+
+        workdir = Path(tempfile.mkdtemp(prefix=f"kinetic-{options.job}-"))
     return run_job(options.store, options.job, workdir, member)
