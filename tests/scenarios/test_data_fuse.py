@@ -22,7 +22,8 @@ from kinetic.config import resolve_settings
 from kinetic_gke.labels import job_selector
 from kinetic_protocol.data import GCSFUSE_DRIVER
 
-pytestmark = pytest.mark.gcs
+# The backends that mount fuse=True data lazily; the others stage it up front (test_data_sources).
+pytestmark = [pytest.mark.gcs, pytest.mark.backends("gke", "pathways")]
 
 Obj = dict[str, Any]
 

@@ -134,7 +134,7 @@ def test_not_realk8s_leaves_out_every_kubernetes_scenario(
         node
         for node in scenario_ids_without_the_tier
         if any(word in node for word in ("[gke", "[pathways", "-gke", "-pathways", "gke]"))
-        or any(f"/test_{name}" in node for name in ("gke_", "pathways_", "data_fuse"))
+        or any(f"/test_{name}" in node for name in ("gke_", "pathways_"))
     ]
     assert kubernetes == []
     assert any("[local" in node for node in scenario_ids_without_the_tier)
