@@ -2,8 +2,20 @@
 kube-apiserver of the test tier and fake-gcs-server, beside the local backend.
 
 No node agent runs, so every pod stays Pending and only submission is measured: Job creates,
-store writes and the client's own CPU. Prints one JSON object: submissions per second, client
-CPU per child, store writes per child, API calls per status poll and ``attach_batch`` time.
+store writes and the client's own CPU. By default the benchmark starts its own control plane
+and fake-gcs-server; ``--kubeconfig``/``--context``/``--namespace`` and ``--store`` use ones
+already running instead (the test suite's smoke check passes its session's).
+
+Prints one JSON object (a section left out with ``--skip`` is absent)::
+
+    {"cpus": 2, "python": "3.11.9",
+     "local": {"n": 1000, "submit_wall_s": ..., "submissions_per_s": ...,
+               "client_cpu_ms_per_child": ..., "store_writes": {"<kind of key>": count},
+               "store_writes_per_child": ..., "attach_batch_s": ...},
+     "gke":   {the same keys, and "status_poll_s": ..., "api_calls_per_poll": ...}}
+
+``api_calls_per_poll`` counts the Kubernetes API requests the client sends for one
+``statuses()`` of the whole batch.
 
     python -m uv run tools/bench/batch_gke.py --n 1000
 """
@@ -69,44 +81,71 @@ def timed(action: Callable[[], Any]) -> tuple[Any, float]:
     return value, round(time.perf_counter() - start, 3)
 
 
-def bench_gke(n: int, square: Any, tmp: Path) -> dict[str, Any]:
+@contextmanager
+def counted_api_calls() -> Iterator[list[str]]:
+    """Record ``METHOD path`` of every request the Kubernetes client sends (all threads)."""
+    from kubernetes.client import rest
+
+    client_class: Any = rest.RESTClientObject  # untyped
+    calls: list[str] = []
+    real = client_class.request
+
+    def request(self: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(f"{method} {url}")  # list.append is atomic
+        return real(self, method, url, *args, **kwargs)
+
+    client_class.request = request
+    try:
+        yield calls
+    finally:
+        client_class.request = real
+
+
+def bench_gke(n: int, square: Any) -> dict[str, Any]:
+    """Submit, attach and poll one batch with the cluster and store in the environment."""
     import kinetic
     from kinetic_runtime.stores.gcs import GCSStore
-    from kinetic_testing.controlplane.build import ensure_built
-    from kinetic_testing.controlplane.cluster import ControlPlane
-    from kinetic_testing.controlplane.proxy import ApiProxy
-    from kinetic_testing.fake_gcs import FakeGcsServer
 
+    remote = kinetic.run(accelerator="cpu", backend="gke", container_image="python:3.11")(square)
+    remote.run_async_map([0], max_concurrent=None)  # warm up: bundle, clients, discovery
+    batch, report = submit(remote, n, GCSStore)
+    attached, report["attach_batch_s"] = timed(
+        lambda: kinetic.attach_batch(batch.group_id, backend="gke")
+    )
+    assert sum(job is not None for job in attached.jobs) == n
+    with counted_api_calls() as calls:
+        _, report["status_poll_s"] = timed(attached.statuses)
+    report["api_calls_per_poll"] = len(calls)
+    return report
+
+
+@contextmanager
+def cluster_and_store(options: argparse.Namespace, tmp: Path) -> Iterator[None]:
+    """Point the gke backend at a cluster and a gs:// store: the ones named in ``options``,
+    else a control plane and a fake-gcs-server started here (stopped on leaving)."""
     with ExitStack() as stack:
-        plane = stack.enter_context(ControlPlane(ensure_built(), tmp / "k8s"))
-        gcs = stack.enter_context(FakeGcsServer())
-        gcs.create_bucket("kinetic-bench")
-        namespace = plane.create_namespace("bench")
-        os.environ.update(
-            STORAGE_EMULATOR_HOST=gcs.endpoint, KUBECONFIG=str(plane.kubeconfig),
-            KINETIC_KUBE_CONTEXT=plane.context, KINETIC_NAMESPACE=namespace,
-            KINETIC_STORE="gs://kinetic-bench", KINETIC_PROJECT="kinetic-bench",
-        )  # fmt: skip
-        remote = kinetic.run(accelerator="cpu", backend="gke", container_image="python:3.11")(
-            square
-        )
-        remote.run_async_map([0], max_concurrent=None)  # warm up: bundle, clients, discovery
-        batch, report = submit(remote, n, GCSStore)
-        attached, report["attach_batch_s"] = timed(
-            lambda: kinetic.attach_batch(batch.group_id, backend="gke")
-        )
-        assert sum(job is not None for job in attached.jobs) == n
-        proxy = stack.enter_context(ApiProxy(plane))
-        os.environ["KUBECONFIG"] = str(proxy.kubeconfig(tmp / "proxy", context="proxy"))
-        os.environ["KINETIC_KUBE_CONTEXT"] = "proxy"
-        import kinetic.session
+        if options.kubeconfig:
+            kube = (str(options.kubeconfig), options.context, options.namespace)
+        else:
+            from kinetic_testing.controlplane.build import ensure_built
+            from kinetic_testing.controlplane.cluster import ControlPlane
 
-        kinetic.session.fresh()  # a new backend, through the proxy
-        polled = kinetic.attach_batch(batch.group_id, backend="gke")
-        proxy.clear()
-        _, report["status_poll_s"] = timed(polled.statuses)
-        report["api_calls_per_poll"] = len(proxy.requests)
-        return report
+            plane = stack.enter_context(ControlPlane(ensure_built(), tmp / "k8s"))
+            kube = (str(plane.kubeconfig), plane.context, plane.create_namespace("bench"))
+        if options.store:
+            store = options.store
+        else:
+            from kinetic_testing.fake_gcs import FakeGcsServer
+
+            gcs = stack.enter_context(FakeGcsServer())
+            gcs.create_bucket("kinetic-bench")
+            os.environ["STORAGE_EMULATOR_HOST"] = gcs.endpoint
+            store = "gs://kinetic-bench"
+        os.environ.update(
+            KUBECONFIG=kube[0], KINETIC_KUBE_CONTEXT=kube[1], KINETIC_NAMESPACE=kube[2],
+            KINETIC_STORE=store, KINETIC_PROJECT="kinetic-bench",
+        )  # fmt: skip
+        yield
 
 
 def bench_local(n: int, square: Any) -> dict[str, Any]:
@@ -127,7 +166,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--skip", nargs="*", default=[], choices=["gke", "local"])
+    cluster = parser.add_argument_group("an existing cluster and store, instead of starting them")
+    cluster.add_argument("--kubeconfig", type=Path, help="needs --context and --namespace")
+    cluster.add_argument("--context")
+    cluster.add_argument("--namespace", help="an existing namespace to submit into")
+    cluster.add_argument(
+        "--store", help="an existing gs:// bucket (STORAGE_EMULATOR_HOST from the environment)"
+    )
     options = parser.parse_args()
+    if options.kubeconfig and not (options.context and options.namespace):
+        parser.error("--kubeconfig needs --context and --namespace")
     square = small_project().square
     report: dict[str, Any] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
     with tempfile.TemporaryDirectory(prefix="kinetic-bench-") as tmp:
@@ -136,7 +184,8 @@ def main() -> None:
             os.environ["KINETIC_STORE"] = f"file://{tmp}/store"
             report["local"] = bench_local(options.n, square)
         if "gke" not in options.skip:
-            report["gke"] = bench_gke(options.n, square, Path(tmp))
+            with cluster_and_store(options, Path(tmp)):
+                report["gke"] = bench_gke(options.n, square)
     print(json.dumps(report, indent=2))
 
 

@@ -15,17 +15,24 @@ jobs cannot see this machine (gke, pathways), as ``kinetic.data.plan`` runs it:
   hashed again, nothing is uploaded.
 
 The files are made an hour old first, as a dataset at rest is (the digest cache does not
-trust a file changed within the last second). Prints one JSON object.
+trust a file changed within the last second). Prints one JSON object (times in seconds)::
+
+    {"dataset": {"files": 10000, "mib": 1024.0}, "cpus": 2, "store": "<what served gs://>",
+     "load_average_1m": ...,
+     "cold": {"hash_s": ..., "hash_mib_per_s": ..., "upload_s": ..., "upload_mib_per_s": ...,
+              "total_s": ..., "total_mib_per_s": ...},
+     "resubmit_same_object_s": ..., "resubmit_new_process_s": ...,
+     "resubmit_without_digest_cache_s": ..., "goal_resubmit_under_1s": true}
 
     python -m uv run tools/bench/data_upload.py                  # 1 GiB, 10,000 files
     python -m uv run tools/bench/data_upload.py --mib 64 --files 1000
+    python -m uv run tools/bench/data_upload.py --mib 1 --files 20   # a smoke run
 """
 
 import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -122,4 +129,4 @@ def measure(dataset: Path, total: int, files: int) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

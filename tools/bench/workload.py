@@ -1,41 +1,35 @@
-"""The benchmarks' workload, written into a small project of its own.
+"""Where the benchmarks' workload (``benchwork``) is imported from.
 
 Kinetic ships the caller's project with every job; from inside this repository that would be
 the whole repository, and the benchmarks would measure unpacking it. ``small_project()``
-builds a one-module project instead (``--in-repo`` measures the other case).
+copies ``benchwork.py`` into a one-module project instead; ``in_repo=True`` imports it from
+this repository (tracked, so its code bundle ships it), to measure that case.
+
+Nothing here sets ``PYTHONPATH``: a job must find the module in its own code bundle, as on a
+cluster (the local launcher would otherwise inherit the path and hide a bundle without it).
 """
 
-import os
+import shutil
 import sys
 import tempfile
-import textwrap
 from pathlib import Path
 from types import ModuleType
 
 __all__ = ["small_project"]
 
-_SOURCE = '''
-def noop():
-    """Nothing: what is measured is the runner's own overhead."""
-
-
-def square(x):
-    return x * x
-'''
+_HERE = Path(__file__).parent
 
 
 def small_project(in_repo: bool = False) -> ModuleType:
-    """Import the workload module from a fresh one-module project (or from this repository)."""
-    root = Path(__file__).parent if in_repo else Path(tempfile.mkdtemp(prefix="kinetic-work-"))
-    if not in_repo:
-        (root / "pyproject.toml").write_text('[project]\nname = "bench-work"\nversion = "0"\n')
-        (root / "benchwork.py").write_text(textwrap.dedent(_SOURCE))
+    """Import ``benchwork`` from a fresh one-module project (or from this repository)."""
+    if in_repo:
+        root = _HERE
     else:
-        (root / "benchwork.py").write_text(textwrap.dedent(_SOURCE))
+        root = Path(tempfile.mkdtemp(prefix="kinetic-work-"))
+        (root / "pyproject.toml").write_text('[project]\nname = "bench-work"\nversion = "0"\n')
+        shutil.copyfile(_HERE / "benchwork.py", root / "benchwork.py")
     sys.path.insert(0, str(root))
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        filter(None, [str(root), os.environ.get("PYTHONPATH")])
-    )
     import benchwork
 
+    assert Path(benchwork.__file__).parent == root, benchwork.__file__
     return benchwork

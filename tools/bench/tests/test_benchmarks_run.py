@@ -1,0 +1,143 @@
+"""Every benchmark in ``tools/bench`` runs to the end at a small size and prints its JSON.
+
+A benchmark nothing runs rots. These check that each one finishes and reports every figure
+its docstring promises, with the right types; they assert no speed (speed goals live in the
+benchmarks' own figures, never in timed assertions).
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kinetic_testing.controlplane.cluster import ControlPlane
+
+pytestmark = pytest.mark.slow
+
+BENCH = Path(__file__).parents[1]
+
+
+def run_benchmark(script: str, *args: str, tmp_path: Path) -> dict[str, Any]:
+    """``script``'s JSON, run as a user would, with no ``KINETIC_*`` settings or
+    ``PYTHONPATH`` of this process (the benchmarks choose their own)."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("KINETIC_") and name not in ("GOOGLE_CLOUD_PROJECT", "PYTHONPATH")
+    }
+    env["KINETIC_PROFILES_FILE"] = str(tmp_path / "profiles.json")
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=BENCH.parents[1],  # the repository, as the README runs them
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, f"{script} failed:\n{done.stderr[-6000:]}"
+    report = json.loads(done.stdout)
+    assert isinstance(report, dict)
+    return report
+
+
+def assert_figures(section: object, *names: str) -> None:
+    """``section`` holds each of ``names`` as a finite, non-negative number."""
+    assert isinstance(section, dict), section
+    for name in names:
+        value = section.get(name)
+        assert isinstance(value, int | float), (name, section)
+        assert not isinstance(value, bool), (name, section)
+        assert math.isfinite(value), (name, section)
+        assert value >= 0, (name, section)
+
+
+def assert_about_this_machine(report: dict[str, Any]) -> None:
+    assert report["cpus"] == os.cpu_count()
+    assert isinstance(report["python"], str)
+    assert report["python"] == sys.version.split()[0]
+
+
+_SUMMARY = ("wall_s", "submissions_per_s", "per_item_overhead_ms")
+
+
+def test_batch_local_compares_kinetic_submitit_and_a_pool_then_attaches(
+    tmp_path: Path,
+) -> None:
+    report = run_benchmark("batch_local.py", "--n", "2", "--attach-children", "20",
+                           tmp_path=tmp_path)  # fmt: skip
+    assert_about_this_machine(report)
+    assert report["n"] == 2
+    assert report["project"] == "one module"
+    assert_figures(report["kinetic_local"], *_SUMMARY, "slots")
+    assert_figures(report["submitit_local"], *_SUMMARY)
+    assert_figures(report["process_pool"], *_SUMMARY, "workers")
+    assert_figures(report["attach_batch"], "children", "attach_s", "handle_memory_mib")
+    assert report["attach_batch"]["children"] == 20
+
+
+@pytest.mark.parametrize(
+    ("args", "project"),
+    [((), "one module"), (("--in-repo",), "this repository")],
+    ids=["one-module", "in-repo"],
+)
+def test_job_local_reports_job_overhead_and_the_runtime_import_time(
+    tmp_path: Path, args: tuple[str, ...], project: str
+) -> None:
+    """``--in-repo`` jobs import the workload from this repository's code bundle, so this
+    fails if the bundle leaves the module out."""
+    report = run_benchmark("job_local.py", "--n", "2", "--import-runs", "1", *args,
+                           tmp_path=tmp_path)  # fmt: skip
+    assert report["n"] == 2
+    assert report["project"] == project
+    assert_figures(report["submit_to_succeeded_ms"], "median", "p90", "min")
+    assert_figures(report["submit_only_ms"], "median")
+    assert_figures(report["import_ms"], "kinetic", "kinetic_runtime.main")
+    assert report["import_ms"]["kinetic_runtime.main"] > 0
+
+
+@pytest.mark.gcs
+def test_data_upload_measures_cold_and_cached_submissions(tmp_path: Path) -> None:
+    report = run_benchmark("data_upload.py", "--mib", "1", "--files", "20", tmp_path=tmp_path)
+    assert report["dataset"] == {"files": 20, "mib": 1.0}
+    assert report["cpus"] == os.cpu_count()
+    assert isinstance(report["store"], str)
+    assert_figures(report, "load_average_1m", "resubmit_same_object_s",
+                   "resubmit_new_process_s", "resubmit_without_digest_cache_s")  # fmt: skip
+    assert_figures(report["cold"], "hash_s", "hash_mib_per_s", "upload_s", "upload_mib_per_s",
+                   "total_s", "total_mib_per_s")  # fmt: skip
+    assert isinstance(report["goal_resubmit_under_1s"], bool)
+
+
+_SUBMISSION = ("n", "submit_wall_s", "submissions_per_s", "client_cpu_ms_per_child",
+               "store_writes_per_child", "attach_batch_s")  # fmt: skip
+
+
+@pytest.mark.gcs
+def test_batch_gke_submits_attaches_and_polls_on_the_session_cluster(
+    tmp_path: Path, real_k8s: ControlPlane, k8s_namespace: str, gcs_bucket: str
+) -> None:
+    """On this session's control plane and fake-gcs-server (``STORAGE_EMULATOR_HOST`` is
+    inherited), not ones of its own: starting them would double the test's time."""
+    report = run_benchmark(
+        "batch_gke.py", "--n", "3", "--kubeconfig", str(real_k8s.kubeconfig),
+        "--context", real_k8s.context, "--namespace", k8s_namespace, "--store", gcs_bucket,
+        tmp_path=tmp_path,
+    )  # fmt: skip
+    assert_about_this_machine(report)
+    for backend in ("local", "gke"):
+        section = report[backend]
+        assert_figures(section, *_SUBMISSION)
+        assert section["n"] == 3
+        writes = section["store_writes"]
+        assert writes, section
+        assert all(isinstance(k, str) and isinstance(v, int) for k, v in writes.items())
+    assert_figures(report["gke"], "status_poll_s", "api_calls_per_poll")
+    assert report["gke"]["api_calls_per_poll"] >= 1
+    jobs = real_k8s.request("GET", f"/apis/batch/v1/namespaces/{k8s_namespace}/jobs")
+    assert len(jobs["items"]) == 1 + 3  # the warm-up's child and the batch's
