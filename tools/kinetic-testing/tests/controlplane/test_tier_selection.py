@@ -26,9 +26,7 @@ markers =
 """
 
 
-def _pytest(
-    args: list[str], *, cwd: Path, env: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
+def _pytest(args: list[str], *, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", *args],
         cwd=cwd,
@@ -52,7 +50,7 @@ def _fake_go(tmp_path: Path) -> tuple[Path, Path]:
     bin_dir, ran = tmp_path / "fake-go-bin", tmp_path / "go-ran"
     bin_dir.mkdir()
     go = bin_dir / "go"
-    go.write_text(f"#!/bin/sh\necho \"$@\" >> {ran}\necho go1.26.0\nexit 1\n")
+    go.write_text(f'#!/bin/sh\necho "$@" >> {ran}\necho go1.26.0\nexit 1\n')
     go.chmod(0o755)
     return bin_dir, ran
 
