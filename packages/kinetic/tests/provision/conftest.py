@@ -7,8 +7,6 @@ file whose token comes from the fake's OAuth endpoint and is a token the API ser
 ``kinetic up`` reaches the cluster exactly as on GKE, with no kubeconfig at all.
 """
 
-import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +16,8 @@ from click.testing import CliRunner, Result
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from provision_support import PROJECT, ZONE, Invoke, point_gke_at
+from provision_support import Invoke, point_kinetic_at, write_kubeconfig
 
-from kinetic_gke.k8s import kube_context_name
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiProxy
 from kinetic_testing.fake_gcs import FakeGcsServer
@@ -66,19 +63,10 @@ def up_env(
 ) -> FakeGoogleCloud:
     """Settings for `kinetic up` and friends: the fakes, the control plane (this test's
     namespace), a profiles file of the test's own, and no kubeconfig (`up` needs none)."""
-    for name in list(os.environ):
-        if name.startswith("KINETIC_") and name != "KINETIC_GCP_API_ENDPOINT":
-            monkeypatch.delenv(name)
-    adc = tmp_path / "adc.json"
-    point_gke_at(cloud, real_k8s, cluster_api.address, cluster_token, adc)
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
-    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
-    monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
-    monkeypatch.setenv("KINETIC_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KINETIC_PROJECT", PROJECT)
-    monkeypatch.setenv("KINETIC_ZONE", ZONE)
-    monkeypatch.setenv("KINETIC_CLUSTER", cluster_name)
-    monkeypatch.setenv("KINETIC_NAMESPACE", k8s_namespace)
+    point_kinetic_at(
+        monkeypatch, cloud, real_k8s, cluster_api.address, cluster_token, tmp_path,
+        cluster=cluster_name, namespace=k8s_namespace,
+    )  # fmt: skip
     return cloud
 
 
@@ -92,12 +80,7 @@ def kubeconfig(
 ) -> Path:
     """The kubeconfig `gcloud container clusters get-credentials` would have written: the
     context Kinetic's backends (and `doctor`) use, named as gcloud names it."""
-    document = json.loads(real_k8s.kubeconfig.read_text())
-    name = kube_context_name(PROJECT, ZONE, cluster_name)
-    document["current-context"] = name
-    document["contexts"][0]["name"] = name
-    path = tmp_path / "kubeconfig"
-    path.write_text(json.dumps(document))
+    path = write_kubeconfig(real_k8s, cluster_name, tmp_path / "kubeconfig")
     monkeypatch.setenv("KUBECONFIG", str(path))
     return path
 

@@ -2,10 +2,13 @@
 ``sys.path``)."""
 
 import base64
+import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import Result
 
 PROJECT = "kp-test"
@@ -43,3 +46,45 @@ def point_gke_at(cloud: Any, plane: Any, endpoint: str, token: str, adc: Path) -
     cloud.container.ca_certificate = base64.b64encode(plane.pki.ca_cert.read_bytes()).decode()
     cloud.apis.access_token = token
     cloud.apis.credentials_file(adc)
+
+
+def point_kinetic_at(
+    settings: pytest.MonkeyPatch,
+    cloud: Any,
+    plane: Any,
+    endpoint: str,
+    token: str,
+    tmp: Path,
+    *,
+    cluster: str,
+    namespace: str,
+) -> None:
+    """Settings for `kinetic up` and friends: ``cloud`` (a FakeGoogleCloud, already named by
+    ``KINETIC_GCP_API_ENDPOINT``) whose clusters are ``plane`` at ``endpoint``, files of their
+    own under ``tmp``, and no kubeconfig (`up` needs none)."""
+    for name in list(os.environ):
+        if name.startswith("KINETIC_") and name != "KINETIC_GCP_API_ENDPOINT":
+            settings.delenv(name)
+    adc = tmp / "adc.json"
+    point_gke_at(cloud, plane, endpoint, token, adc)
+    settings.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    settings.setenv("KUBECONFIG", str(tmp / "no-kubeconfig"))
+    settings.setenv("KINETIC_PROFILES_FILE", str(tmp / "profiles.json"))
+    settings.setenv("KINETIC_HOME", str(tmp / "home"))
+    settings.setenv("KINETIC_PROJECT", PROJECT)
+    settings.setenv("KINETIC_ZONE", ZONE)
+    settings.setenv("KINETIC_CLUSTER", cluster)
+    settings.setenv("KINETIC_NAMESPACE", namespace)
+
+
+def write_kubeconfig(plane: Any, cluster: str, path: Path) -> Path:
+    """The kubeconfig `gcloud container clusters get-credentials` would have written for
+    ``cluster``: the context Kinetic's backends (and `doctor`) use, named as gcloud names it."""
+    from kinetic_gke.k8s import kube_context_name
+
+    document = json.loads(plane.kubeconfig.read_text())
+    name = kube_context_name(PROJECT, ZONE, cluster)
+    document["current-context"] = name
+    document["contexts"][0]["name"] = name
+    path.write_text(json.dumps(document))
+    return path

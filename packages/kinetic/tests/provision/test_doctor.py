@@ -1,32 +1,96 @@
 """`kinetic doctor`: all PASS on a cluster `kinetic up` made; each check, broken, FAILs and
-shows its fix, and the command exits 1."""
+shows its fix, and the command exits 1.
 
+`doctor` only reads, so one cluster made by `up` serves the module: each test starts from the
+Google Cloud fake's state as `up` left it (the kubeconfig, the namespace and the settings are
+never changed but through the test's own ``monkeypatch``)."""
+
+import copy
 import json
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from provision_support import PROJECT, ZONE, Invoke, add_unmanaged_gpu_pool
+from click.testing import CliRunner
+from provision_support import (
+    PROJECT,
+    ZONE,
+    Invoke,
+    add_unmanaged_gpu_pool,
+    point_kinetic_at,
+    write_kubeconfig,
+)
 
 from kinetic_gke.k8s import kube_context_name
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiProxy
+from kinetic_testing.fake_gcs import FakeGcsServer
 from kinetic_testing.gcp_fake import FakeGoogleCloud
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
+
+_CLUSTER = "kc-doctor"
+_STATE = [
+    ("container", "clusters"), ("apis", "enabled"), ("apis", "repositories"),
+    ("apis", "project_policies"), ("apis", "sa_policies"), ("apis", "service_accounts"),
+]  # fmt: skip
+"""The fake's state the breakers change (besides settings and injected faults)."""
 
 
 def _findings(result: Any) -> dict[str, dict[str, str]]:
     return {f["check"]: f for f in json.loads(result.stdout)}
 
 
+@pytest.fixture(scope="module")
+def made(
+    fake_gcs: FakeGcsServer,
+    real_k8s: ControlPlane,
+    cluster_token: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[FakeGoogleCloud, dict[tuple[str, str], Any]]]:
+    """A cluster `kinetic up` made, with the kubeconfig context its jobs (and doctor) use, for
+    the module; and the fake's state right after `up`."""
+    from kinetic.cli import cli
+
+    tmp = tmp_path_factory.mktemp("doctor")
+    with (
+        FakeGoogleCloud(polls_until_done=2) as cloud,
+        ApiProxy(real_k8s, tls=True) as proxy,
+        pytest.MonkeyPatch.context() as settings,
+    ):
+        settings.setenv("KINETIC_GCP_API_ENDPOINT", cloud.url)
+        namespace = real_k8s.create_namespace("doctor")
+        point_kinetic_at(
+            settings, cloud, real_k8s, proxy.address, cluster_token, tmp,
+            cluster=_CLUSTER, namespace=namespace,
+        )  # fmt: skip
+        done = CliRunner().invoke(cli, ["up"], prog_name="kinetic")
+        assert done.exit_code == 0, done.output
+        settings.setenv("KUBECONFIG", str(write_kubeconfig(real_k8s, _CLUSTER, tmp / "kube")))
+        with cloud.lock:
+            after_up = {(api, name): copy.deepcopy(getattr(getattr(cloud, api), name))
+                        for api, name in _STATE}  # fmt: skip
+        yield cloud, after_up
+        real_k8s.delete_namespace(namespace)
+
+
 @pytest.fixture
-def healthy(up_env: FakeGoogleCloud, kinetic: Invoke, kubeconfig: Path) -> FakeGoogleCloud:
-    """A cluster `kinetic up` made, and the kubeconfig context its jobs (and doctor) use."""
-    done = kinetic("up")
-    assert done.exit_code == 0, done.output
-    return up_env
+def healthy(made: tuple[FakeGoogleCloud, dict[tuple[str, str], Any]]) -> FakeGoogleCloud:
+    """The module's cluster as `up` left it, whatever an earlier test broke."""
+    cloud, after_up = made
+    with cloud.lock:
+        cloud.faults.clear()
+        for (api, name), state in after_up.items():
+            setattr(getattr(cloud, api), name, copy.deepcopy(state))
+    return cloud
+
+
+@pytest.fixture
+def cluster_name() -> str:
+    """The module's cluster (conftest's names one per test)."""
+    return _CLUSTER
 
 
 def test_doctor_passes_every_check_on_a_cluster_up_made(
@@ -127,15 +191,15 @@ def test_lws_fails_with_its_fix_for_a_multi_host_accelerator_where_the_api_is_ab
     kinetic: Invoke,
     real_k8s: ControlPlane,
     cluster_name: str,
-    k8s_namespace: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The cluster seen through a proxy whose discovery lacks leaderworkerset.x-k8s.io."""
+    namespace = os.environ["KINETIC_NAMESPACE"]
     with ApiProxy(real_k8s) as proxy:
         proxy.hide_api_group("leaderworkerset.x-k8s.io")
         context = kube_context_name(PROJECT, ZONE, cluster_name)
-        config = proxy.kubeconfig(tmp_path / "proxied", context=context, namespace=k8s_namespace)
+        config = proxy.kubeconfig(tmp_path / "proxied", context=context, namespace=namespace)
         monkeypatch.setenv("KUBECONFIG", str(config))
         multi_host = kinetic("doctor", "--accelerator", "tpu-v5litepod-2x4", "--json")
         single = kinetic("doctor", "--json")
