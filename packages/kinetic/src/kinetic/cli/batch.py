@@ -14,6 +14,7 @@ from kinetic.cli import render
 from kinetic.cli.batch_views import logs, timeline
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import Failed
+from kinetic.cli.params import Seconds
 
 if TYPE_CHECKING:
     from kinetic.batch import BatchHandle
@@ -22,9 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["batch"]
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-TIMEOUT_OPTION = click.option(
-    "--timeout", type=click.FloatRange(min=0), help="Give up after S seconds (exit 3)."
-)
+TIMEOUT_OPTION = click.option("--timeout", type=Seconds(), help="Give up after S seconds (exit 3).")
 
 
 @click.group()
@@ -156,7 +155,7 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
 @batch.command()
 @click.argument("group_id")
 @click.option(
-    "--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+    "--interval", type=Seconds(0.05, unlimited=False), default=1.0, show_default=True,
     help="Longest wait between refreshes, in seconds.",
 )  # fmt: skip
 @TIMEOUT_OPTION

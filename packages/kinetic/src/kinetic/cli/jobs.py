@@ -25,6 +25,7 @@ import click
 
 from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
+from kinetic.cli.params import Seconds
 from kinetic_protocol import HostSelection
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ def logs(
 
 @jobs.command()
 @click.argument("job_id")
-@click.option("--timeout", type=click.FloatRange(min=0), help="Give up after S seconds (exit 3).")
+@click.option("--timeout", type=Seconds(), help="Give up after S seconds (exit 3).")
 @click.option(
     "--cleanup/--no-cleanup",
     default=None,
@@ -284,13 +285,15 @@ def outputs(
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
+    type=Seconds(),
     default=900,
     show_default=True,
     help="Seconds to wait for the job's debug server (exit 3 past it).",
 )
 @pass_cli
-def debug(cli: CliContext, job_id: str, port: int, working_dir: str | None, timeout: float) -> None:
+def debug(
+    cli: CliContext, job_id: str, port: int, working_dir: str | None, timeout: float | None
+) -> None:
     """Attach a debugger to the debug=True job JOB_ID.
 
     Waits for its debug server, forwards PORT to it where the backend needs that, prints the
