@@ -26,7 +26,7 @@ import click
 from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.params import Seconds
-from kinetic_protocol import HostSelection
+from kinetic_protocol import HostSelection, JobNotFoundError
 
 if TYPE_CHECKING:
     from kinetic.jobs import JobHandle
@@ -245,6 +245,13 @@ def outputs(
     if overwrite and directory is None:
         raise click.UsageError("--overwrite only applies with --download DIR.")
     found = cli.job_outputs(job_id)
+    if not found.recorded and not found.files():
+        # Nothing to tell an unknown id from a cleaned-up job without outputs: both fail.
+        raise JobNotFoundError(
+            f"No job {job_id!r} in {found.store_uri}, and no outputs at {found.location}. "
+            "Check the id with `kinetic jobs list`; a job cleaned up without writing outputs "
+            "leaves none behind."
+        )
     if directory is not None:
         written = found.download(directory, overwrite=overwrite)
         if as_json:
