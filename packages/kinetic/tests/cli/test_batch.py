@@ -141,6 +141,29 @@ def test_results_out_writes_the_file_and_says_so(invoke, clean, tmp_path) -> Non
     assert [item["value"] for item in json.loads(out.read_text())["results"]] == [3, 7]
 
 
+@pytest.mark.parametrize(
+    ("out", "says"),
+    [
+        ("missing-dir/r.json", "there is no directory"),
+        ("/proc/version", "no file can be created in '/proc'"),
+    ],
+    ids=["missing-dir", "proc"],
+)
+def test_results_check_out_before_collecting_anything(invoke, funcs, tmp_path, out, says) -> None:
+    """A path that cannot be written is a usage error before any child is collected (and
+    cleaned up), never an "Unexpected OSError" afterwards."""
+    if out.startswith("/proc") and not Path(out).is_file():
+        pytest.skip("no /proc here")
+    batch = funcs.add.run_async_map([(5, 5)])
+    batch.wait(timeout=60)
+    target = out if out.startswith("/") else str(tmp_path / out)
+    result = invoke("batch", "results", batch.group_id, "--out", target)
+    assert result.exit_code == 2, result.output
+    assert f"Cannot write the results to '{target}'" in result.stderr and says in result.stderr
+    assert "Unexpected" not in result.stderr
+    assert batch.jobs[0].status() is JobStatus.SUCCEEDED  # not collected, so not cleaned up
+
+
 def test_results_clean_up_each_child_by_default(invoke, funcs) -> None:
     batch = funcs.add.run_async_map([(5, 5)])
     result = invoke("batch", "results", batch.group_id)

@@ -14,6 +14,7 @@ from kinetic.cli import render
 from kinetic.cli.batch_views import logs, timeline
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import Failed
+from kinetic.cli.out_files import check_out, write_out
 from kinetic.cli.params import Seconds
 
 if TYPE_CHECKING:
@@ -233,6 +234,8 @@ def results(
     Failed inputs show their exception; the command then exits 1. Values that JSON cannot
     hold are shown (and written) as their repr.
     """
+    if out is not None:
+        check_out(out, "the results")  # before collecting, which cleans children up
     handle = cli.attach_batch(group_id, follow=True)
     values = handle.results(timeout=timeout, cleanup=cleanup, return_exceptions=True)
     jobs = handle.jobs
@@ -243,7 +246,12 @@ def results(
     failed = [item for item in items if not item["ok"]]
     document = _header(handle) | {"results": items}
     if out is not None:
-        out.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        again = (
+            f"Collected outcomes are kept with the batch: run `kinetic batch results {group_id}` "
+            "again with another --out."
+        )
+        write_out(out, text, "the results", again=again)
     if as_json:
         render.emit_json(document)
     elif out is not None:

@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from kinetic.cli.context import CliContext, pass_cli
+from kinetic.cli.out_files import check_out
 
 __all__ = ["logs", "timeline"]
 
@@ -29,6 +30,7 @@ def timeline(cli: CliContext, group_id: str, out: Path) -> None:
     from kinetic.batch.timeline_plot import check_output
 
     check_output(out)
+    check_out(out, "a timeline")
     drawn = cli.attach_batch(group_id).timeline()
     written = drawn.write(out)
     click.echo(f"{drawn.summary().describe()}")
