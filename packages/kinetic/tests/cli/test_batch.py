@@ -108,6 +108,23 @@ def test_failures_show_each_failed_input_with_its_log_tail(invoke, mixed) -> Non
     assert len(entry["logs"].splitlines()) == 3
 
 
+# Clear the screen, retitle the window, a hyperlink, an 8-bit CSI, a carriage return.
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x1b]8;;http://evil\x1b\\link\x9b31m\rend"
+
+
+def test_failures_show_store_text_without_terminal_escapes(invoke, funcs) -> None:
+    batch = funcs.fail_saying.run_async_map([HOSTILE])
+    batch.wait(timeout=60)
+    shown = invoke("batch", "failures", batch.group_id)
+    assert shown.exit_code == 0, shown.stderr
+    shown_text = r"\x1b[2J\x1b]0;pwned\x07\x1b]8;;http://evil\x1b\link\x9b31m"
+    assert f"    {shown_text}\n" in shown.stdout  # the log line ("\r" splits lines)
+    assert f"RuntimeError: {shown_text}\n" in shown.stdout
+    assert not any(c in shown.stdout + shown.stderr for c in "\x1b\x07\x9b\r")
+    document = _json(invoke("batch", "failures", batch.group_id, "--json"))
+    assert HOSTILE.partition("\r")[0] in document["failures"][0]["logs"]  # JSON escapes it
+
+
 def test_results_print_in_input_order_and_exit_1_on_a_failure(invoke, mixed) -> None:
     result = invoke("batch", "results", mixed.group_id, "--no-cleanup")
     assert result.exit_code == 1

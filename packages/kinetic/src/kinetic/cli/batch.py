@@ -328,21 +328,21 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
         render.emit_json(_header(handle) | {"failures": entries, "cleaned_up": cleaned})
         return
     for gone in cleaned:
-        click.echo(f"[{gone['index']}] {gone['job_id']}  {gone['description']}: not a failure; "
-                   "its result and logs are no longer stored.")  # fmt: skip
+        render.echo(f"[{gone['index']}] {gone['job_id']}  {gone['description']}: not a failure; "
+                    "its result and logs are no longer stored.")  # fmt: skip
     if not entries:
         click.echo(f"No failed inputs in batch {group_id}.", err=True)
         return
     styled = render.is_terminal()
     for entry in entries:
         title = f"[{entry['index']}] {entry['job_id'] or '(not submitted)'}  {entry['description']}"
-        click.echo(click.style(title, bold=True, fg="red") if styled else title)
+        render.echo(title, bold=styled, fg="red" if styled else "")
         if "error" in entry:
-            click.echo("    {type}: {message}".format(**entry["error"]))
+            render.echo("    {type}: {message}".format(**entry["error"]))
         for line in entry["logs"].rstrip("\n").splitlines():
-            click.echo(f"    {line}")
+            render.echo(f"    {line}")
         if entry["job_id"]:
-            click.echo(f"    (full output: kinetic jobs logs {entry['job_id']})")
+            render.echo(f"    (full output: kinetic jobs logs {entry['job_id']})")
 
 
 @batch.command()

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.out_files import check_out
 
@@ -57,4 +58,4 @@ def logs(cli: CliContext, group_id: str, follow: bool, failed: bool, tail: int |
     check_options(follow=follow, failed=failed, tail=tail)
     handle = cli.attach_batch(group_id, follow=follow)
     for line in handle.log_lines(follow=follow, failed=failed, tail=tail):
-        click.echo(line, nl=False)
+        render.echo(line, nl=False)

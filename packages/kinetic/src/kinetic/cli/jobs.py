@@ -154,7 +154,7 @@ def logs(
     if as_json:
         render.emit_json({"job_id": job.job_id, "logs": text})
     elif text:
-        click.echo(text, nl=not text.endswith("\n"))
+        render.echo(text, nl=not text.endswith("\n"))
     else:
         click.echo(f"Job {job.job_id} has no output (yet).", err=True)
 
@@ -187,7 +187,7 @@ def result(
             | ({} if ok else {"repr": repr(value)})
         )
         return
-    click.echo(render.format_value(value))
+    render.echo(render.format_value(value))
 
 
 @jobs.command()
