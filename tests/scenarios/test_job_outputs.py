@@ -71,3 +71,18 @@ def test_a_job_that_wrote_nothing_has_no_outputs(local_backend: ScenarioBackend)
     result = CliRunner().invoke(cli, ["--backend", "local", "jobs", "outputs", job.job_id])
     assert result.exit_code == 0
     assert "No outputs (yet)." in result.output
+
+
+@pytest.mark.parametrize("download", [False, True], ids=["list", "download"])
+def test_outputs_of_an_unknown_job_is_an_error(
+    local_backend: ScenarioBackend, tmp_path: Path, download: bool
+) -> None:
+    """An id that names no job and no outputs fails (exit 1) instead of 'Downloaded 0 files'."""
+    target = tmp_path / "downloaded"
+    extra = ["--download", str(target)] if download else []
+    result = CliRunner().invoke(
+        cli, ["--backend", "local", "jobs", "outputs", "no-such-job-0", *extra]
+    )
+    assert result.exit_code == 1, result.output
+    assert "No job 'no-such-job-0'" in result.stderr and "no outputs at" in result.stderr
+    assert not target.exists()

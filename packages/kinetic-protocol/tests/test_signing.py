@@ -1,5 +1,7 @@
 """Keyrings and signed objects: what verifies, and what each kind of forgery is told."""
 
+import random
+
 import msgspec
 import pytest
 
@@ -54,6 +56,22 @@ def test_unsigned_and_garbled_objects_are_told_apart(keyring: Keyring) -> None:
         open_blob(keyring, "result", "job-1", msgspec.msgpack.encode({"status": "x"}), key="k")
     with pytest.raises(CorruptRecordError, match="truncated"):
         open_json(keyring, "job", "job-1", b'{"kinetic_sig', JobRecord, key="k")
+
+
+def test_bytes_that_are_no_signed_object_at_all_are_corrupt_not_unsigned(
+    keyring: Keyring,
+) -> None:
+    """Random bytes often start like a msgpack value; they are still corrupt, not 'unsigned'
+    (which tells the user to read them with an older Kinetic)."""
+    rng = random.Random(32)
+    garbage = [rng.randbytes(20) for _ in range(50)]
+    garbage += [msgspec.msgpack.encode(7), msgspec.msgpack.encode({"kinetic_signature": 5})]
+    for data in garbage:
+        with pytest.raises(CorruptRecordError, match=r"jobs/j/result\.msgpack of job-1 is corrupt"):
+            open_blob(keyring, "result", "job-1", data, key="jobs/j/result.msgpack")
+    for text in (b"12", b'"a string"', b'{"kinetic_signature": "x", "record": {}}'):
+        with pytest.raises(CorruptRecordError, match=r"jobs/j/handle\.json of job-1 is corrupt"):
+            open_json(keyring, "job", "job-1", text, JobRecord, key="jobs/j/handle.json")
 
 
 def test_rotation_signs_with_the_new_key_and_still_verifies_the_old(keyring: Keyring) -> None:

@@ -24,7 +24,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -198,6 +198,28 @@ def _unsigned(key: str, subject: str) -> IntegrityError:
     )
 
 
+def _not_sealed(
+    data: bytes, decode: Callable[[bytes], object], key: str, subject: str
+) -> Exception:
+    """Why ``data``, which is not a signed envelope, was refused. A record written without a
+    signature is still a JSON object or msgpack map ("is not signed"); anything else (random
+    bytes, a bare value, trailing garbage, a mangled signature) is corrupt, and says so."""
+    try:
+        whole = decode(data)
+    except Exception as exc:  # DecodeError, or UnicodeDecodeError for a mangled string
+        why = str(exc)
+    else:
+        if isinstance(whole, dict) and "kinetic_signature" not in whole:
+            return _unsigned(key, subject)
+        why = (
+            "a malformed signature" if isinstance(whole, dict) else f"a bare {type(whole).__name__}"
+        )
+    return CorruptRecordError(
+        f"{key} of {subject} is corrupt: it is not a signed Kinetic object ({why}). It was "
+        "truncated or overwritten; nothing of it was unpickled or run."
+    )
+
+
 def seal_json(keyring: Keyring, kind: SignedKind, subject: str, record: msgspec.Struct) -> bytes:
     """``record`` as signed JSON; its bytes inside are exactly what the MAC covers."""
     body = _json.encode(record)
@@ -209,7 +231,7 @@ def _parse_json(data: bytes, subject: str, key: str) -> _SealedJson:
     try:
         sealed = _sealed_json.decode(data)
     except msgspec.ValidationError:  # well-formed, but not a signed record
-        raise _unsigned(key, subject) from None
+        raise _not_sealed(data, msgspec.json.decode, key, subject) from None
     except msgspec.DecodeError as exc:
         raise CorruptRecordError(f"{key} is not valid JSON ({exc}); it may be truncated.") from exc
     if sealed.kinetic_signature is None:
@@ -252,10 +274,8 @@ def open_blob(keyring: Keyring, kind: SignedKind, subject: str, data: bytes, *, 
     """The body of a signed blob, once its signature is verified."""
     try:
         sealed = _sealed_blob.decode(data)
-    except msgspec.ValidationError:
-        raise _unsigned(key, subject) from None
-    except msgspec.DecodeError as exc:
-        raise CorruptRecordError(f"{key} is not a valid signed object ({exc}).") from exc
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        raise _not_sealed(data, msgspec.msgpack.decode, key, subject) from None
     if sealed.kinetic_signature is None:
         raise _unsigned(key, subject)
     keyring.check(sealed.kinetic_signature, kind, subject, sealed.body, key=key)

@@ -12,6 +12,7 @@ class ObjectStore(Protocol):
     Keys are ``/``-separated relative paths (see :mod:`kinetic_protocol.layout`).
     Implementations raise :class:`~kinetic_protocol.errors.ObjectNotFoundError` and
     :class:`~kinetic_protocol.errors.PreconditionFailedError`, never their client's own errors.
+    No operation reads, writes or deletes outside the store's root: a link under it is refused.
     """
 
     @property

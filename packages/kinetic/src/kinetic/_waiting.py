@@ -1,14 +1,33 @@
 """Adaptive waiting: poll fast while things change, back off while they do not."""
 
+import math
 import time
 
-__all__ = ["Backoff", "Deadline"]
+from kinetic_protocol import ConfigError
+
+__all__ = ["Backoff", "Deadline", "check_timeout"]
+
+
+def check_timeout(seconds: float | None, *, what: str = "timeout") -> float | None:
+    """``seconds`` if it is a usable timeout; ``None`` (no limit) for ``None`` or infinity.
+
+    A NaN deadline never passes and a negative one makes no sense: both are refused here,
+    before any waiting, rather than waiting for ever."""
+    if seconds is None or (math.isinf(seconds) and seconds > 0):
+        return None
+    if math.isnan(seconds) or seconds < 0:
+        raise ConfigError(
+            f"{what}={seconds!r} is not a number of seconds >= 0: pass e.g. {what}=60, "
+            f"or {what}=None to wait without limit."
+        )
+    return seconds
 
 
 class Deadline:
     """A monotonic deadline; ``None`` seconds means never."""
 
     def __init__(self, seconds: float | None) -> None:
+        seconds = check_timeout(seconds)
         self._end = None if seconds is None else time.monotonic() + seconds
 
     def remaining(self) -> float | None:

@@ -119,7 +119,7 @@ def job_outputs(
         return JobOutputs.of(attach(job_id, project, cluster, backend=backend).record)
     except JobNotFoundError:
         chosen = _resolve_backend(project, cluster, backend)
-        return JobOutputs(job_id, chosen.store_uri, project=project or "")
+        return JobOutputs(job_id, chosen.store_uri, project=project or "", recorded=False)
 
 
 def list_jobs(

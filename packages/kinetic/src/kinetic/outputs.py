@@ -34,12 +34,16 @@ class OutputFile:
 
 @dataclass(frozen=True)
 class JobOutputs:
-    """The output directory of one job (``output_dir`` empty: the store's default)."""
+    """The output directory of one job (``output_dir`` empty: the store's default).
+
+    ``recorded`` is false when the job's record was not found (an unknown id, or a job cleaned
+    up): its outputs are then looked for at the store's default place."""
 
     job_id: str
     store_uri: str
     output_dir: str = ""
     project: str = ""
+    recorded: bool = True
 
     @classmethod
     def of(cls, record: JobRecord) -> "JobOutputs":

@@ -103,3 +103,24 @@ def test_without_a_browser_images_say_what_to_install(
     with pytest.raises(KineticError, match="apt-get install chromium") as info:
         timeline().write(tmp_path / "t.svg")
     assert "BROWSER_PATH" in str(info.value) and ".html" in str(info.value)
+
+
+def test_hover_text_shows_store_text_as_text_not_html() -> None:
+    """Reasons, messages, ids and the batch's name come from the store: plotly's hover HTML
+    (links included) must show them, not interpret them."""
+    from kinetic.batch.timeline import SubmissionFailure
+
+    link = '<a href="http://evil">click</a>'
+    failed = Attempt(
+        index=0, attempt=0, job_id="job-<b>0</b>", outcome=Outcome.FAILED, reason=link,
+        submitted_at=at(0), started_at=at(1), finished_at=at(2),
+    )  # fmt: skip
+    refused = SubmissionFailure(index=1, failed_at=at(3), exc_type="<i>E</i>", message=link)
+    drawn = BatchTimeline("grp-1", "<script>x</script>", 2, [failed], [refused], taken_at=at(9))
+    figure = drawn.figure()
+    hovers = [text for trace in figure.data for text in trace.hovertext]
+    shown = "\n".join([*hovers, figure.layout.title.text])
+    for raw in (link, "<b>0</b>", "<i>E</i>", "<script>"):
+        assert raw not in shown
+    assert "&lt;a href=&quot;http://evil&quot;&gt;click&lt;/a&gt;" in shown
+    assert "job-&lt;b&gt;0&lt;/b&gt;" in shown and "&lt;script&gt;x&lt;/script&gt;" in shown

@@ -52,6 +52,13 @@ def square_unless_two(x: int) -> int:
     return x * x
 
 
+@kinetic.run(accelerator="cpu", backend="local")
+def fail_saying(text: str) -> None:
+    """Fails with ``text`` in its log and its error: what a hostile store could hold."""
+    print(text)
+    raise RuntimeError(text)
+
+
 @kinetic.run(accelerator="tpu-v5litepod-2x4", backend="local")
 def greet_from_each_host() -> str:
     """A two-host job: each host prints its index; the leader's value is returned."""

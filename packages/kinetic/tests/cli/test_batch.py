@@ -108,6 +108,23 @@ def test_failures_show_each_failed_input_with_its_log_tail(invoke, mixed) -> Non
     assert len(entry["logs"].splitlines()) == 3
 
 
+# Clear the screen, retitle the window, a hyperlink, an 8-bit CSI, a carriage return.
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x1b]8;;http://evil\x1b\\link\x9b31m\rend"
+
+
+def test_failures_show_store_text_without_terminal_escapes(invoke, funcs) -> None:
+    batch = funcs.fail_saying.run_async_map([HOSTILE])
+    batch.wait(timeout=60)
+    shown = invoke("batch", "failures", batch.group_id)
+    assert shown.exit_code == 0, shown.stderr
+    shown_text = r"\x1b[2J\x1b]0;pwned\x07\x1b]8;;http://evil\x1b\link\x9b31m"
+    assert f"    {shown_text}\n" in shown.stdout  # the log line ("\r" splits lines)
+    assert f"RuntimeError: {shown_text}\n" in shown.stdout
+    assert not any(c in shown.stdout + shown.stderr for c in "\x1b\x07\x9b\r")
+    document = _json(invoke("batch", "failures", batch.group_id, "--json"))
+    assert HOSTILE.partition("\r")[0] in document["failures"][0]["logs"]  # JSON escapes it
+
+
 def test_results_print_in_input_order_and_exit_1_on_a_failure(invoke, mixed) -> None:
     result = invoke("batch", "results", mixed.group_id, "--no-cleanup")
     assert result.exit_code == 1
@@ -139,6 +156,29 @@ def test_results_out_writes_the_file_and_says_so(invoke, clean, tmp_path) -> Non
     assert result.exit_code == 0, result.stderr
     assert result.stdout == f"Wrote 2 results (0 failed) to {out}.\n"
     assert [item["value"] for item in json.loads(out.read_text())["results"]] == [3, 7]
+
+
+@pytest.mark.parametrize(
+    ("out", "says"),
+    [
+        ("missing-dir/r.json", "there is no directory"),
+        ("/proc/version", "no file can be created in '/proc'"),
+    ],
+    ids=["missing-dir", "proc"],
+)
+def test_results_check_out_before_collecting_anything(invoke, funcs, tmp_path, out, says) -> None:
+    """A path that cannot be written is a usage error before any child is collected (and
+    cleaned up), never an "Unexpected OSError" afterwards."""
+    if out.startswith("/proc") and not Path(out).is_file():
+        pytest.skip("no /proc here")
+    batch = funcs.add.run_async_map([(5, 5)])
+    batch.wait(timeout=60)
+    target = out if out.startswith("/") else str(tmp_path / out)
+    result = invoke("batch", "results", batch.group_id, "--out", target)
+    assert result.exit_code == 2, result.output
+    assert f"Cannot write the results to '{target}'" in result.stderr and says in result.stderr
+    assert "Unexpected" not in result.stderr
+    assert batch.jobs[0].status() is JobStatus.SUCCEEDED  # not collected, so not cleaned up
 
 
 def test_results_clean_up_each_child_by_default(invoke, funcs) -> None:

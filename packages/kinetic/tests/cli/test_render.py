@@ -91,3 +91,19 @@ def test_plain_watch_prints_a_line_only_on_a_change(capsys: pytest.CaptureFixtur
         "grp-1: 0/2 finished (0 done, 0 running, 2 pending, 0 failed)",
         "grp-1: 0/2 finished (0 done, 1 running, 1 pending, 0 failed)",
     ]
+
+
+def test_printable_shows_control_characters_as_escapes_but_keeps_lines_and_tabs() -> None:
+    text = "a\tb\nc\x1b[2J\x07\x00\r\x7f\x9b\u00e9\u2603"
+    assert render.printable(text) == "a\tb\nc" + r"\x1b[2J\x07\x00\x0d\x7f\x9b" + "\u00e9\u2603"
+
+
+def test_tables_and_key_values_escape_control_characters(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    render.table(["A"], [["x\x1b]0;title\x07"]])
+    render.key_values({"Reason": "\x1b[2Jgone"})
+    assert capsys.readouterr().out == "A\nx\\x1b]0;title\\x07\nReason: \\x1b[2Jgone\n"
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    render.table(["A"], [["x\x1b]0;title\x07"]])
+    assert "\x07" not in capsys.readouterr().out

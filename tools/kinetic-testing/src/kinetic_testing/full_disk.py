@@ -52,19 +52,27 @@ class FullDisk:
 
     def open(self, path: Any, flags: int, mode: int = 0o777, *args: Any, **kwargs: Any) -> int:
         fd = os.open(path, flags, mode, *args, **kwargs)
-        self._paths[fd] = os.fspath(path)
+        if flags & (os.O_WRONLY | os.O_RDWR):
+            self._paths[fd] = self._directory(path, kwargs.get("dir_fd"))
         return fd
 
     def fdopen(self, fd: int, *args: Any, **kwargs: Any) -> Any:
         file = os.fdopen(fd, *args, **kwargs)
-        path = self._paths.pop(fd, None)
-        if path is None:
+        directory = self._paths.pop(fd, None)
+        if directory is None:
             return file
-        directory = Path(path).parent.relative_to(self.root).as_posix()
         if not self.full(directory):
             return file
         self.refused.append(directory)
         return _HalfWritten(file)
+
+    def _directory(self, path: Any, dir_fd: int | None) -> str:
+        """The directory a file is opened in, relative to the store root (the store opens
+        files relative to a directory's descriptor, whose path Linux's /proc tells)."""
+        if dir_fd is None:
+            return Path(path).parent.relative_to(self.root).as_posix()
+        where = Path(os.readlink(f"/proc/self/fd/{dir_fd}"), path).parent
+        return where.relative_to(os.path.realpath(self.root)).as_posix()
 
 
 @contextmanager

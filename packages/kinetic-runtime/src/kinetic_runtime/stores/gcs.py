@@ -7,6 +7,9 @@ extra). Client errors are translated here, at the seam, into Kinetic's storage e
 Create-only writes use the ``ifGenerationMatch=0`` precondition. Objects up to 8 MiB go up in
 one multipart request, where every GCS implementation (fake-gcs-server included) honours the
 precondition; larger ones use a resumable upload, which real GCS also checks.
+
+A bucket has no links, so nothing here can lead outside the store: a key is only ever a name
+under the store's prefix, and keys that could climb out of it (``..``) are refused.
 """
 
 import os

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kinetic import _log
-from kinetic._waiting import Backoff, Deadline
+from kinetic._waiting import Backoff, Deadline, check_timeout
 from kinetic.batch.collect import Collector
 from kinetic.batch.lease import LeaseHolder, SubmitterStatus, submitter_status
 from kinetic.batch.records import BatchRecords, cancel_child
@@ -230,6 +230,7 @@ class BatchHandle(BatchViews):
         second collection, from any process, returns the same outcomes); failed children's logs
         go with them. ``cleanup=False`` keeps everything.
         """
+        timeout = check_timeout(timeout)  # here, not in a stream that may start later
         return self._collector.results(
             lambda on_idle: self._settled_stream(timeout, poll_interval=5.0, on_idle=on_idle),
             ordered=ordered,
@@ -275,6 +276,7 @@ class BatchHandle(BatchViews):
     def wait_submitted(self, timeout: float | None = None) -> None:
         """Block until this process's submitter (after ``run_async_map`` or ``resume``) is
         done; at once if this process submits nothing. ``TimeoutError`` leaves it submitting."""
+        timeout = check_timeout(timeout)
         submitter = self._state.submitter
         if submitter is None:
             return

@@ -2,8 +2,12 @@
 
 One row per input, one bar per attempt: a pale bar while it waited (submitted to started), a
 bar coloured by its outcome while it ran, and an ``x`` where a submission failed.
+
+Hover text is plotly's small HTML dialect (links included), so every string read from the store
+(job ids, reasons, error messages, the batch's name) goes through :func:`_text` first.
 """
 
+import html
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -57,14 +61,19 @@ def _seconds(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}s"
 
 
+def _text(value: object) -> str:
+    """Store text as plain text in plotly's HTML: escaped, on one line."""
+    return html.escape(str(value)).replace("\n", " ")
+
+
 def _hover(item: Attempt) -> str:
     lines = [
         f"<b>input {item.index}, attempt {item.attempt}</b>",
-        f"job {item.job_id}",
-        f"{item.outcome.value}" + (f": {item.reason}" if item.reason else ""),
+        f"job {_text(item.job_id)}",
+        f"{item.outcome.value}" + (f": {_text(item.reason)}" if item.reason else ""),
         f"waited {_seconds(item.pending_seconds)}, ran {_seconds(item.run_seconds)}",
     ]
-    return "<br>".join(line.replace("\n", " ") for line in lines)
+    return "<br>".join(lines)
 
 
 def _bars(go: Any, name: str, colour: str, spans: list[tuple[Attempt, datetime, datetime]]) -> Any:
@@ -110,14 +119,16 @@ def build_figure(timeline: BatchTimeline) -> Any:
                 y=[_row(f.index) for f in failures],
                 marker={"symbol": "x", "size": 12, "color": COLOURS[Outcome.FAILED]},
                 hovertext=[
-                    f"<b>input {f.index}</b><br>submission failed<br>{f.exc_type}: {f.message}"
+                    f"<b>input {f.index}</b><br>submission failed<br>"
+                    f"{_text(f.exc_type)}: {_text(f.message)}"
                     for f in failures
                 ],
                 hovertemplate="%{hovertext}<extra></extra>",
             )
         )
     rows = [_row(i) for i in range(timeline.total)]
-    title = f"Batch {timeline.group_id}" + (f" ({timeline.name})" if timeline.name else "")
+    name = f" ({_text(timeline.name)})" if timeline.name else ""
+    title = f"Batch {_text(timeline.group_id)}{name}"
     figure = go.Figure(data=traces)
     figure.update_layout(
         title={"text": f"{title}<br><sup>{timeline.summary().describe()}</sup>"},

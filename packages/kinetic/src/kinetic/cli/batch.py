@@ -14,6 +14,8 @@ from kinetic.cli import render
 from kinetic.cli.batch_views import logs, timeline
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import Failed
+from kinetic.cli.out_files import check_out, write_out
+from kinetic.cli.params import Seconds
 
 if TYPE_CHECKING:
     from kinetic.batch import BatchHandle
@@ -22,9 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["batch"]
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-TIMEOUT_OPTION = click.option(
-    "--timeout", type=click.FloatRange(min=0), help="Give up after S seconds (exit 3)."
-)
+TIMEOUT_OPTION = click.option("--timeout", type=Seconds(), help="Give up after S seconds (exit 3).")
 
 
 @click.group()
@@ -156,7 +156,7 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
 @batch.command()
 @click.argument("group_id")
 @click.option(
-    "--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
+    "--interval", type=Seconds(0.05, unlimited=False), default=1.0, show_default=True,
     help="Longest wait between refreshes, in seconds.",
 )  # fmt: skip
 @TIMEOUT_OPTION
@@ -234,6 +234,8 @@ def results(
     Failed inputs show their exception; the command then exits 1. Values that JSON cannot
     hold are shown (and written) as their repr.
     """
+    if out is not None:
+        check_out(out, "the results")  # before collecting, which cleans children up
     handle = cli.attach_batch(group_id, follow=True)
     values = handle.results(timeout=timeout, cleanup=cleanup, return_exceptions=True)
     jobs = handle.jobs
@@ -244,7 +246,12 @@ def results(
     failed = [item for item in items if not item["ok"]]
     document = _header(handle) | {"results": items}
     if out is not None:
-        out.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        again = (
+            f"Collected outcomes are kept with the batch: run `kinetic batch results {group_id}` "
+            "again with another --out."
+        )
+        write_out(out, text, "the results", again=again)
     if as_json:
         render.emit_json(document)
     elif out is not None:
@@ -321,21 +328,21 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
         render.emit_json(_header(handle) | {"failures": entries, "cleaned_up": cleaned})
         return
     for gone in cleaned:
-        click.echo(f"[{gone['index']}] {gone['job_id']}  {gone['description']}: not a failure; "
-                   "its result and logs are no longer stored.")  # fmt: skip
+        render.echo(f"[{gone['index']}] {gone['job_id']}  {gone['description']}: not a failure; "
+                    "its result and logs are no longer stored.")  # fmt: skip
     if not entries:
         click.echo(f"No failed inputs in batch {group_id}.", err=True)
         return
     styled = render.is_terminal()
     for entry in entries:
         title = f"[{entry['index']}] {entry['job_id'] or '(not submitted)'}  {entry['description']}"
-        click.echo(click.style(title, bold=True, fg="red") if styled else title)
+        render.echo(title, bold=styled, fg="red" if styled else "")
         if "error" in entry:
-            click.echo("    {type}: {message}".format(**entry["error"]))
+            render.echo("    {type}: {message}".format(**entry["error"]))
         for line in entry["logs"].rstrip("\n").splitlines():
-            click.echo(f"    {line}")
+            render.echo(f"    {line}")
         if entry["job_id"]:
-            click.echo(f"    (full output: kinetic jobs logs {entry['job_id']})")
+            render.echo(f"    (full output: kinetic jobs logs {entry['job_id']})")
 
 
 @batch.command()

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import click
 
+from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
+from kinetic.cli.out_files import check_out
 
 __all__ = ["logs", "timeline"]
 
@@ -29,6 +31,7 @@ def timeline(cli: CliContext, group_id: str, out: Path) -> None:
     from kinetic.batch.timeline_plot import check_output
 
     check_output(out)
+    check_out(out, "a timeline")
     drawn = cli.attach_batch(group_id).timeline()
     written = drawn.write(out)
     click.echo(f"{drawn.summary().describe()}")
@@ -55,4 +58,4 @@ def logs(cli: CliContext, group_id: str, follow: bool, failed: bool, tail: int |
     check_options(follow=follow, failed=failed, tail=tail)
     handle = cli.attach_batch(group_id, follow=follow)
     for line in handle.log_lines(follow=follow, failed=failed, tail=tail):
-        click.echo(line, nl=False)
+        render.echo(line, nl=False)

@@ -18,6 +18,8 @@ from typing import IO, Any, ClassVar
 
 import click
 
+from kinetic.cli.render import printable
+
 __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
@@ -52,7 +54,7 @@ class CliError(click.ClickException):
         text = f"Error: {self.format_message()}"
         if self.details:
             text += "\n" + self.details.rstrip("\n")
-        click.echo(text, file=file, err=file is None)
+        click.echo(printable(text), file=file, err=file is None)  # messages quote the store
 
 
 class Failed(CliError):

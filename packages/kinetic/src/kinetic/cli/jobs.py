@@ -25,7 +25,8 @@ import click
 
 from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
-from kinetic_protocol import HostSelection
+from kinetic.cli.params import Seconds
+from kinetic_protocol import HostSelection, JobNotFoundError
 
 if TYPE_CHECKING:
     from kinetic.jobs import JobHandle
@@ -153,14 +154,14 @@ def logs(
     if as_json:
         render.emit_json({"job_id": job.job_id, "logs": text})
     elif text:
-        click.echo(text, nl=not text.endswith("\n"))
+        render.echo(text, nl=not text.endswith("\n"))
     else:
         click.echo(f"Job {job.job_id} has no output (yet).", err=True)
 
 
 @jobs.command()
 @click.argument("job_id")
-@click.option("--timeout", type=click.FloatRange(min=0), help="Give up after S seconds (exit 3).")
+@click.option("--timeout", type=Seconds(), help="Give up after S seconds (exit 3).")
 @click.option(
     "--cleanup/--no-cleanup",
     default=None,
@@ -186,7 +187,7 @@ def result(
             | ({} if ok else {"repr": repr(value)})
         )
         return
-    click.echo(render.format_value(value))
+    render.echo(render.format_value(value))
 
 
 @jobs.command()
@@ -244,6 +245,13 @@ def outputs(
     if overwrite and directory is None:
         raise click.UsageError("--overwrite only applies with --download DIR.")
     found = cli.job_outputs(job_id)
+    if not found.recorded and not found.files():
+        # Nothing to tell an unknown id from a cleaned-up job without outputs: both fail.
+        raise JobNotFoundError(
+            f"No job {job_id!r} in {found.store_uri}, and no outputs at {found.location}. "
+            "Check the id with `kinetic jobs list`; a job cleaned up without writing outputs "
+            "leaves none behind."
+        )
     if directory is not None:
         written = found.download(directory, overwrite=overwrite)
         if as_json:
@@ -284,13 +292,15 @@ def outputs(
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
+    type=Seconds(),
     default=900,
     show_default=True,
     help="Seconds to wait for the job's debug server (exit 3 past it).",
 )
 @pass_cli
-def debug(cli: CliContext, job_id: str, port: int, working_dir: str | None, timeout: float) -> None:
+def debug(
+    cli: CliContext, job_id: str, port: int, working_dir: str | None, timeout: float | None
+) -> None:
     """Attach a debugger to the debug=True job JOB_ID.
 
     Waits for its debug server, forwards PORT to it where the backend needs that, prints the

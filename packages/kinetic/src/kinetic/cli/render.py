@@ -3,10 +3,15 @@
 On a terminal, tables are drawn with rich; anywhere else (a pipe, a file, CI) they degrade to
 plain space-aligned columns with no ANSI codes, so ``grep``/``awk`` work. ``--json`` output is
 always exactly one JSON document on stdout.
+
+Text read from the store (logs, error messages, descriptions) was written by whoever can write
+the store, so human output passes it through :func:`printable` (``echo`` does): raw escape
+sequences could clear the screen, retitle the window or plant hyperlinks. JSON escapes them.
 """
 
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -18,13 +23,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "console",
+    "echo",
     "emit_json",
     "format_value",
     "is_terminal",
     "jsonable",
     "key_values",
+    "printable",
     "table",
 ]
+
+# C0 controls but tab and newline, DEL, and C1 controls (an 8-bit CSI is one of them).
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _STATUS_STYLES = {
     "SUCCEEDED": "green",
@@ -45,6 +55,22 @@ def console() -> "Console":
 def is_terminal() -> bool:
     """Whether stdout takes live redraws and colour (rich's detection, env overrides included)."""
     return console().is_terminal
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters other than newline and tab shown as escapes
+    (``\\x1b``), so it cannot drive the terminal."""
+    return _UNPRINTABLE.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def echo(
+    text: str = "", *, err: bool = False, nl: bool = True, bold: bool = False, fg: str = ""
+) -> None:
+    """``click.echo`` of :func:`printable` text, bold or coloured if asked."""
+    shown = printable(text)
+    if bold or fg:
+        shown = click.style(shown, bold=bold, fg=fg or None)
+    click.echo(shown, err=err, nl=nl)
 
 
 def emit_json(document: Any) -> None:
@@ -87,7 +113,8 @@ def _styled(text: str, *, status: bool = True) -> str:
     from rich.markup import escape
 
     style = _STATUS_STYLES.get(text.split(" ", 1)[0]) if status else None
-    return f"[{style}]{escape(text)}[/{style}]" if style else escape(text)
+    shown = escape(printable(text))
+    return f"[{style}]{shown}[/{style}]" if style else shown
 
 
 def size(count: int) -> str:
@@ -126,12 +153,13 @@ def table(
         out.print(grid)
         return
     if title:
-        click.echo(title)
+        echo(title)
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [max(len(str(c)), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
     lines = [columns, *rows]
     for line in lines:
         cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=True)]
-        click.echo("  ".join(cells).rstrip())
+        echo("  ".join(cells).rstrip())
 
 
 def key_values(pairs: Mapping[str, str]) -> None:
@@ -144,4 +172,4 @@ def key_values(pairs: Mapping[str, str]) -> None:
             out.print(f"[bold]{label}[/bold] {_styled(value, status=key == 'Status')}")
         return
     for key, value in pairs.items():
-        click.echo(f"{key + ':':<{width}} {value}".rstrip())
+        echo(f"{key + ':':<{width}} {value}".rstrip())
