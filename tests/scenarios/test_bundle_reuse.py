@@ -16,6 +16,7 @@ import batch_userfuncs as uf
 from scenario_support import ScenarioBackend, client_only, run_script
 
 from kinetic_protocol import ObjectStore
+from kinetic_runtime.stores import LocalStore
 
 _MODULE = "bundle_reuse_funcs"
 
@@ -60,9 +61,8 @@ def _project(tmp_path: Path) -> Path:
 
 def _object_identity(store: ObjectStore, key: str) -> Any:
     """What changes whenever the object is written again, even with the same bytes."""
-    path = getattr(store, "_path", None)
-    if path is not None:  # LocalStore: a rewrite replaces the file (new inode, new mtime)
-        stat = path(key).stat()
+    if isinstance(store, LocalStore):  # a rewrite replaces the file (new inode, new mtime)
+        stat = Path(store.url(key)).stat()
         return ("file", stat.st_ino, stat.st_mtime_ns)
     blob = store._get_client().bucket(store.bucket_name).get_blob(store._name(key))  # type: ignore[attr-defined]
     assert blob is not None, key

@@ -207,3 +207,18 @@ def test_an_entry_that_is_there_but_cannot_be_mounted_still_fails(shared_dir: Pa
     said = _in_child(body, as_nobody=False)["said"]
     assert said.startswith("could not mount a volume") and str(victim) in said, said
     assert victim.is_dir()
+
+
+def test_a_second_start_with_the_same_workspace_enters_as_the_first(shared_dir: Path) -> None:
+    """A pod's container restarted by its kubelet enters again with the workspace of its
+    first start, which still holds that start's shadow directories."""
+    parent, binds = _shadowed_parent(shared_dir)
+    workspace = shared_dir / "workspace"
+    workspace.mkdir()
+
+    def body() -> dict[str, Any]:
+        enter(binds, workspace)
+        return {"seen": (parent / "new" / "out" / "out.txt").read_text()}
+
+    for start in ("first", "restarted"):
+        assert _in_child(body, as_nobody=False) == {"seen": "out"}, start

@@ -143,8 +143,9 @@ class _Builder:
         holding a bind of each original entry (symlinks are copied as symlinks). An entry
         deleted between the listing and its mount (``/tmp`` changes all the time) is left
         out; any other failure fails the job."""
-        staging = self._workspace / f"shadow-{len(self._staging)}"
-        staging.mkdir()
+        # A name of its own: the workspace may hold an earlier start's shadows (a container
+        # restarted in the same pod enters again with the same workspace).
+        staging = Path(tempfile.mkdtemp(prefix="shadow-", dir=self._workspace))
         self._staging.append(staging)
         _mount("tmpfs", str(staging), 0, "tmpfs")
         with os.scandir(directory) as entries:
