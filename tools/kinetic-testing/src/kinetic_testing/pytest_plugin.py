@@ -49,15 +49,21 @@ ALREADY_RUN_ENV = "KINETIC_TESTS_ALREADY_RUN"
 because they already ran: ``.ci/run`` runs each backend package's tests in an environment
 without the client first, then the README's command, which would otherwise run them again."""
 _left_out: set[str] = set()
+_ALREADY_RUN = pytest.StashKey[dict[Path, str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Resolve the directories that already ran once, not for every path collected."""
+    entries = filter(None, os.environ.get(ALREADY_RUN_ENV, "").split(os.pathsep))
+    config.stash[_ALREADY_RUN] = {(config.rootpath / e).resolve(): e for e in entries}
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    for entry in filter(None, os.environ.get(ALREADY_RUN_ENV, "").split(os.pathsep)):
-        directory = (config.rootpath / entry).resolve()
-        if collection_path == directory:
-            _left_out.add(entry)
-            return True
-    return None
+    entry = config.stash[_ALREADY_RUN].get(collection_path)
+    if entry is None:
+        return None
+    _left_out.add(entry)
+    return True
 
 
 @pytest.hookimpl(tryfirst=True)
