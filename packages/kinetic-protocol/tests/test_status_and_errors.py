@@ -88,3 +88,27 @@ def test_every_public_name_resolves_to_its_modules_own_object() -> None:
         module = importlib.import_module(f"kinetic_protocol.{kinetic_protocol._MODULE_OF[name]}")
         assert value is getattr(module, name), name
     assert set(kinetic_protocol._MODULE_OF) == set(kinetic_protocol.__all__)
+
+
+def test_the_type_checkers_imports_name_exactly_the_lazy_exports() -> None:
+    """The names are listed twice, once for type checkers (``if TYPE_CHECKING:``) and once for
+    the lazy loader (``_EXPORTS``): the two lists must name the same names from the same
+    modules, or a checker and the running code see different packages."""
+    import ast
+    import inspect
+
+    import kinetic_protocol
+
+    tree = ast.parse(inspect.getsource(kinetic_protocol))
+    guarded = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+    )
+    imported: dict[str, set[str]] = {}
+    for node in guarded.body:
+        assert isinstance(node, ast.ImportFrom), ast.unparse(node)
+        assert node.module is not None
+        module = node.module.removeprefix("kinetic_protocol.")
+        imported.setdefault(module, set()).update(alias.name for alias in node.names)
+    assert imported == {m: set(names) for m, names in kinetic_protocol._EXPORTS.items()}
