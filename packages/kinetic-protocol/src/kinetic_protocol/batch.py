@@ -7,6 +7,8 @@ its child record before its backend resource. Nothing here is rewritten per chil
 """
 
 import re
+from datetime import datetime
+from typing import Annotated
 
 import msgspec
 
@@ -134,6 +136,26 @@ class BatchCompletion(msgspec.Struct, kw_only=True):
     schema_version: int = SCHEMA_VERSION
 
 
+MAX_LEASE_SECONDS = 24 * 3600.0
+"""The longest lease a reader believes: a longer one (forged, or a unit mistake) would make
+every reader wait that long on a submitter that may be gone."""
+
+_LeaseSeconds = Annotated[float, msgspec.Meta(gt=0, le=MAX_LEASE_SECONDS)]
+_Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
+_Host = Annotated[str, msgspec.Meta(max_length=255)]
+
+
+def _aware_time(value: str, field: str) -> None:
+    """Refuse a timestamp that is not ISO 8601 with a time zone (a reader compares it with
+    the current UTC time)."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{field} {value[:40]!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        raise ValueError(f"{field} {value!r} has no time zone")
+
+
 class SubmitterLease(msgspec.Struct, kw_only=True):
     """The process submitting a batch, and when it last said it was alive.
 
@@ -144,17 +166,21 @@ class SubmitterLease(msgspec.Struct, kw_only=True):
     """
 
     group_id: str
-    epoch: int
+    epoch: _Count
     owner: str
     """A random id of the submitting process, so it knows its own lease."""
-    host: str
-    pid: int
+    host: _Host
+    pid: _Count
     started_at: str
     heartbeat_at: str
-    lease_seconds: float
-    submitted: int = 0
+    lease_seconds: _LeaseSeconds
+    submitted: _Count = 0
     """Inputs with a child record when this heartbeat was written."""
     schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        _aware_time(self.started_at, "started_at")
+        _aware_time(self.heartbeat_at, "heartbeat_at")
 
 
 class CollectedOutcome(msgspec.Struct, kw_only=True):

@@ -1,13 +1,20 @@
-"""Taking over a dead submitter's lease: of two resumers that both saw it dead, exactly one
-takes the next epoch, whichever order their reads and writes interleave in."""
+"""A batch submitter's lease: of two resumers that both saw it dead, exactly one takes the
+next epoch, whichever order their reads and writes interleave in; and a lease a store writer
+broke or forged is skipped, never a hang or an unexpected error."""
 
+import json
+import os
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from kinetic.batch import SubmitterAliveError
-from kinetic.batch.lease import LeaseHolder, latest_lease
+from kinetic.batch.lease import LeaseHolder, latest_lease, submitter_status
 from kinetic_protocol import SubmitterLease, layout
 from kinetic_protocol.records import encode_json
 from kinetic_runtime.stores.local import LocalStore
@@ -62,4 +69,63 @@ def test_a_resumer_alone_takes_the_next_epoch(store: LocalStore, dead_submitter:
     held = latest_lease(store, GROUP)
     assert held is not None and (held.epoch, held.owner) == (1, holder.lease.owner)
     with pytest.raises(SubmitterAliveError, match="is being submitted by"):
+        LeaseHolder.take_over(store, GROUP)
+
+
+def _lease(**fields: object) -> bytes:
+    """A lease object as a store writer could leave it: any field values at all."""
+    now = datetime.now(UTC).isoformat()
+    values: dict[str, object] = {
+        "group_id": GROUP, "epoch": 0, "owner": "o", "host": "elsewhere", "pid": 1,
+        "started_at": now, "heartbeat_at": now, "lease_seconds": 30.0,
+    }  # fmt: skip
+    values.update(fields)
+    return json.dumps(values).encode()
+
+
+def test_a_heartbeat_from_the_far_future_does_not_hold_readers_off(store: LocalStore) -> None:
+    """A heartbeat more than a lease length ahead is no clock skew: without this rule it would
+    make ``results()`` wait and ``resume`` refuse until that date."""
+    ahead = (datetime.now(UTC) + timedelta(days=365)).isoformat()
+    store.write(layout.lease_key(GROUP, 0), _lease(heartbeat_at=ahead))
+    assert submitter_status(store, GROUP, None).gone
+    assert LeaseHolder.take_over(store, GROUP).epoch == 1
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"lease_seconds": 1e300},
+        {"lease_seconds": -5},
+        {"heartbeat_at": "yesterday"},
+        {"heartbeat_at": "2026-01-01T00:00:00"},  # no time zone
+        {"pid": 10**30},
+        {"epoch": "one"},
+    ],
+    ids=lambda fields: next(iter(fields)),
+)
+def test_a_lease_with_bad_fields_is_skipped_naming_its_key(
+    store: LocalStore, fields: dict[str, object], caplog: pytest.LogCaptureFixture
+) -> None:
+    store.write(layout.lease_key(GROUP, 0), _lease(**fields))
+    assert latest_lease(store, GROUP) is None
+    assert submitter_status(store, GROUP, None).gone
+    assert layout.lease_key(GROUP, 0) in caplog.text
+
+
+def test_a_submitter_known_gone_on_this_host_is_gone_at_once(store: LocalStore) -> None:
+    """After a kill -9 on this host, ``resume`` need not wait out the lease: the process that
+    held it is known to be gone."""
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    exited.wait()
+    here = socket.gethostname()
+    store.write(layout.lease_key(GROUP, 0), _lease(host=here, pid=exited.pid))
+    assert submitter_status(store, GROUP, None).gone
+    assert LeaseHolder.take_over(store, GROUP).epoch == 1
+
+
+def test_a_live_submitter_on_this_host_keeps_its_lease(store: LocalStore) -> None:
+    store.write(layout.lease_key(GROUP, 0), _lease(host=socket.gethostname(), pid=os.getppid()))
+    assert submitter_status(store, GROUP, None).state == "submitting"
+    with pytest.raises(SubmitterAliveError):
         LeaseHolder.take_over(store, GROUP)

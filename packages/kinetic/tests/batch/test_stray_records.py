@@ -3,6 +3,7 @@ warning per object naming its key (issue 16)."""
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +48,35 @@ def test_unknown_keys_under_children_and_errors_are_ignored_once_with_a_warning(
     assert len(warnings) == len(strays), warnings  # once per key, not once per listing
     for key in strays:
         assert any(key in message for message in warnings), (key, warnings)
+
+
+def test_an_attempt_beyond_the_batchs_retries_is_left_out_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = LocalStore(tmp_path)
+    records = BatchRecords(store, GROUP)
+    records.add_child(0, 0, "job-0")
+    records.add_child(0, 1, "job-0-r1")
+    prefix = layout.children_prefix(GROUP)
+    forged = [f"{prefix}000000-002.json", f"{prefix}000001-{'9' * 20}.json"]
+    for key in forged:
+        store.write(key, b"{}")
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        listing = records.listing(total=3, retries=1)
+    assert listing.latest_attempts == {0: 1}
+    for key in forged:
+        assert key in caplog.text
+
+
+def test_cleanup_of_a_batch_with_a_forged_20_digit_attempt_finishes(
+    remote: Any, fake_backend: Any, store: LocalStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every reader walks attempts ``0..latest``: one forged child name held ``batch cleanup``
+    in a loop of 10**20 handles while its memory grew."""
+    batch = remote.run_async_map([1, 2], retries=1, max_concurrent=None)
+    forged = f"{layout.children_prefix(batch.group_id)}000001-{'9' * 20}.json"
+    store.write(forged, b"{}")
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        batch.cleanup()
+    assert not store.exists(layout.manifest_key(batch.group_id))
+    assert forged in caplog.text

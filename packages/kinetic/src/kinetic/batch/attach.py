@@ -94,7 +94,12 @@ def _poll_until_complete(
     deadline = Deadline(poll_timeout)
     try:
         while not state.stopping.wait(poll_interval) and not state.detached.is_set():
-            if _follow(state, manifest, records, records.listing(manifest.total_expected)):
+            if _follow(
+                state,
+                manifest,
+                records,
+                records.listing(manifest.total_expected, retries=manifest.retries),
+            ):
                 break
             if deadline.expired:
                 log.warning("attach_batch stopped polling", group_id=manifest.group_id)
@@ -127,7 +132,7 @@ def attach_batch(
     chosen = _backend(project, cluster, backend)
     records = BatchRecords(open_store(chosen.store_uri), group_id)
     manifest = records.read_manifest()
-    listing = records.listing(manifest.total_expected)
+    listing = records.listing(manifest.total_expected, retries=manifest.retries)
     total = manifest.total_expected
     state = BatchState(total=total, retries=manifest.retries, jobs=[None] * total)
     complete = _follow(state, manifest, records, listing)

@@ -374,7 +374,9 @@ class BatchHandle(BatchViews):
         """Delete every child's backend resource (``k8s``) and stored artifacts plus the
         batch's own records (``gcs``); a batch cleaned with ``gcs`` cannot be reattached."""
         self._stop_submitting()
-        listing = self._records.listing()
+        listing = self._records.listing(
+            self._manifest.total_expected, retries=self._manifest.retries
+        )
         attempts = [
             self._manifest.child_record(index, attempt)
             for index, latest in listing.latest_attempts.items()

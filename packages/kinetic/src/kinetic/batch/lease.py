@@ -124,13 +124,37 @@ def submitter_status(
 
 
 def _by_heartbeat(lease: SubmitterLease | None) -> SubmitterStatus:
-    """Submitting while the lease's holder keeps beating, else gone."""
+    """Submitting while the lease's holder keeps beating, else gone.
+
+    A heartbeat from further in the future than one lease length is no clock skew but a
+    forged or broken lease, which would otherwise hold every reader off for ever: it counts
+    as gone. So does a holder on this very host whose process has exited, at once rather
+    than a lease length later.
+    """
     if lease is None:
         return SubmitterStatus("gone")
-    heartbeat = datetime.fromisoformat(lease.heartbeat_at)
-    if _now() - heartbeat > timedelta(seconds=lease.lease_seconds):
+    age = _now() - datetime.fromisoformat(lease.heartbeat_at)
+    length = timedelta(seconds=lease.lease_seconds)
+    if age > length or -age > length or _exited_here(lease):
         return SubmitterStatus("gone", lease=lease)
     return SubmitterStatus("submitting", lease=lease)
+
+
+def _exited_here(lease: SubmitterLease) -> bool:
+    """Whether the lease's holder ran on this host and its process no longer exists.
+
+    Only a definite "no such process" counts: a live process (perhaps another that reused
+    the pid) or one this user may not signal leaves the decision to the heartbeat.
+    """
+    if lease.host != socket.gethostname() or lease.pid in (0, os.getpid()):
+        return False
+    try:
+        os.kill(lease.pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 class LeaseHolder:

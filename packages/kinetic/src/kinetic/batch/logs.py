@@ -91,7 +91,7 @@ class BatchLogs:
 
     def attempts(self) -> list[JobHandle]:
         """Every attempt of every submitted input, in input then attempt order."""
-        listing = self.records.listing(self.manifest.total_expected)
+        listing = self.records.listing(self.manifest.total_expected, retries=self.manifest.retries)
         return [
             JobHandle.from_record(self.manifest.child_record(index, attempt))
             for index in sorted(listing.latest_attempts)

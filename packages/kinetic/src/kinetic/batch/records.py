@@ -216,13 +216,15 @@ class BatchRecords:
             layout.manifest_key(self.group_id)
         )
 
-    def listing(self, total: int | None = None) -> BatchListing:
+    def listing(self, total: int | None = None, *, retries: int | None = None) -> BatchListing:
         """Children, submission errors and completion, as one consistent view.
 
         The completion record is read first: the submitter writes it after every child, so a
         listing taken afterwards holds every child it counts, whatever lands in between.
         Objects that are not the batch's records (a stray ``children/notes.txt``, an index
-        outside the ``total`` inputs) are left out with a warning naming their key.
+        outside the ``total`` inputs, an attempt beyond ``retries``) are left out with a
+        warning naming their key: every reader walks attempts ``0..latest``, so one forged
+        20-digit attempt would otherwise hold it for ever.
         """
         listing = BatchListing(complete=self.completion())
         prefix = layout.children_prefix(self.group_id)
@@ -234,6 +236,9 @@ class BatchRecords:
             index, attempt = parsed
             if total is not None and index >= total:
                 self._ignore(key, f"input {index} is beyond the batch's {total} inputs.")
+                continue
+            if retries is not None and attempt > retries:
+                self._ignore(key, f"attempt {attempt} is beyond the batch's {retries} retries.")
                 continue
             if attempt >= listing.latest_attempts.get(index, -1):
                 listing.latest_attempts[index] = attempt

@@ -62,7 +62,7 @@ def _stored_outcome(job: JobHandle) -> ResultEnvelope | None:
 def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend) -> ResumePlan:
     """Read every input's latest attempt and decide what the resumed submitter does."""
     total = manifest.total_expected
-    listing = records.listing(total)
+    listing = records.listing(total, retries=manifest.retries)
     collected = records.collected()
     plan = ResumePlan(jobs=[None] * total)
     latest = {

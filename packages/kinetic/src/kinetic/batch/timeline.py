@@ -298,7 +298,7 @@ class _Reader:
                 message=error.message,
             )
             for error in self.records.listing(
-                self.manifest.total_expected
+                self.manifest.total_expected, retries=self.manifest.retries
             ).submission_errors.values()
         ]
         return BatchTimeline(
