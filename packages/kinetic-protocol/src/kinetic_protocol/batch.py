@@ -28,6 +28,25 @@ __all__ = [
 
 _CHILD_JOB_ID = re.compile(r"(?P<prefix>.+-(?P<group>[0-9a-f]{8}))-(?P<index>\d+)(?:-r(?P<a>\d+))?")
 
+MAX_LEASE_SECONDS = 24 * 3600.0
+"""The longest lease a reader believes: a longer one (forged, or a unit mistake) would make
+every reader wait that long on a submitter that may be gone."""
+
+_LeaseSeconds = Annotated[float, msgspec.Meta(gt=0, le=MAX_LEASE_SECONDS)]
+_Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
+_Host = Annotated[str, msgspec.Meta(max_length=255)]
+
+
+def _aware_time(value: str, field: str) -> None:
+    """Refuse a timestamp that is not ISO 8601 with a time zone (a reader compares it with
+    the current UTC time)."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{field} {value[:40]!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        raise ValueError(f"{field} {value!r} has no time zone")
+
 
 class BatchManifest(msgspec.Struct, kw_only=True):
     """The header of a batch, written once (create-only) before the first child is submitted.
@@ -128,32 +147,12 @@ class BatchCompletion(msgspec.Struct, kw_only=True):
     """
 
     group_id: str
-    submitted: int
+    submitted: _Count
     finished_at: str
     cancelled: bool = False
     fail_fast: bool = False
     error: str = ""
     schema_version: int = SCHEMA_VERSION
-
-
-MAX_LEASE_SECONDS = 24 * 3600.0
-"""The longest lease a reader believes: a longer one (forged, or a unit mistake) would make
-every reader wait that long on a submitter that may be gone."""
-
-_LeaseSeconds = Annotated[float, msgspec.Meta(gt=0, le=MAX_LEASE_SECONDS)]
-_Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
-_Host = Annotated[str, msgspec.Meta(max_length=255)]
-
-
-def _aware_time(value: str, field: str) -> None:
-    """Refuse a timestamp that is not ISO 8601 with a time zone (a reader compares it with
-    the current UTC time)."""
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(f"{field} {value[:40]!r} is not an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        raise ValueError(f"{field} {value!r} has no time zone")
 
 
 class SubmitterLease(msgspec.Struct, kw_only=True):

@@ -80,3 +80,24 @@ def test_cleanup_of_a_batch_with_a_forged_20_digit_attempt_finishes(
         batch.cleanup()
     assert not store.exists(layout.manifest_key(batch.group_id))
     assert forged in caplog.text
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [b"\x00\xff not json", b"[1, 2]", b'{"group_id": "g", "submitted": 1e400, "finished_at": ""}'],
+    ids=["bytes", "a list", "a huge count"],
+)
+def test_a_garbled_completion_record_is_skipped_naming_its_key(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, garbage: bytes
+) -> None:
+    """Every batch command reads the completion: a garbled one made each of them fail. It now
+    reads as "not finished", so the lease decides and ``resume`` can finish the batch."""
+    store = LocalStore(tmp_path)
+    records = BatchRecords(store, GROUP)
+    records.add_child(0, 0, "job-0")
+    store.write(layout.completion_key(GROUP), garbage)
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        listing = records.listing(total=1)
+    assert listing.complete is None
+    assert listing.latest_attempts == {0: 0}
+    assert layout.completion_key(GROUP) in caplog.text

@@ -175,11 +175,10 @@ class BatchRecords:
         self.store.write(layout.completion_key(self.group_id), encode_json(done))
 
     def completion(self) -> BatchCompletion | None:
-        try:
-            data = self.store.read(layout.completion_key(self.group_id))
-        except ObjectNotFoundError:
-            return None
-        return decode_json(data, BatchCompletion, what="completion record")
+        """The submitter's completion record; one that is not a completion (garbled, or left
+        by a store writer) is skipped with a warning, as if the submitter had not finished:
+        its lease then says whether it is gone, and ``resume`` can finish the batch."""
+        return self._read_json(layout.completion_key(self.group_id), BatchCompletion)
 
     def add_collected(self, outcomes: list[CollectedOutcome]) -> None:
         """Keep outcomes with the batch before their children's own copies are deleted."""
