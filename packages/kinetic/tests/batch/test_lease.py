@@ -7,15 +7,17 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kinetic.batch import SubmitterAliveError
 from kinetic.batch.lease import LeaseHolder, latest_lease, submitter_status
-from kinetic_protocol import SubmitterLease, layout
+from kinetic_protocol import BackendError, SubmitterLease, layout
 from kinetic_protocol.records import encode_json
 from kinetic_runtime.stores.local import LocalStore
 
@@ -129,3 +131,52 @@ def test_a_live_submitter_on_this_host_keeps_its_lease(store: LocalStore) -> Non
     assert submitter_status(store, GROUP, None).state == "submitting"
     with pytest.raises(SubmitterAliveError):
         LeaseHolder.take_over(store, GROUP)
+
+
+def test_a_holder_paused_past_its_lease_finds_it_was_taken_over(store: LocalStore) -> None:
+    holder = LeaseHolder.first(store, GROUP)
+    assert holder.holds()
+    holder.lease.heartbeat_at = LONG_AGO  # frozen since then: its last beat is that old
+    store.write(layout.lease_key(GROUP, 0), encode_json(holder.lease))
+    assert holder.holds(), "nobody has taken over yet"
+    LeaseHolder.take_over(store, GROUP)
+    assert not holder.holds()
+    assert holder.lost.is_set()
+
+
+def test_a_thawed_submitter_records_no_error_for_an_input_a_resumer_now_owns(
+    remote: Any, fake_backend: Any, store: LocalStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGSTOP past the lease, resumed elsewhere, thawed: the old submitter's pending
+    submission then fails, and it used to record that failure, reporting an input the resumer
+    ran as failed for ever."""
+    holders: list[LeaseHolder] = []
+    first = LeaseHolder.first.__func__  # type: ignore[attr-defined]
+
+    def keep_first(cls: type[LeaseHolder], store: Any, group_id: str) -> LeaseHolder:
+        holders.append(first(cls, store, group_id))
+        return holders[-1]
+
+    monkeypatch.setattr(LeaseHolder, "first", classmethod(keep_first))
+    entered, thaw = threading.Event(), threading.Event()
+    submit = fake_backend.submit
+
+    def frozen_then_refused(record: Any, **kwargs: Any) -> None:
+        if record.group_index == 0:
+            entered.set()
+            thaw.wait()
+            raise BackendError("the backend refused a late submission")
+        submit(record, **kwargs)
+
+    monkeypatch.setattr(fake_backend, "submit", frozen_then_refused)
+    batch = remote.run_async_map([1, 2], max_concurrent=1)
+    assert entered.wait(30)
+    [holder] = holders
+    holder.stop()  # frozen: no more heartbeats ...
+    holder.lease.heartbeat_at = LONG_AGO  # ... since long ago
+    store.write(layout.lease_key(batch.group_id, 0), encode_json(holder.lease))
+    LeaseHolder.take_over(store, batch.group_id)  # a resumer, elsewhere
+    thaw.set()
+    batch._state.submission_done.wait(30)
+    assert not store.exists(layout.submission_error_key(batch.group_id, 0))
+    assert not store.exists(layout.completion_key(batch.group_id)), "the resumer finishes it"

@@ -235,6 +235,25 @@ class LeaseHolder:
             except KineticError:
                 log.warning("batch heartbeat failed", group_id=self.group_id, exc_info=True)
 
+    def holds(self) -> bool:
+        """Whether this process still holds the batch; call it before writing bookkeeping.
+
+        While the heartbeat is recent nobody can have taken over, so this costs nothing. After
+        a pause longer than half a lease (a frozen or suspended process, a partition) another
+        process may have resumed the batch meanwhile: the store is read again, and a newer
+        epoch sets ``lost``, so a thawed submitter writes nothing more.
+        """
+        if self.lost.is_set():
+            return False
+        last = datetime.fromisoformat(self.lease.heartbeat_at)
+        if _now() - last <= timedelta(seconds=self.lease_seconds / 2):
+            return True
+        newest = latest_lease(self.store, self.group_id)
+        if newest is not None and newest.epoch > self.epoch:
+            self.lost.set()
+            return False
+        return True
+
     def beat(self) -> None:
         """Write the heartbeat now."""
         self.lease.heartbeat_at = _stamp(_now())

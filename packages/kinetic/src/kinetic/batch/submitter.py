@@ -42,6 +42,10 @@ _STOP_CHECK_INTERVAL = 1.0
 """Seconds between looks for a cancel requested by another process."""
 
 
+class _TakenOver(Exception):
+    """This submitter found, before submitting, that another process had resumed its batch."""
+
+
 def submit_child(
     backend: Backend,
     records: BatchRecords,
@@ -273,6 +277,8 @@ class Submitter:
         backoff.advance()
 
     def _submit_one(self, index: int, attempt: int) -> JobHandle:
+        if not self.lease.holds():
+            raise _TakenOver(f"batch {self.manifest.group_id} was resumed by another process")
         record = self.manifest.child_record(index, attempt)
         return submit_child(self.backend, self.records, record, env=self.env)
 
@@ -280,8 +286,8 @@ class Submitter:
         done = [future for future in self.inflight if future.done()]
         for future in done:
             index, attempt = self.inflight.pop(future)
-            if future.cancelled():
-                continue
+            if future.cancelled() or self.lease.lost.is_set():
+                continue  # lost: the process that resumed the batch accounts for it
             error = future.exception()
             if error is None:
                 handle = future.result()
@@ -308,6 +314,8 @@ class Submitter:
         return bool(done)
 
     def _submission_failed(self, index: int, error: Exception) -> None:
+        if not self.lease.holds():
+            return  # a resumer owns the batch now: this input is its to report
         with self.state.lock:
             self.state.submission_errors[index] = error
         try:
