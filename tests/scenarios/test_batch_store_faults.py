@@ -9,11 +9,13 @@ from pathlib import Path
 import batch_userfuncs as uf
 import pytest
 from batch_support import join_batch_thread
+from click.testing import CliRunner
 from scenario_support import ScenarioBackend
 
 import kinetic
 from kinetic import JobStatus
 from kinetic.batch import SkippedInputError
+from kinetic.cli import cli
 from kinetic_testing.full_disk import full_disk
 
 
@@ -81,3 +83,28 @@ def test_children_stay_when_their_outcomes_cannot_be_kept_with_the_batch(
     assert [job.status() for job in children] == [JobStatus.SUCCEEDED] * 3
     later = kinetic.attach_batch(batch.group_id, backend="local")
     assert later.results(timeout=60) == [1, 4, 9]
+
+
+def test_a_batch_stopped_by_a_full_disk_is_finished_by_resume_once_space_is_back(
+    local_backend: ScenarioBackend, isolated_kinetic: Path
+) -> None:
+    """A transient fault leaves every input runnable: ``resume`` used to answer "finished
+    submitting; nothing to resume" because the stopped submitter had recorded its end."""
+    square = local_backend.decorate()(uf.square)
+    records: list[str] = []
+
+    def children_full(directory: str) -> bool:
+        if not directory.endswith("/children"):
+            return False
+        records.append(directory)
+        return len(records) > 3
+
+    with full_disk(isolated_kinetic / "store", children_full):
+        batch = square.run_async_map(list(range(6)), max_concurrent=1)
+        join_batch_thread(batch.group_id)
+    assert batch.submission_status().completion is not None
+    result = CliRunner().invoke(cli, ["--backend", "local", "batch", "resume", batch.group_id])
+    assert result.exit_code == 0, result.output
+    assert "Resumed batch" in result.output
+    later = kinetic.attach_batch(batch.group_id, backend="local")
+    assert later.results(timeout=60) == [0, 1, 4, 9, 16, 25]

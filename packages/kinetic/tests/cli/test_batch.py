@@ -226,3 +226,17 @@ def test_subprocess_watch_follows_a_running_batch_to_its_end(
     assert process.returncode == 0, stderr
     assert f"{batch.group_id}: 2/2 finished (2 done" in rest
     assert rest.rstrip().splitlines()[-1].startswith(f"Batch {batch.group_id} finished in")
+
+
+def test_watch_of_a_batch_that_left_inputs_unsubmitted_ends_with_exit_1(
+    invoke, funcs, tmp_path, wait_until
+) -> None:
+    """A batch whose submission stopped early has not finished: watch said so with exit 0."""
+    gate = str(tmp_path / "never")
+    batch = funcs.gated.run_async_map([gate] * 3, input_mode="single", max_concurrent=1)
+    wait_until(lambda: batch.jobs[0] is not None, "input 0 submitted")
+    assert invoke("batch", "cancel", batch.group_id).exit_code == 0
+    result = invoke("batch", "watch", batch.group_id)
+    assert result.exit_code == 1, result.stderr
+    assert f"2 of 3 inputs of batch {batch.group_id} never ran" in result.stderr
+    assert "cancelled" in result.stderr

@@ -12,7 +12,12 @@ from typing import Any
 from kinetic import _log
 from kinetic._waiting import Backoff, Deadline, check_timeout
 from kinetic.batch.collect import Collector
-from kinetic.batch.lease import LeaseHolder, SubmitterStatus, submitter_status
+from kinetic.batch.lease import (
+    LeaseHolder,
+    SubmitterStatus,
+    stopped_on_its_own_error,
+    submitter_status,
+)
 from kinetic.batch.records import BatchRecords, cancel_child
 from kinetic.batch.resume import plan_resume
 from kinetic.batch.state import BatchState, Decision, child_state, is_cleaned_up
@@ -290,7 +295,7 @@ class BatchHandle(BatchViews):
         if self._state.submitter is not None and self._state.submitter.is_alive():
             return f"Batch {self.group_id} is being submitted by this process already."
         completion = self._records.completion()
-        if completion is not None:
+        if completion is not None and not stopped_on_its_own_error(completion):
             return (
                 f"Batch {self.group_id} finished submitting at {completion.finished_at} "
                 f"({completion.submitted} of {self._state.total} inputs); nothing to resume."
@@ -298,7 +303,12 @@ class BatchHandle(BatchViews):
         if self._records.store.exists(layout.cancel_key(self.group_id)):
             return f"Batch {self.group_id} was cancelled; nothing to resume."
         env = self._recaptured_env()  # read before the lease: a failed read takes nothing over
-        lease = LeaseHolder.take_over(self._records.store, self.group_id)
+        lease = LeaseHolder.take_over(
+            self._records.store, self.group_id, holder_finished=completion is not None
+        )
+        if completion is not None:
+            # From here on readers follow this process's lease, not the old error.
+            self._records.store.delete(layout.completion_key(self.group_id))
         plan = plan_resume(self._manifest, self._records, self._backend)
         self._state.detached.set()  # an attached handle stops following the dead submitter
         state = BatchState(total=self._state.total, retries=self._manifest.retries, jobs=plan.jobs)

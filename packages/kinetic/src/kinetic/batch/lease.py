@@ -38,6 +38,7 @@ __all__ = [
     "LeaseHolder",
     "SubmitterStatus",
     "latest_lease",
+    "stopped_on_its_own_error",
     "submitter_status",
 ]
 
@@ -112,6 +113,12 @@ class SubmitterStatus:
             f"{self.who()} stopped at {since} after submitting {submitted} of {total} inputs; "
             f"`kinetic batch resume {group_id}` (or batch.resume()) submits the rest"
         )
+
+
+def stopped_on_its_own_error(completion: BatchCompletion) -> bool:
+    """A submitter that stopped on an error of its own (the store refused a write) leaves its
+    remaining inputs to ``resume``; one stopped by a cancel or by fail-fast does not."""
+    return bool(completion.error) and not completion.cancelled and not completion.fail_fast
 
 
 def submitter_status(
@@ -189,10 +196,14 @@ class LeaseHolder:
         return holder
 
     @classmethod
-    def take_over(cls, store: ObjectStore, group_id: str) -> LeaseHolder:
-        """The next epoch, if the current submitter is gone; else SubmitterAliveError."""
+    def take_over(
+        cls, store: ObjectStore, group_id: str, *, holder_finished: bool = False
+    ) -> LeaseHolder:
+        """The next epoch, if the current submitter is gone (or ``holder_finished``: its
+        completion record says it stopped); else SubmitterAliveError."""
         current = latest_lease(store, group_id)
-        if current is not None and _by_heartbeat(current).state == "submitting":
+        alive = not holder_finished and _by_heartbeat(current).state == "submitting"
+        if current is not None and alive:
             raise SubmitterAliveError(
                 f"Batch {group_id} is being submitted by {current.host} (pid {current.pid}, "
                 f"last heartbeat {current.heartbeat_at}); resume only a batch whose submitter "

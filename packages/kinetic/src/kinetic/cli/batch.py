@@ -167,7 +167,7 @@ def watch(
 ) -> None:
     """Show live progress of GROUP_ID until it ends.
 
-    Exits 1 if any input failed.
+    Exits 1 if any input failed or was never submitted.
     On a terminal this is a progress bar; otherwise one plain line per change. With --json,
     nothing is shown until the end, then the final counts.
     """
@@ -184,9 +184,17 @@ def watch(
         render.emit_json(_header(handle) | {"counts": counts.as_dict(), "elapsed": display.elapsed})
     else:
         display.finish(counts)
+    problems = []
     if counts.failed:
-        raise Failed(f"{counts.failed} of {counts.total} inputs of batch {group_id} failed. "
-                     f"See: kinetic batch failures {group_id}")  # fmt: skip
+        problems.append(f"{counts.failed} of {counts.total} inputs of batch {group_id} failed. "
+                        f"See: kinetic batch failures {group_id}")  # fmt: skip
+    if counts.unsubmitted:
+        submitted = counts.total - counts.unsubmitted
+        why = handle.submission_status().describe(group_id, submitted, counts.total)
+        problems.append(f"{counts.unsubmitted} of {counts.total} inputs of batch {group_id} "
+                        f"never ran: {why}.")  # fmt: skip
+    if problems:
+        raise Failed(" ".join(problems))
 
 
 def _error_document(exc: BaseException) -> dict[str, str]:
@@ -356,11 +364,22 @@ def resume(cli: CliContext, group_id: str) -> None:
     submits until the batch is done submitting (Ctrl-C stops it; resume again later). Refused
     while the batch's own submitter is alive.
     """
+    from kinetic.batch.lease import stopped_on_its_own_error
+
     handle = cli.attach_batch(group_id)
     click.echo(handle.resume())
-    if handle.submission_status().state == "submitting":
-        click.echo(f"Submitting from this process; follow it with: kinetic batch watch {group_id}")
-        handle.wait_submitted()
+    if handle.submission_status().state != "submitting":
+        return
+    click.echo(f"Submitting from this process; follow it with: kinetic batch watch {group_id}")
+    handle.wait_submitted()
+    completion = handle.submission_status().completion
+    if completion is not None and not stopped_on_its_own_error(completion):
+        return
+    why = completion.error if completion is not None else "its end was not recorded"
+    raise Failed(
+        f"Resuming batch {group_id} stopped before every input was submitted: {why}. "
+        f"Fix the cause, then run `kinetic batch resume {group_id}` again."
+    )
 
 
 @batch.command()
