@@ -84,6 +84,9 @@ class Keyring:
         self.current = current
         self.source = source
         """Where the keys live, for messages ("~/.kinetic/keys", "Secret x in namespace y")."""
+        self.retired: frozenset[str] = frozenset()
+        """Keys :meth:`without` took out: the only ones a store of keys may delete, so a
+        rotation that ran at the same time keeps the key it made."""
 
     @classmethod
     def generate(cls, *, source: str) -> "Keyring":
@@ -106,7 +109,9 @@ class Keyring:
         if key_id not in self._keys:
             raise SigningKeyError(f"{self.source} has no key {key_id!r}: {sorted(self._keys)}.")
         keys = {k: v for k, v in self._keys.items() if k != key_id}
-        return Keyring(keys, self.current, source=self.source)
+        reduced = Keyring(keys, self.current, source=self.source)
+        reduced.retired = self.retired | {key_id}
+        return reduced
 
     @property
     def key_ids(self) -> list[str]:
@@ -141,8 +146,17 @@ class Keyring:
         """Read a keyring directory (the Kinetic home's, or a mounted Secret's)."""
         where = source or str(path)
         try:
-            names = [p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")]
-            entries = {p.name: p.read_text() for p in names}
+            # ``current`` first: a rotation writes its new key's file before ``current`` names
+            # it, so the listing that follows holds that key. A key retired meanwhile is gone
+            # from the listing or vanishes before its read: either way it is left out.
+            entries = {CURRENT_ENTRY: (path / CURRENT_ENTRY).read_text()}
+            for entry in path.iterdir():
+                if entry.name in entries or entry.name.startswith(".") or not entry.is_file():
+                    continue
+                try:
+                    entries[entry.name] = entry.read_text()
+                except FileNotFoundError:
+                    continue
         except OSError as exc:
             raise SigningKeyError(f"cannot read the signing keys in {where}: {exc}") from exc
         return cls.from_entries(entries, source=where)

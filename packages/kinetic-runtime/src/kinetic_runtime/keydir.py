@@ -51,12 +51,13 @@ def directory_keyring(directory: Path, *, create: bool) -> Keyring:
 
 
 def replace_directory_keyring(directory: Path, keyring: Keyring) -> None:
-    """Make ``directory`` hold ``keyring``: new keys first, then ``current``, then removals."""
+    """Make ``directory`` hold ``keyring``: new keys first, then ``current``, then the keys it
+    retired. Only those are deleted: a key another process added meanwhile (a rotation at the
+    same moment, which may already sign with it) stays."""
     entries = keyring.entries()
     for name, text in entries.items():
         if name != CURRENT_ENTRY and not (directory / name).exists():
             write_private_atomically(directory / name, text.encode())
     write_private_atomically(directory / CURRENT_ENTRY, entries[CURRENT_ENTRY].encode())
-    for stale in directory.iterdir():
-        if stale.name not in entries and not stale.name.startswith("."):
-            stale.unlink()
+    for retired in keyring.retired:
+        (directory / retired).unlink(missing_ok=True)
