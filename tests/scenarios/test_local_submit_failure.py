@@ -7,6 +7,9 @@ starts, ``supervisor.pid`` after the supervisor has started.
 
 import errno
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +63,44 @@ def test_a_submission_that_cannot_write_its_files_runs_nothing(
     assert list(jobs.iterdir()) == [], "the refused job's directory was left behind"
     assert "nothing was started" in str(raised.value)
     assert "disk is full" in str(raised.value)
+
+
+def test_a_submitter_killed_while_writing_leaves_no_captured_values_behind(
+    local_backend: ScenarioBackend, tmp_path: Path, isolated_kinetic: Path
+) -> None:
+    """Killed between writing a job's captured values and renaming its directory into place,
+    a submitter left ``.incoming-*`` holding them for ever; the next cleanup now removes it,
+    but never the staging of a writer that is still alive."""
+    jobs = isolated_kinetic / "local" / "jobs"
+    script = tmp_path / "killed.py"
+    script.write_text(
+        "import os, signal\n"
+        "import kinetic\n"
+        "from kinetic.local import backend\n"
+        "real = backend.write_private\n"
+        "def write_then_die(path, data, *args, **kwargs):\n"
+        "    real(path, data, *args, **kwargs)\n"
+        "    if path.name == 'captured-env.json':\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "backend.write_private = write_then_die\n"
+        "f = kinetic.run(accelerator='cpu', backend='local', capture_env_vars=['TOKEN'])(print)\n"
+        "f.run_async('never')\n"
+    )
+    killed = subprocess.run(
+        [sys.executable, str(script)],
+        env={**os.environ, "TOKEN": "s3cret"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    [left] = [entry for entry in jobs.iterdir() if entry.name.startswith(".incoming-")]
+    assert "s3cret" in (left / "captured-env.json").read_text()
+    alive = jobs / f".incoming-some-job-{os.getpid()}-abcdefgh"  # a writer still at work
+    alive.mkdir()
+
+    assert local_backend.decorate()(uf.add).run_async(1, 2).result(timeout=120) == 3
+
+    assert not left.exists(), "the killed submitter's captured values are still on disk"
+    assert alive.exists(), "a live writer's staging directory was removed"

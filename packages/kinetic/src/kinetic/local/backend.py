@@ -79,6 +79,26 @@ PYTHON_KEY = "python"
 """``backend_data`` key: the interpreter a job runs in (an isolated venv), else the client's."""
 
 
+def _staging_prefix(job_id: str) -> str:
+    """A job directory is written under ``.incoming-<job>-<pid>-<random>``: the pid tells a
+    later cleanup whether the process writing it is gone (killed before its rename)."""
+    return f"{_STAGING_MARK}{job_id}-{os.getpid()}-"
+
+
+def _writer_gone(staging_name: str) -> bool:
+    """Whether the process that made this staging directory no longer exists."""
+    parts = staging_name.rsplit("-", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def _unwritable(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
     """The error for a job whose files could not be written: nothing of it runs."""
     reason = os.strerror(exc.errno) if exc.errno else str(exc)
@@ -209,7 +229,7 @@ class LocalBackend:
             "env": {**host_environment(os.environ), SIGNING_KEYS.env: str(self._keys)},
         }
         make_private_dirs(self._jobs, top=kinetic_home())
-        staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING_MARK}{record.job_id}-", dir=self._jobs))
+        staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(record.job_id), dir=self._jobs))
         try:
             os.chmod(staging, DIR_MODE)
             write_private(staging / supervisor.LAUNCH_FILE, json.dumps(launch).encode())
@@ -432,6 +452,9 @@ class LocalBackend:
         shutil.rmtree(doomed, ignore_errors=True)
         for leftover in self._jobs.glob(f"{_DELETING_MARK}*"):  # earlier ones cut short
             shutil.rmtree(leftover, ignore_errors=True)
+        for staged in self._jobs.glob(f"{_STAGING_MARK}*"):
+            if _writer_gone(staged.name):  # a submitter killed mid-write: its captured values
+                shutil.rmtree(staged, ignore_errors=True)
 
     def list_job_ids(self) -> list[str]:
         try:
