@@ -210,12 +210,22 @@ class BatchHandle(BatchViews):
 
     # -- collection ------------------------------------------------------------------------
 
-    @staticmethod
-    def _clean_child(job: JobHandle) -> None:
-        try:
-            job.cleanup(cleanup_timeout=60, cleanup_poll_interval=0.5)
-        except Exception:
-            log.warning("could not clean up a collected child", job_id=job.job_id, exc_info=True)
+    def _clean_child(self, job: JobHandle) -> None:
+        """Clean up a collected child and its input's earlier attempts, which were kept (for
+        their logs) only until the input's outcome was collected."""
+        index = job.group_index
+        earlier = [] if index is None else list(range(job.record.attempt))
+        attempts = [self._attempt(index, a) for a in earlier if index is not None] + [job]
+        for attempt in attempts:
+            try:
+                attempt.cleanup(cleanup_timeout=60, cleanup_poll_interval=0.5)
+            except Exception:
+                log.warning(
+                    "could not clean up a collected child", job_id=attempt.job_id, exc_info=True
+                )
+
+    def _attempt(self, index: int, attempt: int) -> JobHandle:
+        return JobHandle.from_record(self._manifest.child_record(index, attempt))
 
     def results(
         self,
