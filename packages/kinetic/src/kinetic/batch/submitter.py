@@ -20,7 +20,7 @@ from kinetic import _log
 from kinetic._waiting import Backoff
 from kinetic.batch.lease import LeaseHolder
 from kinetic.batch.records import BatchRecords, cancel_child
-from kinetic.batch.state import BatchState, Decision, effective_state
+from kinetic.batch.state import BatchState, Decision, child_state, is_cleaned_up
 from kinetic.batch.workers import WorkerPool
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
@@ -343,8 +343,18 @@ class Submitter:
             return False  # the next poll tries again; a passing API error must not end the batch
         self.poll_cost = time.monotonic() - began
         changed = False
+        kept: Mapping[int, object] | None = None
+
+        def collected() -> Mapping[int, object]:
+            nonlocal kept  # read once per poll, and only if a child has gone
+            if kept is None:
+                kept = self.records.collected()
+            return kept
+
         for index, job in handles:
-            state = effective_state(job, states[job.job_id])
+            # A child another process collected and cleaned up is settled, not failed: retrying
+            # it would run its input twice.
+            state = child_state(job, states[job.job_id], collected)
             self.vanished |= state.status in (JobStatus.NOT_FOUND, JobStatus.FAILED)
             with self.state.lock:
                 if self.state.states.get(index) != state:
@@ -358,7 +368,7 @@ class Submitter:
                 self._retry(index, job)
                 continue
             self.state.settle(index, job, state)
-            if decision is Decision.FAILED:
+            if decision is Decision.FAILED and not is_cleaned_up(state):
                 self.policy.on_failure()
         if changed:
             self.state.notify()
