@@ -1,6 +1,6 @@
-"""A batch collected by another process while its submitter still watches (it has retries):
-a child that process collected and cleaned up is settled, never retried. Inputs ran twice
-when the watcher took the cleaned-up child for a lost one."""
+"""A batch collected by another process at the same time: a child that process collected and
+cleaned up is settled, never retried by a submitter still watching (inputs ran twice), and
+is read from the outcomes kept with the batch by a collection that polled it just before."""
 
 import threading
 from collections.abc import Sequence
@@ -49,4 +49,19 @@ def test_a_child_collected_and_cleaned_up_elsewhere_is_not_retried(
 
     batch.wait_submitted(timeout=60)
     assert [r.job_id for r in fake_backend.submitted] == [record.job_id], "input 0 ran twice"
+    assert batch.results(timeout=60, cleanup=False) == [5]
+
+
+def test_a_child_another_collection_cleaned_up_after_this_ones_poll_is_read_from_the_batch(
+    remote: Any, fake_backend: Any, store: LocalStore
+) -> None:
+    """This collection saw the child SUCCEEDED; another kept its outcome and deleted it before
+    this one read it. That read used to fail as "ended SUCCEEDED without storing a result"."""
+    batch = remote.run_async_map([5], max_concurrent=None)  # submitted before it returns
+    [record] = fake_backend.submitted
+    sealed = store.read(layout.result_key(record.job_id))
+    kept = CollectedOutcome(index=0, job_id=record.job_id, envelope=sealed)
+    BatchRecords(store, batch.group_id).add_collected([kept])
+    store.delete_prefix(layout.job_prefix(record.job_id))  # the backend still says SUCCEEDED
+
     assert batch.results(timeout=60, cleanup=False) == [5]

@@ -77,25 +77,37 @@ class Collector:
 
     def _envelope(self, index: int, job: JobHandle, state: JobState) -> SealedOutcome:
         if is_cleaned_up(state):
-            kept = self._kept(index)
-            if kept is None or kept.job_id != job.job_id:
+            kept = self._kept_for(index, job)
+            if kept is None:
                 raise JobNotFoundError(
                     f"Input {index} of batch {self.group_id} ({job.job_id}) was collected and "
                     "cleaned up by another results(cleanup=True), which kept no outcome for it "
                     "(it had left none)."
                 )
-            key = f"{layout.collected_prefix(self.group_id)} (the kept outcome of {job.job_id})"
-            kind: OutcomeKind = "host-result" if kept.kind == "host-result" else "result"
-            return open_outcome(job.record, kept.envelope, key=key, kind=kind)
-        if state.status is JobStatus.NOT_FOUND and self.state.submitter_gone:
-            try:
-                return job.sealed_outcome(state)
-            except KineticError:
+            return kept
+        try:
+            return job.sealed_outcome(state)
+        except KineticError:
+            # Another collection may have kept this outcome and cleaned the child up between
+            # this one's status poll and its read.
+            kept = self._kept_for(index, job)
+            if kept is not None:
+                return kept
+            if state.status is JobStatus.NOT_FOUND and self.state.submitter_gone:
                 raise JobNotFoundError(
                     f"Input {index} of batch {self.group_id} ({job.job_id}) never ran: "
                     f"{self.state.submitter_gone}."
                 ) from None
-        return job.sealed_outcome(state)
+            raise
+
+    def _kept_for(self, index: int, job: JobHandle) -> SealedOutcome | None:
+        """``job``'s outcome as a collection kept it with the batch, opened, if there is one."""
+        kept = self._kept(index)
+        if kept is None or kept.job_id != job.job_id:
+            return None
+        key = f"{layout.collected_prefix(self.group_id)} (the kept outcome of {job.job_id})"
+        kind: OutcomeKind = "host-result" if kept.kind == "host-result" else "result"
+        return open_outcome(job.record, kept.envelope, key=key, kind=kind)
 
     def _kept(self, index: int) -> CollectedOutcome | None:
         """The outcome a collection kept for ``index``: the batch's kept outcomes are read
