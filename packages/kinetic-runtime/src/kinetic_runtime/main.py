@@ -410,4 +410,3 @@ def main(argv: list[str] | None = None) -> int:
     code = run_job(options.store, options.job, workdir, member)
     _leave_a_failed_slice(code)
     return code
-
