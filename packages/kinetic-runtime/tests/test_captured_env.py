@@ -1,6 +1,7 @@
 """The runtime never takes variable values from the stored call: the backend set them."""
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,29 @@ def test_missing_env_names_what_the_call_promised_and_the_process_lacks(
     monkeypatch.setenv("GIVEN", "1")
     monkeypatch.delenv("NOT_GIVEN", raising=False)
     assert missing_env(_call(env_names=["GIVEN", "NOT_GIVEN"])) == ["NOT_GIVEN"]
+
+
+def _apply(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: CallDescriptor) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for name in ("KINETIC_OUTPUT_DIR", "KINETIC_JOB_ID"):  # restored afterwards
+        monkeypatch.setenv(name, "")
+    apply_environment(call, tmp_path, str(tmp_path / "out"), "j")
+
+
+def test_keras_runs_on_jax_in_a_job_given_no_keras_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    _apply(tmp_path, monkeypatch, _call())
+    assert os.environ["KERAS_BACKEND"] == "jax"
+
+
+def test_a_keras_backend_the_job_was_given_wins_over_the_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backend put the captured value in the process's environment (a pod's Secret, a
+    local job's captured file); the default must not replace it."""
+    monkeypatch.setenv("KERAS_BACKEND", "torch")
+    _apply(tmp_path, monkeypatch, _call(env_names=["KERAS_BACKEND"]))
+    assert os.environ["KERAS_BACKEND"] == "torch"

@@ -12,15 +12,20 @@ from kinetic_protocol.records import decode_json
 from kinetic_runtime.main import EXIT_HOST_REPLACED, _start_host
 from kinetic_runtime.multihost import COORDINATOR_PORT, SliceHost, claim_host
 
-EXIT_OK, EXIT_USER_ERROR = 0, 1
+EXIT_OK, EXIT_USER_ERROR, EXIT_INFRA_ERROR = 0, 1, 2
 
 
-def _host_env(index: int, count: int = 2, instance: str = "pod-a") -> dict[str, str]:
+def _host_env(
+    index: int, count: int = 2, instance: str = "pod-a", jax_distributed: str = "off"
+) -> dict[str, str]:
+    """One host's environment; JAX is left alone unless asked (these tests run one host at a
+    time, so no slice could form)."""
     return {
         "KINETIC_NUM_HOSTS": str(count),
         "KINETIC_HOST_INDEX": str(index),
         "KINETIC_COORDINATOR_ADDRESS": "127.0.0.1:1",
         "KINETIC_HOST_INSTANCE": instance,
+        "KINETIC_JAX_DISTRIBUTED": jax_distributed,
     }
 
 
@@ -159,3 +164,60 @@ def test_a_host_run_again_is_restarted_or_replaced_never_rerun(jobs: JobStage) -
     assert run.exit_code == EXIT_HOST_REPLACED, run.output
     assert "new pod" in run.output
     assert not jobs.store.exists(layout.host_result_key(job_id, 1)), "the function ran again"
+
+
+# --- jax.distributed --------------------------------------------------------------------------
+
+
+def _counts_processes() -> Callable[[], int]:
+    def count_processes() -> int:
+        import jax  # imported when called, the usual style: not when the call is unpickled
+
+        return jax.process_count()
+
+    return count_processes
+
+
+def test_a_host_whose_slice_never_forms_fails_saying_which_host_is_missing(
+    jobs: JobStage,
+) -> None:
+    """JAX is installed and the function imports it only in its body: the host must join the
+    slice before the function runs, and with host 0 never started it fails saying so rather
+    than running the function as a separate single host."""
+    pytest.importorskip("jax")
+    job_id = jobs.stage("job-no-slice", pickled_call(_counts_processes()))
+    env = {**_host_env(1, jax_distributed="auto"), "KINETIC_SLICE_TIMEOUT": "1"}
+    run = jobs.run(job_id, env=env)
+    assert run.exit_code == EXIT_INFRA_ERROR, run.output
+    failed = jobs.envelope(layout.host_result_key(job_id, 1), job_id)
+    assert isinstance(failed, Failed)
+    assert failed.phase == "distributed"
+    assert "host 1 of 2 cannot form the slice: host(s) 0 did not start within 1s" in (
+        failed.message
+    )
+    assert "running test_function" not in run.output, "the function must not run alone"
+
+
+def test_jax_distributed_off_leaves_jax_to_the_function(jobs: JobStage) -> None:
+    pytest.importorskip("jax")
+    job_id = jobs.stage("job-jax-off", pickled_call(_counts_processes()))
+    run = jobs.run(job_id, env={**_host_env(0), "KINETIC_SLICE_TIMEOUT": "1"})
+    assert run.exit_code == EXIT_OK, run.output
+    assert isinstance(run.envelope, Succeeded)
+    assert cloudpickle.loads(run.envelope.value) == 1
+
+
+@pytest.mark.parametrize("raw", ["0", "-5", "soon"])
+def test_a_bad_slice_timeout_is_refused_naming_the_value(jobs: JobStage, raw: str) -> None:
+    pytest.importorskip("jax")
+    job_id = jobs.stage(f"job-timeout-{raw.strip('-')}", pickled_call(_counts_processes()))
+    run = jobs.run(
+        job_id, env={**_host_env(0, jax_distributed="auto"), "KINETIC_SLICE_TIMEOUT": raw}
+    )
+    assert run.exit_code == EXIT_INFRA_ERROR, run.output
+    failed = run.envelope
+    assert isinstance(failed, Failed)
+    assert failed.phase == "distributed"
+    assert f"KINETIC_SLICE_TIMEOUT must be a positive number of seconds, got {raw!r}" in (
+        failed.message
+    )

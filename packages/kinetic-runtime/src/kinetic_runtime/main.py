@@ -122,7 +122,10 @@ class _Job:
         needed = None if arguments is None else {*call.function_data, *arguments.data}
         paths = self.step(Phase.DATA, self.stage_data, call, needed)
         fn, args, kwargs = self.step(Phase.DESERIALIZE, load_call, payload, arguments, paths)
-        if self.host is not None and self.step(Phase.DISTRIBUTED, initialise_jax, self.host):
+        joined = self.host is not None and self.step(
+            Phase.DISTRIBUTED, initialise_jax, self.host, self.store, self.job_id, self.say
+        )
+        if joined and self.host is not None:
             _say(f"job {self.job_id}: jax.distributed initialised ({self.host.label})")
         stop = None
         if call.debug is not None:
@@ -371,6 +374,20 @@ def run_job(store_uri: str, job_id: str, workdir: Path, member: BatchInput | Non
     return code
 
 
+def _leave_a_failed_slice(code: int) -> None:
+    """End a slice host's process at once when its run failed.
+
+    JAX's exit handler would wait at a shutdown barrier (minutes) for the other hosts, which
+    may run on, and a host whose process has not ended is not seen to fail: the backend stops
+    the others when this one exits. Nothing is left to do here: the envelope is stored.
+    """
+    jax = sys.modules.get("jax")
+    if code != EXIT_OK and jax is not None and jax.distributed.is_initialized():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kinetic_runtime", description=__doc__)
     parser.add_argument("--store", default=settings.STORE.from_env(), help="store URI")
@@ -390,4 +407,6 @@ def main(argv: list[str] | None = None) -> int:
         import tempfile
 
         workdir = Path(tempfile.mkdtemp(prefix=f"kinetic-{options.job}-"))
-    return run_job(options.store, options.job, workdir, member)
+    code = run_job(options.store, options.job, workdir, member)
+    _leave_a_failed_slice(code)
+    return code

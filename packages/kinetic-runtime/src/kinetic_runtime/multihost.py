@@ -8,9 +8,11 @@ LeaderWorkerSet pod, from what the LWS controller injects (``LWS_WORKER_INDEX``,
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -19,12 +21,24 @@ from kinetic_protocol import ConfigError, HostStart, ObjectStore, PreconditionFa
 from kinetic_protocol.records import decode_json, encode_json
 from kinetic_runtime import settings
 
-__all__ = ["COORDINATOR_PORT", "SliceHost", "claim_host", "initialise_jax"]
+__all__ = [
+    "COORDINATOR_PORT",
+    "SliceError",
+    "SliceHost",
+    "claim_host",
+    "initialise_jax",
+    "wait_for_slice",
+]
 
 COORDINATOR_PORT = 8476
 """Where the leader serves JAX's coordinator when the backend names only the leader's host."""
 
 Claim = Literal["run", "restarted", "replaced"]
+_POLL_S = 0.5
+
+
+class SliceError(RuntimeError):
+    """This host could not join the other hosts of its slice, so the function did not run."""
 
 
 def _integer(name: str, raw: str) -> int:
@@ -118,25 +132,89 @@ def claim_host(store: ObjectStore, job_id: str, host: SliceHost) -> Claim:
     return "run"
 
 
-def initialise_jax(host: SliceHost) -> bool:
-    """Join the slice's JAX processes before the function runs, when it uses JAX.
+def wait_for_slice(store: ObjectStore, job_id: str, host: SliceHost, timeout_s: float) -> None:
+    """Return once every host of the slice has started (claimed its start in the store).
 
-    Only when the function's code has imported JAX by now (unpickling the call imports the
-    modules it refers to), and never twice: a module that initialised JAX itself is left alone.
-    On a CPU stand-in, cross-process collectives need gloo, which is set unless chosen already.
-    The process environment already holds :meth:`SliceHost.environment` (set with the call's).
+    JAX aborts the whole process when its coordinator cannot be reached, leaving no record of
+    why; waiting here first turns the usual cause, a host that never started, into a
+    :class:`SliceError` that names it and is stored like any other failure.
     """
-    if settings.JAX_DISTRIBUTED.value() == "off" or "jax" not in sys.modules:
-        return False
-    import jax
+    missing = [index for index in range(host.count) if index != host.index]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        missing = [i for i in missing if not store.exists(layout.host_started_key(job_id, i))]
+        if not missing or time.monotonic() >= deadline:
+            break
+        time.sleep(_POLL_S)
+    if missing:
+        names = ", ".join(str(index) for index in missing)
+        raise SliceError(
+            f"{host.label} cannot form the slice: host(s) {names} did not start within "
+            f"{timeout_s:g}s, so the function does not run (alone it would run as a separate "
+            f"single host). Look at host {missing[0]}'s pod or log; a slow start may need a "
+            f"longer {settings.SLICE_TIMEOUT.env} (pass it with capture_env_vars)."
+        )
 
+
+def _slice_timeout() -> float:
+    raw = settings.SLICE_TIMEOUT.value() or "300"
+    try:
+        timeout = float(raw)
+    except ValueError:
+        timeout = -1.0
+    if timeout <= 0:
+        raise ConfigError(
+            f"{settings.SLICE_TIMEOUT.env} must be a positive number of seconds, got {raw!r}."
+        )
+    return timeout
+
+
+def _jax_installed() -> bool:
+    if "jax" in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec("jax") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def initialise_jax(
+    host: SliceHost, store: ObjectStore, job_id: str, say: Callable[[str], None]
+) -> bool:
+    """Join the slice's JAX processes before the function runs, whenever JAX is installed.
+
+    Whether the function imports JAX at module level, inside its body or not at all does not
+    matter: a function that imported JAX only when called would otherwise run as independent
+    single hosts (``jax.process_count() == 1``) with nothing to say so. Never twice: a module
+    that initialised JAX itself is left alone. All hosts must have started first
+    (:func:`wait_for_slice`). On a CPU stand-in, cross-process collectives need gloo, which is
+    set unless chosen already. The process environment already holds
+    :meth:`SliceHost.environment` (set with the call's).
+    """
+    if settings.JAX_DISTRIBUTED.value() == "off" or not _jax_installed():
+        return False
+    timeout = _slice_timeout()
+    try:
+        import jax
+    except Exception as exc:
+        raise SliceError(
+            f"{host.label} cannot import JAX to join the slice: {exc!r}. Fix the job's JAX "
+            f"install, or pass {settings.JAX_DISTRIBUTED.env}=off (with capture_env_vars) to "
+            "set up jax.distributed in your function."
+        ) from exc
     if jax.distributed.is_initialized():
         return False
+    wait_for_slice(store, job_id, host, timeout)
     if getattr(jax.config, "jax_cpu_collectives_implementation", "gloo") in (None, "none"):
         jax.config.update("jax_cpu_collectives_implementation", "gloo")  # type: ignore[no-untyped-call]
+    say(
+        f"{host.label} joining jax.distributed at {host.coordinator} (a host that cannot "
+        f"reach it within {timeout:g}s is stopped by JAX)"
+    )
     jax.distributed.initialize(
         coordinator_address=host.coordinator,
         num_processes=host.count,
         process_id=host.index,
+        initialization_timeout=max(1, round(timeout)),
     )
     return True

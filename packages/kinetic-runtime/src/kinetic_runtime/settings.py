@@ -17,6 +17,7 @@ __all__ = [
     "OUTPUT_DIR",
     "SETTINGS",
     "SIGNING_KEYS",
+    "SLICE_TIMEOUT",
     "STORE",
     "VOLUME_MOUNTS",
     "WORKDIR",
@@ -73,9 +74,17 @@ HOST_INSTANCE = SettingSpec(
 )  # fmt: skip
 JAX_DISTRIBUTED = SettingSpec(
     "jax_distributed", "KINETIC_JAX_DISTRIBUTED",
-    "Multi-host jobs: 'auto' initialises jax.distributed before the function runs when the "
-    "function's code imported JAX; 'off' leaves it to the function.", _OWNER,
+    "Multi-host jobs: 'auto' initialises jax.distributed before the function runs when JAX is "
+    "installed in the job; 'off' leaves it to the function. Pass it to jobs with "
+    "capture_env_vars.", _OWNER,
     default="auto", choices=("auto", "off"),
+)  # fmt: skip
+SLICE_TIMEOUT = SettingSpec(
+    "slice_timeout", "KINETIC_SLICE_TIMEOUT",
+    "Multi-host jobs: seconds a host waits for every host of its slice to start and join "
+    "jax.distributed before the job fails saying which did not. Pass it to jobs with "
+    "capture_env_vars.", _OWNER,
+    default="300",
 )  # fmt: skip
 
 DATA_DIR = SettingSpec(
@@ -103,9 +112,9 @@ SIGNING_KEYS = SettingSpec(
 
 SETTINGS = (
     HOME, STORE, JOB_ID, OUTPUT_DIR, WORKDIR, ENV,
-    NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, JAX_DISTRIBUTED,
+    NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, JAX_DISTRIBUTED, SLICE_TIMEOUT,
     DATA_DIR, VOLUME_MOUNTS, HF_MIRROR, SIGNING_KEYS,
 )  # fmt: skip
-CAPTURABLE = (HF_MIRROR,)
+CAPTURABLE = (HF_MIRROR, JAX_DISTRIBUTED, SLICE_TIMEOUT)
 """Settings a user passes to jobs with ``capture_env_vars``: the only ``KINETIC_*`` variables
 that may be captured (Kinetic sets the others in a job itself)."""

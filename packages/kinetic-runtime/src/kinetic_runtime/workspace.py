@@ -9,7 +9,18 @@ from pathlib import Path
 
 from kinetic_protocol import CallDescriptor, ConfigError
 
-__all__ = ["apply_environment", "install_requirements", "missing_env", "unpack_bundle"]
+__all__ = [
+    "JOB_DEFAULTS",
+    "apply_environment",
+    "install_requirements",
+    "missing_env",
+    "unpack_bundle",
+]
+
+JOB_DEFAULTS: dict[str, str] = {"KERAS_BACKEND": "jax"}
+"""Variables every job gets when its environment lacks them, on every backend and image: Keras
+would otherwise fall back to TensorFlow, which no Kinetic image installs. A value the job was
+given (captured, or set by a custom image) wins. This is the only place the default is set."""
 
 
 def unpack_bundle(data: bytes, dest: Path) -> None:
@@ -37,7 +48,11 @@ def apply_environment(
     directory. The captured variables are already set: the backend put them in the process's
     environment (the store holds their names, never their values).
 
-    ``job_id`` is this job's own (a batch child's call is its batch's, shared)."""
+    ``job_id`` is this job's own (a batch child's call is its batch's, shared). The
+    :data:`JOB_DEFAULTS` fill what the job was not given; this runs before the call is
+    unpickled, so before the function's modules (Keras among them) are imported."""
+    for name, value in JOB_DEFAULTS.items():
+        os.environ.setdefault(name, value)
     os.environ["KINETIC_OUTPUT_DIR"] = output_dir
     os.environ["KINETIC_JOB_ID"] = job_id
     if "://" not in output_dir:

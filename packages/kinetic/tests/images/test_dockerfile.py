@@ -1,7 +1,5 @@
 """The generated Dockerfile and build context: bases, layer order, uv, no project code."""
 
-import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,7 +75,6 @@ def test_layers_run_heavy_first_and_runtime_is_pinned_with_the_user_requirements
         "RUN",  # python + venv
         "COPY",  # requirements
         "RUN",  # one install: requirements + JAX build + runtime
-        "ENV",  # KERAS_BACKEND
         "RUN",  # the non-root user pods run as, owning the venv
         "USER",
         "WORKDIR",
@@ -128,10 +125,10 @@ def _install(ctx_dockerfile: str) -> str:
         ("tpu", ("flax",), "'jax[tpu]'"),
         ("gpu", ("jax-ai-stack", "jaxtyping"), "'jax[cuda12]'"),
         ("tpu", ("--index-url https://example.com/simple", "numpy"), "'jax[tpu]'"),
+        ("gpu", ("jaxlib==0.4.30",), "'jax[cuda12]'"),
         ("tpu", ("jax==0.4.30",), None),
         ("gpu", ("jax==0.4.30",), None),
         ("tpu", ("JAX[tpu]>=0.4",), None),
-        ("gpu", ("jaxlib==0.4.30",), None),
         ("tpu", ("jax @ https://example.com/jax-0.4.30-py3-none-any.whl",), None),
         ("gpu", ("jax; python_version >= '3.10'",), None),
         ("cpu", (), None),
@@ -150,41 +147,36 @@ def test_accelerator_images_install_jax_unless_the_user_names_it(
         assert install.index(added) < install.index("kinetic-runtime"), "one resolution"
 
 
-@pytest.mark.parametrize("category", ["tpu", "gpu"])
-def test_accelerator_images_default_keras_to_jax(category: Category) -> None:
-    text = build_context(_reqs("jax==0.4.30"), category=category, kinetic_version="1.0").dockerfile
-    assert [line for line in text.splitlines() if line.startswith("ENV KERAS")] == [
-        "ENV KERAS_BACKEND=jax"
-    ]
-
-
-def test_a_captured_keras_backend_wins_over_the_image_default(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("category", "line", "installed"),
+    [
+        ("tpu", "jax>=0.4.30", "jax[tpu]>=0.4.30"),
+        ("gpu", "jax==0.4.30", "jax[cuda12]==0.4.30"),
+        ("gpu", "jax; python_version >= '3.10'", "jax[cuda12]; python_version >= '3.10'"),
+        ("tpu", "jax[cpu]==0.4.30", "jax[cpu]==0.4.30"),
+        ("cpu", "jax>=0.4.30", "jax>=0.4.30"),
+    ],
+)
+def test_an_image_installs_the_users_jax_as_the_accelerator_build(
+    category: Category, line: str, installed: str
 ) -> None:
-    """The image's ENV line is a default: a pod's environment (where the captured variables
-    arrive, from the job's Secret) replaces it, and the runtime keeps what the pod was given.
-    """
-    from kinetic_protocol.records import ArtifactRef, CallDescriptor
-    from kinetic_runtime.workspace import apply_environment
+    ctx = build_context(_reqs("numpy", line), category=category, kinetic_version="1.0")
+    assert ctx.files["requirements.txt"].decode() == f"numpy\n{installed}\n"
 
-    monkeypatch.setenv("KERAS_BACKEND", "torch")  # the captured value, as the pod gets it
-    for name in ("KINETIC_OUTPUT_DIR", "KINETIC_JOB_ID"):
-        monkeypatch.setenv(name, "")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    call = CallDescriptor(
-        job_id="job",
-        func_name="train",
-        payload=ArtifactRef(key="jobs/job/payload.pkl", sha256="ab" * 32, size=1),
-        env_names=["KERAS_BACKEND"],
-    )
-    apply_environment(call, tmp_path, str(tmp_path / "out"), "job")
-    assert os.environ["KERAS_BACKEND"] == "torch"
+
+@pytest.mark.parametrize("category", ["cpu", "tpu", "gpu"])
+def test_no_image_sets_keras_backend(category: Category) -> None:
+    """The runtime defaults ``KERAS_BACKEND`` in every job (``JOB_DEFAULTS``): one source of
+    truth for every image and backend, so no image may set a second one."""
+    from kinetic_runtime.workspace import JOB_DEFAULTS
+
+    text = build_context(_reqs("jax==0.4.30"), category=category, kinetic_version="1.0").dockerfile
+    assert "KERAS_BACKEND" not in text
+    assert JOB_DEFAULTS["KERAS_BACKEND"] == "jax"
 
 
 def test_cpu_images_are_unchanged_by_the_accelerator_extras() -> None:
     text = build_context(_reqs("numpy"), category="cpu", kinetic_version="1.0").dockerfile
-    assert "KERAS_BACKEND" not in text
     assert "jax" not in text
     assert _install(text) == (
         "RUN uv pip install --no-cache -r /opt/kinetic/requirements.txt "
@@ -195,7 +187,7 @@ def test_cpu_images_are_unchanged_by_the_accelerator_extras() -> None:
 def test_the_jax_build_changes_the_image_hash() -> None:
     pinned = build_context(_reqs("jax==0.4.30"), category="tpu", kinetic_version="1.0")
     added = build_context(_reqs("jax==0.4.30"), category="gpu", kinetic_version="1.0")
-    assert "'jax[" not in _install(pinned.dockerfile)
+    assert "'jax[" not in _install(pinned.dockerfile), "the user's own line carries the build"
     unpinned = build_context(_reqs("numpy"), category="tpu", kinetic_version="1.0")
     plain = build_context(_reqs("numpy"), category="cpu", kinetic_version="1.0")
     assert unpinned.files["requirements.txt"] == plain.files["requirements.txt"]
@@ -205,7 +197,13 @@ def test_the_jax_build_changes_the_image_hash() -> None:
 
 @pytest.mark.parametrize(
     ("lines", "expect_index"),
-    [(("jax[tpu]>=0.4",), True), (("libtpu-nightly",), True), (("jax",), False), ((), True)],
+    [
+        (("jax[tpu]>=0.4",), True),
+        (("libtpu-nightly",), True),
+        (("jax",), True),
+        (("jax[cpu]",), False),
+        ((), True),
+    ],
 )
 def test_tpu_adds_the_libtpu_index_when_something_installs_libtpu(
     lines: tuple[str, ...], expect_index: bool

@@ -6,7 +6,12 @@ from pathlib import Path
 import pytest
 
 from kinetic.images import discover_requirements, prebuilt_requirements
-from kinetic.images.requirements import jax_requirement, requirement_name
+from kinetic.images.requirements import (
+    jax_build_notice,
+    jax_requirement,
+    requirement_name,
+    with_jax_build,
+)
 from kinetic_protocol.errors import ConfigError
 
 WriteFiles = Callable[[Path, dict[str, str]], Path]
@@ -157,10 +162,85 @@ def test_requirement_names_are_normalised(line: str, name: str | None) -> None:
         (("flax", "jax-ai-stack"), "tpu", "jax[tpu]"),
         (("jax==0.4.30",), "tpu", None),
         (("Jax_Lib==0.4.30",), "gpu", "jax[cuda12]"),
-        (("JAXLIB==0.4.30",), "gpu", None),
+        (("JAXLIB==0.4.30",), "gpu", "jax[cuda12]"),
+        (("jax[cpu]",), "gpu", None),
     ],
 )
 def test_jax_requirement_defers_to_a_user_pin(
     lines: tuple[str, ...], category: str, expected: str | None
 ) -> None:
     assert jax_requirement(lines, category) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "category", "rewritten"),
+    [
+        ("jax", "tpu", "jax[tpu]"),
+        ("jax>=0.4.30", "tpu", "jax[tpu]>=0.4.30"),
+        ("jax>=0.4.30", "gpu", "jax[cuda12]>=0.4.30"),
+        ("jax >= 0.4.30, <0.6", "tpu", "jax[tpu] >= 0.4.30, <0.6"),
+        ("JAX==0.4.30", "tpu", "JAX[tpu]==0.4.30"),
+        ("jax; python_version >= '3.10'", "gpu", "jax[cuda12]; python_version >= '3.10'"),
+        (
+            "jax==0.4.30 ; sys_platform == 'linux'",
+            "tpu",
+            "jax[tpu]==0.4.30 ; sys_platform == 'linux'",
+        ),
+        ("jax @ https://example.com/jax.whl", "tpu", "jax[tpu] @ https://example.com/jax.whl"),
+        ("jax[k8s]>=0.4", "tpu", "jax[k8s,tpu]>=0.4"),
+        ("jax[ k8s ]", "gpu", "jax[k8s,cuda12]"),
+        # an explicit build extra is the user's choice
+        ("jax[cpu]>=0.4.30", "tpu", "jax[cpu]>=0.4.30"),
+        ("jax[CPU]", "gpu", "jax[CPU]"),
+        ("jax[cuda12]==0.4.30", "tpu", "jax[cuda12]==0.4.30"),
+        ("jax[cuda13]", "gpu", "jax[cuda13]"),
+        ("jax[tpu]", "tpu", "jax[tpu]"),
+        ("jax[k8s,cpu]", "tpu", "jax[k8s,cpu]"),
+        # not the project jax
+        ("jaxlib==0.4.30", "tpu", "jaxlib==0.4.30"),
+        ("jax-ai-stack", "tpu", "jax-ai-stack"),
+        ("flax", "gpu", "flax"),
+        ("--find-links https://example.com/jax", "tpu", "--find-links https://example.com/jax"),
+        # cpu jobs keep every line as written
+        ("jax>=0.4.30", "cpu", "jax>=0.4.30"),
+    ],
+)
+def test_a_users_jax_gets_the_accelerator_build_with_its_constraints_kept(
+    line: str, category: str, rewritten: str
+) -> None:
+    assert with_jax_build((line,), category) == (rewritten,)
+
+
+def test_only_jax_lines_change_and_order_is_kept() -> None:
+    lines = ("--index-url https://example.com/simple", "optax", "jax>=0.4.30", "numpy")
+    assert with_jax_build(lines, "tpu") == (
+        "--index-url https://example.com/simple",
+        "optax",
+        "jax[tpu]>=0.4.30",
+        "numpy",
+    )
+
+
+def test_discovered_requirements_are_rewritten_after_comments_and_includes(
+    write: WriteFiles, tmp_path: Path
+) -> None:
+    write(
+        tmp_path,
+        {
+            "requirements.txt": "-r base.txt\noptax  # optimisers\n",
+            "base.txt": "# JAX first\njax>=0.4.30  # pinned low\n",
+        },
+    )
+    lines = discover_requirements(tmp_path).lines
+    assert with_jax_build(lines, "tpu") == ("jax[tpu]>=0.4.30", "optax")
+
+
+def test_the_notice_names_each_rewritten_line_and_how_to_opt_out() -> None:
+    message = jax_build_notice(("optax", "jax>=0.4.30"), "tpu")
+    assert message is not None
+    assert "'jax>=0.4.30' as 'jax[tpu]>=0.4.30'" in message
+    assert "optax" not in message
+    assert "'jax[cpu]'" in message
+    assert jax_build_notice(("jax[cpu]",), "tpu") is None
+    assert jax_build_notice(("jax>=0.4.30",), "cpu") is None
+    assert jax_build_notice((), "gpu") is None

@@ -15,7 +15,7 @@ from kinetic.images import (
     region_from_zone,
     resolve_image,
 )
-from kinetic.images.dockerfile import Category
+from kinetic.images.dockerfile import LIBTPU_FIND_LINKS, Category
 from kinetic.images.requirements import Requirements
 from kinetic_protocol.accelerators import parse_accelerator
 from kinetic_protocol.errors import ConfigError
@@ -135,9 +135,15 @@ def test_prebuilt_with_no_requirements_installs_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("accelerator", "lines", "expected"),
     [
-        ("tpu-v5e-1", "flax\n", ["flax", "jax[tpu]"]),
+        ("tpu-v5e-1", "flax\n", ["flax", "jax[tpu]", f"--find-links {LIBTPU_FIND_LINKS}"]),
         ("gpu-l4", "flax\n", ["flax", "jax[cuda12]"]),
-        ("tpu-v5e-1", "jax==0.4.30\nflax\n", ["jax==0.4.30", "flax"]),
+        (
+            "tpu-v5e-1",
+            "jax>=0.4.30\nflax\n",
+            ["jax[tpu]>=0.4.30", "flax", f"--find-links {LIBTPU_FIND_LINKS}"],
+        ),
+        ("gpu-l4", "jax==0.4.30\n", ["jax[cuda12]==0.4.30"]),
+        ("gpu-l4", "jax[cpu]==0.4.30\n", ["jax[cpu]==0.4.30"]),
         ("cpu", "flax\n", ["flax"]),
     ],
 )
@@ -148,15 +154,43 @@ def test_prebuilt_keeps_the_jax_build_unless_the_user_names_jax(
     assert _resolve(tmp_path, "prebuilt", accelerator=accelerator).requirements == expected
 
 
-@pytest.mark.parametrize(("category", "jax"), [("tpu", "'jax[tpu]'"), ("gpu", "'jax[cuda12]'")])
-def test_prebuilt_base_images_carry_the_jax_build_and_keras_default(
-    category: Category, jax: str
+@pytest.mark.parametrize("choice", ["prebuilt", "bundled"])
+def test_installing_the_users_jax_as_another_build_is_said_once(
+    write: WriteFiles,
+    tmp_path: Path,
+    builder: ImageBuilder,
+    choice: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import kinetic._log
+
+    monkeypatch.setattr(kinetic._log, "_noticed", set())
+    write(tmp_path, {"requirements.txt": "jax>=0.4.30\noptax\n"})
+    with caplog.at_level("WARNING", logger="kinetic"):
+        for _ in range(2):
+            _resolve(tmp_path, choice, accelerator="tpu-v5e-1", builder=builder)
+    said = [r.getMessage() for r in caplog.records if "jax[tpu]>=0.4.30" in r.getMessage()]
+    assert len(said) == 1, caplog.text
+    assert "'jax>=0.4.30' as 'jax[tpu]>=0.4.30'" in said[0]
+    assert "jax[cpu]" in said[0], "says how to keep a build of one's own"
+
+
+def test_nothing_is_said_when_the_users_jax_is_kept(
+    write: WriteFiles, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write(tmp_path, {"requirements.txt": "jax[cpu]>=0.4.30\n"})
+    with caplog.at_level("WARNING", logger="kinetic"):
+        _resolve(tmp_path, "prebuilt", accelerator="tpu-v5e-1")
+    assert "jax" not in caplog.text
+
+
+@pytest.mark.parametrize(("category", "jax"), [("tpu", "'jax[tpu]'"), ("gpu", "'jax[cuda12]'")])
+def test_prebuilt_base_images_carry_the_jax_build(category: Category, jax: str) -> None:
     base = build_context(
         Requirements(lines=(), source=""), category=category, kinetic_version="1.0"
     ).dockerfile
     assert jax in base
-    assert "ENV KERAS_BACKEND=jax" in base
 
 
 def test_prebuilt_with_an_invalid_repo_fails_early(tmp_path: Path) -> None:

@@ -15,10 +15,11 @@ tpu        ``python:{py}-slim``                        the base image's Python; 
 =========  ==========================================  =========================================
 
 GPU and TPU images install the JAX build of :data:`kinetic.images.requirements.JAX_BUILDS`
-unless the user's requirements name ``jax`` or ``jaxlib`` themselves, and set
-``KERAS_BACKEND=jax`` as a default: the runtime applies the job's captured environment on top,
-so a ``KERAS_BACKEND`` the user captures still wins. Both show in the Dockerfile, so the
-content hash, and with it the bundled image's tag, changes with them.
+(a ``jax`` requirement of the user's gets the build's extra: see
+:func:`kinetic.images.requirements.with_jax_build`). It shows in the
+Dockerfile, so the content hash, and with it the bundled image's tag, changes with it. No image
+sets ``KERAS_BACKEND``: the runtime defaults it to ``jax`` in every job, whatever the image
+(``kinetic_runtime.workspace.JOB_DEFAULTS``).
 
 Layers run from heaviest and least volatile to lightest: base image, ``uv``, Python, then one
 install of the user's requirements together with ``kinetic-runtime`` pinned to the client's
@@ -38,7 +39,7 @@ from typing import Literal
 
 import msgspec
 
-from kinetic.images.requirements import Requirements, jax_requirement
+from kinetic.images.requirements import Requirements, jax_requirement, with_jax_build
 from kinetic_protocol.errors import ConfigError
 
 __all__ = [
@@ -139,12 +140,6 @@ def _wants_libtpu(lines: tuple[str, ...]) -> bool:
     return False
 
 
-def _accelerator_env(category: Category) -> list[str]:
-    if category == "cpu":
-        return []
-    return ["# A default only: a KERAS_BACKEND the job captures wins.", "ENV KERAS_BACKEND=jax"]
-
-
 def _python_lines(category: Category, py: str) -> list[str]:
     if category == "gpu":
         return [
@@ -184,11 +179,12 @@ def build_context(
     runtime = runtime_requirement(kinetic_version, runtime_extras)
     install = ["uv", "pip", "install", "--no-cache"]
     files: dict[str, bytes] = {}
-    if requirements.lines:
-        files[_REQUIREMENTS_PATH] = requirements.file_text().encode("utf-8")
+    user_lines = with_jax_build(requirements.lines, category)
+    if user_lines:
+        files[_REQUIREMENTS_PATH] = "".join(f"{line}\n" for line in user_lines).encode("utf-8")
         install += ["-r", f"/opt/kinetic/{_REQUIREMENTS_PATH}"]
-    jax = jax_requirement(requirements.lines, category)
-    if category == "tpu" and _wants_libtpu((*requirements.lines, *([jax] if jax else []))):
+    jax = jax_requirement(user_lines, category)
+    if category == "tpu" and _wants_libtpu((*user_lines, *([jax] if jax else []))):
         install += ["--find-links", LIBTPU_FIND_LINKS]
     if jax:
         install.append(jax)
@@ -206,11 +202,10 @@ def build_context(
         "    PYTHONUNBUFFERED=1",
         *_python_lines(category, py),
     ]
-    if requirements.lines:
+    if user_lines:
         lines.append(f"COPY {_REQUIREMENTS_PATH} /opt/kinetic/{_REQUIREMENTS_PATH}")
     lines += [
         "RUN " + shlex.join(install),
-        *_accelerator_env(category),
         "# Pods run as this user (restricted Pod Security); it owns the venv, so a prebuilt",
         "# image can still install a job's requirements when the pod starts.",
         f"RUN useradd --uid {_USER_ID} --user-group --create-home kinetic \\",

@@ -7,9 +7,11 @@ inlined, so the result depends only on what would be installed, never on formatt
 list feeds the bundled image's build context, the prebuilt pod-start install and the local
 isolated environment.
 
-Accelerator jobs also get the matching JAX build (:data:`JAX_BUILDS`) unless the user's own
-requirements name JAX: a TPU or GPU is useless to JAX's CPU-only default wheels, and a user
-pin must win over Kinetic's choice.
+Accelerator jobs get the matching JAX build (:data:`JAX_BUILDS`): a TPU or GPU is useless to
+JAX's CPU-only default wheels. A ``jax`` requirement of the user's is given the build's extra
+with its version, markers and URL kept (``jax>=0.4.30`` becomes ``jax[tpu]>=0.4.30``), and
+without one the build is added. An explicit build extra (``jax[cpu]``) is the user's choice and
+stays as written.
 """
 
 import re
@@ -24,14 +26,18 @@ __all__ = [
     "JAX_BUILDS",
     "Requirements",
     "discover_requirements",
+    "jax_build_notice",
     "jax_requirement",
     "prebuilt_requirements",
     "requirement_name",
+    "with_jax_build",
 ]
 
 JAX_BUILDS: dict[str, str] = {"tpu": "jax[tpu]", "gpu": "jax[cuda12]"}
 """The JAX build an image of each accelerator category installs; CPU images add none."""
-_JAX_PROJECTS = frozenset({"jax", "jaxlib"})
+_BUILD_EXTRA_RE = re.compile(r"^(cpu|tpu|cuda.*|rocm.*)$")
+"""Extras of ``jax`` that choose a build: a user who names one has made the choice."""
+_EXTRAS_RE = re.compile(r"^\s*\[(?P<extras>[^\]]*)\]")
 _NAME_RE = re.compile(r"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:[\[;@<>=!~(]|$)")
 
 _INCLUDE_RE = re.compile(r"^(?:-r|--requirement)(?:\s+|=)(?P<path>\S+)$")
@@ -88,15 +94,62 @@ def requirement_name(line: str) -> str | None:
 
 
 def jax_requirement(lines: tuple[str, ...] | list[str], category: str) -> str | None:
-    """The JAX build to add for a ``category`` job, or None when the user names JAX already.
+    """The JAX build to add for a ``category`` job, or None when a line names ``jax`` (which
+    :func:`with_jax_build` gives the build instead).
 
-    Only the projects ``jax`` and ``jaxlib`` count (with any extra or pin): packages that
-    merely depend on JAX, such as ``flax`` or ``jax-ai-stack``, would pull the CPU build.
+    Only the project ``jax`` counts: packages that merely depend on it, such as ``flax``,
+    ``jax-ai-stack`` or ``jaxlib`` alone, would pull the CPU build.
     """
     build = JAX_BUILDS.get(category)
-    if build is None or any(requirement_name(line) in _JAX_PROJECTS for line in lines):
+    if build is None or any(requirement_name(line) == "jax" for line in lines):
         return None
     return build
+
+
+def with_jax_build(lines: tuple[str, ...] | list[str], category: str) -> tuple[str, ...]:
+    """``lines`` with each ``jax`` requirement given the ``category``'s build extra.
+
+    Everything else on the line is kept: the user's spelling, other extras, version
+    specifiers, environment markers and a direct URL (``jax[tpu] @ https://...``). A line
+    whose extras already choose a build (``jax[cpu]``, ``jax[cuda12]``) is left as written.
+    The build to add when no line names ``jax`` is :func:`jax_requirement`'s.
+    """
+    build = JAX_BUILDS.get(category)
+    if build is None:
+        return tuple(lines)
+    extra = build[build.index("[") + 1 : -1]
+    return tuple(_give_extra(line, extra) for line in lines)
+
+
+def jax_build_notice(lines: tuple[str, ...] | list[str], category: str) -> str | None:
+    """What :func:`with_jax_build` changed, said in one line for the user; None if nothing."""
+    rewritten = [
+        (old, new)
+        for old, new in zip(lines, with_jax_build(lines, category), strict=True)
+        if old != new
+    ]
+    if not rewritten:
+        return None
+    changes = ", ".join(f"{old!r} as {new!r}" for old, new in rewritten)
+    return (
+        f"A {category} job needs JAX's {category} build, so Kinetic installs {changes}. "
+        "To install a build of your choice, name its extra yourself (e.g. 'jax[cpu]')."
+    )
+
+
+def _give_extra(line: str, extra: str) -> str:
+    match = _NAME_RE.match(line)
+    if match is None or requirement_name(line) != "jax":
+        return line
+    name = match["name"]
+    rest = line[len(name) :]
+    extras = _EXTRAS_RE.match(rest)
+    if extras is None:
+        return f"{name}[{extra}]{rest}"
+    chosen = [item.strip() for item in extras["extras"].split(",") if item.strip()]
+    if any(_BUILD_EXTRA_RE.match(item.lower()) for item in chosen):
+        return line
+    return f"{name}[{','.join([*chosen, extra])}]{rest[extras.end() :]}"
 
 
 def _logical_lines(text: str) -> list[str]:

@@ -9,8 +9,9 @@ Three modes (see the API reference of ``kinetic.run``):
 * ``"prebuilt"``: ``{base_image_repo}/kinetic-{category}:{kinetic_version}-py{major}{minor}``;
   the user's requirements are returned in :attr:`ResolvedImage.requirements` for the runtime to
   install at pod start (contract: :func:`kinetic.images.requirements.prebuilt_requirements`).
-  The base image already holds the accelerator's JAX build; when the user has requirements
-  that do not name JAX, that build joins them, so their install cannot swap it for the CPU one.
+  The base image already holds the accelerator's JAX build; when the user has requirements,
+  their ``jax`` gets that build's extra, or the build joins them when they do not name ``jax``,
+  so their install cannot swap it for the CPU one.
 * any other string: used as-is, after a sanity check that it is an image reference.
 """
 
@@ -22,14 +23,23 @@ from typing import Literal
 
 import msgspec
 
+from kinetic._log import notice
 from kinetic.images.cloudbuild import ImageBuilder
-from kinetic.images.dockerfile import Category, build_context, python_minor, runtime_requirement
+from kinetic.images.dockerfile import (
+    LIBTPU_FIND_LINKS,
+    Category,
+    build_context,
+    python_minor,
+    runtime_requirement,
+)
 from kinetic.images.registry import parse_image_reference
 from kinetic.images.requirements import (
     Requirements,
     discover_requirements,
+    jax_build_notice,
     jax_requirement,
     prebuilt_requirements,
+    with_jax_build,
 )
 from kinetic.settings import BASE_IMAGE_REPO
 from kinetic_protocol.accelerators import Accelerator
@@ -136,8 +146,10 @@ def resolve_image(
     category = accelerator.category
     choice = container_image.strip() if isinstance(container_image, str) else container_image
     if choice is None or choice == "bundled":
+        requirements = discover_requirements(project_root)
+        _say_jax_build(requirements.lines, category)
         context = build_context(
-            discover_requirements(project_root),
+            requirements,
             category=category,
             kinetic_version=kinetic_version(),
             runtime_extras=runtime_extras,
@@ -150,7 +162,9 @@ def resolve_image(
         return ResolvedImage(uri=builder.ensure(context, uri), mode="bundled")
     if choice == "prebuilt":
         repo = resolve_base_image_repo(base_image_repo)
-        lines = _with_jax(prebuilt_requirements(project_root), category)
+        lines = prebuilt_requirements(project_root)
+        _say_jax_build(lines, category)
+        lines = _with_jax(lines, category)
         if runtime_extras:  # the base image has the runtime: this adds only the extras' deps
             lines = [*lines, runtime_requirement(kinetic_version(), runtime_extras)]
         return ResolvedImage(
@@ -166,9 +180,23 @@ def resolve_image(
 
 
 def _with_jax(lines: list[str], category: Category) -> list[str]:
-    """Pod-start lines plus the JAX build; empty stays empty (the base image has it)."""
-    jax = jax_requirement(lines, category) if lines else None
-    return [*lines, jax] if jax else lines
+    """Pod-start lines with the JAX build (and, on TPU, libtpu's release index); empty stays
+    empty (the base image has the build)."""
+    if not lines:
+        return lines
+    built = list(with_jax_build(lines, category))
+    jax = jax_requirement(built, category)
+    built += [jax] if jax else []
+    if category == "tpu" and f"--find-links {LIBTPU_FIND_LINKS}" not in built:
+        built.append(f"--find-links {LIBTPU_FIND_LINKS}")
+    return built
+
+
+def _say_jax_build(lines: tuple[str, ...] | list[str], category: Category) -> None:
+    """Tell the user, once per process, that their ``jax`` is installed as another build."""
+    message = jax_build_notice(lines, category)
+    if message:
+        notice(message, message)
 
 
 def build_base_images(
