@@ -150,10 +150,10 @@ def list_jobs(
         try:
             record = _stored_record(store, job_id, manifests, verify=False)
         except (CorruptRecordError, IntegrityError, SchemaVersionError) as exc:
-            log.warning(f"Skipping job {job_id} in the listing: {exc}")
+            _log.say(f"Skipping job {job_id} in the listing: {exc}")
             continue
         if record is None:
-            log.warning("skipping job without a stored record", job_id=job_id, store=store.uri)
+            _log.say(f"Skipping job {job_id} in the listing: {store.uri} holds no record of it.")
             continue
         handles.append(JobHandle.from_record(record))
     return handles

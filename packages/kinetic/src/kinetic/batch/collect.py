@@ -84,18 +84,26 @@ class Collector:
                     "cleaned up by another results(cleanup=True), which kept no outcome for it "
                     "(it had left none)."
                 )
-            key = f"{layout.collected_prefix(self.group_id)} (the kept outcome of {job.job_id})"
-            kind: OutcomeKind = "host-result" if kept.kind == "host-result" else "result"
-            return open_outcome(job.record, kept.envelope, key=key, kind=kind)
-        if state.status is JobStatus.NOT_FOUND and self.state.submitter_gone:
-            try:
-                return job.sealed_outcome(state)
-            except KineticError:
+            return self._open_kept(job, kept)
+        try:
+            return job.sealed_outcome(state)
+        except KineticError:
+            # Collected since it settled, through its own handle (``job.result()``), which
+            # kept the outcome with the batch before deleting the child's copy.
+            kept = self._kept(index)
+            if kept is not None and kept.job_id == job.job_id:
+                return self._open_kept(job, kept)
+            if state.status is JobStatus.NOT_FOUND and self.state.submitter_gone:
                 raise JobNotFoundError(
                     f"Input {index} of batch {self.group_id} ({job.job_id}) never ran: "
                     f"{self.state.submitter_gone}."
                 ) from None
-        return job.sealed_outcome(state)
+            raise
+
+    def _open_kept(self, job: JobHandle, kept: CollectedOutcome) -> SealedOutcome:
+        key = f"{layout.collected_prefix(self.group_id)} (the kept outcome of {job.job_id})"
+        kind: OutcomeKind = "host-result" if kept.kind == "host-result" else "result"
+        return open_outcome(job.record, kept.envelope, key=key, kind=kind)
 
     def _kept(self, index: int) -> CollectedOutcome | None:
         """The outcome a collection kept for ``index``: the batch's kept outcomes are read

@@ -133,17 +133,13 @@ class BatchHandle(BatchViews):
         return [(i, state.status) for i, state in self.states()]
 
     def status_counts(self) -> dict[str, int]:
-        """How many children are in each status, e.g. ``{"RUNNING": 2, "SUCCEEDED": 1}``.
+        """How many children are in each status, keyed by ``JobStatus`` value, e.g.
+        ``{"RUNNING": 2, "SUCCEEDED": 1}``.
 
-        Children collected and cleaned up count apart from other NOT_FOUND ones, under
-        ``"NOT_FOUND (collected and cleaned up)"``.
+        Children collected and cleaned up count as ``"NOT_FOUND"``, like any child whose
+        resource is gone; :meth:`states` tells them apart (reason ``collected and cleaned up``).
         """
-        return dict(
-            collections.Counter(
-                state.describe() if is_cleaned_up(state) else state.status.value
-                for _, state in self.states()
-            )
-        )
+        return dict(collections.Counter(state.status.value for _, state in self.states()))
 
     def _settled_stream(
         self,
