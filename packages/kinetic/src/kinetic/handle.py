@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from kinetic.debug import DebugProcess
     from kinetic.outputs import OutputFile
+    from kinetic.submission.context import JobContext
 
 __all__ = ["JobHandle"]
 
@@ -99,6 +100,18 @@ class JobHandle:
     def from_record(cls, record: JobRecord) -> "JobHandle":
         fields = {name: getattr(record, name) for name in _FIELD_NAMES}
         return cls(**fields)
+
+    @classmethod
+    def from_job_context(
+        cls, ctx: "JobContext", backend_name: str, namespace: str, k8s_name: str
+    ) -> "JobHandle":
+        """Build a handle from a live job context: the object a submitter holds while it
+        submits one job (see :class:`kinetic.submission.context.JobContext` for what it reads).
+        The handle is made through the same stored record as any other; a missing or invalid
+        attribute is a ``ConfigError``."""
+        from kinetic.submission.context import record_from_context
+
+        return cls.from_record(record_from_context(ctx, backend_name, namespace, k8s_name))
 
     @property
     def record(self) -> JobRecord:
