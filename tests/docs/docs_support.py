@@ -2,6 +2,10 @@
 
 A page's ```python blocks run in order as one script (later blocks use what earlier ones
 defined), unless a block's first line is ``# not run: <why>``: those need a cloud project.
+The build strips that line (``tools/docs/hooks.py``), so readers never see it.
+
+A line whose comment starts with ``# → `` says what it prints: the script's output must show
+that text, as its own line, in the order the page does.
 """
 
 import os
@@ -10,7 +14,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["DOCS", "GUIDES", "NOT_RUN", "ROOT", "build_site", "python_blocks", "script_of"]
+__all__ = [
+    "CODE_WIDTH",
+    "DOCS",
+    "GUIDES",
+    "NOT_RUN",
+    "PRINTS",
+    "ROOT",
+    "build_site",
+    "code_blocks",
+    "expected_output",
+    "python_blocks",
+    "script_of",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -20,11 +36,31 @@ GUIDES = sorted(
     if path.parent.name == "guides" or path.name in ("index.md", "getting-started.md")
 )
 NOT_RUN = "# not run:"
+PRINTS = "# → "
+CODE_WIDTH = 80
+"""Characters a code block shows without scrolling sideways: the content column of the site's
+theme holds about 84 monospace characters, less the block's padding (at a 1440 px window,
+measured in Chromium; ``test_browser.py`` checks the pages themselves)."""
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+_ANY_BLOCK = re.compile(r"^ *```[^\n]*\n(.*?)^ *```", re.DOTALL | re.MULTILINE)
+"""Any fenced block, also one indented in a list (its indent counts against the width)."""
 
 
 def python_blocks(page: Path) -> list[str]:
     return _BLOCK.findall(page.read_text())
+
+
+def code_blocks(page: Path) -> list[str]:
+    """Every fenced block of ``page``, as a reader sees it (without the ``# not run`` line)."""
+    return [
+        block.split("\n", 1)[1] if block.lstrip(" ").startswith(NOT_RUN) else block
+        for block in _ANY_BLOCK.findall(page.read_text())
+    ]
+
+
+def expected_output(script: str) -> list[str]:
+    """What the ``# → `` comments of ``script`` say it prints, in order."""
+    return [line.split(PRINTS, 1)[1].rstrip() for line in script.splitlines() if PRINTS in line]
 
 
 def script_of(page: Path) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docs_support import DOCS, GUIDES
 
 from kinetic.batch.timeline import Attempt, BatchTimeline, Outcome, SubmissionFailure
 
@@ -96,6 +97,32 @@ def test_the_docs_home_page_renders_without_errors(
     assert "A first job" in tab.page.inner_text("article")
     tab.page.goto(f"{served_site}/", wait_until="networkidle")
     tab.screenshot(tmp_path, "docs-home.png")
+    assert tab.errors == []
+
+
+def _url_path(page: Path) -> str:
+    """Where mkdocs serves ``page`` (``guides/batches.md`` -> ``guides/batches/``)."""
+    relative = page.relative_to(DOCS).with_suffix("").as_posix()
+    return "" if relative == "index" else relative.removesuffix("/index") + "/"
+
+
+def test_no_code_block_of_the_home_page_or_the_guides_scrolls_sideways(
+    browser: Any, served_site: str
+) -> None:
+    """A line wider than its block hides its end (often a comment) off the block's edge."""
+    tab = _Page(browser)
+    overflowing: dict[str, list[str]] = {}
+    for page in GUIDES:
+        tab.page.goto(f"{served_site}/{_url_path(page)}", wait_until="networkidle")
+        wide = tab.page.evaluate(
+            "() => [...document.querySelectorAll('article pre > code')]"
+            ".filter(code => code.scrollWidth > code.clientWidth)"
+            ".map(code => code.textContent.split('\\n')"
+            ".reduce((a, b) => (b.length > a.length ? b : a), ''))"
+        )
+        if wide:
+            overflowing[_url_path(page) or "/"] = wide
+    assert overflowing == {}, "the longest line of each block that scrolls"
     assert tab.errors == []
 
 

@@ -7,7 +7,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from docs_support import DOCS, GUIDES, NOT_RUN, python_blocks, script_of
+from docs_support import (
+    CODE_WIDTH,
+    DOCS,
+    GUIDES,
+    NOT_RUN,
+    code_blocks,
+    expected_output,
+    python_blocks,
+    script_of,
+)
 
 RUN_ON_LOCAL = {
     "getting-started.md",
@@ -47,3 +56,31 @@ def test_the_guide_examples_run_on_the_local_backend(
         check=False,
     )
     assert ran.returncode == 0, f"{name}'s examples failed:\n{ran.stdout}\n{ran.stderr}"
+    _assert_prints_in_order(ran.stdout, expected_output(script), name)
+
+
+def _assert_prints_in_order(stdout: str, expected: list[str], name: str) -> None:
+    """Each ``# → `` line of the page is a line of the output, in the page's order."""
+    lines = [line.rstrip() for line in stdout.splitlines()]
+    at = 0
+    for want in expected:
+        try:
+            at = lines.index(want, at) + 1
+        except ValueError:
+            shown = "\n".join(lines[at:])
+            raise AssertionError(
+                f"{name} says a line prints {want!r}; after the lines matched so far, the "
+                f"script printed:\n{shown}"
+            ) from None
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=lambda page: str(page.relative_to(DOCS)))
+def test_code_blocks_fit_the_width_of_the_page(page: Path) -> None:
+    """A longer line scrolls sideways: the end of its comment hides off the block's edge."""
+    too_wide = [
+        f"{len(line)}: {line}"
+        for block in code_blocks(page)
+        for line in block.splitlines()
+        if len(line) > CODE_WIDTH
+    ]
+    assert not too_wide, f"lines wider than {CODE_WIDTH} characters:\n" + "\n".join(too_wide)

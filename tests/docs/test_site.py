@@ -68,6 +68,18 @@ def test_the_api_reference_is_generated_from_docstrings(built_site: Path) -> Non
     assert "Every child's output as one stream of lines" in text
 
 
+def test_the_not_run_marker_of_the_tests_never_shows_on_a_page(built_site: Path) -> None:
+    """``# not run: <why>`` tells the example tests to skip a block; readers never see it."""
+    shown = [
+        str(page.relative_to(built_site))
+        for page in built_site.rglob("*.html")
+        if "# not run:" in _text(page)
+    ]
+    assert not shown, shown
+    home = _text(built_site / "index.html")
+    assert "gpu-l4" in home and "run_async_map" in home, "the block itself is still there"
+
+
 def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("# Home\n\nSee [nowhere](missing.md).\n")

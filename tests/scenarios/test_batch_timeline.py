@@ -151,3 +151,30 @@ def _now() -> Any:
     from datetime import UTC, datetime
 
     return datetime.now(UTC)
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_an_image_timeline_without_a_browser_says_what_to_install_and_that_html_needs_none(
+    local_backend: ScenarioBackend,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    suffix: str,
+) -> None:
+    """The real plotly and kaleido, with no browser to find (``BROWSER_PATH`` names none):
+    plotly raises its own RuntimeError about Google Chrome, which is no Kinetic bug."""
+    batch = local_backend.decorate()(uf.square).run_async_map([2])
+    assert batch.results(cleanup=False) == [4]
+    monkeypatch.setenv("BROWSER_PATH", str(tmp_path / "no-browser-here"))
+    out = tmp_path / f"t{suffix}"
+    args = ["--backend", "local", "batch", "timeline", batch.group_id, "--out", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1, result.output
+    assert "Unexpected" not in result.output and "report it" not in result.output
+    message = " ".join(result.output.split())
+    assert "needs a Chromium" in message and "apt-get install chromium" in message
+    assert "An .html timeline needs no browser" in message
+    assert not out.exists()
+    html = tmp_path / "t.html"
+    args[-1] = str(html)
+    assert CliRunner().invoke(cli, args).exit_code == 0  # the same machine writes HTML
+    assert html.stat().st_size > 0

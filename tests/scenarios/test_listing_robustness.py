@@ -134,7 +134,7 @@ def test_a_reattached_collected_and_cleaned_batch_is_not_called_failed(
     ), "results() cleans up every child"
 
     attached = kinetic.attach_batch(group_id, backend=kinetic_backend.name)
-    assert attached.status_counts() == {"NOT_FOUND (collected and cleaned up)": 3}
+    assert attached.status_counts() == {"NOT_FOUND": 3}  # keys are JobStatus values
     assert attached.statuses() == [(i, JobStatus.NOT_FOUND) for i in range(3)]
     assert attached.states() == [(0, CLEANED), (1, CLEANED), (2, CLEANED)]
     assert attached.failures() == []

@@ -2,11 +2,18 @@
 
 ``<!-- kinetic:settings -->`` in a page becomes the table of every declared setting (the
 registry ``kinetic config show`` reads): client, runtime and every installed backend.
+
+A ```python block whose first line is ``# not run: <why>`` is one the documentation tests do
+not run (it needs a cloud project); that line is for the tests and the page's authors, so the
+built page shows the block without it.
 """
 
+import re
 from typing import Any
 
 SETTINGS_MARKER = "<!-- kinetic:settings -->"
+NOT_RUN_LINE = re.compile(r"^(```python[^\n]*\n)# not run:[^\n]*\n", re.MULTILINE)
+"""The test marker (``tests/docs/docs_support.py``'s ``NOT_RUN``) as a block's first line."""
 
 
 def _cell(text: str) -> str:
@@ -40,4 +47,4 @@ def settings_markdown() -> str:
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
     if SETTINGS_MARKER in markdown:
         markdown = markdown.replace(SETTINGS_MARKER, settings_markdown())
-    return markdown
+    return NOT_RUN_LINE.sub(r"\1", markdown)

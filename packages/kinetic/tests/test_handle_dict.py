@@ -78,3 +78,48 @@ def test_from_dict_refuses_what_is_not_a_dict(value: object) -> None:
 
 def test_repr_names_the_job() -> None:
     assert PUBLIC["job_id"] in repr(JobHandle(**PUBLIC))
+
+
+def train() -> None:
+    """The submitted function (a handle records its name)."""
+
+
+def _context(**overrides: Any) -> Any:
+    """A live job context as a submitter holds it: the job's place, image and function."""
+    from types import SimpleNamespace
+
+    fields = {
+        key: PUBLIC[key]
+        for key in ("job_id", "project", "cluster_name", "zone", "bucket_name", "image_uri")
+    }
+    return SimpleNamespace(**fields, accelerator="tpu-v5e-1", func=train, **overrides)
+
+
+def test_from_job_context_takes_the_api_reference_signature() -> None:
+    handle = JobHandle.from_job_context(
+        _context(created_at=PUBLIC["created_at"]),
+        backend_name="gke",
+        namespace="default",
+        k8s_name=PUBLIC["k8s_name"],
+    )
+    assert handle.to_dict() | {"kinetic_version": ""} == JobHandle(**PUBLIC).to_dict() | {
+        "kinetic_version": ""
+    }
+    assert JobHandle.from_dict(handle.to_dict()) == handle
+
+
+def test_from_job_context_keeps_the_batch_identity_and_names_what_is_missing() -> None:
+    child = JobHandle.from_job_context(
+        _context(group_id="grp-1", group_kind="map", group_index=3, display_name="shown"),
+        "pathways",
+        "team-a",
+        "train-1",
+    )
+    assert (child.group_id, child.group_index, child.display_name) == ("grp-1", 3, "shown")
+    assert (child.backend, child.namespace, child.k8s_name) == ("pathways", "team-a", "train-1")
+    incomplete = _context()
+    del incomplete.image_uri, incomplete.zone
+    with pytest.raises(ConfigError, match="lacks zone, image_uri"):
+        JobHandle.from_job_context(incomplete, "gke", "default", "train-1")
+    with pytest.raises(ConfigError, match="group_index"):
+        JobHandle.from_job_context(_context(group_index="three"), "gke", "default", "x")

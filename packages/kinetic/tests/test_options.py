@@ -62,3 +62,13 @@ def test_the_decorated_function_keeps_its_name_and_stays_callable_as_a_remote_fu
 def test_decorating_something_that_is_not_callable_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="decorates a function"):
         kinetic.run(accelerator="cpu")(42)  # type: ignore[arg-type]
+
+
+def test_the_decorator_without_parentheses_says_it_needs_them() -> None:
+    with pytest.raises(TypeError, match=r"@kinetic.run needs parentheses") as info:
+
+        @kinetic.run  # type: ignore[arg-type]
+        def train() -> None: ...
+
+    assert "@kinetic.run()" in str(info.value) and "def train" in str(info.value)
+    assert "Unknown accelerator" not in str(info.value)

@@ -1,15 +1,33 @@
 """Loggers for library code: structlog-wrapped stdlib loggers that Kinetic never configures.
 
-Unconfigured, events follow the standard library (WARNING and above to stderr); an application
-that configures logging or structlog receives them like any other library's.
+Two kinds of output, kept apart:
+
+* structured events (``get_logger(__name__).warning("batch.fail_fast", ...)``) are for an
+  application that configured logging: they reach its handlers like any other library's, and
+  are dropped when it configured none (the standard library's last-resort handler would print
+  them as raw ``event='...'`` lines on stderr, which no script asked for);
+* notices for the user (:func:`say`, :func:`notice`) are one plain sentence, always shown:
+  through the application's handlers when it has some, else as one line on stderr.
 """
 
 import logging
+from collections.abc import MutableMapping
 from typing import Any
 
-__all__ = ["get_logger", "notice"]
+__all__ = ["get_logger", "notice", "say"]
 
 _noticed: set[str] = set()
+
+
+def _drop_unless_configured(
+    logger: Any, method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """A structlog processor: no handler anywhere above ``logger`` means nobody asked."""
+    if not logger.hasHandlers():
+        import structlog
+
+        raise structlog.DropEvent
+    return event
 
 
 class _LazyLogger:
@@ -27,6 +45,7 @@ class _LazyLogger:
             self._logger = structlog.wrap_logger(
                 logging.getLogger(self._name),
                 processors=[
+                    _drop_unless_configured,
                     structlog.processors.format_exc_info,
                     structlog.processors.KeyValueRenderer(key_order=["event"], drop_missing=True),
                 ],
@@ -38,9 +57,14 @@ def get_logger(name: str) -> Any:
     return _LazyLogger(name)
 
 
+def say(message: str, level: int = logging.WARNING) -> None:
+    """Tell the user ``message``, one plain sentence (logged by the ``kinetic`` logger)."""
+    logging.getLogger("kinetic").log(level, message)
+
+
 def notice(key: str, message: str) -> None:
-    """Say ``message`` once per process: for one-line notices the user should see."""
+    """:func:`say` ``message`` once per process, for notices that would otherwise repeat."""
     if key in _noticed:
         return
     _noticed.add(key)
-    logging.getLogger("kinetic").warning(message)
+    say(message)

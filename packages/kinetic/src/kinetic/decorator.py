@@ -42,6 +42,10 @@ class RemoteFunction(Generic[P, R]):
         target = resolve_target(self.options, self.__wrapped__, serialized.data)
         return submit_call(target, self.__wrapped__, args, kwargs, serialized=serialized)
 
+    def submit(self, *args: P.args, **kwargs: P.kwargs) -> "JobHandle":
+        """Alias of :meth:`run_async`, the name the FAQ uses for a detached submission."""
+        return self.run_async(*args, **kwargs)
+
     def run_async_map(
         self,
         inputs: Iterable[Any],
@@ -122,6 +126,13 @@ def run(
     requirements instead of the caller's interpreter, so missing dependencies show up locally
     before a cloud image is built.
     """
+    if callable(accelerator):  # ``@kinetic.run`` above a def: the function came as accelerator
+        name = getattr(accelerator, "__name__", repr(accelerator))
+        raise TypeError(
+            f"@kinetic.run needs parentheses: write @kinetic.run() (or "
+            f'@kinetic.run(accelerator="...")) above def {name}; without them the function '
+            "itself was taken for the accelerator."
+        )
     options = RunOptions.build(
         accelerator=accelerator,
         capture_env_vars=capture_env_vars,

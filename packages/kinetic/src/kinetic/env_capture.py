@@ -27,7 +27,6 @@ __all__ = [
     "recapture_env",
 ]
 
-log = _log.get_logger(__name__)
 
 BLOCKED_NAMES: Mapping[str, str] = {
     **dict.fromkeys(
@@ -147,13 +146,13 @@ def recapture_env(
     wanted = [name for name in names if _NAME.match(name) and blocked_reason(name) is None]
     refused = sorted(set(names) - set(wanted))
     if refused:
-        log.warning(
+        _log.say(
             f"{owner}'s stored call names {', '.join(map(repr, refused))} among its captured "
             "variables, which are never captured: they are not passed on."
         )
     missing = [name for name in wanted if name not in environ]
     if missing:
-        log.warning(
+        _log.say(
             f"{owner} was submitted capturing {', '.join(missing)}, which this process does "
             "not have set: the jobs it submits from here run without them (set them in the "
             "process that resumes a batch to pass them on)."

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from kinetic.debug import DebugProcess
     from kinetic.outputs import OutputFile
+    from kinetic.submission.context import JobContext
 
 __all__ = ["JobHandle"]
 
@@ -100,6 +101,18 @@ class JobHandle:
         fields = {name: getattr(record, name) for name in _FIELD_NAMES}
         return cls(**fields)
 
+    @classmethod
+    def from_job_context(
+        cls, ctx: "JobContext", backend_name: str, namespace: str, k8s_name: str
+    ) -> "JobHandle":
+        """Build a handle from a live job context: the object a submitter holds while it
+        submits one job (see :class:`kinetic.submission.context.JobContext` for what it reads).
+        The handle is made through the same stored record as any other; a missing or invalid
+        attribute is a ``ConfigError``."""
+        from kinetic.submission.context import record_from_context
+
+        return cls.from_record(record_from_context(ctx, backend_name, namespace, k8s_name))
+
     @property
     def record(self) -> JobRecord:
         """The stored record behind this handle (includes protocol extras such as ``attempt``)."""
@@ -152,6 +165,10 @@ class JobHandle:
         A debug job waiting for its debugger is RUNNING "waiting for debugger at HOST:PORT".
         """
         state = backend_for(self._record).statuses([self._record])[self.job_id]
+        if state.status is JobStatus.NOT_FOUND and self._collected_with_batch():
+            from kinetic.batch.state import CLEANED_UP
+
+            return JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP)
         if not self.debug:
             return state
         from kinetic.debug import waiting_detail
@@ -167,8 +184,8 @@ class JobHandle:
         every host with ``host="all"``, on a multi-host job)."""
         backend = backend_for(self._record)
         if self._per_host(host):
-            return backend.logs(self._record, tail=n, host=host)
-        return backend.logs(self._record, tail=n)
+            return self._unless_collected(backend.logs(self._record, tail=n, host=host))
+        return self._unless_collected(backend.logs(self._record, tail=n))
 
     def logs(self, follow: bool = False, *, host: HostSelection = None) -> str | None:
         """The job's output so far; with ``follow``, print it until the job ends instead.
@@ -178,7 +195,8 @@ class JobHandle:
         backend = backend_for(self._record)
         per_host = self._per_host(host)
         if not follow:
-            return backend.logs(self._record, host=host) if per_host else backend.logs(self._record)
+            text = backend.logs(self._record, host=host) if per_host else backend.logs(self._record)
+            return self._unless_collected(text)
         if per_host:
             lines = backend.follow_logs(self._record, host=host)
         else:
@@ -187,6 +205,26 @@ class JobHandle:
             sys.stdout.write(line)
             sys.stdout.flush()
         return None
+
+    def _collected_with_batch(self) -> bool:
+        """A batch child whose outcome a collection kept with the batch before deleting it."""
+        if self.group_index is None:
+            return False
+        from kinetic.batch.kept import kept_outcome
+
+        return kept_outcome(self._record) is not None
+
+    def _unless_collected(self, text: str) -> str:
+        """``text``, unless it is the empty output of a batch child that was collected and
+        cleaned up: that child has no logs any more, and says so (``JobNotFoundError``)."""
+        if text or self.group_index is None:
+            return text
+        state = backend_for(self._record).statuses([self._record])[self.job_id]
+        if state.status is not JobStatus.NOT_FOUND or not self._collected_with_batch():
+            return text
+        from kinetic.batch.kept import cleaned_up_error
+
+        raise cleaned_up_error(self._record)
 
     def _per_host(self, host: HostSelection) -> bool:
         """Whether to pass ``host=`` on: only a backend with per-host logs takes it."""
@@ -268,9 +306,13 @@ class JobHandle:
         finally:
             if streamer:
                 streamer.stop()
-        envelope = self.outcome(state)
-        value = unwrap(envelope)  # raises the user's exception for a failed job
+        sealed = self.sealed_outcome(state)
+        value = unwrap(sealed.envelope)  # raises the user's exception for a failed job
         if cleanup if cleanup is not None else not self.debug:
+            if self.group_index is not None:  # a batch child: the batch keeps its outcome
+                from kinetic.batch.kept import keep_with_batch
+
+                keep_with_batch(self._record, sealed)
             self.cleanup(
                 cleanup_timeout=cleanup_timeout, cleanup_poll_interval=cleanup_poll_interval
             )

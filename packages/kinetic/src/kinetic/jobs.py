@@ -130,7 +130,7 @@ def list_jobs(
     *,
     backend: str | None = None,
 ) -> list[JobHandle]:
-    """Jobs the backend still holds, hydrated from their stored records.
+    """Jobs the backend still holds, hydrated from their stored records, newest first.
 
     A job whose record is missing is skipped; one whose record cannot be read (corrupt, or from
     a newer Kinetic) is skipped with a warning naming its store key, so one bad record never
@@ -150,13 +150,14 @@ def list_jobs(
         try:
             record = _stored_record(store, job_id, manifests, verify=False)
         except (CorruptRecordError, IntegrityError, SchemaVersionError) as exc:
-            log.warning(f"Skipping job {job_id} in the listing: {exc}")
+            _log.say(f"Skipping job {job_id} in the listing: {exc}")
             continue
         if record is None:
-            log.warning("skipping job without a stored record", job_id=job_id, store=store.uri)
+            _log.say(f"Skipping job {job_id} in the listing: {store.uri} holds no record of it.")
             continue
         handles.append(JobHandle.from_record(record))
-    return handles
+    # Newest first, as `kinetic jobs list` shows them (ties broken by id, for a stable order).
+    return sorted(handles, key=lambda job: (job.created_at, job.job_id), reverse=True)
 
 
 def _listed_job_ids(chosen: Backend, settings: ResolvedSettings, *, explicit: bool) -> list[str]:

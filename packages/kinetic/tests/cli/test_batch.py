@@ -197,6 +197,9 @@ def test_timeouts_exit_3_then_cancel_then_cleanup(invoke, funcs, tmp_path, wait_
         timed_out = invoke("batch", *waiting, batch.group_id, "--timeout", "0.1")
         assert timed_out.exit_code == 3, timed_out.stderr
         assert "keep running" in timed_out.stderr
+        # In a shell, the advice names shell commands, not the Python handle's methods.
+        assert f"kinetic batch cancel {batch.group_id}" in timed_out.stderr
+        assert "batch.cancel()" not in timed_out.stderr
     result = invoke("batch", "cancel", batch.group_id)
     assert result.exit_code == 0, result.stderr
     assert [status for _, status in batch.statuses()] == [JobStatus.NOT_FOUND] * 2

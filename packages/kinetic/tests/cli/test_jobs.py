@@ -1,6 +1,7 @@
 """``kinetic jobs ...`` against real jobs on the local backend."""
 
 import json
+import re
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -171,7 +172,12 @@ def test_result_timeout_exits_3_and_leaves_the_job_running(invoke, funcs, tmp_pa
     job = funcs.gated.run_async(str(gate))
     result = invoke("jobs", "result", job.job_id, "--timeout", "0.2")
     assert result.exit_code == 3
-    assert result.stderr.startswith(f"Error: Job {job.job_id} is still")
+    still = rf"Error: Job {job.job_id} is still (PENDING|RUNNING) after 0.2s"
+    assert re.match(still, result.stderr), result.stderr
+    # In a shell, the advice names shell commands, not the Python handle's methods.
+    for command in ("result", "logs", "cancel"):
+        assert f"kinetic jobs {command} {job.job_id}" in result.stderr
+    assert "()" not in result.stderr
     assert not job.status().is_terminal
     gate.touch()
     assert job.result(timeout=30) == "opened"

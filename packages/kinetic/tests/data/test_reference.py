@@ -1,11 +1,14 @@
 """A ``Data`` that cannot work fails where it is written, with what was wrong and what to do."""
 
+import hashlib
 import logging
+import os
 from pathlib import Path
 
 import pytest
 
 from kinetic import ConfigError, Data
+from kinetic.data.digests import DigestCache
 
 
 def test_a_missing_local_path_fails_at_construction_naming_it(tmp_path: Path) -> None:
@@ -75,21 +78,50 @@ def test_trusting_remote_code_is_for_hf_only_and_said_out_loud(
     assert "run its own Python code" in caplog.text
 
 
-def test_the_content_hash_is_computed_once_per_object(tmp_path: Path) -> None:
-    (tmp_path / "a.txt").write_text("one")
-    data = Data(str(tmp_path))
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A data directory apart from the test's KINETIC_HOME (where the digest cache lives)."""
+    directory = tmp_path / "data"
+    directory.mkdir()
+    return directory
+
+
+def test_a_reused_data_sees_its_files_as_they_are_now(root: Path, clean_kinetic_env: Path) -> None:
+    (root / "a.txt").write_text("one")
+    data = Data(str(root))
     first = data.content_hash()
-    (tmp_path / "a.txt").write_text("two")
-    assert data.content_hash() == first, "a Data is a snapshot"
-    assert Data(str(tmp_path)).content_hash() != first, "a new Data sees the change"
+    (root / "a.txt").write_text("two")
+    assert data.content_hash() != first, "the same object, the new bytes"
+    assert data.content_hash() == Data(str(root)).content_hash()
+    (root / "b.txt").write_text("added")
+    assert [f.relative for f in data.snapshot().files] == ["a.txt", "b.txt"]
 
 
-def test_a_data_pickles_with_its_snapshot(tmp_path: Path) -> None:
+def test_reusing_unchanged_data_takes_its_digests_from_the_stat_cache(
+    root: Path, clean_kinetic_env: Path
+) -> None:
+    """The fast path: a file whose stat is unchanged is not read again (a planted digest for
+    the same stat is used as is)."""
+    item = root / "a.txt"
+    item.write_text("one")
+    old = item.stat().st_mtime_ns - 5_000_000_000  # older than the racy second
+    os.utime(item, ns=(old, old))
+    data = Data(str(root))
+    data.content_hash()
+    cache = DigestCache(root)
+    planted = b"\x01" * 32
+    cache.put("a.txt", item.stat(), planted)
+    cache.save()
+    assert data.content_hash() == hashlib.sha256(b"dir:" + planted).hexdigest()
+
+
+def test_a_data_pickles_without_a_snapshot(root: Path, clean_kinetic_env: Path) -> None:
     import pickle
 
-    (tmp_path / "a.txt").write_text("one")
-    data = Data(str(tmp_path))
+    (root / "a.txt").write_text("one")
+    data = Data(str(root))
     data.content_hash()
     copy = pickle.loads(pickle.dumps(data))
     assert copy.content_hash() == data.content_hash()
     assert repr(copy) == repr(data)
+    assert "snapshot" not in "".join(vars(copy)), "no hash of old files travels with it"

@@ -141,7 +141,7 @@ def attach_batch(
         status = state.submitter_gone or (
             state.stop_reason() if complete else "it is still being submitted"
         )
-        log.warning(
+        _log.say(
             f"Batch {group_id} has {_known(listing)} of {total} children so far: "
             f"{status or 'its submission ended early'}."
         )
@@ -191,7 +191,7 @@ def list_batches(
         except ObjectNotFoundError:
             continue  # cleaned up between the listing and the read
         except (CorruptRecordError, IntegrityError, SchemaVersionError) as exc:
-            log.warning(f"Skipping a batch in the listing: {exc}")
+            _log.say(f"Skipping a batch in the listing: {exc}")
             continue
         summaries.append(
             BatchSummary(

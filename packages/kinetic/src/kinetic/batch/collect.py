@@ -88,8 +88,9 @@ class Collector:
         try:
             return job.sealed_outcome(state)
         except KineticError:
-            # Another collection may have kept this outcome and cleaned the child up between
-            # this one's status poll and its read.
+            # Collected since this one's status poll, by another collection or through the
+            # child's own handle (``job.result()``): either kept the outcome with the batch
+            # before deleting the child's copy.
             kept = self._kept_for(index, job)
             if kept is not None:
                 return kept

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["new_group_id", "run_map"]
 
-log = _log.get_logger(__name__)
 _UNBOUNDED_WARNING = 100
 
 
@@ -98,7 +97,7 @@ def run_map(
     items = list(inputs)
     calls = to_call_arguments(items, input_mode)
     if max_concurrent is None and len(items) > _UNBOUNDED_WARNING:
-        log.warning(
+        _log.say(
             f"Submitting {len(items)} jobs with max_concurrent=None; set a limit "
             "(e.g. max_concurrent=64) to bound how many run at once."
         )

@@ -1,6 +1,7 @@
 """``BatchHandle``: observe, collect, cancel and clean up a batch as one thing."""
 
 import collections
+import dataclasses
 import functools
 import os
 import threading
@@ -42,12 +43,28 @@ log = _log.get_logger(__name__)
 _PARALLEL_CLEANUPS = 16
 
 
+def _live_jobs(self: "BatchHandle") -> list[JobHandle | None]:
+    with self._state.lock:
+        return list(self._state.jobs)
+
+
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class BatchHandle(BatchViews):
     """Handle for the children of one ``run_async_map`` call, in input order.
 
     ``jobs[i]`` is the handle of input ``i``'s latest attempt, or ``None`` while (or if) it is
-    not submitted. Built by ``run_async_map()`` or :func:`kinetic.attach_batch`.
+    not submitted. Built by ``run_async_map()`` or :func:`kinetic.attach_batch`, never by hand.
+
+    The public fields are the API reference's: ``group_id``, ``name``, ``tags`` and ``jobs``,
+    which ``dataclasses.fields()`` lists and ``dataclasses.asdict()`` reads (each job as its
+    handle's fields). ``jobs`` is a fresh copy on every read: the submitter fills it in.
     """
+
+    group_id: str
+    name: str | None
+    tags: dict[str, str]
+    # A read-only view of the live list, declared as a field so that dataclasses see it.
+    jobs: list[JobHandle | None] = property(_live_jobs)  # type: ignore[assignment]  # noqa: RUF009
 
     def __init__(
         self,
@@ -77,11 +94,6 @@ class BatchHandle(BatchViews):
     @property
     def func_name(self) -> str:
         return self._manifest.func_name
-
-    @property
-    def jobs(self) -> list[JobHandle | None]:
-        with self._state.lock:
-            return list(self._state.jobs)
 
     @property
     def submission_failures(self) -> dict[int, Exception]:
@@ -138,17 +150,13 @@ class BatchHandle(BatchViews):
         return [(i, state.status) for i, state in self.states()]
 
     def status_counts(self) -> dict[str, int]:
-        """How many children are in each status, e.g. ``{"RUNNING": 2, "SUCCEEDED": 1}``.
+        """How many children are in each status, keyed by ``JobStatus`` value, e.g.
+        ``{"RUNNING": 2, "SUCCEEDED": 1}``.
 
-        Children collected and cleaned up count apart from other NOT_FOUND ones, under
-        ``"NOT_FOUND (collected and cleaned up)"``.
+        Children collected and cleaned up count as ``"NOT_FOUND"``, like any child whose
+        resource is gone; :meth:`states` tells them apart (reason ``collected and cleaned up``).
         """
-        return dict(
-            collections.Counter(
-                state.describe() if is_cleaned_up(state) else state.status.value
-                for _, state in self.states()
-            )
-        )
+        return dict(collections.Counter(state.status.value for _, state in self.states()))
 
     def _settled_stream(
         self,

@@ -71,7 +71,7 @@ def latest_lease(store: ObjectStore, group_id: str) -> SubmitterLease | None:
         except ObjectNotFoundError:
             continue
         except CorruptRecordError as exc:
-            log.warning(f"Ignoring a batch lease: {exc}")
+            _log.say(f"Ignoring a batch lease: {exc}")
             continue
     return None
 
@@ -236,7 +236,7 @@ class LeaseHolder:
             try:
                 newest = latest_lease(self.store, self.group_id)
                 if newest is not None and newest.epoch > self.epoch:
-                    log.warning(
+                    _log.say(
                         f"Batch {self.group_id} was resumed elsewhere ({newest.host}, pid "
                         f"{newest.pid}); this process stops submitting it."
                     )

@@ -82,7 +82,7 @@ class BatchRecords:
         """Warn, once per key, that the stray object ``key`` is not part of the batch."""
         if key not in self._warned:
             self._warned.add(key)
-            log.warning(f"Ignoring {self.store.uri}/{key} in batch {self.group_id}: {why}")
+            _log.say(f"Ignoring {self.store.uri}/{key} in batch {self.group_id}: {why}")
 
     def write_manifest(self, manifest: BatchManifest, keyring: Keyring) -> None:
         """Signed: a resumed submitter creates children from its template."""

@@ -9,6 +9,7 @@ holds the batch's lease (a heartbeat in the store), so readers can tell it is al
 """
 
 import functools
+import logging
 import sys
 import threading
 import time
@@ -298,9 +299,8 @@ class Submitter:
                     self._cancel_late(handle)
             elif isinstance(error, StorageError):
                 # The input is fine; the store is not. Stop, and say so everywhere.
-                log.error(
-                    f"Batch {self.manifest.group_id} stopped submitting: {error}",
-                    group_id=self.manifest.group_id,
+                _log.say(
+                    f"Batch {self.manifest.group_id} stopped submitting: {error}", logging.ERROR
                 )
                 self.fatal = error
                 self._record_fatal(error)

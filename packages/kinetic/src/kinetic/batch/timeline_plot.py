@@ -182,10 +182,25 @@ def _write_image(figure: Any, path: Path) -> None:
         ) from exc
     try:
         figure.write_image(path)
-    except ChromeNotFoundError as exc:
+    except (ChromeNotFoundError, RuntimeError) as exc:
+        # plotly turns kaleido's ChromeNotFoundError into a RuntimeError of its own (telling
+        # users to install Google Chrome), so the browser is looked for down the chain.
+        if not _caused_by(exc, ChromeNotFoundError):
+            raise
         raise KineticError(
-            f"Writing {path.name} needs a Chrome or Chromium browser, which kaleido could not "
-            "find on this machine. Install one (Debian/Ubuntu: apt-get install chromium; set "
-            "BROWSER_PATH to its executable if it is not on PATH), or write an .html timeline, "
-            "which needs no browser to produce."
+            f"Writing {path.name} needs a Chromium (or Chrome) browser, which was not found "
+            "on this machine: .png and .svg timelines are drawn by one. Install it "
+            "(Debian/Ubuntu: apt-get install chromium; macOS: brew install --cask chromium; "
+            "or run plotly_get_chrome) and set BROWSER_PATH to its executable if it is not on "
+            "PATH. An .html timeline needs no browser (write('timeline.html'), or "
+            "--out timeline.html from the command line)."
         ) from exc
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

@@ -13,7 +13,7 @@ import click
 from kinetic.cli import render
 from kinetic.cli.batch_views import logs, timeline
 from kinetic.cli.context import CliContext, pass_cli
-from kinetic.cli.errors import Failed
+from kinetic.cli.errors import Failed, TimedOut
 from kinetic.cli.out_files import check_out, write_out
 from kinetic.cli.params import Seconds
 
@@ -177,9 +177,12 @@ def watch(
     handle = cli.attach_batch(group_id, follow=True)
     display = WatchDisplay(handle.group_id, len(handle.jobs), live=False if as_json else None)
     with display:
-        for counts, _, _ in follow_counts(handle, interval=interval, timeout=timeout):
-            if not as_json:
-                display.update(counts)
+        try:
+            for counts, _, _ in follow_counts(handle, interval=interval, timeout=timeout):
+                if not as_json:
+                    display.update(counts)
+        except TimeoutError as exc:
+            raise _timed_out(group_id, str(exc)) from None
     if as_json:
         render.emit_json(_header(handle) | {"counts": counts.as_dict(), "elapsed": display.elapsed})
     else:
@@ -195,6 +198,16 @@ def watch(
                         f"never ran: {why}.")  # fmt: skip
     if problems:
         raise Failed(" ".join(problems))
+
+
+def _timed_out(group_id: str, message: str) -> TimedOut:
+    """A wait that ran out, with what to run next from a shell (not the handle's methods)."""
+    return TimedOut(
+        message,
+        f"Wait again:  kinetic batch results {group_id}\n"
+        f"Watch it:    kinetic batch watch {group_id}\n"
+        f"Stop it:     kinetic batch cancel {group_id}",
+    )
 
 
 def _error_document(exc: BaseException) -> dict[str, str]:
@@ -245,7 +258,11 @@ def results(
     if out is not None:
         check_out(out, "the results")  # before collecting, which cleans children up
     handle = cli.attach_batch(group_id, follow=True)
-    values = handle.results(timeout=timeout, cleanup=cleanup, return_exceptions=True)
+    try:
+        values = handle.results(timeout=timeout, cleanup=cleanup, return_exceptions=True)
+    except TimeoutError:
+        message = f"Batch {group_id} is not done after {timeout:g}s; its jobs keep running."
+        raise _timed_out(group_id, message) from None
     jobs = handle.jobs
     items = [
         _result_item(i, job.job_id if job else None, value)

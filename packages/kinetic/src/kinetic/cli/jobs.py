@@ -25,6 +25,7 @@ import click
 
 from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
+from kinetic.cli.errors import TimedOut
 from kinetic.cli.params import Seconds
 from kinetic_protocol import HostSelection, JobNotFoundError
 
@@ -179,7 +180,16 @@ def result(
     Values that JSON cannot hold print as their repr.
     """
     job = cli.attach(job_id)
-    value = job.result(timeout=timeout, cleanup=cleanup)
+    try:
+        value = job.result(timeout=timeout, cleanup=cleanup)
+    except TimeoutError:
+        # The handle's advice names Python calls; in a shell, name the commands.
+        raise TimedOut(
+            f"Job {job.job_id} is still {job.status().value} after {timeout:g}s; it keeps running.",
+            f"Wait again:  kinetic jobs result {job.job_id}\n"
+            f"Its output:  kinetic jobs logs {job.job_id} --tail 100\n"
+            f"Stop it:     kinetic jobs cancel {job.job_id}",
+        ) from None
     if as_json:
         ok = render.jsonable(value)
         render.emit_json(

@@ -62,26 +62,41 @@ def _unreadable(path: Path, label: str, why: str) -> ConfigError:
 
 def _walk(root: Path, label: str) -> Iterator[DataFile]:
     """Regular files under ``root`` in sorted depth-first order (symlinked dirs skipped)."""
-    for directory, dirnames, filenames in os.walk(root, followlinks=False):
+    top = os.fspath(root)
+    for directory, dirnames, filenames in os.walk(top, followlinks=False):
         dirnames.sort()
-        here = Path(directory)
+        # Plain string paths while walking: pathlib per file costs more than the stat.
+        below = os.path.relpath(directory, top).replace(os.sep, "/")
+        prefix = "" if below == "." else below + "/"
         for name in sorted(filenames):
-            path = here / name
+            full = os.path.join(directory, name)
             try:
-                info = path.stat()  # follows a symlinked file to what it points at
+                info = os.stat(full)  # follows a symlinked file to what it points at
             except OSError as exc:
-                raise _unreadable(path, label, exc.strerror or str(exc)) from exc
+                raise _unreadable(Path(full), label, exc.strerror or str(exc)) from exc
             if not stat.S_ISREG(info.st_mode):
-                raise _unreadable(path, label, "not a regular file (a socket, pipe or device)")
-            yield DataFile(path.relative_to(root).as_posix(), path, info)
+                raise _unreadable(
+                    Path(full), label, "not a regular file (a socket, pipe or device)"
+                )
+            yield DataFile(prefix + name, Path(full), info)
 
 
-def _digest(item: DataFile, label: str, cache: DigestCache) -> bytes:
-    known = cache.get(item.relative, item.info)
-    if known is None:
-        known = _read_digest(item, label)
-    cache.put(item.relative, item.info, known)
-    return known
+def _digests(files: tuple[DataFile, ...], label: str, cache: DigestCache) -> list[bytes]:
+    """Each file's digest, in order: from the cache where its stat is unchanged (no thread
+    is spent on those), else read, in parallel."""
+    known = [cache.get(item.relative, item.info) for item in files]
+    missing = [i for i, digest in enumerate(known) if digest is None]
+    if len(missing) == 1:
+        known[missing[0]] = _read_digest(files[missing[0]], label)
+    elif missing:
+        with ThreadPoolExecutor(_WORKERS, thread_name_prefix="kinetic-hash") as pool:
+            read = pool.map(lambda i: _read_digest(files[i], label), missing)
+            for i, digest in zip(missing, read, strict=True):
+                known[i] = digest
+    digests = [digest for digest in known if digest is not None]
+    for item, digest in zip(files, digests, strict=True):
+        cache.put(item.relative, item.info, digest)
+    return digests
 
 
 def _read_digest(item: DataFile, label: str) -> bytes:
@@ -101,9 +116,8 @@ def snapshot(root: Path, label: str) -> Snapshot:
     if root.is_dir():
         files = tuple(_walk(root, label))
         combined = hashlib.sha256(b"dir:")
-        with ThreadPoolExecutor(_WORKERS, thread_name_prefix="kinetic-hash") as pool:
-            for digest in pool.map(lambda item: _digest(item, label, cache), files):
-                combined.update(digest)
+        for digest in _digests(files, label, cache):
+            combined.update(digest)
         cache.save()
         return Snapshot(combined.hexdigest(), True, files)
     try:
@@ -113,6 +127,6 @@ def snapshot(root: Path, label: str) -> Snapshot:
     if not stat.S_ISREG(info.st_mode):
         raise _unreadable(root, label, "not a regular file (a socket, pipe or device)")
     single = DataFile(root.name, root, info)
-    combined = hashlib.sha256(b"file:" + _digest(single, label, cache))
+    combined = hashlib.sha256(b"file:" + _digests((single,), label, cache)[0])
     cache.save()
     return Snapshot(combined.hexdigest(), False, (single,))

@@ -2,9 +2,7 @@
 
 import logging
 import os
-import threading
 from pathlib import Path
-from typing import Any
 
 from kinetic.data.hashing import Snapshot, snapshot
 from kinetic_protocol import ConfigError
@@ -26,9 +24,11 @@ class Data:
     where the backend can. ``hf_trust_remote_code=True`` lets an ``hf://`` dataset run code
     from its repository.
 
-    Local paths are checked and made absolute here, so a missing path fails at once. The
-    content hash is computed once per object (its snapshot): make a new ``Data`` to pick up
-    later changes to the files.
+    Local paths are checked and made absolute here, so a missing path fails at once. Every
+    submission sees the files as they are then, whether it uses a new ``Data`` or one used
+    before: the content hash is taken again each time, from the per-file digests of
+    :class:`~kinetic.data.digests.DigestCache` for files whose ``stat`` has not changed (so
+    re-submitting unchanged data reads no file), and from the bytes for the others.
     """
 
     def __init__(self, path: str, fuse: bool = False, hf_trust_remote_code: bool = False) -> None:
@@ -42,8 +42,6 @@ class Data:
         self._raw = path
         self._fuse = fuse
         self._hf_trust_remote_code = hf_trust_remote_code
-        self._lock = threading.Lock()
-        self._snapshot: Snapshot | None = None
         self._path = self._check(path)
 
     def _check(self, path: str) -> str:
@@ -116,13 +114,14 @@ class Data:
         return Path(self._path).is_dir()
 
     def snapshot(self) -> Snapshot:
-        """The content hash and file list of local data, computed once per object."""
+        """The content hash and file list of local data as the files are now.
+
+        Never kept on the object: a ``Data`` reused after its files changed must ship the new
+        bytes. Unchanged files cost a ``stat`` each (their digests are remembered by ``stat``).
+        """
         if not self.is_local:
             raise ConfigError(f"{self!r} is remote; only local data has a content hash.")
-        with self._lock:
-            if self._snapshot is None:
-                self._snapshot = snapshot(Path(self._path), self._raw)
-            return self._snapshot
+        return snapshot(Path(self._path), self._raw)
 
     def content_hash(self) -> str:
         """SHA-256 of every file's relative path and contents, in sorted-walk order.
@@ -130,7 +129,8 @@ class Data:
         Two-level: each file is hashed on its own (in parallel), then the per-file digests
         are combined, after a ``dir:`` or ``file:`` prefix so a file never collides with a
         directory holding only it. Symlinked directories are not recursed into; symlinked
-        files are hashed by their contents. Cached per object.
+        files are hashed by their contents. Taken from the files as they are now (digests
+        of files unchanged since an earlier pass come from the digest cache).
         """
         return self.snapshot().content_hash
 
@@ -144,12 +144,3 @@ class Data:
             if on
         )
         return f"Data({self._raw!r}{extras})"
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()

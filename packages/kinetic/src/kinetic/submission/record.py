@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from kinetic.submission.target import Target
 from kinetic_protocol import JobRecord
 
-__all__ = ["Group", "job_record"]
+__all__ = ["Group", "job_record", "kinetic_version"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def job_record(
         debug=options.debug,
         attempt=attempt,
         spot=options.spot,
-        kinetic_version=_version(),
+        kinetic_version=kinetic_version(),
         backend_data=dict(target.backend_data),
         output_dir=options.output_dir or "",
     )
@@ -62,7 +62,7 @@ def _bucket_name(uri: str) -> str:
     return uri
 
 
-def _version() -> str:
+def kinetic_version() -> str:
     from kinetic import __version__
 
     return str(__version__)

@@ -1,0 +1,46 @@
+"""A batch child collected through its own handle keeps its outcome with the batch.
+
+``for job in batch.as_completed(): job.result()`` cleans each child up as ``result()`` does for
+any job. The child belongs to a batch, though: its outcome is written to the batch's
+``collected/`` records first (as ``batch.results(cleanup=True)`` does), so the batch still
+returns every value afterwards, and the child reads as collected and cleaned up, not failed.
+"""
+
+from kinetic._context import store_for
+from kinetic.batch.records import BatchRecords
+from kinetic.batch.state import CLEANED_UP
+from kinetic.trust import SealedOutcome
+from kinetic_protocol import CollectedOutcome, JobNotFoundError, JobRecord
+
+__all__ = ["cleaned_up_error", "keep_with_batch", "kept_outcome"]
+
+
+def keep_with_batch(record: JobRecord, sealed: SealedOutcome) -> None:
+    """Keep ``sealed`` with the batch of ``record`` before the child's own copy is deleted;
+    a job outside any batch keeps nothing."""
+    group_id, index = record.group_id, record.group_index
+    if group_id is None or index is None:
+        return
+    outcome = CollectedOutcome(
+        index=index, job_id=record.job_id, envelope=sealed.sealed, kind=sealed.kind
+    )
+    BatchRecords(store_for(record), group_id).add_collected([outcome])
+
+
+def kept_outcome(record: JobRecord) -> CollectedOutcome | None:
+    """The outcome kept with the batch for this very attempt of a child, if any."""
+    group_id, index = record.group_id, record.group_index
+    if group_id is None or index is None:
+        return None
+    kept = BatchRecords(store_for(record), group_id).collected().get(index)
+    return kept if kept is not None and kept.job_id == record.job_id else None
+
+
+def cleaned_up_error(record: JobRecord) -> JobNotFoundError:
+    """Why a collected child has no logs (and no backend resource) any more."""
+    return JobNotFoundError(
+        f"Job {record.job_id} (input {record.group_index} of batch {record.group_id}) was "
+        f"{CLEANED_UP}: its result was read, kept with the batch (batch.results() returns it), "
+        "and its resource and logs were deleted. To keep a child's logs, collect with "
+        "results(cleanup=False) or job.result(cleanup=False)."
+    )

@@ -1,0 +1,83 @@
+"""``JobHandle.from_job_context``: a handle from the live context of a job being submitted.
+
+A *job context* is whatever object a submitter (a custom backend, a wrapper around Kinetic)
+holds while it submits one job: this module reads the handle's fields from its attributes and
+builds the same :class:`~kinetic_protocol.JobRecord` the decorator's own submissions store, so
+the handle is validated the same way.
+"""
+
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import msgspec
+
+from kinetic.submission.ids import func_name_of
+from kinetic.submission.record import kinetic_version
+from kinetic_protocol import ConfigError, JobRecord
+
+__all__ = ["JobContext", "record_from_context"]
+
+_REQUIRED = ("job_id", "project", "cluster_name", "zone", "bucket_name", "image_uri", "accelerator")
+_OPTIONAL = ("group_id", "group_kind", "group_index", "debug", "spot", "output_dir")
+
+
+class JobContext(Protocol):
+    """What ``from_job_context`` reads. Required: ``job_id``, ``project``, ``cluster_name``,
+    ``zone``, ``bucket_name``, ``image_uri`` and ``accelerator`` (a name, or an object with a
+    ``name``). Optional: ``func_name`` (else the name of ``func``), ``display_name``,
+    ``created_at``, ``group_id``/``group_kind``/``group_index``, ``debug``, ``spot``,
+    ``output_dir``."""
+
+    job_id: str
+    project: str
+    cluster_name: str
+    zone: str
+    bucket_name: str
+    image_uri: str
+    accelerator: Any
+
+
+def _func_name(ctx: object) -> str:
+    name = getattr(ctx, "func_name", None)
+    if isinstance(name, str) and name:
+        return name
+    func = getattr(ctx, "func", None)
+    if func is None:
+        raise ConfigError(
+            f"JobHandle.from_job_context: the context ({type(ctx).__name__}) has neither "
+            "func_name nor func; give it one of them."
+        )
+    return func_name_of(func)
+
+
+def record_from_context(ctx: object, backend_name: str, namespace: str, k8s_name: str) -> JobRecord:
+    """The record of the job ``ctx`` describes, running on ``backend_name`` as ``k8s_name`` in
+    ``namespace``; a ``ConfigError`` names any missing attribute."""
+    missing = [name for name in _REQUIRED if not hasattr(ctx, name)]
+    if missing:
+        raise ConfigError(
+            f"JobHandle.from_job_context: the context ({type(ctx).__name__}) lacks "
+            f"{', '.join(missing)}; a job context carries {', '.join(_REQUIRED)}."
+        )
+    given = {name: getattr(ctx, name) for name in _REQUIRED}
+    accelerator = str(getattr(given["accelerator"], "name", given["accelerator"]))
+    func_name = _func_name(ctx)
+    fields: dict[str, Any] = given | {
+        "backend": backend_name,
+        "namespace": namespace,
+        "k8s_name": k8s_name,
+        "accelerator": accelerator,
+        "func_name": func_name,
+        "display_name": getattr(ctx, "display_name", None) or f"{func_name} on {accelerator}",
+        "created_at": getattr(ctx, "created_at", None)
+        or datetime.now(UTC).isoformat(timespec="seconds"),
+        "kinetic_version": kinetic_version(),
+    }
+    for optional in _OPTIONAL:
+        value = getattr(ctx, optional, None)
+        if value is not None:
+            fields[optional] = value
+    try:
+        return msgspec.convert(fields, JobRecord)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"JobHandle.from_job_context: invalid context: {exc}") from exc
