@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from kinetic.cli import cli
 from kinetic.cli import images as cli_images
-from kinetic.images import ImageBuilder, RegistryClient
+from kinetic_gke.images import ImageBuilder, RegistryClient
 from kinetic_testing.cloudbuild_fake import FakeCloudBuild
 
 

@@ -14,10 +14,10 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 from provision_support import PROJECT, ZONE, Invoke, add_unmanaged_gpu_pool, ok, point_gke_at
 
-from kinetic.provision.incluster import LWS_GROUP, plan_in_cluster, read_in_cluster
-from kinetic.provision.manifests import LWS, apply_manifest
-from kinetic.provision.spec import ClusterSpec
 from kinetic_gke.k8s import ClusterConnection
+from kinetic_gke.provision.incluster import LWS_GROUP, plan_in_cluster, read_in_cluster
+from kinetic_gke.provision.manifests import LWS, apply_manifest
+from kinetic_gke.provision.spec import ClusterSpec
 from kinetic_testing.controlplane.build import Built
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiFault, ApiProxy

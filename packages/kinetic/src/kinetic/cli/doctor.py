@@ -20,7 +20,7 @@ __all__ = ["doctor"]
 def doctor(cli: CliContext, accelerator: str | None, fuse: bool, as_json: bool) -> None:
     """Check credentials, APIs, cluster, pools, bucket, registry, identity, LWS, FUSE, GPU
     driver; each PASS, WARN or FAIL with the exact fix. Exits 1 if any check fails."""
-    from kinetic.doctor import Context, diagnose
+    from kinetic_gke.doctor import Context, diagnose
     from kinetic_protocol import parse_accelerator
 
     parsed = parse_accelerator(accelerator) if accelerator else None

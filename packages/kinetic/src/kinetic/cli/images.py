@@ -9,7 +9,7 @@ from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
 
 if TYPE_CHECKING:
-    from kinetic.images import ImageBuilder
+    from kinetic_gke.images import ImageBuilder
 
 __all__ = ["build_image"]
 
@@ -18,7 +18,7 @@ _CATEGORIES = ("cpu", "gpu", "tpu")
 
 def make_builder(project: str, zone: str) -> "ImageBuilder":
     """The Cloud Build client for ``project`` in ``zone``'s region (tests replace this)."""
-    from kinetic.images import ImageBuilder, region_from_zone
+    from kinetic_gke.images import ImageBuilder, region_from_zone
 
     return ImageBuilder(project=project, location=region_from_zone(zone))
 
@@ -51,7 +51,7 @@ def build_image(
     The builds run on Cloud Build in the configured project; the repository must be one Cloud
     Build can push to (Artifact Registry as is; Docker Hub with credentials set up there).
     """
-    from kinetic.images import build_base_images, resolve_base_image_repo
+    from kinetic_gke.images import build_base_images, resolve_base_image_repo
     from kinetic_protocol import ConfigError
 
     settings = state.resolve()

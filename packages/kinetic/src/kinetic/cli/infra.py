@@ -14,15 +14,15 @@ from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
 
 if TYPE_CHECKING:
-    from kinetic.provision import ClusterSpec, Plan
+    from kinetic_gke.provision import ClusterSpec, Plan
 
 __all__ = ["down", "show_pools", "run_plan", "save_profile", "spec_from", "status", "up"]
 
 
 def spec_from(cli: CliContext, **extra: Any) -> ClusterSpec:
     """The cluster the global options, environment and profile name."""
-    from kinetic.provision import ClusterSpec
     from kinetic_gke import settings as gke_settings
+    from kinetic_gke.provision import ClusterSpec
 
     settings = cli.resolve()
     return ClusterSpec(
@@ -37,7 +37,7 @@ def spec_from(cli: CliContext, **extra: Any) -> ClusterSpec:
 
 def run_plan(plan: Plan, *, heading: str, dry_run: bool) -> None:
     """Show the plan; apply it unless ``dry_run``."""
-    from kinetic.provision import apply
+    from kinetic_gke.provision import apply
 
     click.echo(heading)
     click.echo(plan.render())
@@ -94,8 +94,8 @@ def up(
     Registry repository, the Workload Identity binding, the namespace's service account, and
     installs LeaderWorkerSet. What exists is kept; running it again changes nothing.
     """
-    from kinetic.provision import GoogleClients, up_plan
     from kinetic_gke.k8s import get_credentials_command
+    from kinetic_gke.provision import GoogleClients, up_plan
 
     spec = spec_from(cli, max_cpu=max_cpu, max_memory_gb=max_memory_gb)
     plan = up_plan(spec, GoogleClients())
@@ -123,7 +123,7 @@ def down(cli: CliContext, yes: bool, delete_bucket: bool, dry_run: bool) -> None
 
     The bucket (your jobs' results and outputs) is kept unless --delete-bucket.
     """
-    from kinetic.provision import GoogleClients, down_plan
+    from kinetic_gke.provision import GoogleClients, down_plan
 
     spec = spec_from(cli)
     plan = down_plan(spec, GoogleClients(), delete_bucket=delete_bucket)
@@ -136,7 +136,7 @@ def down(cli: CliContext, yes: bool, delete_bucket: bool, dry_run: bool) -> None
     if not yes and not click.confirm("\nDelete these?", default=False):
         raise click.Abort
     click.echo("")
-    from kinetic.provision import apply
+    from kinetic_gke.provision import apply
 
     apply(plan, click.echo)
     click.echo("Done. Kept: " + "; ".join(plan.notes))
@@ -147,7 +147,7 @@ def down(cli: CliContext, yes: bool, delete_bucket: bool, dry_run: bool) -> None
 @pass_cli
 def status(cli: CliContext, as_json: bool) -> None:
     """The cluster, its pools, bucket, registry, LeaderWorkerSet, FUSE driver and what runs."""
-    from kinetic.provision.status import cluster_status
+    from kinetic_gke.provision.status import cluster_status
 
     document = cluster_status(spec_from(cli))
     if as_json:

@@ -12,7 +12,7 @@ import click
 from kinetic.cli.context import CliContext, pass_cli
 
 if TYPE_CHECKING:
-    from kinetic.doctor import Context
+    from kinetic_gke.doctor import Context
 
 __all__ = ["init"]
 
@@ -25,10 +25,10 @@ __all__ = ["init"]
 def init(cli: CliContext, ctx: click.Context, yes: bool) -> None:
     """Set up Kinetic for a GCP project: join a cluster, create one, or diagnose."""
     from kinetic.cli.infra import spec_from
-    from kinetic.doctor import Context
-    from kinetic.doctor.checks import credentials
-    from kinetic.provision.clients import calling
-    from kinetic.provision.cloud import disabled_apis
+    from kinetic_gke.doctor import Context
+    from kinetic_gke.doctor.checks import credentials
+    from kinetic_gke.provision.clients import calling
+    from kinetic_gke.provision.cloud import disabled_apis
     from kinetic_protocol import ConfigError
 
     for tool in ("gcloud", "kubectl", "gke-gcloud-auth-plugin"):
@@ -76,8 +76,8 @@ def _join(context: Context, exists: bool) -> None:
     """Save the cluster's profile (with the build account ``kinetic up`` made, if there is
     one) and say how to fetch its credentials; the kubeconfig is never written."""
     from kinetic.cli.infra import save_profile
-    from kinetic.provision.accounts import get_account
     from kinetic_gke.k8s import get_credentials_command
+    from kinetic_gke.provision.accounts import get_account
     from kinetic_protocol import ConfigError, KineticError
 
     spec = context.spec

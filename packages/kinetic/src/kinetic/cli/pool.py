@@ -39,9 +39,9 @@ def add(
 ) -> None:
     """Add a node pool for ACCELERATOR: its machine type, GPUs or TPU topology, and for a
     multi-host TPU slice its hosts in compact placement."""
-    from kinetic.provision import GoogleClients, PoolRequest, plan_pool
     from kinetic_gke.pools import pool_name as default_name
     from kinetic_gke.pools import pool_shape
+    from kinetic_gke.provision import GoogleClients, PoolRequest, plan_pool
     from kinetic_protocol import parse_accelerator
 
     parsed = parse_accelerator(accelerator)
@@ -60,10 +60,10 @@ def add(
 @pass_cli
 def list_pools(cli: CliContext, as_json: bool) -> None:
     """The cluster's node pools: accelerator, machine, size, spot."""
-    from kinetic.provision import GoogleClients
-    from kinetic.provision.cluster import require_cluster
-    from kinetic.provision.status import pool_document
     from kinetic_gke.gcp import cluster_view
+    from kinetic_gke.provision import GoogleClients
+    from kinetic_gke.provision.cluster import require_cluster
+    from kinetic_gke.provision.status import pool_document
 
     found = require_cluster(spec_from(cli), GoogleClients())
     pools = [pool_document(p) for p in cluster_view(found).pools]
@@ -80,7 +80,7 @@ def list_pools(cli: CliContext, as_json: bool) -> None:
 @pass_cli
 def remove(cli: CliContext, name: str, yes: bool, dry_run: bool) -> None:
     """Remove the node pool NAME (its nodes, and the jobs running on them, go with it)."""
-    from kinetic.provision import GoogleClients, unplan_pool
+    from kinetic_gke.provision import GoogleClients, unplan_pool
 
     spec = spec_from(cli)
     plan = unplan_pool(spec, GoogleClients(), name)

@@ -143,7 +143,7 @@ def resolve_target(
     requirements: tuple[str, ...]
     image_uri, requirements = "", ()
     if capabilities.container_image:
-        from kinetic.images import resolve_image
+        from kinetic_gke.images import resolve_image
 
         builds_as = settings.build_service_account.value or ""
         image = resolve_image(
