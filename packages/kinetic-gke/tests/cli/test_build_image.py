@@ -5,10 +5,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from kinetic.cli import cli
-from kinetic.cli import images as cli_images
+from kinetic_gke.cli import images as cli_images
 from kinetic_gke.images import ImageBuilder, RegistryClient
 from kinetic_testing.cloudbuild_fake import FakeCloudBuild
+from kinetic_testing.command_host import stand_in_command_line as cli
 
 
 @pytest.fixture
@@ -46,6 +46,7 @@ def test_build_image_builds_each_requested_category_in_the_configured_project(
     fake_builds: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KINETIC_PROJECT", "proj")
+    monkeypatch.setenv("KINETIC_ZONE", "us-central1-a")
     result = CliRunner().invoke(
         cli,
         ["build-image", "--category", "cpu", "--category", "gpu", "--repo", "me/kinetic", "--json"],

@@ -10,26 +10,26 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kinetic.cli import render
-from kinetic.cli.context import CliContext, pass_cli
+from kinetic_gke.cli import pass_host
+from kinetic_protocol.commands import CommandHost
 
 if TYPE_CHECKING:
     from kinetic_gke.provision import ClusterSpec, Plan
 
-__all__ = ["down", "show_pools", "run_plan", "save_profile", "spec_from", "status", "up"]
+__all__ = ["down", "run_plan", "save_profile", "show_pools", "spec_from", "status", "up"]
 
 
-def spec_from(cli: CliContext, **extra: Any) -> ClusterSpec:
+def spec_from(host: CommandHost, **extra: Any) -> ClusterSpec:
     """The cluster the global options, environment and profile name."""
     from kinetic_gke import settings as gke_settings
     from kinetic_gke.provision import ClusterSpec
 
-    settings = cli.resolve()
+    settings = host.backend_settings()
     return ClusterSpec(
-        project=settings.project.value or "",
-        zone=settings.zone.value or "",
-        cluster=settings.cluster.value or "",
-        namespace=settings.namespace.value or "default",
+        project=settings.project,
+        zone=settings.zone,
+        cluster=settings.cluster,
+        namespace=settings.namespace or "default",
         ksa=gke_settings.SERVICE_ACCOUNT.from_env() or "default",
         **extra,
     )
@@ -52,28 +52,27 @@ def run_plan(plan: Plan, *, heading: str, dry_run: bool) -> None:
     click.echo("Done.")
 
 
-def save_profile(spec: ClusterSpec, name: str, *, build_service_account: str = "") -> None:
+def save_profile(
+    host: CommandHost, spec: ClusterSpec, name: str, *, build_service_account: str = ""
+) -> None:
     """Write the profile of ``spec``'s cluster and make it active."""
-    from kinetic.config import Profile, load_profiles, save_profiles
+    from kinetic_protocol import BackendSettings
 
-    profiles = load_profiles()
-    profiles.profiles[name] = Profile(
-        project=spec.project, zone=spec.zone, cluster=spec.cluster, namespace=spec.namespace,
-        build_service_account=build_service_account or None,
-    )  # fmt: skip
-    profiles.active = name
-    save_profiles(profiles)
+    settings = BackendSettings(
+        project=spec.project, zone=spec.zone, cluster=spec.cluster, namespace=spec.namespace
+    )
+    host.save_profile(name, settings, build_service_account=build_service_account)
 
 
-def show_pools(pools: list[dict[str, Any]]) -> None:
+def show_pools(host: CommandHost, pools: list[dict[str, Any]]) -> None:
     """The node pools table of ``status`` and ``pool list``."""
     rows = [
         [p["name"], p["accelerator"], p["machine_type"], f"{p['min_nodes']}-{p['max_nodes']}",
          "yes" if p["spot"] else "", p["status"]]
         for p in pools
     ]  # fmt: skip
-    render.table(["POOL", "ACCELERATOR", "MACHINE", "NODES", "SPOT", "STATUS"], rows,
-                 empty="No node pools.")  # fmt: skip
+    host.table(["POOL", "ACCELERATOR", "MACHINE", "NODES", "SPOT", "STATUS"], rows,
+               empty="No node pools.")  # fmt: skip
 
 
 @click.command()
@@ -83,9 +82,9 @@ def show_pools(pools: list[dict[str, Any]]) -> None:
 @click.option("--max-memory-gb", type=click.IntRange(0), default=1024, show_default=True,
               help="Memory (GB) node auto-provisioning may add in all.")  # fmt: skip
 @click.option("--profile", "profile_name", help="Profile to write (default: the cluster name).")
-@pass_cli
+@pass_host
 def up(
-    cli: CliContext, dry_run: bool, max_cpu: int, max_memory_gb: int, profile_name: str | None
+    host: CommandHost, dry_run: bool, max_cpu: int, max_memory_gb: int, profile_name: str | None
 ) -> None:
     """Create or complete the cluster and everything Kinetic needs, then make a profile of it.
 
@@ -97,14 +96,14 @@ def up(
     from kinetic_gke.k8s import get_credentials_command
     from kinetic_gke.provision import GoogleClients, up_plan
 
-    spec = spec_from(cli, max_cpu=max_cpu, max_memory_gb=max_memory_gb)
+    spec = spec_from(host, max_cpu=max_cpu, max_memory_gb=max_memory_gb)
     plan = up_plan(spec, GoogleClients())
     heading = f"kinetic up: cluster {spec.cluster} in {spec.zone}, project {spec.project}"
     run_plan(plan, heading=heading, dry_run=dry_run)
     if dry_run:
         return
     name = profile_name or spec.cluster
-    save_profile(spec, name, build_service_account=spec.account("build"))
+    save_profile(host, spec, name, build_service_account=spec.account("build"))
     click.echo(f"Profile {name!r} saved and made active.")
     click.echo(
         "Kinetic's jobs reach the cluster through your kubeconfig, which kinetic up never "
@@ -117,15 +116,15 @@ def up(
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--delete-bucket", is_flag=True, help="Delete the jobs bucket and its contents too.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
-@pass_cli
-def down(cli: CliContext, yes: bool, delete_bucket: bool, dry_run: bool) -> None:
+@pass_host
+def down(host: CommandHost, yes: bool, delete_bucket: bool, dry_run: bool) -> None:
     """Delete what `kinetic up` created: the cluster, registry and service accounts.
 
     The bucket (your jobs' results and outputs) is kept unless --delete-bucket.
     """
     from kinetic_gke.provision import GoogleClients, down_plan
 
-    spec = spec_from(cli)
+    spec = spec_from(host)
     plan = down_plan(spec, GoogleClients(), delete_bucket=delete_bucket)
     heading = f"kinetic down: cluster {spec.cluster} in {spec.zone}, project {spec.project}"
     if plan.empty or dry_run:
@@ -144,22 +143,22 @@ def down(cli: CliContext, yes: bool, delete_bucket: bool, dry_run: bool) -> None
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@pass_cli
-def status(cli: CliContext, as_json: bool) -> None:
+@pass_host
+def status(host: CommandHost, as_json: bool) -> None:
     """The cluster, its pools, bucket, registry, LeaderWorkerSet, FUSE driver and what runs."""
     from kinetic_gke.provision.status import cluster_status
 
-    document = cluster_status(spec_from(cli))
+    document = cluster_status(spec_from(host))
     if as_json:
-        render.emit_json(document)
+        host.emit_json(document)
         return
-    _show_status(document)
+    _show_status(host, document)
 
 
-def _show_status(document: dict[str, Any]) -> None:
+def _show_status(host: CommandHost, document: dict[str, Any]) -> None:
     cluster = document["cluster"]
     off = document["apis_off"]
-    render.key_values(
+    host.key_values(
         {
             "Project": document["project"]
             + (f" ({len(off)} APIs off: {', '.join(off)})" if off else ""),
@@ -173,7 +172,7 @@ def _show_status(document: dict[str, Any]) -> None:
     )
     if not cluster:
         return
-    render.key_values(
+    host.key_values(
         {
             "Workload Identity": cluster["workload_pool"] or "off",
             "GCS FUSE driver": "on" if cluster["fuse_driver"] else "off",
@@ -183,4 +182,4 @@ def _show_status(document: dict[str, Any]) -> None:
         }
     )
     click.echo("")
-    show_pools(cluster["pools"])
+    show_pools(host, cluster["pools"])

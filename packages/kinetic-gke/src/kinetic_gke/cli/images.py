@@ -5,8 +5,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kinetic.cli import render
-from kinetic.cli.context import CliContext, pass_cli
+from kinetic_gke.cli import pass_host
+from kinetic_protocol.commands import CommandHost
 
 if TYPE_CHECKING:
     from kinetic_gke.images import ImageBuilder
@@ -38,9 +38,9 @@ def make_builder(project: str, zone: str) -> "ImageBuilder":
 )
 @click.option("--python", "python_version", default=None, help="Python minor, e.g. 3.11.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@pass_cli
+@pass_host
 def build_image(
-    state: CliContext,
+    host: CommandHost,
     categories: tuple[str, ...],
     repo: str | None,
     python_version: str | None,
@@ -54,14 +54,14 @@ def build_image(
     from kinetic_gke.images import build_base_images, resolve_base_image_repo
     from kinetic_protocol import ConfigError
 
-    settings = state.resolve()
-    project = settings.project.value
+    settings = host.backend_settings()
+    project = settings.project
     if not project:
         raise ConfigError(
             "kinetic build-image runs Cloud Build in a GCP project: pass --project or set "
             "KINETIC_PROJECT."
         )
-    builder = make_builder(project, settings.zone.value or "")
+    builder = make_builder(project, settings.zone)
     uris = build_base_images(
         categories or _CATEGORIES,  # type: ignore[arg-type]
         resolve_base_image_repo(repo),
@@ -69,7 +69,7 @@ def build_image(
         builder,
     )
     if as_json:
-        render.emit_json({"images": uris})
+        host.emit_json({"images": uris})
         return
     for uri in uris:
         click.echo(uri)

@@ -87,10 +87,13 @@ def kubeconfig(
 
 @pytest.fixture
 def kinetic() -> Invoke:
-    """``kinetic("up", "--dry-run")``: the CLI in-process, stdout and stderr apart."""
-    from kinetic.cli import cli
+    """``kinetic("up", "--dry-run")``: kinetic-gke's commands in-process, under the stand-in for
+    the kinetic command line (the client is not installed here), stdout and stderr apart."""
+    from kinetic_testing.command_host import stand_in_command_line
 
     def run(*args: str, input: str | None = None) -> Result:
-        return CliRunner().invoke(cli, list(args), input=input, prog_name="kinetic")
+        return CliRunner().invoke(
+            stand_in_command_line, list(args), input=input, prog_name="kinetic"
+        )
 
     return run

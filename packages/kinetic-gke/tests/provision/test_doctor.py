@@ -52,7 +52,7 @@ def made(
 ) -> Iterator[tuple[FakeGoogleCloud, dict[tuple[str, str], Any]]]:
     """A cluster `kinetic up` made, with the kubeconfig context its jobs (and doctor) use, for
     the module; and the fake's state right after `up`."""
-    from kinetic.cli import cli
+    from kinetic_testing.command_host import stand_in_command_line
 
     tmp = tmp_path_factory.mktemp("doctor")
     with (
@@ -66,7 +66,7 @@ def made(
             settings, cloud, real_k8s, proxy.address, cluster_token, tmp,
             cluster=_CLUSTER, namespace=namespace,
         )  # fmt: skip
-        done = CliRunner().invoke(cli, ["up"], prog_name="kinetic")
+        done = CliRunner().invoke(stand_in_command_line, ["up"], prog_name="kinetic")
         assert done.exit_code == 0, done.output
         settings.setenv("KUBECONFIG", str(write_kubeconfig(real_k8s, _CLUSTER, tmp / "kube")))
         with cloud.lock:

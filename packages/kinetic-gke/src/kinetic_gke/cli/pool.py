@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from kinetic.cli import render
-from kinetic.cli.context import CliContext, pass_cli
-from kinetic.cli.infra import run_plan, show_pools, spec_from
+from kinetic_gke.cli import pass_host
+from kinetic_gke.cli.infra import run_plan, show_pools, spec_from
+from kinetic_protocol.commands import CommandHost
 
 __all__ = ["pool"]
 
@@ -26,9 +26,9 @@ def pool() -> None:
 @click.option("--reservation", default="", help="Consume this Compute Engine reservation.")
 @click.option("--name", "pool_name", help="Pool name (default: kinetic-<accelerator>[-spot]).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
-@pass_cli
+@pass_host
 def add(
-    cli: CliContext,
+    host: CommandHost,
     accelerator: str,
     min_nodes: int,
     max_nodes: int | None,
@@ -49,7 +49,7 @@ def add(
         pool_shape(parsed), spot=spot, min_nodes=min_nodes, max_nodes=max_nodes,
         reservation=reservation,
     )  # fmt: skip
-    spec = spec_from(cli)
+    spec = spec_from(host)
     name = pool_name or default_name(parsed, spot=spot)
     plan = plan_pool(spec, GoogleClients(), name, request)
     run_plan(plan, heading=f"kinetic pool add: cluster {spec.cluster}", dry_run=dry_run)
@@ -57,32 +57,32 @@ def add(
 
 @pool.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-@pass_cli
-def list_pools(cli: CliContext, as_json: bool) -> None:
+@pass_host
+def list_pools(host: CommandHost, as_json: bool) -> None:
     """The cluster's node pools: accelerator, machine, size, spot."""
     from kinetic_gke.gcp import cluster_view
     from kinetic_gke.provision import GoogleClients
     from kinetic_gke.provision.cluster import require_cluster
     from kinetic_gke.provision.status import pool_document
 
-    found = require_cluster(spec_from(cli), GoogleClients())
+    found = require_cluster(spec_from(host), GoogleClients())
     pools = [pool_document(p) for p in cluster_view(found).pools]
     if as_json:
-        render.emit_json(pools)
+        host.emit_json(pools)
         return
-    show_pools(pools)
+    show_pools(host, pools)
 
 
 @pool.command()
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
-@pass_cli
-def remove(cli: CliContext, name: str, yes: bool, dry_run: bool) -> None:
+@pass_host
+def remove(host: CommandHost, name: str, yes: bool, dry_run: bool) -> None:
     """Remove the node pool NAME (its nodes, and the jobs running on them, go with it)."""
     from kinetic_gke.provision import GoogleClients, unplan_pool
 
-    spec = spec_from(cli)
+    spec = spec_from(host)
     plan = unplan_pool(spec, GoogleClients(), name)
     if not dry_run and not yes:
         click.echo(plan.render())

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kinetic.cli.context import CliContext, pass_cli
+from kinetic_gke.cli import pass_host
+from kinetic_protocol.commands import CommandHost
 
 if TYPE_CHECKING:
     from kinetic_gke.doctor import Context
@@ -21,10 +22,10 @@ __all__ = ["init"]
 @click.option("--yes", is_flag=True, help="No questions: join the cluster named by the settings "
               "if it exists, else create it.")  # fmt: skip
 @click.pass_context
-@pass_cli
-def init(cli: CliContext, ctx: click.Context, yes: bool) -> None:
+@pass_host
+def init(host: CommandHost, ctx: click.Context, yes: bool) -> None:
     """Set up Kinetic for a GCP project: join a cluster, create one, or diagnose."""
-    from kinetic.cli.infra import spec_from
+    from kinetic_gke.cli.infra import spec_from
     from kinetic_gke.doctor import Context
     from kinetic_gke.doctor.checks import credentials
     from kinetic_gke.provision.clients import calling
@@ -33,7 +34,7 @@ def init(cli: CliContext, ctx: click.Context, yes: bool) -> None:
 
     for tool in ("gcloud", "kubectl", "gke-gcloud-auth-plugin"):
         click.echo(f"{tool:24} {'found' if shutil.which(tool) else 'not found'}")
-    spec = spec_from(cli)
+    spec = spec_from(host)
     context = Context(spec)
     outcome, message, fix = credentials(context)
     click.echo(f"{'credentials':24} {message}")
@@ -61,21 +62,21 @@ def init(cli: CliContext, ctx: click.Context, yes: bool) -> None:
             default="join" if exists else "create",
         )
     if choice == "join":
-        _join(context, exists)
+        _join(host, context, exists)
     elif choice == "create":
-        from kinetic.cli.infra import up
+        from kinetic_gke.cli.infra import up
 
         ctx.invoke(up)
     else:
-        from kinetic.cli.doctor import doctor
+        from kinetic_gke.cli.doctor import doctor
 
         ctx.invoke(doctor)
 
 
-def _join(context: Context, exists: bool) -> None:
+def _join(host: CommandHost, context: Context, exists: bool) -> None:
     """Save the cluster's profile (with the build account ``kinetic up`` made, if there is
     one) and say how to fetch its credentials; the kubeconfig is never written."""
-    from kinetic.cli.infra import save_profile
+    from kinetic_gke.cli.infra import save_profile
     from kinetic_gke.k8s import get_credentials_command
     from kinetic_gke.provision.accounts import get_account
     from kinetic_protocol import ConfigError, KineticError
@@ -91,7 +92,7 @@ def _join(context: Context, exists: bool) -> None:
     except KineticError:  # no right to read service accounts: builds use Cloud Build's own
         builds_as = None
     account = spec.account("build") if builds_as else ""
-    save_profile(spec, spec.cluster, build_service_account=account)
+    save_profile(host, spec, spec.cluster, build_service_account=account)
     click.echo(
         f"Profile {spec.cluster!r} saved and made active. Fetch the cluster's credentials once:\n"
         f"  {get_credentials_command(spec.project, spec.zone, spec.cluster)}"
