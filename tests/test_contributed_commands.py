@@ -67,7 +67,8 @@ def test_help_lists_them_with_their_options() -> None:
 def test_the_shell_is_their_host_and_keeps_profiles_it_resolves_from(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("KINETIC_PROJECT", "KINETIC_ZONE", "KINETIC_CLUSTER", "KINETIC_PROFILE"):
+    for name in ("KINETIC_PROJECT", "KINETIC_ZONE", "KINETIC_CLUSTER", "KINETIC_NAMESPACE",
+                 "KINETIC_PROFILE", "KINETIC_STORE", "KINETIC_BUILD_SERVICE_ACCOUNT"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
     host = CliContext()
@@ -79,8 +80,9 @@ def test_the_shell_is_their_host_and_keeps_profiles_it_resolves_from(
     assert resolved.profile == "c1"
     assert resolved.build_service_account.value == "b@p1.iam.gserviceaccount.com"
     assert host.backend_settings() == BackendSettings(
-        project="p1", zone="europe-west4-a", cluster="c1", namespace="ns"
-    )
+        project="p1", zone="europe-west4-a", cluster="c1", namespace="ns",
+        build_service_account="b@p1.iam.gserviceaccount.com",
+    )  # fmt: skip
     assert CliContext(project="other").backend_settings().project == "other"
 
 

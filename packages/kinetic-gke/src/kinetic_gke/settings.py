@@ -5,6 +5,7 @@ from kinetic_protocol.settings import SettingSpec
 
 __all__ = [
     "BASE_IMAGE_REPO",
+    "CONTAINER_IMAGE",
     "GCP_API_ENDPOINT",
     "GPU_DRIVER_MANIFEST",
     "GPU_DRIVER_MANIFEST_SHA256",
@@ -67,6 +68,11 @@ GCP_API_ENDPOINT = SettingSpec(
     _OWNER,
 )  # fmt: skip
 
+CONTAINER_IMAGE = SettingSpec(
+    "container_image", "KINETIC_CONTAINER_IMAGE",
+    "Default container_image= for Kubernetes backends: bundled, prebuilt, or an image URI.",
+    _OWNER,
+)  # fmt: skip
 BASE_IMAGE_REPO = SettingSpec(
     "base_image_repo", "KINETIC_BASE_IMAGE_REPO",
     "Artifact Registry repository for images Kinetic builds.", _OWNER, default="kinetic",
@@ -97,6 +103,6 @@ GPU_DRIVER_MANIFEST_SHA256 = SettingSpec(
 
 SETTINGS = (
     KUBE_CONTEXT, SERVICE_ACCOUNT, UNSCHEDULABLE_TIMEOUT, POLL, RUN_AS_ROOT, POD_CPU, POD_MEMORY,
-    GCP_API_ENDPOINT, BASE_IMAGE_REPO, LWS_MANIFEST, LWS_MANIFEST_SHA256, GPU_DRIVER_MANIFEST,
-    GPU_DRIVER_MANIFEST_SHA256,
+    GCP_API_ENDPOINT, CONTAINER_IMAGE, BASE_IMAGE_REPO, LWS_MANIFEST, LWS_MANIFEST_SHA256,
+    GPU_DRIVER_MANIFEST, GPU_DRIVER_MANIFEST_SHA256,
 )  # fmt: skip

@@ -20,7 +20,6 @@ __all__ = [
     "BUNDLE_GITIGNORE",
     "BUNDLE_WARN_MB",
     "CLUSTER",
-    "CONTAINER_IMAGE",
     "DEBUG_WAIT",
     "NAMESPACE",
     "PROFILE",
@@ -71,11 +70,6 @@ PROFILES_FILE = SettingSpec(
     "profiles_file", "KINETIC_PROFILES_FILE", "Where profiles are kept.", _OWNER,
     default="~/.kinetic/profiles.json",
 )  # fmt: skip
-CONTAINER_IMAGE = SettingSpec(
-    "container_image", "KINETIC_CONTAINER_IMAGE",
-    "Default container_image= for Kubernetes backends: bundled, prebuilt, or an image URI.",
-    _OWNER,
-)  # fmt: skip
 
 BUILD_SERVICE_ACCOUNT = SettingSpec(
     "build_service_account", "KINETIC_BUILD_SERVICE_ACCOUNT",
@@ -102,9 +96,8 @@ DEBUG_WAIT = SettingSpec(
 
 
 SETTINGS = (
-    BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, CONTAINER_IMAGE,
-    BUILD_SERVICE_ACCOUNT, BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT, BATCH_HEARTBEAT,
-    BATCH_LEASE,
+    BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, BUILD_SERVICE_ACCOUNT,
+    BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT, BATCH_HEARTBEAT, BATCH_LEASE,
 )  # fmt: skip
 
 
