@@ -1,7 +1,9 @@
 """Showing a batch's counts (:mod:`kinetic.batch.tally`) live while it runs.
 
 On a terminal the display is a rich progress bar redrawn in place; anywhere else it is one
-plain line per change, with no ANSI codes, so logs and CI output stay readable.
+plain line per change, with no ANSI codes, so logs and CI output stay readable. Used by
+``BatchHandle.watch()`` and by ``kinetic batch watch``, so it lives with the batch, below the
+command line.
 """
 
 import sys
@@ -12,13 +14,20 @@ from typing import TYPE_CHECKING
 import click
 
 from kinetic.batch.tally import Tally, tally
-from kinetic.cli import render
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import Progress, TaskID
 
 
 __all__ = ["Tally", "WatchDisplay", "format_seconds", "tally"]
+
+
+def _console() -> "Console":
+    """A rich console on the current stdout (made per display: tests swap stdout)."""
+    from rich.console import Console
+
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
 
 
 def format_seconds(seconds: float | None) -> str:
@@ -37,7 +46,7 @@ class WatchDisplay:
     def __init__(self, group_id: str, total: int, *, live: bool | None = None) -> None:
         self.group_id = group_id
         self.total = total
-        self.live = render.is_terminal() if live is None else live
+        self.live = _console().is_terminal if live is None else live
         self.started = time.monotonic()
         self._first_finished: int | None = None
         self._last_line = ""
@@ -79,7 +88,7 @@ class WatchDisplay:
                 TimeElapsedColumn(),
                 TextColumn("ETA"),
                 TimeRemainingColumn(),
-                console=render.console(),
+                console=_console(),
                 refresh_per_second=4,
             )
             self._progress.start()
