@@ -12,7 +12,7 @@ from sources fetched through the Go module proxy only:
 - kustomize at the version LWS's own Makefile pins, built with the local Go toolchain.
 
 Rendering is deterministic: the same pins give the same bytes, whose sha256 is pinned beside
-the file name in ``kinetic.provision.manifests.LWS``; ``kinetic up`` applies nothing else.
+the file name in ``kinetic_gke.provision.manifests.LWS``; ``kinetic up`` applies nothing else.
 
     uv run python tools/lws_manifest.py           # write the file, print its sha256
     uv run python tools/lws_manifest.py --check   # exit 1 unless a fresh render, the shipped
@@ -28,7 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kinetic.provision.manifests import LWS
+from kinetic_gke.provision.manifests import LWS
 from kinetic_testing.controlplane.build import go_environment, go_toolchain
 from kinetic_testing.controlplane.versions import PINS, cache_root
 

@@ -21,7 +21,10 @@ def gke_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGoogleCloud]:
 
 
 def _request(name: str, *, spot: bool = False) -> PrepareRequest:
-    return PrepareRequest(accelerator=parse_accelerator(name), project_root=Path("."), spot=spot)
+    return PrepareRequest(
+        accelerator=parse_accelerator(name), project_root=Path("."), spot=spot,
+        container_image="us-docker.pkg.dev/p/r/img:1",  # a custom image: nothing to build
+    )  # fmt: skip
 
 
 def _cluster(fake: FakeGoogleCloud, pools: list[dict[str, object]], nap: dict[str, object]) -> None:

@@ -219,11 +219,30 @@ class GKEBackend:
         self._fuse_checked.add(context)
 
     def prepare(self, request: PrepareRequest) -> Preparation:
+        """Refuse what cannot run here, then resolve the jobs' image (building a bundled one
+        on Cloud Build if its tag does not exist yet)."""
         self.check_accelerator(request.accelerator)
         self.capacity.require(request.accelerator, spot=request.spot)
         if request.fuse:
             self.check_fuse_driver()
-        return Preparation()
+        from kinetic_gke.images import resolve_image
+
+        image = resolve_image(
+            container_image=request.container_image or declared.CONTAINER_IMAGE.from_env(),
+            base_image_repo=request.base_image_repo,
+            accelerator=request.accelerator,
+            project_root=request.project_root,
+            project=self._settings.project,
+            zone=self._settings.zone,
+            # Builds run as the account `kinetic up` made only for a bucket it can write logs
+            # to; otherwise Cloud Build's default account keeps its default logs.
+            build_service_account=(
+                self._settings.build_service_account if self.store_uri.startswith("gs://") else ""
+            ),
+            logs_bucket=f"{self.store_uri.rstrip('/')}/build-logs",
+            runtime_extras=request.runtime_extras,
+        )
+        return Preparation(image=image.uri, requirements=tuple(image.requirements))
 
     def signing_keys(self, *, create: bool, refresh: bool = False) -> Keyring:
         """The namespace's keyring, read from its Secret once per connection (and again on

@@ -1,7 +1,7 @@
 """Reaching Google Cloud APIs one way everywhere, and the GKE API's view of a cluster.
 
 Every client Kinetic builds (GKE here; Artifact Registry, IAM, Service Usage and Compute in
-``kinetic.provision``) uses the REST transport, so what the tests drive against in-process
+``kinetic_gke.provision``) uses the REST transport, so what the tests drive against in-process
 fakes is exactly what runs against Google. ``KINETIC_GCP_API_ENDPOINT`` sends the calls
 elsewhere; an ``http://`` endpoint gets anonymous credentials, since a token must never travel
 in clear text. The client libraries are imported only when a call is made.

@@ -1,10 +1,17 @@
-"""The gke backend's settings, declared once (see :mod:`kinetic_protocol.settings`)."""
+"""The gke backend's settings, declared once (see :mod:`kinetic_protocol.settings`): its jobs',
+its images' and its provisioning's."""
 
 from kinetic_protocol.settings import SettingSpec
 
 __all__ = [
+    "BASE_IMAGE_REPO",
+    "CONTAINER_IMAGE",
     "GCP_API_ENDPOINT",
+    "GPU_DRIVER_MANIFEST",
+    "GPU_DRIVER_MANIFEST_SHA256",
     "KUBE_CONTEXT",
+    "LWS_MANIFEST",
+    "LWS_MANIFEST_SHA256",
     "POD_CPU",
     "POD_MEMORY",
     "POLL",
@@ -61,7 +68,41 @@ GCP_API_ENDPOINT = SettingSpec(
     _OWNER,
 )  # fmt: skip
 
+CONTAINER_IMAGE = SettingSpec(
+    "container_image", "KINETIC_CONTAINER_IMAGE",
+    "Default container_image= for Kubernetes backends: bundled, prebuilt, or an image URI.",
+    _OWNER,
+)  # fmt: skip
+BASE_IMAGE_REPO = SettingSpec(
+    "base_image_repo", "KINETIC_BASE_IMAGE_REPO",
+    "Artifact Registry repository for images Kinetic builds.", _OWNER, default="kinetic",
+)  # fmt: skip
+
+LWS_MANIFEST = SettingSpec(
+    "lws_manifest", "KINETIC_LWS_MANIFEST",
+    "A LeaderWorkerSet manifest (URL or file) for kinetic up to install instead of the release "
+    "that ships with Kinetic; needs KINETIC_LWS_MANIFEST_SHA256.",
+    _OWNER,
+)  # fmt: skip
+LWS_MANIFEST_SHA256 = SettingSpec(
+    "lws_manifest_sha256", "KINETIC_LWS_MANIFEST_SHA256",
+    "sha256 the KINETIC_LWS_MANIFEST manifest must have; kinetic up applies nothing else.",
+    _OWNER,
+)  # fmt: skip
+GPU_DRIVER_MANIFEST = SettingSpec(
+    "gpu_driver_manifest", "KINETIC_GPU_DRIVER_MANIFEST",
+    "An NVIDIA driver installer manifest (URL or file) for kinetic up to install when GPU pools "
+    "lack GKE-managed drivers (none ships with Kinetic); needs "
+    "KINETIC_GPU_DRIVER_MANIFEST_SHA256.",
+    _OWNER,
+)  # fmt: skip
+GPU_DRIVER_MANIFEST_SHA256 = SettingSpec(
+    "gpu_driver_manifest_sha256", "KINETIC_GPU_DRIVER_MANIFEST_SHA256",
+    "sha256 the KINETIC_GPU_DRIVER_MANIFEST manifest must have.", _OWNER,
+)  # fmt: skip
+
 SETTINGS = (
     KUBE_CONTEXT, SERVICE_ACCOUNT, UNSCHEDULABLE_TIMEOUT, POLL, RUN_AS_ROOT, POD_CPU, POD_MEMORY,
-    GCP_API_ENDPOINT,
+    GCP_API_ENDPOINT, CONTAINER_IMAGE, BASE_IMAGE_REPO, LWS_MANIFEST, LWS_MANIFEST_SHA256,
+    GPU_DRIVER_MANIFEST, GPU_DRIVER_MANIFEST_SHA256,
 )  # fmt: skip

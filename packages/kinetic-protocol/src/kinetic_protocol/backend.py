@@ -50,6 +50,9 @@ class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str = "default"
     store_uri: str | None = None
     """Override of the backend's own default store (``KINETIC_STORE``)."""
+    build_service_account: str = ""
+    """The account a backend that builds images builds them as (``KINETIC_BUILD_SERVICE_ACCOUNT``
+    or the profile ``kinetic up`` wrote); empty: the build service's default."""
 
     @classmethod
     def for_record(cls, record: JobRecord) -> "BackendSettings":
@@ -67,7 +70,9 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     """What a backend needs and can do. The client reads these; it never asks for a name."""
 
     container_image: bool = False
-    """Jobs run from a container image, which the client resolves (bundled, prebuilt, URI)."""
+    """Jobs run from a container image. The backend resolves it in ``prepare`` from the user's
+    ``container_image=`` choice (:attr:`PrepareRequest.container_image`); the client only
+    passes the choice down and stores what ``prepare`` returns."""
     local_data: bool = False
     """Jobs see this machine's files, so the backend stages local ``Data`` itself: the job
     reads it in place. Without it, the client uploads local data to the store first."""
@@ -93,8 +98,14 @@ class PrepareRequest(msgspec.Struct, frozen=True, kw_only=True):
     project_root: Path
     isolate: bool = False
     spot: bool = False
-    image: str = ""
-    """The image the client resolved (empty unless the backend declares `container_image`)."""
+    container_image: str | None = None
+    """The user's ``container_image=`` (None: the backend's default), for a backend that
+    declares ``container_image``: for Kinetic's, ``"bundled"``, ``"prebuilt"`` or a URI."""
+    base_image_repo: str | None = None
+    """The user's ``base_image_repo=`` (None: the backend's default)."""
+    runtime_extras: tuple[str, ...] = ()
+    """Extras of ``kinetic-runtime`` the jobs need (``"hf"`` when a call passes ``hf://``
+    data), for the image to hold."""
     volumes: tuple[str, ...] = ()
     """The absolute paths of the decorator's ``volumes=``, for a backend to refuse early."""
     fuse: bool = False
@@ -106,6 +117,11 @@ class Preparation(msgspec.Struct, frozen=True, kw_only=True):
     """A backend's answer to `prepare`: data it wants kept in each job's record."""
 
     backend_data: dict[str, str] = msgspec.field(default_factory=dict)
+    image: str = ""
+    """The image its jobs run (``JobRecord.image_uri``); empty without ``container_image``."""
+    requirements: tuple[str, ...] = ()
+    """Requirement lines each job installs when it starts (``CallDescriptor.requirements``):
+    a prebuilt image's."""
 
 
 class Backend(Protocol):

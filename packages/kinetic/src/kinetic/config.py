@@ -104,6 +104,7 @@ class ResolvedSettings:
             cluster=self.cluster.value or DEFAULT_CLUSTER,
             namespace=self.namespace.value or DEFAULT_NAMESPACE,
             store_uri=self.store.value,
+            build_service_account=self.build_service_account.value or "",
         )
 
     def items(self) -> list[tuple[str, Setting]]:

@@ -14,19 +14,13 @@ from kinetic_protocol.settings import SettingSpec, SettingsRegistry
 
 __all__ = [
     "BACKEND",
-    "BASE_IMAGE_REPO",
     "BATCH_HEARTBEAT",
     "BATCH_LEASE",
     "BUILD_SERVICE_ACCOUNT",
     "BUNDLE_GITIGNORE",
     "BUNDLE_WARN_MB",
     "CLUSTER",
-    "CONTAINER_IMAGE",
     "DEBUG_WAIT",
-    "GPU_DRIVER_MANIFEST",
-    "GPU_DRIVER_MANIFEST_SHA256",
-    "LWS_MANIFEST",
-    "LWS_MANIFEST_SHA256",
     "NAMESPACE",
     "PROFILE",
     "PROFILES_FILE",
@@ -76,15 +70,6 @@ PROFILES_FILE = SettingSpec(
     "profiles_file", "KINETIC_PROFILES_FILE", "Where profiles are kept.", _OWNER,
     default="~/.kinetic/profiles.json",
 )  # fmt: skip
-CONTAINER_IMAGE = SettingSpec(
-    "container_image", "KINETIC_CONTAINER_IMAGE",
-    "Default container_image= for Kubernetes backends: bundled, prebuilt, or an image URI.",
-    _OWNER,
-)  # fmt: skip
-BASE_IMAGE_REPO = SettingSpec(
-    "base_image_repo", "KINETIC_BASE_IMAGE_REPO",
-    "Artifact Registry repository for images Kinetic builds.", _OWNER, default="kinetic",
-)  # fmt: skip
 
 BUILD_SERVICE_ACCOUNT = SettingSpec(
     "build_service_account", "KINETIC_BUILD_SERVICE_ACCOUNT",
@@ -109,34 +94,10 @@ DEBUG_WAIT = SettingSpec(
     _OWNER, default="600",
 )  # fmt: skip
 
-LWS_MANIFEST = SettingSpec(
-    "lws_manifest", "KINETIC_LWS_MANIFEST",
-    "A LeaderWorkerSet manifest (URL or file) for kinetic up to install instead of the release "
-    "that ships with Kinetic; needs KINETIC_LWS_MANIFEST_SHA256.",
-    _OWNER,
-)  # fmt: skip
-LWS_MANIFEST_SHA256 = SettingSpec(
-    "lws_manifest_sha256", "KINETIC_LWS_MANIFEST_SHA256",
-    "sha256 the KINETIC_LWS_MANIFEST manifest must have; kinetic up applies nothing else.",
-    _OWNER,
-)  # fmt: skip
-GPU_DRIVER_MANIFEST = SettingSpec(
-    "gpu_driver_manifest", "KINETIC_GPU_DRIVER_MANIFEST",
-    "An NVIDIA driver installer manifest (URL or file) for kinetic up to install when GPU pools "
-    "lack GKE-managed drivers (none ships with Kinetic); needs "
-    "KINETIC_GPU_DRIVER_MANIFEST_SHA256.",
-    _OWNER,
-)  # fmt: skip
-GPU_DRIVER_MANIFEST_SHA256 = SettingSpec(
-    "gpu_driver_manifest_sha256", "KINETIC_GPU_DRIVER_MANIFEST_SHA256",
-    "sha256 the KINETIC_GPU_DRIVER_MANIFEST manifest must have.", _OWNER,
-)  # fmt: skip
 
 SETTINGS = (
-    BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, CONTAINER_IMAGE,
-    BASE_IMAGE_REPO, BUILD_SERVICE_ACCOUNT, BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT,
-    BATCH_HEARTBEAT, BATCH_LEASE, LWS_MANIFEST, LWS_MANIFEST_SHA256, GPU_DRIVER_MANIFEST,
-    GPU_DRIVER_MANIFEST_SHA256,
+    BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, BUILD_SERVICE_ACCOUNT,
+    BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT, BATCH_HEARTBEAT, BATCH_LEASE,
 )  # fmt: skip
 
 

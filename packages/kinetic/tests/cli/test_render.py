@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
+from kinetic.batch.progress import Tally, WatchDisplay, format_seconds
 from kinetic.cli import render
-from kinetic.cli.progress import Tally, WatchDisplay, format_seconds
 
 
 @pytest.mark.parametrize(

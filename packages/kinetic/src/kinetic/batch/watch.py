@@ -50,7 +50,7 @@ def watch(handle: "BatchHandle", *, interval: float, timeout: float | None) -> T
     """Show live progress until the batch ends; returns the final counts."""
     if in_notebook():
         return _watch_in_notebook(handle, interval=interval, timeout=timeout)
-    from kinetic.cli.progress import WatchDisplay
+    from kinetic.batch.progress import WatchDisplay
 
     display = WatchDisplay(handle.group_id, len(handle.jobs))
     counts = Tally(total=len(handle.jobs))

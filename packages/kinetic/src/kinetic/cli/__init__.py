@@ -1,21 +1,27 @@
-"""The ``kinetic`` command line: jobs, batches, settings, profiles and the accelerator catalogue.
+"""The ``kinetic`` command line: jobs, batches, settings, profiles and the accelerator catalogue,
+and the commands installed backend packages add (``kinetic.cli`` entry points: ``kinetic-gke``'s
+``up``, ``down``, ``status``, ``pool``, ``init``, ``doctor`` and ``build-image``).
 
 The root group loads each subcommand module only when it is used (or listed by ``--help``), and
 those modules import the library inside their command bodies, so ``kinetic --help`` stays fast
 and never imports Kubernetes or Google Cloud clients. Commands are thin: parse, call the public
-library API, render.
+library API, render. A contributed command gets the resolved settings, the profile store and
+the output helpers through :class:`~kinetic.cli.context.CliContext`, the group's context
+object (a :class:`kinetic_protocol.commands.CommandHost`).
 """
 
 import importlib
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
 from typing import Any
 
 import click
 
 from kinetic.cli.context import SHARED_OPTIONS, CliContext, accept_shared_options
 from kinetic.cli.errors import print_traceback, translate
+from kinetic_protocol.commands import COMMANDS_GROUP
 
 __all__ = ["LazyGroup", "cli", "main"]
 
@@ -25,16 +31,11 @@ _SUBCOMMANDS = {
     "config": "kinetic.cli.config:config",
     "profile": "kinetic.cli.config:profile",
     "accelerators": "kinetic.cli.accelerators:accelerators",
-    "build-image": "kinetic.cli.images:build_image",
     "bundle": "kinetic.cli.bundle:bundle",
-    "up": "kinetic.cli.infra:up",
-    "down": "kinetic.cli.infra:down",
-    "status": "kinetic.cli.infra:status",
-    "pool": "kinetic.cli.pool:pool",
-    "doctor": "kinetic.cli.doctor:doctor",
-    "init": "kinetic.cli.init:init",
     "keys": "kinetic.cli.keys:keys",
 }
+"""The shell's own commands; installed packages add theirs through ``kinetic.cli`` entry
+points (a name taken here stays the shell's)."""
 
 _EPILOG = """\b
 Exit codes:
@@ -45,22 +46,44 @@ Exit codes:
 """
 
 
-class LazyGroup(click.Group):
-    """A group whose subcommands are ``"module:attribute"`` strings imported on first use."""
+def contributed_commands() -> dict[str, str]:
+    """``name -> "module:attribute"`` of every command installed packages register."""
+    return {point.name: point.value for point in entry_points(group=COMMANDS_GROUP)}
 
-    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are ``"module:attribute"`` strings imported on first use:
+    ``lazy`` ones, then (with ``contributed``) those of the ``kinetic.cli`` entry points, read
+    from the installed packages' metadata only when the commands are listed or looked up."""
+
+    def __init__(
+        self,
+        *args: Any,
+        lazy: dict[str, str] | None = None,
+        contributed: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = dict(lazy or {})
+        self._contributed = contributed
+
+    def _targets(self) -> dict[str, str]:
+        if not self._contributed:
+            return self.lazy
+        return contributed_commands() | self.lazy
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *self.lazy})
+        return sorted({*super().list_commands(ctx), *self._targets()})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in self.lazy:
-            module_name, attribute = self.lazy[cmd_name].split(":")
+        target = self.lazy.get(cmd_name) or (
+            self._targets().get(cmd_name) if cmd_name not in self.commands else None
+        )
+        if target:
+            module_name, attribute = target.split(":")
             command = getattr(importlib.import_module(module_name), attribute)
             if not isinstance(command, click.Command):
-                raise TypeError(f"{self.lazy[cmd_name]} is not a click command: {command!r}")
+                raise TypeError(f"{target} is not a click command: {command!r}")
             return accept_shared_options(command)
         return super().get_command(ctx, cmd_name)
 
@@ -107,6 +130,7 @@ def _configure_logging(debug: bool) -> Callable[[], None]:
 @click.group(
     cls=LazyGroup,
     lazy=_SUBCOMMANDS,
+    contributed=True,
     epilog=_EPILOG,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )

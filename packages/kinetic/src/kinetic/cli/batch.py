@@ -105,7 +105,7 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
     Exits 0 whatever the states are: the read worked. Inputs whose results were already
     collected and cleaned up (``results(cleanup=True)``) are NOT_FOUND, counted apart.
     """
-    from kinetic.cli.progress import tally
+    from kinetic.batch.progress import tally
 
     handle = cli.attach_batch(group_id)
     counts, per_input, states = tally(handle)
@@ -171,8 +171,8 @@ def watch(
     On a terminal this is a progress bar; otherwise one plain line per change. With --json,
     nothing is shown until the end, then the final counts.
     """
+    from kinetic.batch.progress import WatchDisplay
     from kinetic.batch.watch import follow_counts
-    from kinetic.cli.progress import WatchDisplay
 
     handle = cli.attach_batch(group_id, follow=True)
     display = WatchDisplay(handle.group_id, len(handle.jobs), live=False if as_json else None)

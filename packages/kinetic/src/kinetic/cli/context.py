@@ -1,11 +1,13 @@
 """The state every command shares: the group's global options and the calls they shape.
 
 Commands receive it with :data:`pass_cli`. It is the only place that turns the global options
-into library calls, so every command attaches, lists and resolves the same way.
+into library calls, so every command attaches, lists and resolves the same way. It is also the
+:class:`kinetic_protocol.commands.CommandHost` of the commands backend packages contribute.
 """
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +16,7 @@ if TYPE_CHECKING:
     from kinetic.config import ResolvedSettings
     from kinetic.jobs import JobHandle
     from kinetic.outputs import JobOutputs
+    from kinetic_protocol import BackendSettings
 
 __all__ = ["SHARED_OPTIONS", "CliContext", "accept_shared_options", "pass_cli"]
 
@@ -83,6 +86,39 @@ class CliContext:
             namespace=self.namespace,
             quiet=True,
         )
+
+    # The CommandHost of contributed commands (kinetic_protocol.commands).
+
+    def backend_settings(self) -> "BackendSettings":
+        return self.resolve().backend_settings()
+
+    def save_profile(
+        self, name: str, settings: "BackendSettings", *, build_service_account: str = ""
+    ) -> None:
+        from kinetic.config import Profile, load_profiles, save_profiles
+
+        profiles = load_profiles()
+        profiles.profiles[name] = Profile(
+            project=settings.project, zone=settings.zone, cluster=settings.cluster,
+            namespace=settings.namespace, build_service_account=build_service_account or None,
+        )  # fmt: skip
+        profiles.active = name
+        save_profiles(profiles)
+
+    def emit_json(self, document: Any) -> None:
+        from kinetic.cli import render
+
+        render.emit_json(document)
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str) -> None:
+        from kinetic.cli import render
+
+        render.table(headers, rows, empty=empty)
+
+    def key_values(self, pairs: Mapping[str, str]) -> None:
+        from kinetic.cli import render
+
+        render.key_values(pairs)
 
 
 pass_cli = click.make_pass_decorator(CliContext, ensure=True)

@@ -176,7 +176,7 @@ class LocalBackend:
         python = self._python
         data: dict[str, str] = {}
         if request.isolate:
-            from kinetic.images import ensure_isolated_env
+            from kinetic.local.isolation import ensure_isolated_env
 
             python = str(
                 ensure_isolated_env(request.project_root, cache_root=kinetic_home() / "envs")

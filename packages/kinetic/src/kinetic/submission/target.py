@@ -21,7 +21,6 @@ from kinetic.config import ResolvedSettings, kinetic_home, resolve_settings
 from kinetic.data import Data
 from kinetic.options import RunOptions
 from kinetic.packaging import CodeBundle, build_bundle
-from kinetic.settings import CONTAINER_IMAGE
 from kinetic_protocol import Backend, ConfigError, ObjectStore, PrepareRequest
 
 __all__ = ["Target", "resolve_target"]
@@ -108,7 +107,8 @@ def _kinetic_state_dirs(store: ObjectStore) -> list[Path]:
 def resolve_target(
     options: RunOptions, fn: Callable[..., Any], data: Sequence[Data] = ()
 ) -> Target:
-    """Resolve settings, backend, store, code bundle, image and the backend's preparation.
+    """Resolve settings, backend, store, code bundle and the backend's preparation (which, for a
+    backend whose jobs need a container image, resolves the image).
 
     ``data`` is the ``kinetic.Data`` the call (or every input of a batch) passes: local data
     inside the project stays out of the code bundle, and ``hf://`` data needs the ``hf``
@@ -140,33 +140,17 @@ def resolve_target(
     bundle = build_bundle(
         _source_dir(fn), exclude=_kinetic_state_dirs(store), data_paths=local_data
     )
-    requirements: tuple[str, ...]
-    image_uri, requirements = "", ()
-    if capabilities.container_image:
-        from kinetic.images import resolve_image
-
-        builds_as = settings.build_service_account.value or ""
-        image = resolve_image(
-            container_image=options.container_image or CONTAINER_IMAGE.from_env(),
-            base_image_repo=options.base_image_repo,
-            accelerator=accelerator,
-            project_root=bundle.root,
-            project=settings.project.value or "",
-            zone=settings.zone.value or "",
-            build_service_account=builds_as if store.uri.startswith("gs://") else "",
-            logs_bucket=f"{store.uri.rstrip('/')}/build-logs",
-            runtime_extras=("hf",) if any(item.is_hf for item in every) else (),
-        )
-        image_uri, requirements = image.uri, tuple(image.requirements)
     preparation = backend.prepare(
         PrepareRequest(
             accelerator=accelerator, project_root=bundle.root, isolate=options.isolate,
-            spot=options.spot, image=image_uri,
+            spot=options.spot, container_image=options.container_image,
+            base_image_repo=options.base_image_repo,
+            runtime_extras=("hf",) if any(item.is_hf for item in every) else (),
             volumes=tuple(path for path, _ in options.volumes),
             fuse=any(item.fuse for item in every),
         )
     )  # fmt: skip
     return Target(
-        options, settings, backend, store, bundle,
-        image_uri=image_uri, requirements=requirements, backend_data=preparation.backend_data,
+        options, settings, backend, store, bundle, image_uri=preparation.image,
+        requirements=preparation.requirements, backend_data=preparation.backend_data,
     )  # fmt: skip

@@ -1,0 +1,240 @@
+"""Objects inside the cluster: the namespace, the Kubernetes service account with its Workload
+Identity annotation, the LeaderWorkerSet controller and the GPU driver installer.
+
+``kinetic up`` reaches the cluster directly (:func:`connect`): at the endpoint the GKE API
+reports, trusting the cluster's own CA, with a token of the user's Google credentials, so a
+cluster it has just created needs no kubeconfig context and the user's kubeconfig is never
+written. ``kinetic doctor`` instead checks the kubeconfig context the backends will use
+(:func:`kubeconfig_connection`).
+
+A cluster that cannot be read yet (being created) is planned as a new one; every step accepts
+finding its work done. An existing LeaderWorkerSet install is recognised by the API it serves
+(whoever installed it, whatever version), and kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kinetic_gke import settings as gke_settings
+from kinetic_gke.gcp import cluster_connection, cluster_view
+from kinetic_gke.k8s import (
+    AlreadyExists,
+    ClusterConnection,
+    NotFound,
+    get_credentials_command,
+    kube_context_name,
+)
+from kinetic_gke.pools import PoolInfo
+from kinetic_gke.provision.clients import GoogleClients
+from kinetic_gke.provision.engine import Action, Plan, Report, Step
+from kinetic_gke.provision.manifests import (
+    GPU_DRIVER,
+    LWS,
+    PinnedManifest,
+    apply_manifest,
+    unfinished_install,
+)
+from kinetic_gke.provision.spec import ClusterSpec
+
+__all__ = [
+    "GPU_DRIVER_DAEMONSET",
+    "WI_ANNOTATION",
+    "Connect",
+    "InCluster",
+    "connect",
+    "gpu_driver_installed",
+    "kubeconfig_connection",
+    "new_cluster",
+    "lws_version",
+    "plan_in_cluster",
+    "read_in_cluster",
+]
+
+WI_ANNOTATION = "iam.gke.io/gcp-service-account"
+LWS_GROUP = "leaderworkerset.x-k8s.io"
+GPU_DRIVER_DAEMONSET = ("kube-system", "nvidia-driver-installer")
+Connect = Callable[[], ClusterConnection]
+"""Makes (once) the connection the steps use, when the first of them runs."""
+
+
+def connect(spec: ClusterSpec, clients: GoogleClients) -> ClusterConnection:
+    """The cluster as ``kinetic up`` reaches it: through ``KINETIC_KUBE_CONTEXT`` when set,
+    otherwise directly from what the GKE API says of it."""
+    if gke_settings.KUBE_CONTEXT.from_env():
+        return kubeconfig_connection(spec)
+    from kinetic_gke.provision.cluster import require_cluster
+
+    return cluster_connection(cluster_view(require_cluster(spec, clients)), spec.namespace)
+
+
+def kubeconfig_connection(spec: ClusterSpec) -> ClusterConnection:
+    """The cluster through the user's kubeconfig (only read), as Kinetic's backends reach it; a
+    ConfigError naming the ``gcloud ... get-credentials`` command when the context is missing."""
+    context = gke_settings.KUBE_CONTEXT.from_env() or kube_context_name(
+        spec.project, spec.zone, spec.cluster
+    )
+    return ClusterConnection.from_kubeconfig(
+        context=context,
+        namespace=spec.namespace,
+        get_credentials=get_credentials_command(spec.project, spec.zone, spec.cluster),
+    )
+
+
+def lws_version(connection: ClusterConnection) -> str | None:
+    """The LeaderWorkerSet API version the cluster serves; None if it serves none."""
+    from kubernetes import client
+
+    apis = client.ApisApi(connection.api_client)
+    listing = connection.read("discovering API groups", apis.get_api_versions)
+    for group in listing.get("groups") or []:
+        if group.get("name") == LWS_GROUP:
+            return str((group.get("preferredVersion") or {}).get("version") or "unknown")
+    return None
+
+
+def gpu_driver_installed(connection: ClusterConnection) -> bool:
+    from kubernetes import client
+
+    namespace, name = GPU_DRIVER_DAEMONSET
+    apps = client.AppsV1Api(connection.api_client)
+    try:
+        connection.read(
+            f"reading DaemonSet {name}", apps.read_namespaced_daemon_set, name, namespace
+        )
+    except NotFound:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class InCluster:
+    """What the cluster already has of what ``kinetic up`` puts there."""
+
+    namespace: bool
+    service_account: bool
+    workload_identity: str
+    """The Google service account the Kubernetes one is annotated with ("" if none)."""
+    lws: str | None
+    """The LeaderWorkerSet API version served, None if none."""
+    gpu_driver: bool
+    lws_unfinished: bool = False
+    """An install of Kinetic's stopped half-way (the API may be served already)."""
+
+
+def new_cluster(spec: ClusterSpec) -> InCluster:
+    """What a cluster GKE has just created holds: the ``default`` namespace and, in every
+    namespace, the ``default`` service account."""
+    return InCluster(
+        namespace=spec.namespace == "default",
+        service_account=spec.ksa == "default" and spec.namespace == "default",
+        workload_identity="",
+        lws=None,
+        gpu_driver=False,
+    )
+
+
+def read_in_cluster(spec: ClusterSpec, connection: ClusterConnection) -> InCluster:
+    core = connection.core
+    namespace = connection.read_or_none(
+        "reading the namespace", core.read_namespace, spec.namespace
+    )
+    account = connection.read_or_none(
+        f"reading service account {spec.namespace}/{spec.ksa}",
+        core.read_namespaced_service_account, spec.ksa, spec.namespace,
+    )  # fmt: skip
+    annotations = ((account or {}).get("metadata") or {}).get("annotations") or {}
+    return InCluster(
+        namespace=namespace is not None,
+        service_account=account is not None,
+        workload_identity=str(annotations.get(WI_ANNOTATION, "")),
+        lws=lws_version(connection),
+        gpu_driver=gpu_driver_installed(connection),
+        lws_unfinished=unfinished_install(connection, LWS.load()),
+    )
+
+
+def _namespace_step(spec: ClusterSpec, connect: Connect) -> Step:
+    def run(report: Report) -> None:
+        connection = connect()
+        body = {"metadata": {"name": spec.namespace, "labels": dict(spec.labels)}}
+        try:
+            connection.call("creating the namespace", connection.core.create_namespace, body)
+        except AlreadyExists:
+            return
+
+    return Step("create", f"namespace {spec.namespace}", run)
+
+
+def _ksa_step(spec: ClusterSpec, connect: Connect, exists: bool) -> Step:
+    email = spec.account("jobs")
+    patch: dict[str, Any] = {"metadata": {"annotations": {WI_ANNOTATION: email}}}
+
+    def run(report: Report) -> None:
+        connection, name, namespace = connect(), spec.ksa, spec.namespace
+        core = connection.core
+        try:
+            connection.call(
+                f"creating service account {namespace}/{name}",
+                core.create_namespaced_service_account, namespace,
+                {"metadata": {"name": name, **patch["metadata"]}},
+            )  # fmt: skip
+        except AlreadyExists:
+            connection.call(
+                f"annotating service account {namespace}/{name}",
+                core.patch_namespaced_service_account, name, namespace, patch,
+            )  # fmt: skip
+
+    action: Action = "update" if exists else "create"
+    target = f"Kubernetes service account {spec.namespace}/{spec.ksa}"
+    return Step(action, target, run, f"{WI_ANNOTATION}={email}")
+
+
+def _install_step(pin: PinnedManifest, connect: Connect, why: str) -> Step:
+    data = pin.load()  # checked now, so a bad override stops the plan before any change
+
+    def run(report: Report) -> None:
+        connection = connect()
+        served = lws_version(connection) if pin is LWS else None
+        if served is not None and not unfinished_install(connection, data):
+            report(f"  LeaderWorkerSet API served ({served}); kept")
+            return
+        applied = apply_manifest(connection, data)
+        report(f"  applied {len(applied)} objects of {pin.name} {pin.version}")
+
+    return Step("install", f"{pin.name} {pin.version}", run, why)
+
+
+def plan_in_cluster(
+    spec: ClusterSpec, connect: Connect, pools: tuple[PoolInfo, ...], found: InCluster
+) -> Plan:
+    """The in-cluster steps, given what the cluster has (:func:`new_cluster` for one being made)."""
+    plan = Plan()
+    if not found.namespace:
+        plan.steps.append(_namespace_step(spec, connect))
+    if found.workload_identity == spec.account("jobs"):
+        plan.notes.append(f"service account {spec.namespace}/{spec.ksa} has Workload Identity")
+    else:
+        plan.steps.append(_ksa_step(spec, connect, found.service_account))
+    if found.lws_unfinished:
+        plan.steps.append(_install_step(LWS, connect, "finish the install an earlier run began"))
+    elif found.lws is None:
+        plan.steps.append(_install_step(LWS, connect, "multi-host TPU jobs run on it"))
+    else:
+        plan.notes.append(f"LeaderWorkerSet API served ({found.lws}); kept")
+    needing = [pool.name for pool in pools if pool.needs_gpu_driver]
+    if needing and not found.gpu_driver:
+        why = f"GPU pools without GKE-managed drivers: {', '.join(needing)}"
+        if GPU_DRIVER.available:
+            plan.steps.append(_install_step(GPU_DRIVER, connect, why))
+        else:
+            plan.notes.append(
+                f"{why}. No NVIDIA driver installer ships with Kinetic: install one "
+                f"(`{GPU_DRIVER.manual_command}`), or set {GPU_DRIVER.source_setting.env} and "
+                f"{GPU_DRIVER.checksum_setting.env} for `kinetic up` to install it"
+            )
+    elif any(pool.hardware.gpu_type for pool in pools):
+        plan.notes.append("GPU drivers installed")
+    return plan

@@ -1,0 +1,166 @@
+"""Node pools made from the accelerator catalogue: ``kinetic pool add`` and ``pool remove``.
+
+A pool's shape (machine type, GPUs or TPU topology, hosts) comes from
+:func:`kinetic_gke.pools.pool_shape`, the rule the pre-flight check and ``doctor`` use to
+recognise it later. A pool whose creation by Kinetic failed (GKE leaves it in ERROR) is
+deleted and created again by the next ``pool add``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kinetic_gke.pools import SPOT_TAINT, PoolShape
+from kinetic_gke.provision.clients import GoogleClients
+from kinetic_gke.provision.cluster import (
+    BUSY,
+    delete_step,
+    made_by_kinetic,
+    node_config,
+    require_cluster,
+    run_operation,
+    wait_step,
+)
+from kinetic_gke.provision.engine import Plan, Report, Step
+from kinetic_gke.provision.spec import ClusterSpec
+from kinetic_protocol import ConfigError
+
+__all__ = ["PoolRequest", "node_pool", "plan_pool", "unplan_pool"]
+
+
+class PoolRequest:
+    """A validated ``kinetic pool add``: the shape and how it scales."""
+
+    def __init__(
+        self,
+        shape: PoolShape,
+        *,
+        spot: bool = False,
+        min_nodes: int = 0,
+        max_nodes: int | None = None,
+        reservation: str = "",
+    ) -> None:
+        hosts = shape.hosts
+        if max_nodes is None:
+            max_nodes = hosts if shape.multi_host else max(3, min_nodes)
+        if spot and reservation:
+            raise ConfigError("--spot and --reservation exclude each other: a reservation is "
+                              "on-demand capacity.")  # fmt: skip
+        if shape.multi_host:
+            if max_nodes != hosts or min_nodes not in (0, hosts):
+                raise ConfigError(
+                    f"{shape.accelerator.name} is one slice of {hosts} TPU hosts, so its pool "
+                    f"holds exactly {hosts} nodes: --max-nodes {hosts}, and --min-nodes 0 (it "
+                    f"scales to zero when idle) or {hosts} (always up)."
+                )
+        elif not 0 <= min_nodes <= max_nodes or max_nodes < 1:
+            raise ConfigError(
+                f"--min-nodes {min_nodes} and --max-nodes {max_nodes}: need 0 <= min <= max and "
+                "max >= 1."
+            )
+        self.shape, self.spot, self.reservation = shape, spot, reservation
+        self.min_nodes, self.max_nodes = min_nodes, max_nodes
+
+    def describe(self) -> str:
+        shape = self.shape
+        return (
+            f"{shape.hardware.label} on {shape.hardware.machine_type}"
+            + (f", {shape.hosts} hosts, compact placement" if shape.multi_host else "")
+            + f", {self.min_nodes}-{self.max_nodes} nodes"
+            + (", spot" if self.spot else "")
+            + (f", reservation {self.reservation}" if self.reservation else "")
+        )
+
+
+def node_pool(spec: ClusterSpec, name: str, request: PoolRequest) -> Any:
+    """The ``container_v1.NodePool`` for a pool request."""
+    from google.cloud import container_v1 as c
+
+    shape, hardware = request.shape, request.shape.hardware
+    extra: dict[str, Any] = {"spot": request.spot}
+    if hardware.gpu_type:
+        extra["accelerators"] = [
+            c.AcceleratorConfig(
+                accelerator_type=hardware.gpu_type,
+                accelerator_count=hardware.gpu_count,
+                gpu_driver_installation_config=c.GPUDriverInstallationConfig(
+                    gpu_driver_version=c.GPUDriverInstallationConfig.GPUDriverVersion.LATEST
+                ),
+            )
+        ]
+    if request.spot:
+        key, value = SPOT_TAINT
+        extra["taints"] = [c.NodeTaint(key=key, value=value, effect=c.NodeTaint.Effect.NO_SCHEDULE)]
+    if request.reservation:
+        extra["reservation_affinity"] = c.ReservationAffinity(
+            consume_reservation_type=c.ReservationAffinity.Type.SPECIFIC_RESERVATION,
+            key="compute.googleapis.com/reservation-name",
+            values=[request.reservation],
+        )
+    pool = c.NodePool(
+        name=name,
+        initial_node_count=request.min_nodes,
+        config=node_config(spec, hardware.machine_type, **extra),
+        autoscaling=c.NodePoolAutoscaling(
+            enabled=True, min_node_count=request.min_nodes, max_node_count=request.max_nodes
+        ),
+        management=c.NodeManagement(auto_repair=True, auto_upgrade=True),
+    )
+    if hardware.tpu_topology and shape.multi_host:
+        pool.placement_policy = c.NodePool.PlacementPolicy(
+            type_=c.NodePool.PlacementPolicy.Type.COMPACT, tpu_topology=hardware.tpu_topology
+        )
+    return pool
+
+
+def _create_step(
+    spec: ClusterSpec, clients: GoogleClients, name: str, request: PoolRequest
+) -> Step:
+    def run(report: Report) -> None:
+        pool = node_pool(spec, name, request)
+        run_operation(
+            spec, clients, report, f"creating node pool {name}",
+            lambda: clients.container.create_node_pool(parent=spec.cluster_path, node_pool=pool),
+            exists_ok=True,
+        )  # fmt: skip
+
+    return Step("create", f"node pool {name}", run, request.describe())
+
+
+def _delete_step(spec: ClusterSpec, clients: GoogleClients, name: str, detail: str = "") -> Step:
+    path = f"{spec.cluster_path}/nodePools/{name}"
+    return delete_step(
+        spec, clients, f"node pool {name}",
+        lambda: clients.container.delete_node_pool(name=path), detail,
+    )  # fmt: skip
+
+
+def plan_pool(spec: ClusterSpec, clients: GoogleClients, name: str, request: PoolRequest) -> Plan:
+    cluster = require_cluster(spec, clients)
+    existing = next((pool for pool in cluster.node_pools if pool.name == name), None)
+    if existing is None:
+        return Plan([_create_step(spec, clients, name, request)])
+    status = existing.status.name
+    if status in BUSY:
+        return Plan([wait_step(spec, clients, f"node pool {name}", status)])
+    if status != "ERROR":
+        return Plan(notes=[f"node pool {name} exists (kept as it is)"])
+    message = existing.status_message or "no message"
+    if not made_by_kinetic(existing.config.labels, spec):
+        raise ConfigError(
+            f"Node pool {name} is in ERROR ({message}) and was not made by Kinetic. Remove it "
+            f"(`kinetic pool remove {name}`), then add it again."
+        )
+    replaced = _delete_step(spec, clients, name, f"its creation failed ({message})")
+    return Plan([replaced, _create_step(spec, clients, name, request)])
+
+
+def unplan_pool(spec: ClusterSpec, clients: GoogleClients, name: str) -> Plan:
+    cluster = require_cluster(spec, clients)
+    names = [pool.name for pool in cluster.node_pools]
+    if name not in names:
+        raise ConfigError(
+            f"Cluster {spec.cluster} has no node pool {name!r}. Its pools: "
+            f"{', '.join(names) or 'none'} (`kinetic pool list`)."
+        )
+    return Plan([_delete_step(spec, clients, name)])

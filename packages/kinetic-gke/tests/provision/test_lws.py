@@ -1,0 +1,206 @@
+"""Installing LeaderWorkerSet, against real API servers: every object of the shipped manifest
+is accepted; an install found (whoever made it) is kept; where there is none, `kinetic up`
+installs it, converges after a failure half-way, and then finds it. The GPU driver installer
+(none ships) installs from an override."""
+
+import base64
+import hashlib
+import urllib.error
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml  # type: ignore[import-untyped]
+from provision_support import PROJECT, ZONE, Invoke, add_unmanaged_gpu_pool, ok, point_gke_at
+
+from kinetic_gke.k8s import ClusterConnection
+from kinetic_gke.provision.incluster import LWS_GROUP, plan_in_cluster, read_in_cluster
+from kinetic_gke.provision.manifests import LWS, apply_manifest
+from kinetic_gke.provision.spec import ClusterSpec
+from kinetic_testing.controlplane.build import Built
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.controlplane.proxy import ApiFault, ApiProxy
+from kinetic_testing.fake_gcs import FakeGcsServer
+from kinetic_testing.gcp_fake import FakeGoogleCloud
+
+pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
+
+_DEPLOYMENT = "/apis/apps/v1/namespaces/lws-system/deployments/lws-controller-manager"
+
+
+def _documents() -> list[dict[str, object]]:
+    return [d for d in yaml.safe_load_all(LWS.load()) if d]
+
+
+def _spec(namespace: str = "default") -> ClusterSpec:
+    return ClusterSpec(project=PROJECT, zone=ZONE, cluster="kinetic-cluster", namespace=namespace)
+
+
+def test_every_object_of_the_shipped_manifest_is_accepted_by_the_api_server(
+    real_k8s: ControlPlane,
+) -> None:
+    """Server-side apply, dryRun=All: validated and admitted by the real API server, stored
+    nowhere (this cluster's own LeaderWorkerSet is left as it is)."""
+    # A dry run cannot put objects in a namespace that a dry run did not make.
+    real_k8s.request("POST", "/api/v1/namespaces", {"metadata": {"name": "lws-system"}})
+    connection = ClusterConnection(real_k8s.api_client(), "default")
+    try:
+        applied = apply_manifest(connection, LWS.load(), dry_run=True)
+    finally:
+        real_k8s.delete_namespace("lws-system")
+    assert applied == [f"{d['kind']}/{d['metadata']['name']}" for d in _documents()]  # type: ignore[index]
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        real_k8s.request("GET", _DEPLOYMENT)
+    assert missing.value.code == 404
+    crd = next(d for d in _documents() if d["kind"] == "CustomResourceDefinition")
+    served = yaml.safe_load(real_k8s.binaries.lws_crd.read_bytes())
+    assert crd["spec"]["versions"] == served["spec"]["versions"]  # type: ignore[index]
+
+
+def test_an_lws_the_cluster_serves_is_kept_and_one_it_does_not_is_planned(
+    real_k8s: ControlPlane, k8s_namespace: str, tmp_path: Path
+) -> None:
+    spec = _spec(k8s_namespace)
+    with ApiProxy(real_k8s) as proxy:
+        config = proxy.kubeconfig(tmp_path / "kubeconfig", context="proxied")
+        connection = ClusterConnection.from_kubeconfig(
+            context="proxied", namespace=k8s_namespace, config_file=config
+        )
+        found = read_in_cluster(spec, connection)
+        assert found.lws == "v1"
+        kept = plan_in_cluster(spec, lambda: connection, (), found)
+        assert not [s for s in kept.steps if s.action == "install"]
+        assert "LeaderWorkerSet API served (v1); kept" in kept.notes
+        proxy.hide_api_group(LWS_GROUP)
+        hidden = read_in_cluster(spec, connection)
+        assert hidden.lws is None
+        planned = plan_in_cluster(spec, lambda: connection, (), hidden)
+        assert [s.target for s in planned.steps if s.action == "install"] == [
+            f"LeaderWorkerSet {LWS.version}"
+        ]
+
+
+# -- a cluster without LeaderWorkerSet ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bare_k8s(
+    k8s_binaries: Built, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ControlPlane]:
+    """A control plane with no LeaderWorkerSet, as a new GKE cluster is (module-wide: it
+    costs about 5 s and 0.5 GB)."""
+    with ControlPlane(k8s_binaries, tmp_path_factory.mktemp("bare-k8s"), lws=False) as plane:
+        yield plane
+
+
+@pytest.fixture
+def bare_env(
+    cloud: FakeGoogleCloud,
+    fake_gcs: FakeGcsServer,
+    bare_k8s: ControlPlane,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[FakeGoogleCloud, ApiProxy, str]]:
+    """`kinetic up` settings whose cluster endpoint is the bare control plane (behind a TLS
+    proxy); yields the fake, the proxy and the cluster name."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("KINETIC_") and name != "KINETIC_GCP_API_ENDPOINT":
+            monkeypatch.delenv(name)
+    cluster = f"bare-{uuid.uuid4().hex[:6]}"
+    with ApiProxy(bare_k8s, tls=True) as proxy:
+        adc = tmp_path / "adc.json"
+        point_gke_at(cloud, bare_k8s, proxy.address, bare_k8s.bearer_token(), adc)
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+        monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+        monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
+        for setting, value in (("PROJECT", PROJECT), ("ZONE", ZONE), ("CLUSTER", cluster)):
+            monkeypatch.setenv(f"KINETIC_{setting}", value)
+        monkeypatch.setenv("KINETIC_NAMESPACE", f"ns-{cluster}")
+        yield cloud, proxy, cluster
+
+
+def test_up_installs_the_shipped_lws_converging_after_a_failure_half_way(
+    bare_env: tuple[FakeGoogleCloud, ApiProxy, str], bare_k8s: ControlPlane, kinetic: Invoke
+) -> None:
+    _cloud, proxy, _cluster = bare_env
+    proxy.inject(ApiFault(method="PATCH", path_contains="/clusterrolebindings/", code=403))
+    failed = kinetic("up")
+    assert failed.exit_code == 1 and "applying ClusterRoleBinding" in failed.output
+    with pytest.raises(urllib.error.HTTPError):
+        bare_k8s.request("GET", _DEPLOYMENT)  # stopped before it
+
+    again = ok(kinetic("up"))
+    assert f"applied {len(_documents())} objects of LeaderWorkerSet {LWS.version}" in again
+    groups = bare_k8s.request("GET", "/apis")["groups"]
+    assert LWS_GROUP in [group["name"] for group in groups]
+    deployment = bare_k8s.request("GET", _DEPLOYMENT)
+    image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == f"registry.k8s.io/lws/lws:{LWS.version}"
+    managers = {entry["manager"] for entry in deployment["metadata"]["managedFields"]}
+    assert "kinetic" in managers
+
+    third = ok(kinetic("up"))
+    assert "Nothing to do: everything is in place." in third
+    assert "LeaderWorkerSet API served (v1); kept" in third
+
+
+def test_a_gpu_driver_installer_named_by_its_checksum_is_installed_for_unmanaged_gpu_pools(
+    bare_env: tuple[FakeGoogleCloud, ApiProxy, str],
+    bare_k8s: ControlPlane,
+    kinetic: Invoke,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cloud, _proxy, cluster = bare_env
+    ok(kinetic("up"))
+    add_unmanaged_gpu_pool(cloud, cluster)
+    noted = ok(kinetic("up", "--dry-run"))
+    assert "GPU pools without GKE-managed drivers: old-gpus" in noted
+    assert "No NVIDIA driver installer ships with Kinetic" in noted
+
+    installer = tmp_path / "installer.yaml"
+    installer.write_text(yaml.safe_dump(_daemonset()))
+    monkeypatch.setenv("KINETIC_GPU_DRIVER_MANIFEST", str(installer))
+    monkeypatch.setenv(
+        "KINETIC_GPU_DRIVER_MANIFEST_SHA256", hashlib.sha256(installer.read_bytes()).hexdigest()
+    )
+    installed = ok(kinetic("up"))
+    assert "applied 1 objects of NVIDIA driver installer" in installed
+    bare_k8s.request(
+        "GET", "/apis/apps/v1/namespaces/kube-system/daemonsets/nvidia-driver-installer"
+    )
+    assert "GPU drivers installed" in ok(kinetic("up"))
+
+
+def _daemonset() -> dict[str, object]:
+    labels = {"k8s-app": "nvidia-driver-installer"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "nvidia-driver-installer", "namespace": "kube-system"},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-l4"},
+                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}],
+                },
+            },
+        },
+    }
+
+
+def test_the_endpoint_certificate_must_be_the_clusters_own(
+    bare_env: tuple[FakeGoogleCloud, ApiProxy, str], real_k8s: ControlPlane, kinetic: Invoke
+) -> None:
+    """A CA other than the cluster's (here: another control plane's) is not trusted."""
+    cloud, _proxy, _cluster = bare_env
+    other = base64.b64encode(real_k8s.pki.ca_cert.read_bytes()).decode()
+    cloud.container.ca_certificate = other
+    failed = kinetic("up")
+    assert failed.exit_code == 1
+    assert "CERTIFICATE_VERIFY_FAILED" in failed.output or "certificate" in failed.output
