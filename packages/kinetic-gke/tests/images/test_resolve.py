@@ -163,9 +163,9 @@ def test_installing_the_users_jax_as_another_build_is_said_once(
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import kinetic._log
+    from kinetic_gke.images import resolve
 
-    monkeypatch.setattr(kinetic._log, "_noticed", set())
+    monkeypatch.setattr(resolve, "_said", set())
     write(tmp_path, {"requirements.txt": "jax>=0.4.30\noptax\n"})
     with caplog.at_level("WARNING", logger="kinetic"):
         for _ in range(2):
