@@ -2,7 +2,6 @@
 
 import dataclasses
 import sys
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +9,7 @@ import msgspec
 
 from kinetic import _log
 from kinetic._context import backend_for, store_for
+from kinetic._log_copier import LogCopier
 from kinetic._results import unwrap
 from kinetic._waiting import Backoff, Deadline
 from kinetic.trust import SealedOutcome, open_outcome
@@ -262,12 +262,15 @@ class JobHandle:
         A successful collection cleans up (unless ``cleanup=False`` or a debug job); a failed
         job is kept so its logs can be read.
         """
-        streamer = _LogStreamer(self) if stream_logs else None
+        copier = LogCopier(backend_for(self._record), self._record) if stream_logs else None
         try:
             state = self.wait(timeout, on_status_change)
-        finally:
-            if streamer:
-                streamer.stop()
+        except BaseException:  # a timeout or Ctrl-C: the job goes on, its copier stops
+            if copier is not None:
+                copier.abandon()
+            raise
+        if copier is not None:
+            copier.finish()  # every line the job printed is out before its value is back
         envelope = self.outcome(state)
         value = unwrap(envelope)  # raises the user's exception for a failed job
         if cleanup if cleanup is not None else not self.debug:
@@ -415,27 +418,3 @@ class JobHandle:
 
 
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(JobHandle))
-
-
-class _LogStreamer:
-    """Copies a job's output to stdout from a daemon thread while ``result()`` waits."""
-
-    def __init__(self, handle: JobHandle) -> None:
-        self._stop = threading.Event()
-        self._lines = backend_for(handle.record).follow_logs(handle.record)
-        self._thread = threading.Thread(target=self._run, daemon=True, name="kinetic-logs")
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            for line in self._lines:
-                sys.stdout.write(line)
-                sys.stdout.flush()
-                if self._stop.is_set():
-                    return
-        except Exception:
-            log.debug("log streaming stopped", exc_info=True)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
