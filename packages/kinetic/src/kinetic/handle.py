@@ -9,6 +9,7 @@ import msgspec
 
 from kinetic import _log
 from kinetic._context import backend_for, store_for
+from kinetic._interrupted import say_job_left_running
 from kinetic._log_copier import LogCopier
 from kinetic._results import unwrap
 from kinetic._waiting import Backoff, Deadline
@@ -262,10 +263,17 @@ class JobHandle:
         A successful collection cleans up (unless ``cleanup=False`` or a debug job); a failed
         job is kept so its logs can be read.
         """
-        copier = LogCopier(backend_for(self._record), self._record) if stream_logs else None
+        copier = None
         try:
+            if stream_logs:
+                copier = LogCopier(backend_for(self._record), self._record)
             state = self.wait(timeout, on_status_change)
-        except BaseException:  # a timeout or Ctrl-C: the job goes on, its copier stops
+        except KeyboardInterrupt:
+            if copier is not None:
+                copier.abandon()
+            say_job_left_running(self.job_id, self.backend)
+            raise
+        except BaseException:  # a timeout: the job goes on, its copier stops
             if copier is not None:
                 copier.abandon()
             raise
