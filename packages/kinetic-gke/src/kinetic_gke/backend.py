@@ -350,7 +350,7 @@ class GKEBackend:
                 "with `gcloud components install kubectl` (or your package manager)."
             )
         connection = self.connection
-        pod = self._newest_pod(record)
+        pod = self._pod_for(record, 0)  # a multi-host job's debugger is its leader's
         phase = (pod or {}).get("status", {}).get("phase")
         if pod is None or phase != "Running":
             raise BackendError(
