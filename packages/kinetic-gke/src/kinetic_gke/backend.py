@@ -10,7 +10,7 @@ import re
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import ClassVar
 
 from kinetic_gke import gcp
@@ -369,7 +369,7 @@ class GKEBackend:
                 "with `gcloud components install kubectl` (or your package manager)."
             )
         connection = self.connection
-        pod = self._newest_pod(record)
+        pod = self._pod_for(record, 0)  # a multi-host job's debugger is its leader's
         phase = (pod or {}).get("status", {}).get("phase")
         if pod is None or phase != "Running":
             raise BackendError(
@@ -404,21 +404,33 @@ class GKEBackend:
         """Stream one host's output, then return once the job is terminal.
 
         The stream ends when the container exits, a moment before the Job records it; waiting
-        for that keeps the promise that the job has ended when this returns.
+        for that keeps the promise that the job has ended when this returns. A pod that ran
+        and ended between two looks (seen pending, then the job terminal) is read once more:
+        its whole log is there to stream.
         """
         low, high = self.poll_bounds
         delay = low
         streamed = False
         while True:
-            pod = None if streamed else self._pod_for(record, host)
-            phase = (pod or {}).get("status", {}).get("phase")
-            if pod is not None and phase in ("Running", "Succeeded", "Failed"):
-                yield from self._stream(pod)
-                streamed, delay = True, low
+            if not streamed:
+                streamed = yield from self._stream_started(record, host)
+                if streamed:
+                    delay = low
             if self.statuses([record])[record.job_id].status.is_terminal:
+                if not streamed:
+                    yield from self._stream_started(record, host)
                 return
             time.sleep(delay)
             delay = min(delay * 2, high)
+
+    def _stream_started(self, record: JobRecord, host: int) -> Generator[str, None, bool]:
+        """Stream the host's pod if it has started; whether it had."""
+        pod = self._pod_for(record, host)
+        phase = (pod or {}).get("status", {}).get("phase")
+        if pod is None or phase not in ("Running", "Succeeded", "Failed"):
+            return False
+        yield from self._stream(pod)
+        return True
 
     def _stream(self, pod: Obj) -> Iterator[str]:
         """A started pod's output as it is written, until its container exits."""

@@ -30,7 +30,12 @@ class RemoteFunction(Generic[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Run remotely and block: return the value or raise the remote exception."""
         job = self.run_async(*args, **kwargs)
-        value: R = job.result(stream_logs=not self.options.debug)
+        if self.options.debug:
+            from kinetic._debug_call import result_with_debugger
+
+            debugged: R = result_with_debugger(job)
+            return debugged
+        value: R = job.result(stream_logs=True)
         return value
 
     def run_async(self, *args: P.args, **kwargs: P.kwargs) -> "JobHandle":

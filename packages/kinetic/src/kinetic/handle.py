@@ -2,7 +2,6 @@
 
 import dataclasses
 import sys
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +9,8 @@ import msgspec
 
 from kinetic import _log
 from kinetic._context import backend_for, store_for
+from kinetic._interrupted import say_job_left_running
+from kinetic._log_copier import LogCopier
 from kinetic._results import unwrap
 from kinetic._waiting import Backoff, Deadline
 from kinetic.trust import SealedOutcome, open_outcome
@@ -300,12 +301,22 @@ class JobHandle:
         A successful collection cleans up (unless ``cleanup=False`` or a debug job); a failed
         job is kept so its logs can be read.
         """
-        streamer = _LogStreamer(self) if stream_logs else None
+        copier = None
         try:
+            if stream_logs:
+                copier = LogCopier(backend_for(self._record), self._record)
             state = self.wait(timeout, on_status_change)
-        finally:
-            if streamer:
-                streamer.stop()
+        except KeyboardInterrupt:
+            if copier is not None:
+                copier.abandon()
+            say_job_left_running(self.job_id, self.backend)
+            raise
+        except BaseException:  # a timeout: the job goes on, its copier stops
+            if copier is not None:
+                copier.abandon()
+            raise
+        if copier is not None:
+            copier.finish()  # every line the job printed is out before its value is back
         sealed = self.sealed_outcome(state)
         value = unwrap(sealed.envelope)  # raises the user's exception for a failed job
         if cleanup if cleanup is not None else not self.debug:
@@ -457,27 +468,3 @@ class JobHandle:
 
 
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(JobHandle))
-
-
-class _LogStreamer:
-    """Copies a job's output to stdout from a daemon thread while ``result()`` waits."""
-
-    def __init__(self, handle: JobHandle) -> None:
-        self._stop = threading.Event()
-        self._lines = backend_for(handle.record).follow_logs(handle.record)
-        self._thread = threading.Thread(target=self._run, daemon=True, name="kinetic-logs")
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            for line in self._lines:
-                sys.stdout.write(line)
-                sys.stdout.flush()
-                if self._stop.is_set():
-                    return
-        except Exception:
-            log.debug("log streaming stopped", exc_info=True)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)

@@ -1,6 +1,7 @@
 """``BatchHandle``: observe, collect, cancel and clean up a batch as one thing."""
 
 import collections
+import contextlib
 import dataclasses
 import functools
 import os
@@ -11,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kinetic import _log
+from kinetic._interrupted import say_batch_left_running
 from kinetic._waiting import Backoff, Deadline, check_timeout
 from kinetic.batch.collect import Collector
 from kinetic.batch.lease import (
@@ -201,8 +203,26 @@ class BatchHandle(BatchViews):
 
     def wait(self, *, timeout: float | None = None) -> None:
         """Block until every child is terminal (after its last retry)."""
-        for _ in self._settled_stream(timeout, poll_interval=5.0):
-            pass
+        with self._ctrl_c_leaves_it_running():
+            for _ in self._settled_stream(timeout, poll_interval=5.0):
+                pass
+
+    @contextlib.contextmanager
+    def _ctrl_c_leaves_it_running(self) -> Iterator[None]:
+        """On Ctrl-C: this process's submitter stops at once (without waiting for the
+        interpreter's exit to notice), the running children go on, and the user is told how
+        to reattach; the ``KeyboardInterrupt`` goes on."""
+        try:
+            yield
+        except KeyboardInterrupt:
+            self._state.interrupted.set()
+            self._state.notify()
+            with self._state.lock:
+                submitted = sum(1 for job in self._state.jobs if job is not None)
+            say_batch_left_running(
+                self.group_id, self._manifest.job_template.backend, submitted, self._state.total
+            )
+            raise
 
     def as_completed(
         self, *, poll_interval: float = 5.0, timeout: float | None = None
@@ -211,10 +231,11 @@ class BatchHandle(BatchViews):
 
         ``poll_interval`` caps the wait between polls; polling is faster while children change.
         """
-        for index in self._settled_stream(timeout, poll_interval):
-            job = self._state.jobs[index]
-            if job is not None:
-                yield job
+        with self._ctrl_c_leaves_it_running():  # while it waits, not in the caller's loop
+            for index in self._settled_stream(timeout, poll_interval):
+                job = self._state.jobs[index]
+                if job is not None:
+                    yield job
 
     # -- collection ------------------------------------------------------------------------
 
@@ -254,13 +275,14 @@ class BatchHandle(BatchViews):
         go with them. ``cleanup=False`` keeps everything.
         """
         timeout = check_timeout(timeout)  # here, not in a stream that may start later
-        return self._collector.results(
-            lambda on_idle: self._settled_stream(timeout, poll_interval=5.0, on_idle=on_idle),
-            ordered=ordered,
-            cleanup=cleanup,
-            return_exceptions=return_exceptions,
-            clean_child=self._clean_child,
-        )
+        with self._ctrl_c_leaves_it_running():
+            return self._collector.results(
+                lambda on_idle: self._settled_stream(timeout, poll_interval=5.0, on_idle=on_idle),
+                ordered=ordered,
+                cleanup=cleanup,
+                return_exceptions=return_exceptions,
+                clean_child=self._clean_child,
+            )
 
     def failures(self) -> list[JobHandle]:
         """Children whose status is FAILED (NOT_FOUND is ambiguous and left out).

@@ -154,6 +154,8 @@ class BatchLogs:
             states = self.backend.statuses([job.record for job in jobs]) if jobs else {}
             failures = self._failed(jobs, states) if failed else []
             for job in jobs:
+                if self._not_created_yet(job, states[job.job_id]):
+                    continue  # looked at again at the next poll
                 status = states[job.job_id].status
                 if failed:
                     if job in failures:
@@ -167,6 +169,21 @@ class BatchLogs:
             yield from self._drain(lines, wait=0.0 if done else self.poll_interval)
             if done and lines.empty():
                 return
+
+    def _not_created_yet(self, job: JobHandle, state: JobState) -> bool:
+        """Whether ``job`` is NOT_FOUND only because its submitter has written its record but
+        not yet created its backend resource (the record comes first). Following it now would
+        end at once, and its lines would never be followed. Once submission has ended, or the
+        attempt stored an outcome, NOT_FOUND means gone."""
+        if state.status is not JobStatus.NOT_FOUND or self.state.submission_done.is_set():
+            return False
+        try:
+            job.read_envelope()
+        except ObjectNotFoundError:
+            return True
+        except KineticError:
+            return False
+        return False
 
     def _start_follower(self, job: JobHandle, lines: "queue.Queue[object]") -> threading.Thread:
         def run() -> None:

@@ -86,6 +86,9 @@ class BatchState:
     settle_order: list[int] = field(default_factory=list)
     submission_done: threading.Event = field(default_factory=threading.Event)
     stopping: threading.Event = field(default_factory=threading.Event)
+    interrupted: threading.Event = field(default_factory=threading.Event)
+    """Set when Ctrl-C ended this process's wait on the batch: stop submitting at once, and
+    leave the children already running alone."""
     submitter: threading.Thread | None = None
     """This process's background submitter, if any."""
     detached: threading.Event = field(default_factory=threading.Event)

@@ -220,7 +220,11 @@ class Submitter:
                     next_stop_check = time.monotonic() + _STOP_CHECK_INTERVAL
                     if self.records.stop_requested():
                         self.state.stopping.set()
-                if self.state.stopping.is_set() or _caller_interrupted():
+                if (
+                    self.state.stopping.is_set()
+                    or self.state.interrupted.is_set()
+                    or _caller_interrupted()
+                ):
                     self._drain_after_stop()
                     return True
                 if self._halted():  # the store failed, or another process took over

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from kinetic import _log, session
+from kinetic._interrupted import say_job_left_running
 from kinetic.data.plan import CallData, plan_call_data
 from kinetic.data.reference import Data
 from kinetic.env_capture import capture_env
@@ -154,5 +155,9 @@ def submit_call(
         if isinstance(exc, KineticError) or not isinstance(exc, Exception):
             raise
         raise BackendError(f"The {record.backend} backend refused job {job_id}: {exc}") from exc
-    log.info("job.submitted", job_id=job_id, backend=record.backend)
-    return JobHandle.from_record(record)
+    try:
+        log.info("job.submitted", job_id=job_id, backend=record.backend)
+        return JobHandle.from_record(record)
+    except KeyboardInterrupt:  # submitted: the job runs whatever this process does next
+        say_job_left_running(job_id, record.backend)
+        raise
