@@ -22,10 +22,10 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "__init__",  # the public namespace
         "decorator",  # composes submission and the batch engine into kinetic.run
         "batch display",  # the batch engine and the views of batches and jobs
-        "handle jobs debug outputs _results _waiting trust",  # one job's handle and its reads
+        "handle jobs debug _debug_call outputs _results _waiting trust",  # one job's handle
         "submission options env_capture",  # turning a call into stored records and a submit
         "data packaging local",  # data, code bundles, the local backend's client side
-        "config settings backends session _context _log job_status",  # settings and plumbing
+        "config settings backends session _context _log _log_copier _interrupted job_status",
     )
 )
 """Units (a top-level module, or a subpackage as a whole), top layer first. A unit may import
