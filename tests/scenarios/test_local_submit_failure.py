@@ -104,3 +104,37 @@ def test_a_submitter_killed_while_writing_leaves_no_captured_values_behind(
 
     assert not left.exists(), "the killed submitter's captured values are still on disk"
     assert alive.exists(), "a live writer's staging directory was removed"
+
+
+@pytest.mark.parametrize("launcher", ["1", "0"], ids=["launcher", "no-launcher"])
+def test_a_kinetic_found_only_through_pythonpath_runs_local_jobs(
+    local_backend: ScenarioBackend, tmp_path: Path, launcher: str
+) -> None:
+    """Kinetic installed with ``pip install --target`` (or a source checkout) is found only
+    through ``PYTHONPATH``, which a local job does not inherit: its first job failed with "No
+    module named kinetic_runtime" unless a launcher happened to be running already."""
+    import sysconfig
+
+    import kinetic
+    import kinetic_protocol
+    import kinetic_runtime
+
+    base = sys._base_executable  # this interpreter without the workspace's virtual env
+    sources = [
+        Path(str(m.__file__)).parents[1] for m in (kinetic, kinetic_runtime, kinetic_protocol)
+    ]
+    path = os.pathsep.join(map(str, [*sources, sysconfig.get_paths()["purelib"]]))
+    env = {**os.environ, "PYTHONPATH": path, "KINETIC_LOCAL_LAUNCHER": launcher}
+    alone = subprocess.run(
+        [base, "-c", "import kinetic"], env={**env, "PYTHONPATH": ""}, check=False
+    )
+    assert alone.returncode != 0, "the base interpreter has Kinetic installed: nothing to show"
+    script = tmp_path / "through_path.py"
+    script.write_text(
+        "import kinetic\nprint(kinetic.run(accelerator='cpu', backend='local')(abs)(-3))\n"
+    )
+    done = subprocess.run(
+        [base, str(script)], env=env, capture_output=True, text=True, timeout=180, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == "3"

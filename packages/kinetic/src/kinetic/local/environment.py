@@ -6,11 +6,17 @@ Nothing else of the submitter's environment reaches it, so a job that works loca
 of a stray variable fails here first, not on the cluster.
 """
 
+import importlib.util
+import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from kinetic_runtime.settings import HOME
 
-__all__ = ["HOST_NAMES", "HOST_PREFIXES", "host_environment"]
+__all__ = ["HOST_NAMES", "HOST_PREFIXES", "host_environment", "runtime_path"]
+
+_RUNTIME_MODULES = ("kinetic_runtime", "kinetic_protocol", "cloudpickle", "msgspec")
+"""What a job's interpreter imports of Kinetic's before the user's code."""
 
 HOST_NAMES = (
     # to run at all: where programs and the user's files are, who runs them
@@ -42,3 +48,23 @@ def host_environment(environ: Mapping[str, str]) -> dict[str, str]:
     if HOME.from_env(environ):
         kept[HOME.env] = str(kinetic_home())
     return kept
+
+
+def runtime_path(environ: Mapping[str, str]) -> str | None:
+    """The entries of ``PYTHONPATH`` this interpreter finds the runtime through, if any.
+
+    Kinetic installed with ``pip install --target`` or run from a source checkout is found
+    only through ``PYTHONPATH``, which a job does not inherit: a job run in this interpreter
+    gets exactly the entries that hold the runtime and its dependencies (with whatever else
+    they hold), so it starts however it is started, through the launcher or not.
+    """
+    entries = [entry for entry in environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    needed: set[str] = set()
+    for module in _RUNTIME_MODULES:
+        spec = importlib.util.find_spec(module)
+        if spec is None or spec.origin is None:
+            continue
+        location = Path(spec.origin).resolve()
+        needed.update(e for e in entries if location.is_relative_to(Path(e).resolve()))
+    kept = [entry for entry in entries if entry in needed]
+    return os.pathsep.join(kept) if kept else None
