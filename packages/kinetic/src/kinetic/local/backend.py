@@ -218,10 +218,10 @@ class LocalBackend:
         """Write the job's directory (0700, its files 0600) under a temporary name and
         rename it into place."""
         python = record.backend_data.get(PYTHON_KEY) or self._python
-        env = {**host_environment(os.environ), SIGNING_KEYS.env: str(self._keys)}
+        inherited = {**host_environment(os.environ), SIGNING_KEYS.env: str(self._keys)}
         found_through = runtime_path(os.environ) if python == sys.executable else None
         if found_through:
-            env["PYTHONPATH"] = found_through
+            inherited["PYTHONPATH"] = found_through
         launch = {
             "job_id": record.job_id,
             "runtime_args": runtime_args(record),
@@ -230,7 +230,7 @@ class LocalBackend:
             "slots": local_slots(),
             "hosts": parse_accelerator(record.accelerator).hosts,
             "submitter": process_identity(os.getpid()),
-            "env": env,
+            "env": inherited,
         }
         make_private_dirs(self._jobs, top=kinetic_home())
         staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(record.job_id), dir=self._jobs))
