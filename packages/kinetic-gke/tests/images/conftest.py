@@ -1,7 +1,6 @@
 """Fixtures for the image tests: the Cloud Build fake and the real client wired to it."""
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -43,17 +42,3 @@ def builder(fake_cloudbuild: FakeCloudBuild, cloudbuild_client: Any) -> ImageBui
         timeout=30.0,
         poll_interval=(0.01, 0.05),
     )
-
-
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
-
-
-@pytest.fixture
-def write() -> Callable[[Path, dict[str, str]], Path]:
-    """Create files (relative path -> text) under a root directory; returns the root."""
-    return _write

@@ -24,6 +24,7 @@ from kinetic_testing.controlplane.fixtures import (
     uses_real_k8s,
 )
 from kinetic_testing.fake_gcs import FakeGcsServer
+from kinetic_testing.project_files import write
 from kinetic_testing.users import shared_dir
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "node_agent",
     "real_k8s",
     "shared_dir",
+    "write",
 ]
 
 # No test may reach the GCE metadata server: google-auth would probe it for credentials (and
