@@ -23,8 +23,10 @@ in the last bits), and a two-host ``cross_host_sum`` (``process_count`` must be 
 """
 
 import argparse
+import contextlib
 import json
 import os
+import sys
 import tempfile
 import time
 from typing import Any
@@ -112,7 +114,6 @@ def _timed(call: Any, *args: Any) -> dict[str, Any]:
 def _in_fresh_process(program: str, width: int, steps: int) -> dict[str, Any]:
     """``program`` run in a fresh interpreter, as a script of the user's would run it."""
     import subprocess
-    import sys
 
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); import ml_workloads as m; "
@@ -129,7 +130,6 @@ def _in_fresh_process(program: str, width: int, steps: int) -> dict[str, Any]:
 def _suite_programs(remote_options: dict[str, Any]) -> dict[str, Any]:
     """The workload suite's programs (``tests/scenarios/workloads``) through Kinetic: whether
     each gives what the same code gives in this process, and how long each call took."""
-    import sys
     from pathlib import Path
 
     import kinetic
@@ -188,7 +188,11 @@ def main() -> None:
     options = parser.parse_args()
     os.environ.pop("KERAS_BACKEND", None)  # the job must get Kinetic's default
     report: dict[str, Any] = {"accelerator": options.accelerator}
-    with tempfile.TemporaryDirectory(prefix="kinetic-bench-") as tmp:
+    # A blocking call copies the job's output to this process's stdout: keep it for the JSON.
+    with (
+        tempfile.TemporaryDirectory(prefix="kinetic-bench-") as tmp,
+        contextlib.redirect_stdout(sys.stderr),
+    ):
         os.environ.setdefault("KINETIC_HOME", tmp)
         import kinetic
 

@@ -141,3 +141,21 @@ def test_batch_gke_submits_attaches_and_polls_on_the_session_cluster(
     assert report["gke"]["api_calls_per_poll"] >= 1
     jobs = real_k8s.request("GET", f"/apis/batch/v1/namespaces/{k8s_namespace}/jobs")
     assert len(jobs["items"]) == 1 + 3  # the warm-up's child and the batch's
+
+
+_PROGRAM = ("program_s", "first_step_s", "steps_per_s", "final_loss", "call_s")
+
+
+def test_ml_workloads_runs_jax_and_keras_through_kinetic_as_in_process(tmp_path: Path) -> None:
+    """The job gets no ``KERAS_BACKEND``: Keras in it must still run on JAX (Kinetic's
+    default), and with the same seeds both runs end at the same loss."""
+    report = run_benchmark("ml_workloads.py", "--width", "8", "--steps", "2",
+                           tmp_path=tmp_path)  # fmt: skip
+    assert report["accelerator"] == "cpu"
+    for program in ("jax", "keras"):
+        runs = report[program]
+        for run in runs.values():
+            assert_figures(run, *_PROGRAM)
+            assert run["platform"] == "cpu"
+        assert runs["kinetic"]["final_loss"] == runs["in_process"]["final_loss"]
+    assert report["keras"]["kinetic"]["backend"] == "jax"
