@@ -8,6 +8,7 @@ them lends its resolved settings, profile store and output through a
 """
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -38,6 +39,21 @@ def pass_host(f: Callable[Concatenate[CommandHost, _P], _R]) -> Callable[_P, _R]
 
     @click.pass_context
     def run(ctx: click.Context, /, *args: Any, **kwargs: Any) -> Any:
-        return ctx.invoke(f, host_of(ctx), *args, **kwargs)
+        try:
+            return ctx.invoke(f, host_of(ctx), *args, **kwargs)
+        except Exception as exc:
+            if _no_google_credentials(exc):
+                from kinetic_gke.gcp import google_error
+
+                raise google_error(exc, ctx.command_path) from exc
+            raise
 
     return functools.update_wrapper(run, f)
+
+
+def _no_google_credentials(exc: Exception) -> bool:
+    """Whether ``exc`` says the Google credentials are missing or unusable: a known condition
+    with a known fix, wherever in a command (a client being built, a token refreshed) it shows.
+    Only a module already imported can have raised it, so nothing is imported to ask."""
+    auth = sys.modules.get("google.auth.exceptions")
+    return auth is not None and isinstance(exc, auth.DefaultCredentialsError | auth.RefreshError)

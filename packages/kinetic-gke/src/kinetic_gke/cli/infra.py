@@ -25,6 +25,8 @@ def spec_from(host: CommandHost, **extra: Any) -> ClusterSpec:
     from kinetic_gke.provision import ClusterSpec
 
     settings = host.backend_settings()
+    if not settings.project:
+        raise _no_project()
     return ClusterSpec(
         project=settings.project,
         zone=settings.zone,
@@ -32,6 +34,20 @@ def spec_from(host: CommandHost, **extra: Any) -> ClusterSpec:
         namespace=settings.namespace or "default",
         ksa=gke_settings.SERVICE_ACCOUNT.from_env() or "default",
         **extra,
+    )
+
+
+def _no_project() -> Exception:
+    """The error of a cluster command run with no project: it names the command that was run
+    (not ``kinetic up`` for all of them) and each way of giving the project to it."""
+    from kinetic_protocol import ConfigError
+
+    ctx = click.get_current_context(silent=True)
+    command = ctx.command_path if ctx is not None else "kinetic up"
+    return ConfigError(
+        f"`{command}` needs a GCP project and none is set: run `{command} --project P`, set "
+        "KINETIC_PROJECT=P, or save it in a profile once (`kinetic profile create NAME "
+        "--project P --use`)."
     )
 
 

@@ -75,8 +75,8 @@ class ClusterSpec:
     def __post_init__(self) -> None:
         if not self.project:
             raise ConfigError(
-                "kinetic up needs a GCP project: pass --project, set KINETIC_PROJECT, or use a "
-                "profile (`kinetic profile create NAME --project P --use`)."
+                "A Kinetic cluster needs a GCP project: pass --project, set KINETIC_PROJECT, or "
+                "use a profile (`kinetic profile create NAME --project P --use`)."
             )
         region_from_zone(self.zone)  # a ConfigError for what is not a zone
         if not re.fullmatch(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?", self.cluster):
