@@ -1,5 +1,5 @@
 """`kinetic init`: credentials and tools, the project's clusters, then join, create or
-diagnose; non-interactive with --yes, interactive through the prompt."""
+troubleshoot; non-interactive with --yes, interactive through the prompt."""
 
 import json
 import os
@@ -49,16 +49,18 @@ def test_yes_joins_the_cluster_that_exists_without_changing_anything(
     assert profile["build_service_account"].startswith(f"kn-{cluster_name}-build@")
 
 
-def test_interactive_join_and_diagnose_answered_at_the_prompt(
+def test_interactive_join_and_troubleshoot_answered_at_the_prompt(
     up_env: FakeGoogleCloud, kinetic: Invoke, cluster_name: str, kubeconfig: Path
 ) -> None:
     ok(kinetic("up"))
     _forget_profiles()
     joined = ok(kinetic("init", input="join\n"))
-    assert f"Join cluster {cluster_name} ({ZONE}), create it, or diagnose?" in joined
+    assert f"Join cluster {cluster_name} ({ZONE}), create it, or troubleshoot?" in joined
+    assert "(join, create, troubleshoot)" in joined  # the word the detached-jobs guide uses
     assert _profiles()["active"] == cluster_name
-    diagnosed = ok(kinetic("init", input="diagnose\n"))
-    assert "PASS  kube-context" in diagnosed and "FAIL" not in diagnosed
+    for answer in ("troubleshoot", "diagnose"):  # the guide's word, and the older one
+        diagnosed = ok(kinetic("init", input=f"{answer}\n"))
+        assert "PASS  kube-context" in diagnosed and "FAIL" not in diagnosed
 
 
 def test_interactive_join_of_a_cluster_that_does_not_exist_says_so(
@@ -72,7 +74,7 @@ def test_interactive_join_of_a_cluster_that_does_not_exist_says_so(
 
 def test_an_unknown_answer_is_asked_again(up_env: FakeGoogleCloud, kinetic: Invoke) -> None:
     out = ok(kinetic("init", input="maybe\ncreate\n"))
-    assert "'maybe' is not one of 'join', 'create', 'diagnose'" in out
+    assert "'maybe' is not one of 'join', 'create', 'troubleshoot'" in out
     assert "Done." in out
 
 

@@ -1,11 +1,11 @@
 """``kinetic init``: onboarding. Detects credentials and tools, lists the project's clusters,
 and offers to join one (a profile, and the command that fetches its credentials), create one
-(``kinetic up``) or diagnose (``kinetic doctor``)."""
+(``kinetic up``) or troubleshoot (``kinetic doctor``)."""
 
 from __future__ import annotations
 
 import shutil
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import click
 
@@ -18,13 +18,28 @@ if TYPE_CHECKING:
 __all__ = ["init"]
 
 
+class _Answer(click.Choice):
+    """The prompt's choices, as the guides name them; an older word still answers."""
+
+    aliases: ClassVar[dict[str, str]] = {"diagnose": "troubleshoot"}
+
+    def __init__(self) -> None:
+        super().__init__(["join", "create", "troubleshoot"])
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str:
+        word = value.strip().lower() if isinstance(value, str) else value
+        return str(super().convert(self.aliases.get(str(word), word), param, ctx))
+
+
 @click.command()
 @click.option("--yes", is_flag=True, help="No questions: join the cluster named by the settings "
               "if it exists, else create it.")  # fmt: skip
 @click.pass_context
 @pass_host
 def init(host: CommandHost, ctx: click.Context, yes: bool) -> None:
-    """Set up Kinetic for a GCP project: join a cluster, create one, or diagnose."""
+    """Set up Kinetic for a GCP project: join a cluster, create one, or troubleshoot."""
     from kinetic_gke.cli.infra import spec_from
     from kinetic_gke.doctor import Context
     from kinetic_gke.doctor.checks import credentials
@@ -57,8 +72,8 @@ def init(host: CommandHost, ctx: click.Context, yes: bool) -> None:
         choice = "join" if exists else "create"
     else:
         choice = click.prompt(
-            f"Join cluster {spec.cluster} ({spec.zone}), create it, or diagnose?",
-            type=click.Choice(["join", "create", "diagnose"]),
+            f"Join cluster {spec.cluster} ({spec.zone}), create it, or troubleshoot?",
+            type=_Answer(),
             default="join" if exists else "create",
         )
     if choice == "join":
