@@ -71,7 +71,7 @@ def google_error(exc: Exception, doing: str) -> KineticError:
         )
     if isinstance(exc, api.GoogleAPICallError):
         code = int(exc.code or 0)
-        message = str(exc.message or exc)[:300]
+        message = str(exc.message or exc)  # whole: it often ends with what to do
         if exc.reason == "SERVICE_DISABLED":
             service = (exc.metadata or {}).get("service", "")
             return GoogleApiError(

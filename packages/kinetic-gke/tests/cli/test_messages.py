@@ -66,3 +66,32 @@ def test_without_credentials_each_command_says_to_log_in(
     assert result.exit_code == 2, (result.output, result.exception)
     assert "gcloud auth application-default login" in result.output
     assert "Unexpected" not in result.output
+
+
+def test_doctor_shows_the_whole_credentials_advice(
+    bare_settings: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Google's own message ends with where to read more; doctor cut it at "...for mor"."""
+    from kinetic_gke.doctor import Context
+    from kinetic_gke.doctor.checks import credentials
+    from kinetic_gke.provision import ClusterSpec
+
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS")
+    (tmp_path / "no-gcloud").mkdir()
+    for name in ("GCE_METADATA_HOST", "GCE_METADATA_IP"):  # no metadata server answers
+        monkeypatch.setenv(name, "127.0.0.1:9")
+    monkeypatch.setenv("GCE_METADATA_DETECT_RETRIES", "1")
+    spec = ClusterSpec(project="kp-test", zone="us-central1-a", cluster="kinetic-cluster")
+    outcome, message, fix = credentials(Context(spec))
+    assert outcome == "FAIL" and fix == "gcloud auth application-default login"
+    assert message.rstrip().endswith("for more information."), message
+
+
+def test_a_long_google_api_message_is_kept_whole() -> None:
+    from google.api_core import exceptions
+
+    from kinetic_gke.gcp import google_error
+
+    advice = "Enable billing for the project, then retry. " * 10 + "See the console for more."
+    error = google_error(exceptions.FailedPrecondition(advice), "creating the cluster")
+    assert advice in str(error)

@@ -31,8 +31,8 @@ def credentials(ctx: Context) -> Result:
     try:
         _creds, found_project = google.auth.default()
     except exceptions.DefaultCredentialsError as exc:
-        return fail(f"no Google credentials: {str(exc)[:160]}",
-                    "gcloud auth application-default login")  # fmt: skip
+        # Google's message is advice (where to read about ADC): shown whole, never cut.
+        return fail(f"no Google credentials: {exc}", "gcloud auth application-default login")
     return ok(f"Google credentials found (their project: {found_project or 'none'})")
 
 
