@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["init"]
 
 
-class _Answer(click.Choice):
+class _Answer(click.Choice[str]):
     """The prompt's choices, as the guides name them; an older word still answers."""
 
     aliases: ClassVar[dict[str, str]] = {"diagnose": "troubleshoot"}
