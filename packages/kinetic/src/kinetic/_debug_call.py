@@ -11,7 +11,7 @@ from typing import Any
 
 from kinetic._interrupted import say_job_left_running
 from kinetic.handle import JobHandle
-from kinetic_protocol import parse_accelerator
+from kinetic_protocol import JobFailedError, parse_accelerator
 
 __all__ = ["result_with_debugger"]
 
@@ -32,6 +32,11 @@ def result_with_debugger(job: JobHandle) -> Any:
     except KeyboardInterrupt:
         say_job_left_running(job.job_id, job.backend)
         raise
+    except JobFailedError as exc:
+        # Nothing to attach to any more: the job stopped waiting (KINETIC_DEBUG_WAIT) and runs
+        # alone, or it ended first. Its outcome is still the call's.
+        _say(f"{exc} This call returns the job's outcome.")
+        return job.result(stream_logs=True)
     try:
         _say(
             f"Job {job.job_id} waits for a debugger to attach; this call returns when the job ends."
