@@ -221,3 +221,45 @@ def test_a_bad_slice_timeout_is_refused_naming_the_value(jobs: JobStage, raw: st
     assert f"KINETIC_SLICE_TIMEOUT must be a positive number of seconds, got {raw!r}" in (
         failed.message
     )
+
+
+def test_a_function_that_does_not_use_jax_runs_without_joining_a_slice(jobs: JobStage) -> None:
+    """JAX is installed, but the function never imports it: the host must not join
+    jax.distributed (it would wait for the other hosts, then tie its exit to theirs; under
+    load JAX aborted such hosts with exit 134)."""
+    pytest.importorskip("jax")
+    job_id = jobs.stage("job-no-jax", pickled_call(_fails_on(host=5)))
+    env = {**_host_env(1, jax_distributed="auto"), "KINETIC_SLICE_TIMEOUT": "1"}
+    run = jobs.run(job_id, env=env)
+    assert run.exit_code == EXIT_OK, run.output
+    assert "jax.distributed" not in run.output
+
+
+def test_jax_imported_anywhere_in_the_functions_code_counts_as_using_it() -> None:
+    from kinetic_runtime.multihost import _code_imports_jax
+
+    def in_body() -> object:
+        import jax
+
+        return jax
+
+    def submodule() -> object:
+        import jax.numpy as jnp
+
+        return jnp
+
+    def nested() -> object:
+        def inner() -> object:
+            from jax import numpy
+
+            return numpy
+
+        return inner
+
+    def none() -> object:
+        import json
+
+        return json
+
+    found = {f.__name__: _code_imports_jax(f.__code__) for f in (in_body, submodule, nested, none)}
+    assert found == {"in_body": True, "submodule": True, "nested": True, "none": False}

@@ -123,7 +123,7 @@ class _Job:
         paths = self.step(Phase.DATA, self.stage_data, call, needed)
         fn, args, kwargs = self.step(Phase.DESERIALIZE, load_call, payload, arguments, paths)
         joined = self.host is not None and self.step(
-            Phase.DISTRIBUTED, initialise_jax, self.host, self.store, self.job_id, self.say
+            Phase.DISTRIBUTED, initialise_jax, self.host, fn, self.store, self.job_id, self.say
         )
         if joined and self.host is not None:
             _say(f"job {self.job_id}: jax.distributed initialised ({self.host.label})")

@@ -8,10 +8,12 @@ LeaderWorkerSet pod, from what the LWS controller injects (``LWS_WORKER_INDEX``,
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
 import time
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -178,20 +180,41 @@ def _jax_installed() -> bool:
         return False
 
 
-def initialise_jax(
-    host: SliceHost, store: ObjectStore, job_id: str, say: Callable[[str], None]
-) -> bool:
-    """Join the slice's JAX processes before the function runs, whenever JAX is installed.
+def _code_imports_jax(code: types.CodeType) -> bool:
+    """Whether ``code`` (or a function or class defined in it) imports JAX: an import
+    statement names its module among the code's names (``jax``, ``jax.numpy``)."""
+    if any(name == "jax" or name.startswith("jax.") for name in code.co_names):
+        return True
+    return any(_code_imports_jax(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
-    Whether the function imports JAX at module level, inside its body or not at all does not
-    matter: a function that imported JAX only when called would otherwise run as independent
-    single hosts (``jax.process_count() == 1``) with nothing to say so. Never twice: a module
-    that initialised JAX itself is left alone. All hosts must have started first
-    (:func:`wait_for_slice`). On a CPU stand-in, cross-process collectives need gloo, which is
-    set unless chosen already. The process environment already holds
-    :meth:`SliceHost.environment` (set with the call's).
+
+def uses_jax(fn: object) -> bool:
+    """Whether the job's function uses JAX: its modules imported JAX when the call was
+    unpickled, or its own code imports it (``import jax`` in its body, the usual style)."""
+    if "jax" in sys.modules:
+        return True
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    code = getattr(fn, "__code__", None)
+    if code is None:  # a callable object: its class's __call__
+        code = getattr(vars(type(fn)).get("__call__"), "__code__", None)
+    return isinstance(code, types.CodeType) and _code_imports_jax(code)
+
+
+def initialise_jax(
+    host: SliceHost, fn: object, store: ObjectStore, job_id: str, say: Callable[[str], None]
+) -> bool:
+    """Join the slice's JAX processes before the function runs, when it uses JAX.
+
+    However the function imports JAX (at module level, or inside its body), it would otherwise
+    run as independent single hosts (``jax.process_count() == 1``) with nothing to say so. A
+    function that does not use JAX is left alone: joining costs a JAX import and ties every
+    host's exit to the others'. Never twice: a module that initialised JAX itself is left
+    alone. All hosts must have started first (:func:`wait_for_slice`). On a CPU stand-in,
+    cross-process collectives need gloo, which is set unless chosen already. The process
+    environment already holds :meth:`SliceHost.environment` (set with the call's).
     """
-    if settings.JAX_DISTRIBUTED.value() == "off" or not _jax_installed():
+    if settings.JAX_DISTRIBUTED.value() == "off" or not _jax_installed() or not uses_jax(fn):
         return False
     timeout = _slice_timeout()
     try:

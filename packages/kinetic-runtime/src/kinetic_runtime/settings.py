@@ -74,9 +74,9 @@ HOST_INSTANCE = SettingSpec(
 )  # fmt: skip
 JAX_DISTRIBUTED = SettingSpec(
     "jax_distributed", "KINETIC_JAX_DISTRIBUTED",
-    "Multi-host jobs: 'auto' initialises jax.distributed before the function runs when JAX is "
-    "installed in the job; 'off' leaves it to the function. Pass it to jobs with "
-    "capture_env_vars.", _OWNER,
+    "Multi-host jobs: 'auto' initialises jax.distributed before the function runs when the "
+    "function uses JAX (imported by its modules or in its own code); 'off' leaves it to the "
+    "function. Pass it to jobs with capture_env_vars.", _OWNER,
     default="auto", choices=("auto", "off"),
 )  # fmt: skip
 SLICE_TIMEOUT = SettingSpec(
