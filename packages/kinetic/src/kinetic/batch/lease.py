@@ -33,6 +33,7 @@ from kinetic_protocol import (
     layout,
 )
 from kinetic_protocol.records import decode_json, encode_json
+from kinetic_runtime.local.processes import pid_alive
 
 __all__ = [
     "LeaseHolder",
@@ -148,20 +149,11 @@ def _by_heartbeat(lease: SubmitterLease | None) -> SubmitterStatus:
 
 
 def _exited_here(lease: SubmitterLease) -> bool:
-    """Whether the lease's holder ran on this host and its process no longer exists.
-
-    Only a definite "no such process" counts: a live process (perhaps another that reused
-    the pid) or one this user may not signal leaves the decision to the heartbeat.
-    """
+    """Whether the lease's holder ran on this host and its process no longer exists. A live
+    process (perhaps another that reused the pid) leaves the decision to the heartbeat."""
     if lease.host != socket.gethostname() or lease.pid in (0, os.getpid()):
         return False
-    try:
-        os.kill(lease.pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return not pid_alive(lease.pid)
 
 
 class LeaseHolder:

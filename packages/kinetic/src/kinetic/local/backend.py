@@ -88,15 +88,7 @@ def _staging_prefix(job_id: str) -> str:
 def _writer_gone(staging_name: str) -> bool:
     """Whether the process that made this staging directory no longer exists."""
     parts = staging_name.rsplit("-", 2)
-    if len(parts) != 3 or not parts[1].isdigit():
-        return False
-    try:
-        os.kill(int(parts[1]), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return len(parts) == 3 and parts[1].isdigit() and not pid_alive(int(parts[1]))
 
 
 def _unwritable(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
