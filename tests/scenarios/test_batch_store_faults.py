@@ -4,6 +4,7 @@ and a reattached one say why the remaining inputs never ran. A store that fails 
 is collected keeps every child whose outcome it could not keep (local backend)."""
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import batch_userfuncs as uf
@@ -19,6 +20,19 @@ from kinetic.cli import cli
 from kinetic_testing.full_disk import full_disk
 
 
+def _full_after_three_children() -> Callable[[str], bool]:
+    """A disk that fills once three child records are written (writes elsewhere go on)."""
+    written: list[str] = []
+
+    def children_full(directory: str) -> bool:
+        if not directory.endswith("/children"):
+            return False
+        written.append(directory)
+        return len(written) > 3
+
+    return children_full
+
+
 def test_a_full_disk_stops_the_batch_and_every_reader_is_told(
     local_backend: ScenarioBackend,
     isolated_kinetic: Path,
@@ -26,16 +40,10 @@ def test_a_full_disk_stops_the_batch_and_every_reader_is_told(
 ) -> None:
     root = isolated_kinetic / "store"
     square = local_backend.decorate()(uf.square)
-    records: list[str] = []
-
-    def children_full(directory: str) -> bool:
-        """The disk fills once three child records are written."""
-        if not directory.endswith("/children"):
-            return False
-        records.append(directory)
-        return len(records) > 3
-
-    with caplog.at_level(logging.ERROR, logger="kinetic"), full_disk(root, children_full):
+    with (
+        caplog.at_level(logging.ERROR, logger="kinetic"),
+        full_disk(root, _full_after_three_children()),
+    ):
         batch = square.run_async_map(list(range(6)), max_concurrent=1)
         join_batch_thread(batch.group_id)
     assert any("No space left on device" in r.getMessage() for r in caplog.records), caplog.text
@@ -91,15 +99,7 @@ def test_a_batch_stopped_by_a_full_disk_is_finished_by_resume_once_space_is_back
     """A transient fault leaves every input runnable: ``resume`` used to answer "finished
     submitting; nothing to resume" because the stopped submitter had recorded its end."""
     square = local_backend.decorate()(uf.square)
-    records: list[str] = []
-
-    def children_full(directory: str) -> bool:
-        if not directory.endswith("/children"):
-            return False
-        records.append(directory)
-        return len(records) > 3
-
-    with full_disk(isolated_kinetic / "store", children_full):
+    with full_disk(isolated_kinetic / "store", _full_after_three_children()):
         batch = square.run_async_map(list(range(6)), max_concurrent=1)
         join_batch_thread(batch.group_id)
     assert batch.submission_status().completion is not None
