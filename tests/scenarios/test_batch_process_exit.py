@@ -81,7 +81,23 @@ def test_ctrl_c_stops_the_submitting_script_and_its_submissions(
                 if time.monotonic() > deadline:
                     sys.exit("the first job never started")
                 time.sleep(0.01)
-            print("ready", batch.group_id, flush=True)
+            import threading
+
+            def say_ready_once_waiting():
+                # "ready" only once the main thread is inside results(): a SIGINT sent
+                # between the print and the call would test nothing of results().
+                main = threading.main_thread().ident
+                while True:
+                    frame, names = sys._current_frames().get(main), set()
+                    while frame is not None:
+                        names.add(frame.f_code.co_name)
+                        frame = frame.f_back
+                    if "results" in names:
+                        break
+                    time.sleep(0.01)
+                print("ready", batch.group_id, flush=True)
+
+            threading.Thread(target=say_ready_once_waiting, daemon=True).start()
             batch.results()
             """,
         str(started),
