@@ -45,6 +45,8 @@ SLICE_NAME = "leaderworkerset.sigs.k8s.io/name"
 TOKEN_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _LWS = "/apis/leaderworkerset.x-k8s.io/v1"
 _POLL_S = 1.0
+_REPLACED_EXIT = 3
+"""``main.EXIT_HOST_REPLACED``: the host found it had started before in another pod."""
 _ATTEMPTS = 5
 
 
@@ -155,13 +157,23 @@ def _restarted(pod: Obj) -> bool:
     )
 
 
-def _first_run(pod: Obj) -> int | None:
-    """The exit code of the container's first run, if it has ended."""
+def _first_run(pod: Obj) -> Obj | None:
+    """How the container's first run ended (its ``terminated`` state), if it has."""
     for container in (pod.get("status") or {}).get("containerStatuses") or []:
         for state in (container.get("lastState") or {}, container.get("state") or {}):
             if "terminated" in state:
-                return int(state["terminated"].get("exitCode", -1))
+                terminated: Obj = state["terminated"]
+                return terminated
     return None
+
+
+def _failure(terminated: Obj) -> str:
+    """What a failed first run says, worded as ``kinetic_pathways.status`` words it."""
+    code = terminated.get("exitCode")
+    if code == _REPLACED_EXIT:
+        return "its pod was replaced after the host had started (evicted, preempted or node lost)"
+    reason = terminated.get("reason") or ""
+    return f"{reason}, exit {code}" if reason not in ("", "Error", "Completed") else f"exit {code}"
 
 
 def _host_of(pod: Obj) -> int:
@@ -179,12 +191,13 @@ def _outcome(count: int, pods: dict[int, Obj]) -> tuple[str, str, str] | None:
     """(state, detail, exit code) of the job once its hosts' pods tell it, None while a host
     still runs: FAILED as soon as one host's first run failed (the lowest such host named),
     SUCCEEDED once every host's first run exited 0."""
-    codes = {index: _first_run(pod) for index, pod in pods.items()}
+    runs = {index: _first_run(pod) for index, pod in pods.items()}
     for index in range(count):
-        ended = codes.get(index)
-        if ended not in (None, 0):
-            return "FAILED", f"host {index} of {count}: exit {ended}", str(ended)
-    if all(codes.get(index) == 0 for index in range(count)):
+        ended = runs.get(index)
+        if ended is not None and ended.get("exitCode") != 0:
+            detail = f"host {index} of {count}: {_failure(ended)}"
+            return "FAILED", detail, str(ended.get("exitCode", ""))
+    if all((runs.get(index) or {}).get("exitCode") == 0 for index in range(count)):
         return "SUCCEEDED", "", ""
     return None
 
@@ -210,7 +223,7 @@ def release_slice(api: SliceApi, host: SliceHost, say: Callable[[str], None]) ->
             return False
         pods = _newest(api.pods())
         own = _first_run(pods.get(host.index) or {})
-        if own == 0 and not host.is_leader:
+        if own is not None and own.get("exitCode") == 0 and not host.is_leader:
             return False
         outcome = None if own is None else _outcome(host.count, pods)
         if outcome is not None:
