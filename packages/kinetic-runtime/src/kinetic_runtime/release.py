@@ -1,13 +1,13 @@
 """A finished multi-host job stops its own slice, so an idle slice costs nothing while no
 client polls (a user who submits and closes the laptop).
 
-In a LeaderWorkerSet pod the host that ends the job records its outcome and the end of every
-host's output on the LeaderWorkerSet, the way a polling client does (the annotations of
-``kinetic_pathways.status``), and scales it to zero in the same patch: a host that failed at
-once; the leader once every worker's first run has ended. Each does it from the container
-Kubernetes restarts after the run (which otherwise only waits to be stopped). The
-object stays, so ``status()``, ``result()`` and ``logs()`` still read the outcome; cleanup
-deletes it as before.
+In a LeaderWorkerSet pod the leader, once every host's first run has succeeded, records the
+outcome and the end of every host's output on the LeaderWorkerSet, the way a polling client
+does (the annotations of ``kinetic_pathways.status``), and scales it to zero in the same
+patch. It does this from the container Kubernetes restarts after its run (which otherwise only
+waits to be stopped). The object stays, so ``status()``, ``result()`` and ``logs()`` still
+read the outcome; cleanup deletes it as before. A failed job is still stopped by the next
+poll (see :func:`release_slice`).
 
 It talks to the API server the way any in-cluster client does: ``KUBERNETES_SERVICE_HOST``
 and the pod's service-account token and CA, with plain HTTPS (no Kubernetes client in the
@@ -211,21 +211,25 @@ def _stopped(lws: Obj) -> bool:
 def release_slice(api: SliceApi, host: SliceHost, say: Callable[[str], None]) -> bool:
     """Stop the slice once the job's outcome is known, recording it; True if this host did.
 
-    Called by a host whose container restarted after its run (so any JAX shutdown barrier is
-    behind it). Only a failed host or the leader acts: a worker that succeeded leaves it to
-    the leader, which waits for every worker's first run to end. Another reader (a polling
-    client, another host) that recorded an outcome first wins: the record goes over the
-    version read.
+    Called by the leader once its container restarted after its run (so any JAX shutdown
+    barrier is behind it); it waits for every worker's first run to end. Another reader (a
+    polling client) that recorded an outcome first wins: the record goes over the version read.
+
+    Only a success is recorded here. A failure is left to the polling client, which names the
+    host that failed first: when one host fails the others often abort too (JAX's coordinator
+    ends them), and from the pods alone the lowest failed host is not always the cause (an
+    evicted or replaced pod shows no exit at all).
     """
+    if not host.is_leader:
+        return False
     while True:
         lws = api.slice()
         if lws is None or _stopped(lws):
             return False
         pods = _newest(api.pods())
-        own = _first_run(pods.get(host.index) or {})
-        if own is not None and own.get("exitCode") == 0 and not host.is_leader:
-            return False
-        outcome = None if own is None else _outcome(host.count, pods)
+        outcome = _outcome(host.count, pods)
+        if outcome is not None and outcome[0] != "SUCCEEDED":
+            return False  # see the note on failures above
         if outcome is not None:
             break
         time.sleep(_POLL_S)  # the pods' statuses change without a word to this process

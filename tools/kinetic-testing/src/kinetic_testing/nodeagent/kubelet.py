@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from kubernetes.client.exceptions import ApiException
+
 from . import statuses as st
 from .api import Kube, Obj, describe, is_gone, now_rfc3339
 from .env import EnvError, container_argv, container_env, field_value
@@ -224,9 +226,12 @@ class Kubelet:
             if "serviceAccountToken" in source:
                 token = source["serviceAccountToken"]
                 account = pod["spec"].get("serviceAccountName") or "default"
-                files[token["path"]] = self._kube.service_account_token(
-                    ns, account, pod, int(token.get("expirationSeconds") or 3607)
-                )
+                try:
+                    files[token["path"]] = self._kube.service_account_token(
+                        ns, account, pod, int(token.get("expirationSeconds") or 3607)
+                    )
+                except ApiException as exc:  # e.g. the namespace is being deleted
+                    raise MountError(f"failed to fetch token: {exc.reason}") from exc
             for item in (source.get("configMap") or {}).get("items") or []:
                 value = self._kube.config_map_value(ns, source["configMap"]["name"], item["key"])
                 if value is None:
