@@ -36,6 +36,9 @@ from example_env import (  # noqa: F401  (a third-party backend's fixtures)
 from gke_env import gke_api_proxy_fixture, gke_scenario_env  # noqa: F401  (gke fixtures)
 from scenario_support import CONTRACT_BACKENDS, ScenarioBackend, backend_params, local_job_pids
 
+from kinetic_gke.k8s import ClusterConnection
+from kinetic_gke.provision.slice_role import apply_slice_role
+from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.nodeagent import NodeAgent
 
 
@@ -71,6 +74,10 @@ def pathways_scenario_env(request: pytest.FixtureRequest) -> NodeAgent:
     """The gke environment (same cluster, bucket and settings): pathways jobs are
     LeaderWorkerSets on its multi-host TPU pools."""
     agent: NodeAgent = request.getfixturevalue("gke_scenario_env")
+    # What `kinetic up` grants the jobs' service account: stopping their own finished slice.
+    real_k8s: ControlPlane = request.getfixturevalue("real_k8s")
+    namespace: str = request.getfixturevalue("k8s_namespace")
+    apply_slice_role(ClusterConnection(real_k8s.api_client(), namespace), namespace, "default")
     return agent
 
 

@@ -15,6 +15,7 @@ from scenario_support import ScenarioBackend, run_script, wait_until
 
 import kinetic
 from kinetic import JobStatus
+from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.nodeagent import NodeAgent
 
 pytestmark = pytest.mark.realk8s
@@ -114,3 +115,27 @@ def test_a_worker_killed_mid_run_fails_the_job_naming_the_host_and_stops_the_sli
     assert state.detail.startswith("host 3 of 4: "), state.detail
     with pytest.raises(kinetic.JobFailedError, match="host 3 of 4"):
         job.result(timeout=5)
+
+
+def test_a_finished_slice_stops_itself_with_no_client_polling(
+    slices: ScenarioBackend, real_k8s: ControlPlane, k8s_namespace: str
+) -> None:
+    """A detached 2-host job: nothing polls it after submission, yet its LeaderWorkerSet is
+    scaled to zero with the outcome and every host's log tail recorded on it; a later
+    attach still returns the value."""
+    job = slices.decorate()(sf.add).run_async(2, 3)  # the scenarios' 2-host slice
+    path = f"/apis/leaderworkerset.x-k8s.io/v1/namespaces/{k8s_namespace}/leaderworkersets/"
+
+    def stopped() -> dict[str, Any] | None:
+        found: dict[str, Any] = real_k8s.request("GET", path + job.k8s_name)
+        return found if found["spec"]["replicas"] == 0 else None
+
+    lws = wait_until(stopped, "the slice to stop itself", timeout=120)
+    annotations = lws["metadata"]["annotations"]
+    assert annotations["kinetic.dev/final-state"] == "SUCCEEDED"
+    for host in range(2):
+        assert "running add" in annotations[f"kinetic.dev/log-tail-{host}"]
+    again = kinetic.attach(job.job_id)
+    assert again.result(timeout=60, cleanup=False) == 5
+    assert again.status() is JobStatus.SUCCEEDED
+    assert "running add" in (again.logs(host=1) or "")

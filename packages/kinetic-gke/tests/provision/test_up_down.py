@@ -35,6 +35,7 @@ def test_up_from_nothing_builds_everything_then_up_again_changes_nothing(
         "+ create Artifact Registry repository kinetic",
         f"+ grant Workload Identity: {k8s_namespace}/default",
         f"+ create Kubernetes service account {k8s_namespace}/default",
+        f"+ grant Role {k8s_namespace}/kinetic-slice-release for {k8s_namespace}/default",
         "+ install LeaderWorkerSet v0.8.0",
         "7 APIs are off",
     ):
@@ -62,6 +63,14 @@ def test_up_from_nothing_builds_everything_then_up_again_changes_nothing(
         "members": [f"serviceAccount:{PROJECT}.svc.id.goog[{k8s_namespace}/default]"],
     }]  # fmt: skip
     assert "LeaderWorkerSet API served" in out
+    rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{k8s_namespace}"
+    binding = real_k8s.request("GET", f"{rbac}/rolebindings/kinetic-slice-release")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "default", "namespace": k8s_namespace}
+    ]
+    role = real_k8s.request("GET", f"{rbac}/roles/kinetic-slice-release")
+    assert {"apiGroups": ["leaderworkerset.x-k8s.io"], "resources": ["leaderworkersets"],
+            "verbs": ["get", "patch"]} in role["rules"]  # fmt: skip
 
     assert not Path(os.environ["KUBECONFIG"]).exists()  # reached without it, none written
 

@@ -38,7 +38,11 @@ def lws_manifest(
         record,
         options=options,
         command=command,
-        extra_env={"KINETIC_ENV": "pathways", "KINETIC_NUM_HOSTS": str(hosts)},
+        extra_env={
+            "KINETIC_ENV": "pathways",
+            "KINETIC_NUM_HOSTS": str(hosts),
+            "KINETIC_SLICE": record.k8s_name,
+        },
         env_secret=env_secret,
     )
     labels = job_labels(record, app=APP)

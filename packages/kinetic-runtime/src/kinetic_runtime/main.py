@@ -292,11 +292,25 @@ def _hold() -> NoReturn:
         signal.pause()
 
 
+def _release_slice(job_id: str, host: SliceHost) -> None:
+    """Stop this job's slice when its outcome is known (see :mod:`kinetic_runtime.release`);
+    best effort: a client's next poll stops it otherwise."""
+    from kinetic_runtime.release import SliceApi, release_slice
+
+    try:
+        api = SliceApi.from_pod()
+        if api is not None:
+            release_slice(api, host, lambda message: _say(f"job {job_id}: {message}"))
+    except Exception as exc:
+        _say(f"job {job_id}: could not stop its slice ({exc!r}); a client's next poll does")
+
+
 def _start_host(store: ObjectStore, job_id: str, host: SliceHost) -> int | None:
     """Claim ``host`` for this run; an exit status instead when it must not run again."""
     claim = claim_host(store, job_id, host)
     if claim == "restarted":
         _say(f"job {job_id}: {host.label} has run already in this pod; waiting to be stopped")
+        _release_slice(job_id, host)
         return _hold()
     if claim == "replaced":
         _say(

@@ -17,6 +17,7 @@ __all__ = [
     "OUTPUT_DIR",
     "SETTINGS",
     "SIGNING_KEYS",
+    "SLICE",
     "SLICE_TIMEOUT",
     "STORE",
     "VOLUME_MOUNTS",
@@ -72,6 +73,12 @@ HOST_INSTANCE = SettingSpec(
     "Inside a multi-host job: what this host runs in (the pod's uid), so a restart is told "
     "apart from a replacement.", _OWNER, kind="job",
 )  # fmt: skip
+SLICE = SettingSpec(
+    "slice", "KINETIC_SLICE",
+    "Inside a pathways job: the name of its LeaderWorkerSet, which the host that ends the job "
+    "stops (scales to zero) through the Kubernetes API, recording the outcome on it.", _OWNER,
+    kind="job",
+)  # fmt: skip
 JAX_DISTRIBUTED = SettingSpec(
     "jax_distributed", "KINETIC_JAX_DISTRIBUTED",
     "Multi-host jobs: 'auto' initialises jax.distributed before the function runs when the "
@@ -112,7 +119,8 @@ SIGNING_KEYS = SettingSpec(
 
 SETTINGS = (
     HOME, STORE, JOB_ID, OUTPUT_DIR, WORKDIR, ENV,
-    NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, JAX_DISTRIBUTED, SLICE_TIMEOUT,
+    NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, SLICE, JAX_DISTRIBUTED,
+    SLICE_TIMEOUT,
     DATA_DIR, VOLUME_MOUNTS, HF_MIRROR, SIGNING_KEYS,
 )  # fmt: skip
 CAPTURABLE = (HF_MIRROR, JAX_DISTRIBUTED, SLICE_TIMEOUT)

@@ -37,6 +37,7 @@ from kinetic_gke.provision.manifests import (
     apply_manifest,
     unfinished_install,
 )
+from kinetic_gke.provision.slice_role import ROLE_NAME, apply_slice_role, slice_role_granted
 from kinetic_gke.provision.spec import ClusterSpec
 
 __all__ = [
@@ -122,6 +123,8 @@ class InCluster:
     gpu_driver: bool
     lws_unfinished: bool = False
     """An install of Kinetic's stopped half-way (the API may be served already)."""
+    slice_role: bool = False
+    """The jobs' service account may stop its own slice (``slice_role``)."""
 
 
 def new_cluster(spec: ClusterSpec) -> InCluster:
@@ -153,6 +156,8 @@ def read_in_cluster(spec: ClusterSpec, connection: ClusterConnection) -> InClust
         lws=lws_version(connection),
         gpu_driver=gpu_driver_installed(connection),
         lws_unfinished=unfinished_install(connection, LWS.load()),
+        slice_role=namespace is not None
+        and slice_role_granted(connection, spec.namespace, spec.ksa),
     )
 
 
@@ -192,6 +197,14 @@ def _ksa_step(spec: ClusterSpec, connect: Connect, exists: bool) -> Step:
     return Step(action, target, run, f"{WI_ANNOTATION}={email}")
 
 
+def _slice_role_step(spec: ClusterSpec, connect: Connect) -> Step:
+    def run(report: Report) -> None:
+        apply_slice_role(connect(), spec.namespace, spec.ksa)
+
+    target = f"Role {spec.namespace}/{ROLE_NAME} for {spec.namespace}/{spec.ksa}"
+    return Step("grant", target, run, "a finished multi-host job stops its own slice")
+
+
 def _install_step(pin: PinnedManifest, connect: Connect, why: str) -> Step:
     data = pin.load()  # checked now, so a bad override stops the plan before any change
 
@@ -218,6 +231,8 @@ def plan_in_cluster(
         plan.notes.append(f"service account {spec.namespace}/{spec.ksa} has Workload Identity")
     else:
         plan.steps.append(_ksa_step(spec, connect, found.service_account))
+    if not found.slice_role:
+        plan.steps.append(_slice_role_step(spec, connect))
     if found.lws_unfinished:
         plan.steps.append(_install_step(LWS, connect, "finish the install an earlier run began"))
     elif found.lws is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -158,6 +159,22 @@ class Kube:
                 return None
             raise
         return dict(_json(raw).get("data") or {})
+
+    def service_account_token(self, namespace: str, account: str, pod: Obj, seconds: int) -> str:
+        """A token for ``account``, bound to ``pod`` (as the kubelet asks for one)."""
+        meta = pod["metadata"]
+        bound = {"kind": "Pod", "apiVersion": "v1", "name": meta["name"], "uid": meta["uid"]}
+        body: Any = {"spec": {"expirationSeconds": seconds, "boundObjectRef": bound}}
+        answer = self.core.create_namespaced_service_account_token(
+            account, namespace, body, _preload_content=False, _request_timeout=_TIMEOUT
+        )
+        return str(_json(answer)["status"]["token"])
+
+    def service_env(self) -> dict[str, str]:
+        """The ``KUBERNETES_SERVICE_*`` variables every pod gets: the API server's address."""
+        url = urllib.parse.urlsplit(self.api_client.configuration.host)
+        port = str(url.port or 443)
+        return {"KUBERNETES_SERVICE_HOST": url.hostname or "", "KUBERNETES_SERVICE_PORT": port}
 
     def config_map_data(self, namespace: str, name: str, secret: bool) -> dict[str, str] | None:
         """All keys of a ConfigMap or Secret (for ``envFrom``); None if it does not exist."""

@@ -67,6 +67,11 @@ def _field(pod: Obj, path: str) -> str:
     raise EnvError(f"unsupported fieldRef {path!r}")
 
 
+def field_value(pod: Obj, path: str) -> str:
+    """A downward-API field of ``pod`` (``metadata.namespace``...)."""
+    return _field(pod, path)
+
+
 Lookup = Callable[[str, str, str], str | None]
 """(namespace, object name, key) -> value, or None if missing."""
 Bulk = Callable[[str, str, bool], dict[str, str] | None]

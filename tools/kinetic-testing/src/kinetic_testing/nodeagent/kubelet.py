@@ -14,9 +14,11 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from kubernetes.client.exceptions import ApiException
+
 from . import statuses as st
 from .api import Kube, Obj, describe, is_gone, now_rfc3339
-from .env import EnvError, container_argv, container_env
+from .env import EnvError, container_argv, container_env, field_value
 from .faults import FaultKind, FaultRegistry
 from .logserver import LogSource, rotate_log
 from .processes import PodProcess
@@ -172,7 +174,7 @@ class Kubelet:
             self._image_pull_failure(rt, container.get("image", ""), fault.reason, fault.message)
             return
         rt.retry_at = time.monotonic() + 1.0  # whatever goes wrong below, retry calmly
-        pod_env = {"TMPDIR": str(rt.directory / "tmp")}
+        pod_env = {"TMPDIR": str(rt.directory / "tmp"), **self._kube.service_env()}
         view = {**pod, "status": {**(pod.get("status") or {}), "podIP": rt.pod_ip}}
         try:
             env = container_env(
@@ -192,7 +194,8 @@ class Kubelet:
             return
         try:
             secrets = self._secret_data
-            argv = wrap_argv(argv, mount_plan(pod, container, rt.directory, secrets), rt.directory)
+            plan = mount_plan(pod, container, rt.directory, secrets, self._projected)
+            argv = wrap_argv(argv, plan, rt.directory)
         except MountError as exc:
             if rt.waiting_reason != "ContainerCreating":
                 rt.waiting_reason = "ContainerCreating"
@@ -213,6 +216,31 @@ class Kubelet:
             return
         rt.started_at, rt.started_mono = now, time.monotonic()
         self._patch(rt, st.running(pod, now, rt.pod_ip, rt.restarts, rt.last_state))
+
+    def _projected(self, pod: Obj, volume: Obj) -> dict[str, str]:
+        """A projected volume's files: a token for the pod's service account (bound to the
+        pod, from the API server), ConfigMap keys and downward-API fields."""
+        files: dict[str, str] = {}
+        ns = pod["metadata"]["namespace"]
+        for source in volume.get("sources") or []:
+            if "serviceAccountToken" in source:
+                token = source["serviceAccountToken"]
+                account = pod["spec"].get("serviceAccountName") or "default"
+                try:
+                    files[token["path"]] = self._kube.service_account_token(
+                        ns, account, pod, int(token.get("expirationSeconds") or 3607)
+                    )
+                except ApiException as exc:  # e.g. the namespace is being deleted
+                    raise MountError(f"failed to fetch token: {exc.reason}") from exc
+            for item in (source.get("configMap") or {}).get("items") or []:
+                value = self._kube.config_map_value(ns, source["configMap"]["name"], item["key"])
+                if value is None:
+                    name = source["configMap"]["name"]
+                    raise MountError(f'configmap "{name}" not found')
+                files[item["path"]] = value
+            for item in (source.get("downwardAPI") or {}).get("items") or []:
+                files[item["path"]] = field_value(pod, item["fieldRef"]["fieldPath"])
+        return files
 
     def _secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
         return self._kube.config_map_data(namespace, name, secret=True)

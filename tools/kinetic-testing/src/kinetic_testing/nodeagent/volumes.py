@@ -1,5 +1,5 @@
-"""A pod's volumes, as the kubelet role mounts them: ``emptyDir`` and ``secret`` for real, CSI
-not at all.
+"""A pod's volumes, as the kubelet role mounts them: ``emptyDir``, ``secret`` and ``projected``
+(the service-account token volume the API server adds to every pod) for real, CSI not at all.
 
 An ``emptyDir`` is a directory of the pod's own (under the agent's pod directory), bind-mounted
 at each of the container's ``mountPath``s in a private mount namespace of the pod's process
@@ -33,6 +33,8 @@ class MountError(Exception):
 
 SecretData = Callable[[str, str], dict[str, str] | None]
 """(namespace, name) -> the Secret's decoded data, or None if it does not exist."""
+Projected = Callable[[Obj, Obj], dict[str, str]]
+"""(pod, a ``projected`` volume source) -> its files' contents by relative path."""
 
 
 def _secret_files(pod: Obj, name: str, source: Obj, directory: Path, secrets: SecretData) -> Path:
@@ -53,8 +55,22 @@ def _secret_files(pod: Obj, name: str, source: Obj, directory: Path, secrets: Se
     return target
 
 
+def _projected_files(name: str, files: dict[str, str], directory: Path) -> Path:
+    target = directory / "volumes" / name
+    for relative, text in files.items():
+        path = target / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(0o644)
+    return target
+
+
 def mount_plan(
-    pod: Obj, container: Obj, directory: Path, secrets: SecretData | None = None
+    pod: Obj,
+    container: Obj,
+    directory: Path,
+    secrets: SecretData | None = None,
+    projected: Projected | None = None,
 ) -> list[dict[str, Any]]:
     """The binds for ``container``'s volume mounts (``source``, ``target``, ``read_only``)."""
     volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
@@ -70,6 +86,11 @@ def mount_plan(
             )
         if "secret" in volume and secrets is not None:
             source = _secret_files(pod, mount["name"], volume["secret"], directory, secrets)
+            binds.append({"source": str(source), "target": mount["mountPath"], "read_only": True})
+            continue
+        if "projected" in volume and projected is not None:
+            files = projected(pod, volume["projected"])
+            source = _projected_files(mount["name"], files, directory)
             binds.append({"source": str(source), "target": mount["mountPath"], "read_only": True})
             continue
         if "emptyDir" not in volume:

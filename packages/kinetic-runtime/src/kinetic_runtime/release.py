@@ -1,0 +1,249 @@
+"""A finished multi-host job stops its own slice, so an idle slice costs nothing while no
+client polls (a user who submits and closes the laptop).
+
+In a LeaderWorkerSet pod the leader, once every host's first run has succeeded, records the
+outcome and the end of every host's output on the LeaderWorkerSet, the way a polling client
+does (the annotations of ``kinetic_pathways.status``), and scales it to zero in the same
+patch. It does this from the container Kubernetes restarts after its run (which otherwise only
+waits to be stopped). The object stays, so ``status()``, ``result()`` and ``logs()`` still
+read the outcome; cleanup deletes it as before. A failed job is still stopped by the next
+poll (see :func:`release_slice`).
+
+It talks to the API server the way any in-cluster client does: ``KUBERNETES_SERVICE_HOST``
+and the pod's service-account token and CA, with plain HTTPS (no Kubernetes client in the
+runtime). ``kinetic up`` grants the job's service account what it needs (a namespace Role);
+without that, or outside a pod, nothing is released here and the next poll does it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kinetic_runtime import settings
+from kinetic_runtime.multihost import SliceHost
+
+__all__ = ["FINAL_STATE", "SliceApi", "log_tail_key", "release_slice"]
+
+Obj = dict[str, Any]
+FINAL_STATE = "kinetic.dev/final-state"
+FINAL_DETAIL = "kinetic.dev/final-detail"
+FINAL_EXIT_CODE = "kinetic.dev/final-exit-code"
+LOG_TAIL_LINES = 200
+LOG_TAIL_BYTES = 16_000
+"""The same names and sizes as ``kinetic_pathways.status`` (a test holds them equal)."""
+WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+SLICE_NAME = "leaderworkerset.sigs.k8s.io/name"
+TOKEN_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+_LWS = "/apis/leaderworkerset.x-k8s.io/v1"
+_POLL_S = 1.0
+_REPLACED_EXIT = 3
+"""``main.EXIT_HOST_REPLACED``: the host found it had started before in another pod."""
+_ATTEMPTS = 5
+
+
+def log_tail_key(host: int) -> str:
+    return f"kinetic.dev/log-tail-{host}"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+
+
+class SliceApi:
+    """The calls this pod makes about its own LeaderWorkerSet, with its own identity."""
+
+    def __init__(self, server: str, token: str, ca_file: Path, namespace: str, name: str) -> None:
+        self.server = server
+        self.token = token
+        self.context = ssl.create_default_context(cafile=str(ca_file))
+        self.namespace = namespace
+        self.name = name
+
+    @classmethod
+    def from_pod(cls, environ: dict[str, str] | None = None) -> SliceApi | None:
+        """The API as this pod reaches it; None outside a LeaderWorkerSet pod with a token."""
+        env = dict(os.environ) if environ is None else environ
+        host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT")
+        name = settings.SLICE.from_env(env)
+        token_file = TOKEN_DIR / "token"
+        if not (host and port and name and token_file.is_file()):
+            return None
+        server_host = f"[{host}]" if ":" in host else host
+        return cls(
+            f"https://{server_host}:{port}",
+            token_file.read_text().strip(),
+            TOKEN_DIR / "ca.crt",
+            (TOKEN_DIR / "namespace").read_text().strip(),
+            name,
+        )
+
+    def _request(self, method: str, path: str, body: Obj | None = None) -> bytes:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/merge-patch+json"
+        url = self.server + path  # always https://: built in from_pod
+        request = urllib.request.Request(url, data, headers, method=method)  # noqa: S310
+        try:
+            with urllib.request.urlopen(request, context=self.context, timeout=30) as answer:  # noqa: S310
+                content: bytes = answer.read()
+                return content
+        except urllib.error.HTTPError as exc:
+            raise ApiError(exc.code, exc.read().decode(errors="replace")[:300]) from None
+
+    def _lws_path(self) -> str:
+        return f"{_LWS}/namespaces/{self.namespace}/leaderworkersets/{self.name}"
+
+    def slice(self) -> Obj | None:
+        try:
+            found: Obj = json.loads(self._request("GET", self._lws_path()))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return found
+
+    def pods(self) -> list[Obj]:
+        query = urllib.parse.urlencode({"labelSelector": f"{SLICE_NAME}={self.name}"})
+        listing = json.loads(
+            self._request("GET", f"/api/v1/namespaces/{self.namespace}/pods?{query}")
+        )
+        return list(listing.get("items") or [])
+
+    def log(self, pod: Obj) -> str:
+        query = {"tailLines": str(LOG_TAIL_LINES)}
+        if _restarted(pod):  # the first run's output; the running container only waits
+            query["previous"] = "true"
+        path = f"/api/v1/namespaces/{self.namespace}/pods/{pod['metadata']['name']}/log"
+        try:
+            return self._request("GET", f"{path}?{urllib.parse.urlencode(query)}").decode(
+                errors="replace"
+            )
+        except ApiError:
+            return ""
+
+    def stop(self, lws: Obj, annotations: dict[str, str]) -> bool:
+        """Record and scale to zero over the version read; False if it changed meanwhile."""
+        metadata = {
+            "annotations": annotations,
+            "resourceVersion": lws["metadata"]["resourceVersion"],
+        }
+        try:
+            self._request(
+                "PATCH", self._lws_path(), {"metadata": metadata, "spec": {"replicas": 0}}
+            )
+        except ApiError as exc:
+            if exc.status in (404, 409):
+                return False
+            raise
+        return True
+
+
+def _restarted(pod: Obj) -> bool:
+    return any(
+        "terminated" in (c.get("lastState") or {})
+        for c in (pod.get("status") or {}).get("containerStatuses") or []
+    )
+
+
+def _first_run(pod: Obj) -> Obj | None:
+    """How the container's first run ended (its ``terminated`` state), if it has."""
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        for state in (container.get("lastState") or {}, container.get("state") or {}):
+            if "terminated" in state:
+                terminated: Obj = state["terminated"]
+                return terminated
+    return None
+
+
+def _failure(terminated: Obj) -> str:
+    """What a failed first run says, worded as ``kinetic_pathways.status`` words it."""
+    code = terminated.get("exitCode")
+    if code == _REPLACED_EXIT:
+        return "its pod was replaced after the host had started (evicted, preempted or node lost)"
+    reason = terminated.get("reason") or ""
+    return f"{reason}, exit {code}" if reason not in ("", "Error", "Completed") else f"exit {code}"
+
+
+def _host_of(pod: Obj) -> int:
+    return int((pod["metadata"].get("labels") or {}).get(WORKER_INDEX, "0") or 0)
+
+
+def _newest(pods: list[Obj]) -> dict[int, Obj]:
+    newest: dict[int, Obj] = {}
+    for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or ""):
+        newest[_host_of(pod)] = pod
+    return newest
+
+
+def _outcome(count: int, pods: dict[int, Obj]) -> tuple[str, str, str] | None:
+    """(state, detail, exit code) of the job once its hosts' pods tell it, None while a host
+    still runs: FAILED as soon as one host's first run failed (the lowest such host named),
+    SUCCEEDED once every host's first run exited 0."""
+    runs = {index: _first_run(pod) for index, pod in pods.items()}
+    for index in range(count):
+        ended = runs.get(index)
+        if ended is not None and ended.get("exitCode") != 0:
+            detail = f"host {index} of {count}: {_failure(ended)}"
+            return "FAILED", detail, str(ended.get("exitCode", ""))
+    if all((runs.get(index) or {}).get("exitCode") == 0 for index in range(count)):
+        return "SUCCEEDED", "", ""
+    return None
+
+
+def _stopped(lws: Obj) -> bool:
+    if lws["metadata"].get("deletionTimestamp"):
+        return True
+    return FINAL_STATE in (lws["metadata"].get("annotations") or {})
+
+
+def release_slice(api: SliceApi, host: SliceHost, say: Callable[[str], None]) -> bool:
+    """Stop the slice once the job's outcome is known, recording it; True if this host did.
+
+    Called by the leader once its container restarted after its run (so any JAX shutdown
+    barrier is behind it); it waits for every worker's first run to end. Another reader (a
+    polling client) that recorded an outcome first wins: the record goes over the version read.
+
+    Only a success is recorded here. A failure is left to the polling client, which names the
+    host that failed first: when one host fails the others often abort too (JAX's coordinator
+    ends them), and from the pods alone the lowest failed host is not always the cause (an
+    evicted or replaced pod shows no exit at all).
+    """
+    if not host.is_leader:
+        return False
+    while True:
+        lws = api.slice()
+        if lws is None or _stopped(lws):
+            return False
+        pods = _newest(api.pods())
+        outcome = _outcome(host.count, pods)
+        if outcome is not None and outcome[0] != "SUCCEEDED":
+            return False  # see the note on failures above
+        if outcome is not None:
+            break
+        time.sleep(_POLL_S)  # the pods' statuses change without a word to this process
+    state, detail, exit_code = outcome
+    annotations = {FINAL_STATE: state, FINAL_DETAIL: detail, FINAL_EXIT_CODE: exit_code}
+    for index in range(host.count):
+        pod = pods.get(index)
+        text = "" if pod is None else api.log(pod)
+        annotations[log_tail_key(index)] = text[-LOG_TAIL_BYTES:]
+    for _ in range(_ATTEMPTS):
+        if api.stop(lws, annotations):
+            say(f"stopped slice {api.name}: {state.lower()} {detail}".rstrip())
+            return True
+        lws = api.slice()
+        if lws is None or _stopped(lws):
+            return False
+    return False
