@@ -45,8 +45,6 @@ SLICE_NAME = "leaderworkerset.sigs.k8s.io/name"
 TOKEN_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _LWS = "/apis/leaderworkerset.x-k8s.io/v1"
 _POLL_S = 1.0
-_REPLACED_EXIT = 3
-"""``main.EXIT_HOST_REPLACED``: the host found it had started before in another pod."""
 _ATTEMPTS = 5
 
 
@@ -167,15 +165,6 @@ def _first_run(pod: Obj) -> Obj | None:
     return None
 
 
-def _failure(terminated: Obj) -> str:
-    """What a failed first run says, worded as ``kinetic_pathways.status`` words it."""
-    code = terminated.get("exitCode")
-    if code == _REPLACED_EXIT:
-        return "its pod was replaced after the host had started (evicted, preempted or node lost)"
-    reason = terminated.get("reason") or ""
-    return f"{reason}, exit {code}" if reason not in ("", "Error", "Completed") else f"exit {code}"
-
-
 def _host_of(pod: Obj) -> int:
     return int((pod["metadata"].get("labels") or {}).get(WORKER_INDEX, "0") or 0)
 
@@ -187,18 +176,15 @@ def _newest(pods: list[Obj]) -> dict[int, Obj]:
     return newest
 
 
-def _outcome(count: int, pods: dict[int, Obj]) -> tuple[str, str, str] | None:
-    """(state, detail, exit code) of the job once its hosts' pods tell it, None while a host
-    still runs: FAILED as soon as one host's first run failed (the lowest such host named),
-    SUCCEEDED once every host's first run exited 0."""
+def _outcome(count: int, pods: dict[int, Obj]) -> str | None:
+    """``SUCCEEDED`` once every host's first run exited 0, ``FAILED`` as soon as one host's
+    first run failed, None while a host still runs."""
     runs = {index: _first_run(pod) for index, pod in pods.items()}
-    for index in range(count):
-        ended = runs.get(index)
-        if ended is not None and ended.get("exitCode") != 0:
-            detail = f"host {index} of {count}: {_failure(ended)}"
-            return "FAILED", detail, str(ended.get("exitCode", ""))
-    if all((runs.get(index) or {}).get("exitCode") == 0 for index in range(count)):
-        return "SUCCEEDED", "", ""
+    ended = [runs.get(index) for index in range(count)]
+    if any(end is not None and end.get("exitCode") != 0 for end in ended):
+        return "FAILED"
+    if all(end is not None for end in ended):
+        return "SUCCEEDED"
     return None
 
 
@@ -228,20 +214,19 @@ def release_slice(api: SliceApi, host: SliceHost, say: Callable[[str], None]) ->
             return False
         pods = _newest(api.pods())
         outcome = _outcome(host.count, pods)
-        if outcome is not None and outcome[0] != "SUCCEEDED":
+        if outcome == "FAILED":
             return False  # see the note on failures above
-        if outcome is not None:
+        if outcome == "SUCCEEDED":
             break
         time.sleep(_POLL_S)  # the pods' statuses change without a word to this process
-    state, detail, exit_code = outcome
-    annotations = {FINAL_STATE: state, FINAL_DETAIL: detail, FINAL_EXIT_CODE: exit_code}
+    annotations = {FINAL_STATE: "SUCCEEDED", FINAL_DETAIL: "", FINAL_EXIT_CODE: ""}
     for index in range(host.count):
         pod = pods.get(index)
         text = "" if pod is None else api.log(pod)
         annotations[log_tail_key(index)] = text[-LOG_TAIL_BYTES:]
     for _ in range(_ATTEMPTS):
         if api.stop(lws, annotations):
-            say(f"stopped slice {api.name}: {state.lower()} {detail}".rstrip())
+            say(f"stopped slice {api.name}: succeeded")
             return True
         lws = api.slice()
         if lws is None or _stopped(lws):
