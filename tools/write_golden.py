@@ -37,6 +37,7 @@ from kinetic_protocol import (
     Failed,
     HostStart,
     InputChunk,
+    JobCancelled,
     JobRecord,
     Mount,
     PickledInput,
@@ -243,6 +244,12 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         finished_at="2026-04-17T15:45:02.500+00:00",
         host=2,
         hosts=4,
+    ),
+    "job_cancelled": JobCancelled(
+        job_id=_JOB_ID,
+        attempt=1,
+        cancelled_at="2026-04-17T15:40:00+00:00",
+        reason="cancelled by the user",
     ),
     "host_start": HostStart(
         job_id=_JOB_ID,
