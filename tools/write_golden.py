@@ -75,6 +75,7 @@ _RECORD = JobRecord(
     kinetic_version="0.1.0",
     backend_data={"python": "/home/me/.kinetic/venvs/3f2a/bin/python"},
     output_dir="gs://my-bucket/runs/sweep",
+    timeout=3600.0,
     mounts=[
         Mount(path="/data", kind="scratch"),
         Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),

@@ -86,6 +86,7 @@ class JobHandle:
     kinetic_version: str = dataclasses.field(default="", kw_only=True)
     backend_data: dict[str, str] = dataclasses.field(default_factory=dict, kw_only=True)
     output_dir: str = dataclasses.field(default="", kw_only=True)
+    timeout: float | None = dataclasses.field(default=None, kw_only=True)
     mounts: list[Mount] = dataclasses.field(default_factory=list, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
         _record: JobRecord = dataclasses.field(init=False)

@@ -233,6 +233,7 @@ class LocalBackend:
             "slots_dir": str(self._root / "slots"),
             "slots": local_slots(),
             "hosts": parse_accelerator(record.accelerator).hosts,
+            "timeout": record.timeout,
             "submitter": process_identity(os.getpid()),
             "env": inherited,
         }
