@@ -14,12 +14,12 @@ from scenario_support import ScenarioBackend, pid_gone, wait_until
 
 from kinetic import FailureCause, JobFailedError, JobStatus
 
-TIMEOUTS = {"local": 3.0, "gke": 10.0}
+TIMEOUTS = {"local": 3.0, "gke": 10.0, "pathways": 10.0}
 """Seconds each backend's attempt may run: a pod's deadline counts from its start on the
-node, so it covers the runtime's start too."""
+node, so it covers the runtime's start too (pathways: from each host's runtime start)."""
 
 
-@pytest.mark.backends("local", "gke")
+@pytest.mark.backends("local", "gke", "pathways")
 def test_a_job_past_its_timeout_ends_with_cause_timeout_and_keeps_its_output(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:

@@ -104,6 +104,13 @@ def test_an_image_that_cannot_be_pulled_on_any_host_fails_the_job() -> None:
     assert got.cause is FailureCause.IMAGE
 
 
+def test_a_host_that_ended_its_run_at_the_timeout_is_a_timeout() -> None:
+    """The runtime's exit status 4 (``KINETIC_ATTEMPT_TIMEOUT``), on any host."""
+    got = state(lws(2), [pod(0, last=ended(4)), pod(1, last=ended(4))])
+    assert (got.status, got.cause, got.exit_code) == (JobStatus.FAILED, FailureCause.TIMEOUT, 4)
+    assert got.detail == "host 0 of 2: ran past its timeout, exit 4"
+
+
 def test_missing_hosts_keep_the_job_pending() -> None:
     got = state(lws(4), [pod(0), pod(1)])
     assert (got.status, got.detail) == (JobStatus.PENDING, "host 2 of 4: waiting for its pod")

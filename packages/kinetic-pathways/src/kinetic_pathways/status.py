@@ -52,6 +52,8 @@ LOG_TAIL_BYTES = 16_000
 _CAUSES = frozenset(cause.value for cause in FailureCause)
 """Causes this Kinetic knows; one recorded by a newer Kinetic reads as none."""
 _REPLACED_EXIT = 3
+_TIMEOUT_EXIT = 4
+"""The runtime's exit status when it ended its run at the attempt's timeout."""
 """The runtime's exit status when it finds its host was started before in another pod."""
 _REPLACED = "its pod was replaced after the host had started (evicted, preempted or node lost)"
 
@@ -129,6 +131,13 @@ def _ended(terminated: Obj) -> JobState:
         )
     reason = terminated.get("reason") or ""
     text = f"{reason}, exit {code}" if reason not in ("", "Error", "Completed") else f"exit {code}"
+    if code == _TIMEOUT_EXIT:
+        return JobState(
+            status=JobStatus.FAILED,
+            detail=f"ran past its timeout, {text}",
+            exit_code=code,
+            cause=FailureCause.TIMEOUT,
+        )
     cause = FailureCause.OOM if reason == "OOMKilled" else FailureCause.EXIT
     return JobState(status=JobStatus.FAILED, detail=text, exit_code=code, cause=cause)
 
