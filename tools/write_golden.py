@@ -37,6 +37,7 @@ from kinetic_protocol import (
     Failed,
     HostStart,
     InputChunk,
+    JobCancelled,
     JobRecord,
     Mount,
     PickledInput,
@@ -74,6 +75,7 @@ _RECORD = JobRecord(
     kinetic_version="0.1.0",
     backend_data={"python": "/home/me/.kinetic/venvs/3f2a/bin/python"},
     output_dir="gs://my-bucket/runs/sweep",
+    timeout=3600.0,
     mounts=[
         Mount(path="/data", kind="scratch"),
         Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),
@@ -243,6 +245,12 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         finished_at="2026-04-17T15:45:02.500+00:00",
         host=2,
         hosts=4,
+    ),
+    "job_cancelled": JobCancelled(
+        job_id=_JOB_ID,
+        attempt=1,
+        cancelled_at="2026-04-17T15:40:00+00:00",
+        reason="cancelled by the user",
     ),
     "host_start": HostStart(
         job_id=_JOB_ID,

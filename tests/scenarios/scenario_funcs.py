@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "LoadsBadly",
     "ScenarioError",
+    "end_by",
+    "exit_process",
     "fail_on_host",
     "add",
     "env_snapshot",
@@ -130,3 +133,33 @@ def return_generator() -> Iterator[int]:
 
 def return_lock() -> Any:
     return threading.Lock()
+
+
+def exit_process(code: int) -> None:
+    """Print, then end the job's process at once: no result is stored."""
+    print(f"leaving with status {code}", flush=True)
+    os._exit(code)
+
+
+def _refuse_to_load() -> None:
+    raise RuntimeError("this argument cannot be loaded inside the job")
+
+
+class LoadsBadly:
+    """An argument that pickles on the client and fails to unpickle in the job, so the job
+    fails in its ``deserialize`` phase, before the function runs."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_refuse_to_load, ())
+
+
+def end_by(how: str, gate: str = "") -> str:
+    """``raise``: fail as the function; ``exit``: end the process without a result;
+    ``hold``: wait for ``gate``; anything else: return it."""
+    if how == "raise":
+        raise ScenarioError("asked to fail", 3)
+    if how == "exit":
+        exit_process(5)
+    if how == "hold":
+        _wait_for(gate)
+    return how

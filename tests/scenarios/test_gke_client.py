@@ -27,7 +27,7 @@ from kubernetes.client.exceptions import ApiException
 
 import kinetic
 import kinetic_gke
-from kinetic import BatchError, JobFailedError
+from kinetic import BatchError, FailureCause, JobFailedError
 from kinetic_gke import GKEBackend
 from kinetic_gke.labels import group_selector, job_selector
 from kinetic_protocol import (
@@ -144,14 +144,21 @@ def test_the_client_without_a_project_says_how_to_set_one(
 
 
 @pytest.mark.parametrize(
-    ("fault", "accelerator", "shown"),
+    ("fault", "accelerator", "shown", "cause"),
     [
-        ("oom_kill", "cpu", ["FAILED (OOMKilled, exit 137)"]),
-        ("preempt_spot", "cpu", ["FAILED (node shutdown or spot preemption"]),
-        ("fail_image_pull", "cpu", ["ImagePull", f'image "{GKE_IMAGE}"']),
-        (None, NO_NODE_ACCELERATOR, ["FAILED (Unschedulable for "]),
+        ("oom_kill", "cpu", ["FAILED (OOMKilled, exit 137)"], FailureCause.OOM),
+        (
+            "preempt_spot",
+            "cpu",
+            ["FAILED (node shutdown or spot preemption"],
+            FailureCause.PREEMPTED,
+        ),
+        ("evict", "cpu", ["FAILED (evicted: The node was low on"], FailureCause.PREEMPTED),
+        ("lose_node", "cpu", ["FAILED ("], FailureCause.PREEMPTED),  # pod GC races the Job
+        ("fail_image_pull", "cpu", ["ImagePull", f'image "{GKE_IMAGE}"'], FailureCause.IMAGE),
+        (None, NO_NODE_ACCELERATOR, ["FAILED (Unschedulable for "], FailureCause.UNSCHEDULABLE),
     ],
-    ids=["oom-kill", "spot-preemption", "image-pull", "unschedulable"],
+    ids=["oom-kill", "spot-preemption", "eviction", "node-loss", "image-pull", "unschedulable"],
 )
 def test_a_job_ended_by_the_cluster_raises_saying_why_and_is_kept(
     gke_scenario_env: NodeAgent,
@@ -163,6 +170,7 @@ def test_a_job_ended_by_the_cluster_raises_saying_why_and_is_kept(
     fault: str | None,
     accelerator: str,
     shown: list[str],
+    cause: FailureCause,
 ) -> None:
     if fault is None:  # a short deadline only where it is the point: on a busy machine the
         # job controller can take over a second to create a pod, which that deadline counts
@@ -176,6 +184,10 @@ def test_a_job_ended_by_the_cluster_raises_saying_why_and_is_kept(
     assert job.job_id in message
     assert all(part in message for part in shown), message
     assert job.status() is JobStatus.FAILED
+    failure = job.failure()
+    assert failure is not None
+    assert (failure.cause, failure.attempt) == (cause, 0)
+    assert failure.reason in message, "the same reason, for people, as the error says"
     assert open_store(gcs_bucket).exists(layout.job_record_key(job.job_id))
     assert jobs.get(job.job_id) is not None, "a failed job is kept for its logs"
 

@@ -127,6 +127,20 @@ def test_the_job_runs_once_and_kubernetes_removes_it_a_finite_time_after_it_ends
     assert job_manifest(record(), ttl_seconds=60)["spec"]["ttlSecondsAfterFinished"] == 60
 
 
+@pytest.mark.parametrize("version", GKE_VERSIONS)
+def test_a_timeout_is_the_pods_active_deadline_in_whole_seconds(
+    record: RecordFactory, version: str
+) -> None:
+    """The kubelet fails the pod past it and keeps it (and its log), unlike the Job's own
+    deadline, whose controller deletes the pods."""
+    manifest = job_manifest(record(timeout=90.5))
+    assert _pod(manifest)["activeDeadlineSeconds"] == 91
+    assert "activeDeadlineSeconds" not in manifest["spec"]
+    kubernetes_validate.validate(manifest, version, strict=True)
+    assert _pod(job_manifest(record(timeout=0.2)))["activeDeadlineSeconds"] == 1
+    assert "activeDeadlineSeconds" not in _pod(job_manifest(record()))
+
+
 def test_names_namespace_image_and_command_come_from_the_record(record: RecordFactory) -> None:
     job = record("train-20261122-101500-ab12cd3", namespace="research", image_uri=IMAGE)
     manifest = job_manifest(job)

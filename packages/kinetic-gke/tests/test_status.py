@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kinetic_gke.status import job_state, needs_pods
-from kinetic_protocol import JobState, JobStatus
+from kinetic_protocol import FailureCause, JobState, JobStatus
 
 NOW = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
 TIMEOUT = 900.0
@@ -107,7 +107,9 @@ def test_a_complete_job_succeeded_even_before_its_condition_is_written() -> None
 def test_a_user_error_fails_with_the_exit_code_and_no_invented_reason() -> None:
     failed = pod("Failed", terminated(1, "Error"))
     result = state(FAILED_DONE, failed)
-    assert result == JobState(status=JobStatus.FAILED, detail="", exit_code=1)
+    assert result == JobState(
+        status=JobStatus.FAILED, detail="", exit_code=1, cause=FailureCause.EXIT
+    )
     assert result.describe() == "FAILED (exit 1)"
 
 
@@ -115,6 +117,7 @@ def test_an_oom_kill_says_so_with_exit_137() -> None:
     result = state(FAILED_DONE, pod("Failed", terminated(137, "OOMKilled")))
     assert (result.status, result.detail, result.exit_code) == (JobStatus.FAILED, "OOMKilled", 137)
     assert result.describe() == "FAILED (OOMKilled, exit 137)"
+    assert result.cause is FailureCause.OOM
 
 
 @pytest.mark.parametrize(
@@ -136,6 +139,7 @@ def test_a_disruption_is_named(reason: str, expected: str) -> None:
     )
     result = state(FAILED_DONE, disrupted)
     assert (result.status, result.detail, result.exit_code) == (JobStatus.FAILED, expected, 143)
+    assert result.cause is FailureCause.PREEMPTED
 
 
 def test_a_lost_node_names_the_disruption_and_the_container_state() -> None:
@@ -158,6 +162,23 @@ def test_a_node_pressure_eviction_quotes_the_kubelet() -> None:
     )
     result = state(FAILED_DONE, evicted)
     assert result.detail == "evicted: The node was low on resource: memory."
+    assert result.cause is FailureCause.PREEMPTED
+
+
+def test_a_pod_past_its_active_deadline_is_a_timeout() -> None:
+    """The kubelet ends a pod past ``activeDeadlineSeconds`` (Kinetic's ``timeout=``)."""
+    late = pod(
+        "Failed",
+        terminated(137, "Error"),
+        reason="DeadlineExceeded",
+        message="Pod was active on the node longer than the specified deadline",
+    )
+    result = state(FAILED_DONE, late)
+    assert result.cause is FailureCause.TIMEOUT
+    assert result.detail == (
+        "DeadlineExceeded: Pod was active on the node longer than the specified deadline"
+    )
+    assert result.exit_code == 137
 
 
 def test_a_container_that_could_not_start_says_why() -> None:
@@ -165,6 +186,7 @@ def test_a_container_that_could_not_start_says_why() -> None:
     result = state(FAILED_DONE, broken)
     assert result.detail == 'StartError: exec: "python": not found'
     assert result.exit_code == 128
+    assert result.cause is FailureCause.EXIT
 
 
 def test_a_failure_is_reported_as_soon_as_the_pod_is_counted() -> None:
@@ -178,6 +200,7 @@ def test_a_failed_job_whose_pod_was_deleted_says_it_lost_its_pod() -> None:
     assert result.status is JobStatus.FAILED
     assert "pod was deleted before it finished" in result.detail
     assert "preempted" in result.detail
+    assert result.cause is FailureCause.PREEMPTED
 
 
 def test_a_job_failing_without_its_pod_says_so_before_the_failed_condition_too() -> None:
@@ -191,7 +214,9 @@ def test_a_pod_evicted_before_its_container_started_quotes_the_eviction() -> Non
     evicted["status"]["containerStatuses"] = []
     result = state(FAILED_DONE, evicted)
     assert result == JobState(
-        status=JobStatus.FAILED, detail="evicted: The node had condition: DiskPressure."
+        status=JobStatus.FAILED,
+        detail="evicted: The node had condition: DiskPressure.",
+        cause=FailureCause.PREEMPTED,
     )
 
 
@@ -256,6 +281,7 @@ def test_an_image_that_cannot_be_pulled_fails_the_job_naming_the_image(
     assert result.status is JobStatus.FAILED
     assert result.detail == f"{reason}: {message}"
     assert IMAGE in result.detail
+    assert result.cause is FailureCause.IMAGE
 
 
 def test_an_unschedulable_pod_is_pending_with_the_schedulers_message_until_the_deadline() -> None:
@@ -279,6 +305,7 @@ def test_an_unschedulable_pod_fails_once_the_deadline_has_passed() -> None:
     result = state(job(active=1), late)
     assert result.status is JobStatus.FAILED
     assert result.detail == f"Unschedulable for 900s: {message}"
+    assert result.cause is FailureCause.UNSCHEDULABLE
 
 
 def test_a_pod_on_an_unreachable_node_is_still_running_and_says_so() -> None:
@@ -362,6 +389,7 @@ def test_failure_target_alone_is_failure() -> None:
     assert result == JobState(
         status=JobStatus.FAILED,
         detail="DeadlineExceeded: Job was active longer than specified deadline",
+        cause=FailureCause.TIMEOUT,
     )
 
 

@@ -44,6 +44,20 @@ def test_each_host_asks_for_its_share_of_the_slice_and_knows_the_host_count() ->
     assert env["KINETIC_HOST_INSTANCE"] == {"fieldRef": {"fieldPath": "metadata.uid"}}
 
 
+def test_a_timeout_is_kept_by_each_hosts_runtime_not_by_the_pod() -> None:
+    """A pod failed past its own activeDeadlineSeconds would be replaced by the set (read as
+    a lost host); each host's runtime ends its run instead."""
+    timed = msgspec.structs.replace(RECORD, timeout=90.5)
+    template = lws_manifest(timed)["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    assert "activeDeadlineSeconds" not in template["spec"]
+    env = {e["name"]: e.get("value") for e in template["spec"]["containers"][0]["env"]}
+    assert env["KINETIC_ATTEMPT_TIMEOUT"] == "90.5"
+    untimed = lws_manifest(RECORD)["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    assert "KINETIC_ATTEMPT_TIMEOUT" not in {
+        e["name"] for e in untimed["spec"]["containers"][0]["env"]
+    }
+
+
 def test_labels_let_list_jobs_find_the_set_and_its_pods() -> None:
     body = lws_manifest(msgspec.structs.replace(RECORD, group_id="g1", group_index=3))
     template = body["spec"]["leaderWorkerTemplate"]["workerTemplate"]

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from kinetic_pathways.status import (
+    FINAL_CAUSE,
     FINAL_DETAIL,
     FINAL_STATE,
     HOST_PODS,
@@ -13,7 +14,7 @@ from kinetic_pathways.status import (
     host_pods,
     slice_state,
 )
-from kinetic_protocol import JobStatus
+from kinetic_protocol import FailureCause, JobStatus
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 Obj = dict[str, Any]
@@ -58,11 +59,13 @@ def test_a_worker_killed_while_the_leader_runs_fails_the_job_naming_the_host() -
     assert got.status is JobStatus.FAILED
     assert got.detail == "host 3 of 4: OOMKilled, exit 137"
     assert got.exit_code == 137
+    assert got.cause is FailureCause.OOM
 
 
 def test_the_lowest_failed_host_is_named() -> None:
     pods = [pod(0), pod(1, last=ended(1)), pod(2, state=ended(137, "OOMKilled")), pod(3)]
-    assert state(lws(), pods).detail == "host 1 of 4: exit 1"
+    got = state(lws(), pods)
+    assert (got.detail, got.cause) == ("host 1 of 4: exit 1", FailureCause.EXIT)
 
 
 def test_a_leader_success_does_not_hide_a_failed_worker() -> None:
@@ -81,6 +84,7 @@ def test_a_replaced_pod_is_a_failure_of_its_host() -> None:
     got = state(lws(2), [pod(0), pod(1, last=ended(3))])
     assert got.status is JobStatus.FAILED
     assert got.detail.startswith("host 1 of 2: its pod was replaced")
+    assert got.cause is FailureCause.PREEMPTED
 
 
 def test_an_evicted_worker_pod_fails_the_job() -> None:
@@ -89,6 +93,7 @@ def test_an_evicted_worker_pod_fails_the_job() -> None:
     got = state(lws(2), [pod(0), evicted])
     assert got.status is JobStatus.FAILED
     assert got.detail.startswith("host 1 of 2: evicted")
+    assert got.cause is FailureCause.PREEMPTED
 
 
 def test_an_image_that_cannot_be_pulled_on_any_host_fails_the_job() -> None:
@@ -96,6 +101,14 @@ def test_an_image_that_cannot_be_pulled_on_any_host_fails_the_job() -> None:
     got = state(lws(2), [pod(0), pod(1, state=waiting, phase="Pending")])
     assert got.status is JobStatus.FAILED
     assert got.detail == "host 1 of 2: ImagePullBackOff: no such image"
+    assert got.cause is FailureCause.IMAGE
+
+
+def test_a_host_that_ended_its_run_at_the_timeout_is_a_timeout() -> None:
+    """The runtime's exit status 4 (``KINETIC_ATTEMPT_TIMEOUT``), on any host."""
+    got = state(lws(2), [pod(0, last=ended(4)), pod(1, last=ended(4))])
+    assert (got.status, got.cause, got.exit_code) == (JobStatus.FAILED, FailureCause.TIMEOUT, 4)
+    assert got.detail == "host 0 of 2: ran past its timeout, exit 4"
 
 
 def test_missing_hosts_keep_the_job_pending() -> None:
@@ -104,9 +117,19 @@ def test_missing_hosts_keep_the_job_pending() -> None:
 
 
 def test_a_recorded_outcome_wins_over_pods_and_their_absence() -> None:
-    stopped = lws(2, **{FINAL_STATE: "FAILED", FINAL_DETAIL: "host 1 of 2: OOMKilled, exit 137"})
+    stopped = lws(
+        2,
+        **{
+            FINAL_STATE: "FAILED",
+            FINAL_DETAIL: "host 1 of 2: OOMKilled, exit 137",
+            FINAL_CAUSE: "oom",
+        },
+    )
     got = state(stopped, [])
     assert (got.status, got.detail) == (JobStatus.FAILED, "host 1 of 2: OOMKilled, exit 137")
+    assert got.cause is FailureCause.OOM
+    unknown = lws(2, **{FINAL_STATE: "FAILED", FINAL_CAUSE: "a-cause-of-a-newer-kinetic"})
+    assert state(unknown, []).cause is None
 
 
 @pytest.mark.parametrize("obj", [None, {**lws(), "metadata": {"deletionTimestamp": "x"}}])
@@ -123,4 +146,5 @@ def test_a_host_whose_pod_was_replaced_after_all_ran_fails_at_once() -> None:
     got = state(recorded, [pod(0), {**waiting, "spec": {}}])
     assert got.status is JobStatus.FAILED
     assert got.detail.startswith("host 1 of 2: its pod was replaced")
+    assert got.cause is FailureCause.PREEMPTED
     assert state(recorded, [pod(0)]).detail.startswith("host 1 of 2: its pod was replaced")

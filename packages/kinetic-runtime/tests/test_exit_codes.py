@@ -100,3 +100,24 @@ def test_missing_store_or_job_is_a_usage_error(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert "--store and --job" in done.stderr
+
+
+PRINT_AND_WAIT = "import time\nprint('partial output', flush=True)\ntime.sleep(120)"
+
+
+def test_a_run_past_its_attempt_timeout_exits_4_keeping_its_output(jobs: JobStage) -> None:
+    """Where the platform cannot stop an attempt at its timeout (pathways), the runtime does."""
+    staged = jobs.stage("job-late", pickled_call(exec, PRINT_AND_WAIT))
+    run = jobs.run(staged, env={"KINETIC_ATTEMPT_TIMEOUT": "1.5"})
+    assert run.exit_code == 4, run.output
+    assert run.envelope is None, "nothing is stored for an attempt stopped at its timeout"
+    assert "partial output" in run.output
+    assert "ran past its timeout of 1.5s" in run.output
+
+
+def test_a_run_within_its_attempt_timeout_is_not_stopped(jobs: JobStage) -> None:
+    run = jobs.run(
+        jobs.stage("job-in-time", pickled_call(operator.add, 2, 3)),
+        env={"KINETIC_ATTEMPT_TIMEOUT": "600"},
+    )
+    assert run.exit_code == EXIT_OK, run.output

@@ -37,6 +37,8 @@ def test_volumes_need_absolute_mount_paths_and_data_objects() -> None:
         ({"capture_env_vars": [3]}, "entry 3 must be a str"),
         ({"volumes": ["/data"]}, "volumes must be a dict"),
         ({"volumes": {3: "x"}}, "volumes key 3 must be a str"),
+        ({"timeout": "60"}, "timeout must be a number of seconds .* str '60'"),
+        ({"timeout": True}, "timeout must be a number of seconds .* bool True"),
     ],
 )
 def test_a_wrong_type_is_a_type_error(options: dict[str, object], message: str) -> None:
@@ -72,3 +74,17 @@ def test_the_decorator_without_parentheses_says_it_needs_them() -> None:
 
     assert "@kinetic.run()" in str(info.value) and "def train" in str(info.value)
     assert "Unknown accelerator" not in str(info.value)
+
+
+@pytest.mark.parametrize("bad", [0, -1, -0.5, float("inf"), float("nan")])
+def test_a_timeout_that_is_not_a_positive_finite_number_is_refused_at_decoration(
+    bad: float,
+) -> None:
+    with pytest.raises(ConfigError, match=r"timeout=.* must be a positive, finite number"):
+        kinetic.run(accelerator="cpu", timeout=bad)
+
+
+def test_a_timeout_is_kept_as_seconds() -> None:
+    assert kinetic.run(accelerator="cpu", timeout=90)(len).options.timeout == 90.0
+    assert kinetic.run(accelerator="cpu", timeout=0.5)(len).options.timeout == 0.5
+    assert kinetic.run(accelerator="cpu")(len).options.timeout is None

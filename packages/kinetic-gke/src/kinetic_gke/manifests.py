@@ -1,6 +1,7 @@
 """The Kubernetes Job a Kinetic job becomes: a pure function of the record, so it can be
 unit-tested and schema-validated without a cluster."""
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +117,10 @@ def job_manifest(
         pod_spec["tolerations"] = placed.tolerations
     if options.service_account:
         pod_spec["serviceAccountName"] = options.service_account
+    if record.timeout is not None:
+        # The kubelet fails the pod past it (reason DeadlineExceeded) and keeps it, with its
+        # log: the attempt's timeout, counted from when the pod starts on its node.
+        pod_spec["activeDeadlineSeconds"] = max(1, math.ceil(record.timeout))
     pod_spec["volumes"] = volumes
     template_metadata: dict[str, Any] = {"labels": labels}
     if pod_annotations:

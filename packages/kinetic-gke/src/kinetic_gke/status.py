@@ -13,7 +13,7 @@ PENDING in between.
 from datetime import UTC, datetime
 from typing import Any
 
-from kinetic_protocol import JobState, JobStatus
+from kinetic_protocol import FailureCause, JobState, JobStatus
 
 __all__ = [
     "IMAGE_PULL_REASONS",
@@ -23,6 +23,7 @@ __all__ = [
     "parse_time",
     "pod_state",
     "succeeded",
+    "termination_cause",
     "terminated_reason",
     "waiting_reason",
 ]
@@ -42,6 +43,9 @@ _POD_GONE = (
     "its pod was deleted before it finished (preempted by the scheduler, or its node was lost)"
 )
 """Kinetic deletes pods only with their Job, so a failed Job without a pod lost it this way."""
+DEADLINE_EXCEEDED = "DeadlineExceeded"
+"""The reason a pod (or Job) past its ``activeDeadlineSeconds`` fails with: Kinetic's
+``timeout=``."""
 _MESSAGE_LIMIT = 300
 Obj = dict[str, Any]
 
@@ -105,6 +109,8 @@ def terminated_reason(pod: Obj) -> tuple[str, int | None]:
             disruption = _DISRUPTIONS.get(condition.get("reason", ""), condition.get("reason"))
     if status.get("reason") == "Evicted":
         disruption = f"evicted: {status.get('message', '')}".rstrip(": ")
+    if status.get("reason") == DEADLINE_EXCEEDED:  # not a disruption, but said the same way
+        disruption = f"{DEADLINE_EXCEEDED}: {status.get('message', '')}".rstrip(": ")
     for container in status.get("containerStatuses") or []:
         terminated = (container.get("state") or {}).get("terminated")
         if terminated:
@@ -118,6 +124,24 @@ def terminated_reason(pod: Obj) -> tuple[str, int | None]:
                 text = f"{disruption}; {text}".rstrip("; ")
             return text, code
     return disruption or status.get("reason") or "", None
+
+
+def termination_cause(pod: Obj) -> FailureCause:
+    """Why a failed pod's container ended, as a cause: out of memory, past its deadline,
+    disrupted (preempted, evicted, node lost), or its process exited on its own."""
+    status = pod.get("status", {})
+    for container in status.get("containerStatuses") or []:
+        terminated = (container.get("state") or {}).get("terminated") or {}
+        if terminated.get("reason") == "OOMKilled":
+            return FailureCause.OOM
+    if status.get("reason") == DEADLINE_EXCEEDED:
+        return FailureCause.TIMEOUT
+    if status.get("reason") == "Evicted" or any(
+        condition.get("type") == "DisruptionTarget" and condition.get("status") == "True"
+        for condition in status.get("conditions") or []
+    ):
+        return FailureCause.PREEMPTED
+    return FailureCause.EXIT
 
 
 def waiting_reason(pod: Obj) -> tuple[str, str]:
@@ -190,21 +214,31 @@ def _deadline_state(detail: str, since: datetime | None, timeout: float, now: da
     """PENDING with ``detail`` while it lasts less than ``timeout``, FAILED after."""
     waited = (now - since).total_seconds() if since else 0.0
     if waited >= timeout:
-        return JobState(status=JobStatus.FAILED, detail=f"{detail} (for {waited:.0f}s)")
+        return JobState(
+            status=JobStatus.FAILED,
+            detail=f"{detail} (for {waited:.0f}s)",
+            cause=FailureCause.UNSCHEDULABLE,
+        )
     return JobState(status=JobStatus.PENDING, detail=detail)
 
 
 def _failed_state(job: Obj, pod: Obj | None) -> JobState:
-    if pod is not None:
-        detail, code = terminated_reason(pod)
-        return JobState(status=JobStatus.FAILED, detail=detail, exit_code=code)
     condition = _condition(job, "Failed") or _condition(job, "FailureTarget") or {}
     reason = condition.get("reason", "")
+    if pod is not None:
+        detail, code = terminated_reason(pod)
+        cause = termination_cause(pod)
+        if reason == DEADLINE_EXCEEDED:  # a Job-level deadline: its pods are being deleted
+            cause = FailureCause.TIMEOUT
+        return JobState(status=JobStatus.FAILED, detail=detail, exit_code=code, cause=cause)
     if reason in ("", "BackoffLimitExceeded"):
         # backoffLimit is 0, so the one pod failed; had it ended on its own, it would be here.
-        return JobState(status=JobStatus.FAILED, detail=_POD_GONE)
+        return JobState(status=JobStatus.FAILED, detail=_POD_GONE, cause=FailureCause.PREEMPTED)
     message = (condition.get("message") or "").strip()[:_MESSAGE_LIMIT]
-    return JobState(status=JobStatus.FAILED, detail=f"{reason}: {message}".rstrip(": "))
+    cause = FailureCause.TIMEOUT if reason == DEADLINE_EXCEEDED else FailureCause.EXIT
+    return JobState(
+        status=JobStatus.FAILED, detail=f"{reason}: {message}".rstrip(": "), cause=cause
+    )
 
 
 def pod_state(pod: Obj, unschedulable_timeout: float, now: datetime) -> JobState:
@@ -212,10 +246,15 @@ def pod_state(pod: Obj, unschedulable_timeout: float, now: datetime) -> JobState
     phase = pod.get("status", {}).get("phase")
     if phase == "Failed":
         detail, code = terminated_reason(pod)
-        return JobState(status=JobStatus.FAILED, detail=detail, exit_code=code)
+        cause = termination_cause(pod)
+        return JobState(status=JobStatus.FAILED, detail=detail, exit_code=code, cause=cause)
     reason, message = waiting_reason(pod)
     if reason in IMAGE_PULL_REASONS:
-        return JobState(status=JobStatus.FAILED, detail=f"{reason}: {message}".rstrip(": "))
+        return JobState(
+            status=JobStatus.FAILED,
+            detail=f"{reason}: {message}".rstrip(": "),
+            cause=FailureCause.IMAGE,
+        )
     if phase == "Running":
         return JobState(status=JobStatus.RUNNING)
     if phase == "Succeeded":
@@ -264,6 +303,8 @@ def _unschedulable_state(condition: Obj, timeout: float, now: datetime) -> JobSt
     waited = (now - since).total_seconds() if since else 0.0
     if waited >= timeout:
         return JobState(
-            status=JobStatus.FAILED, detail=f"Unschedulable for {waited:.0f}s: {message}"
+            status=JobStatus.FAILED,
+            detail=f"Unschedulable for {waited:.0f}s: {message}",
+            cause=FailureCause.UNSCHEDULABLE,
         )
     return JobState(status=JobStatus.PENDING, detail=f"Unschedulable: {message}")

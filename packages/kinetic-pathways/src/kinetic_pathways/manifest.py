@@ -34,15 +34,20 @@ def lws_manifest(
     """A LeaderWorkerSet that runs ``record`` once on every host of its slice (every host's
     pod reads the captured variables from ``env_secret``)."""
     hosts = parse_accelerator(record.accelerator).hosts
+    extra_env = {
+        "KINETIC_ENV": "pathways",
+        "KINETIC_NUM_HOSTS": str(hosts),
+        "KINETIC_SLICE": record.k8s_name,
+    }
+    if record.timeout is not None:
+        # Each host's runtime keeps it: a pod failed past its own activeDeadlineSeconds is
+        # replaced by the LeaderWorkerSet, which would read as a lost host.
+        extra_env["KINETIC_ATTEMPT_TIMEOUT"] = str(record.timeout)
     job = job_manifest(
         record,
         options=options,
         command=command,
-        extra_env={
-            "KINETIC_ENV": "pathways",
-            "KINETIC_NUM_HOSTS": str(hosts),
-            "KINETIC_SLICE": record.k8s_name,
-        },
+        extra_env=extra_env,
         env_secret=env_secret,
     )
     labels = job_labels(record, app=APP)
@@ -50,6 +55,7 @@ def lws_manifest(
     template["metadata"]["labels"] = labels
     pod_spec = template["spec"]
     pod_spec["restartPolicy"] = "Always"  # a StatefulSet's pods must; see the module doc
+    pod_spec.pop("activeDeadlineSeconds", None)  # the runtime keeps the timeout (above)
     container = pod_spec["containers"][0]
     container["env"].append(
         {"name": "KINETIC_HOST_INSTANCE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}}

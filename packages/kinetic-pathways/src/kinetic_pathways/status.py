@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kinetic_gke import status as pod_status
-from kinetic_protocol import JobState, JobStatus
+from kinetic_protocol import FailureCause, JobState, JobStatus
 
 __all__ = [
+    "FINAL_CAUSE",
     "FINAL_DETAIL",
     "FINAL_EXIT_CODE",
     "FINAL_STATE",
@@ -42,13 +43,18 @@ WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 FINAL_STATE = "kinetic.dev/final-state"
 FINAL_DETAIL = "kinetic.dev/final-detail"
 FINAL_EXIT_CODE = "kinetic.dev/final-exit-code"
+FINAL_CAUSE = "kinetic.dev/final-cause"
 HOST_PODS = "kinetic.dev/host-pods"
 """The uids of the pods that ran hosts 0..N-1, comma-separated, recorded once all ran."""
 LOG_TAIL_LINES = 200
 LOG_TAIL_BYTES = 16_000
 """How much of each host's output is kept on a stopped slice (annotations total < 256 KiB)."""
+_CAUSES = frozenset(cause.value for cause in FailureCause)
+"""Causes this Kinetic knows; one recorded by a newer Kinetic reads as none."""
 _REPLACED_EXIT = 3
 """The runtime's exit status when it finds its host was started before in another pod."""
+_TIMEOUT_EXIT = 4
+"""The runtime's exit status when it ended its run at the attempt's timeout."""
 _REPLACED = "its pod was replaced after the host had started (evicted, preempted or node lost)"
 
 
@@ -96,10 +102,12 @@ def recorded_state(lws: Obj) -> JobState | None:
     if FINAL_STATE not in annotations:
         return None
     code = annotations.get(FINAL_EXIT_CODE)
+    cause = annotations.get(FINAL_CAUSE, "")
     return JobState(
         status=JobStatus(annotations[FINAL_STATE]),
         detail=annotations.get(FINAL_DETAIL, ""),
         exit_code=int(code) if code not in (None, "") else None,
+        cause=FailureCause(cause) if cause in _CAUSES else None,
     )
 
 
@@ -118,10 +126,20 @@ def _ended(terminated: Obj) -> JobState:
     if code == 0:
         return JobState(status=JobStatus.SUCCEEDED)
     if code == _REPLACED_EXIT:
-        return JobState(status=JobStatus.FAILED, detail=_REPLACED, exit_code=code)
+        return JobState(
+            status=JobStatus.FAILED, detail=_REPLACED, exit_code=code, cause=FailureCause.PREEMPTED
+        )
     reason = terminated.get("reason") or ""
     text = f"{reason}, exit {code}" if reason not in ("", "Error", "Completed") else f"exit {code}"
-    return JobState(status=JobStatus.FAILED, detail=text, exit_code=code)
+    if code == _TIMEOUT_EXIT:
+        return JobState(
+            status=JobStatus.FAILED,
+            detail=f"ran past its timeout, {text}",
+            exit_code=code,
+            cause=FailureCause.TIMEOUT,
+        )
+    cause = FailureCause.OOM if reason == "OOMKilled" else FailureCause.EXIT
+    return JobState(status=JobStatus.FAILED, detail=text, exit_code=code, cause=cause)
 
 
 def _host_state(pod: Obj | None, timeout: float, now: datetime | None) -> JobState:
@@ -132,8 +150,12 @@ def _host_state(pod: Obj | None, timeout: float, now: datetime | None) -> JobSta
         return _ended(terminated)
     if pod.get("status", {}).get("phase") == "Failed" or pod["metadata"].get("deletionTimestamp"):
         detail, code = pod_status.terminated_reason(pod)
+        cause = pod_status.termination_cause(pod) if detail else FailureCause.PREEMPTED
         return JobState(
-            status=JobStatus.FAILED, detail=detail or "its pod was deleted", exit_code=code
+            status=JobStatus.FAILED,
+            detail=detail or "its pod was deleted",
+            exit_code=code,
+            cause=cause,
         )
     return pod_status.pod_state(pod, timeout, now or datetime.now(UTC))
 
@@ -163,7 +185,9 @@ def _hosts_state(
         for index, uid in enumerate(ran):
             if (newest.get(index) or {}).get("metadata", {}).get("uid") != uid:
                 return JobState(
-                    status=JobStatus.FAILED, detail=f"host {index} of {count}: {_REPLACED}"
+                    status=JobStatus.FAILED,
+                    detail=f"host {index} of {count}: {_REPLACED}",
+                    cause=FailureCause.PREEMPTED,
                 )
     if not newest and events:
         message = (events[-1].get("message") or "").strip()[:300]
@@ -172,7 +196,9 @@ def _hosts_state(
     for index, host in enumerate(hosts):
         if host.status is JobStatus.FAILED:
             detail = f"host {index} of {count}: {host.detail}".rstrip(": ")
-            return JobState(status=JobStatus.FAILED, detail=detail, exit_code=host.exit_code)
+            return JobState(
+                status=JobStatus.FAILED, detail=detail, exit_code=host.exit_code, cause=host.cause
+            )
     if all(host.status is JobStatus.SUCCEEDED for host in hosts):
         return JobState(status=JobStatus.SUCCEEDED)
     waiting = [(i, h) for i, h in enumerate(hosts) if h.status is JobStatus.PENDING]

@@ -126,6 +126,7 @@ class LeaderWorkerSetWorkload:
             status.FINAL_STATE: state.status.value,
             status.FINAL_DETAIL: state.detail[:1000],
             status.FINAL_EXIT_CODE: "" if state.exit_code is None else str(state.exit_code),
+            status.FINAL_CAUSE: "" if state.cause is None else state.cause.value,
         }
         for host, text in (log_tails or {}).items():
             annotations[status.log_tail_key(host)] = text[-status.LOG_TAIL_BYTES :]

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         SubmitterLease,
         parse_child_job_id,
     )
+    from kinetic_protocol.causes import AttemptFailure, FailureCause, JobCancelled
     from kinetic_protocol.data import DataSpec, Mount, Volume
     from kinetic_protocol.errors import (
         BackendError,
@@ -105,6 +106,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SubmitterLease",
         "parse_child_job_id",
     ),
+    "causes": ("AttemptFailure", "FailureCause", "JobCancelled"),
     "data": ("DataSpec", "Mount", "Volume"),
     "errors": (
         "BackendError",
@@ -168,6 +170,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "Accelerator",
     "ArtifactRef",
+    "AttemptFailure",
     "Backend",
     "BackendError",
     "BackendFactory",
@@ -196,7 +199,9 @@ __all__ = [
     "ConfigError",
     "CorruptRecordError",
     "Failed",
+    "FailureCause",
     "IntegrityError",
+    "JobCancelled",
     "JobFailedError",
     "JobNotFoundError",
     "JobRecord",

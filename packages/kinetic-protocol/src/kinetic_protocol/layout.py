@@ -8,6 +8,7 @@
     jobs/<job_id>/payload.pkl                 cloudpickled (function, args, kwargs)
     jobs/<job_id>/result.msgpack              ResultEnvelope, written by the runtime
     jobs/<job_id>/debug.json                  DebugState of a debug job, replaced as it changes
+    jobs/<job_id>/cancelled.json              JobCancelled, written by cancel() before it stops it
     jobs/<job_id>/hosts/<i>/started.json      HostStart of host i of a multi-host job, create-only
     jobs/<job_id>/hosts/<i>/result.msgpack    Failed envelope of worker host i (i > 0), if it failed
     outputs/<job_id>/...                      KINETIC_OUTPUT_DIR default; never cleaned up
@@ -36,6 +37,7 @@ __all__ = [
     "bundle_key",
     "call_key",
     "cancel_key",
+    "cancelled_job_key",
     "cancelled_child_key",
     "cancelled_children_prefix",
     "child_key",
@@ -94,6 +96,10 @@ def payload_key(job_id: str) -> str:
 
 def result_key(job_id: str) -> str:
     return f"jobs/{job_id}/result.msgpack"
+
+
+def cancelled_job_key(job_id: str) -> str:
+    return f"{job_prefix(job_id)}cancelled.json"
 
 
 def debug_key(job_id: str) -> str:

@@ -76,6 +76,9 @@ class JobRecord(msgspec.Struct, kw_only=True):
     isolated interpreter); only that backend reads it."""
     output_dir: str = ""
     """``output_dir=`` of the decorator; empty for the default, ``<store>/outputs/<job_id>``."""
+    timeout: float | None = None
+    """``timeout=`` of the decorator: seconds each attempt may run before the backend stops
+    it (cause ``timeout``); None: no limit."""
     mounts: list[Mount] = msgspec.field(default_factory=list)
     """Directories a Kubernetes backend mounts in the pod for the call's ``Data`` (volumes,
     FUSE); set per call at submission, so a batch's template carries none."""

@@ -4,6 +4,8 @@ import enum
 
 import msgspec
 
+from kinetic_protocol.causes import FailureCause
+
 __all__ = ["TERMINAL_STATUSES", "JobState", "JobStatus"]
 
 
@@ -31,10 +33,18 @@ class JobState(msgspec.Struct, frozen=True, kw_only=True):
     status: JobStatus
     detail: str = ""
     exit_code: int | None = None
+    cause: FailureCause | None = None
+    """For FAILED: why, as far as the backend can tell (``exit`` when all it saw was the
+    process ending; the client tells a function that raised from that)."""
 
-    def describe(self) -> str:
-        """One line for humans: ``FAILED (OOMKilled, exit 137)``."""
+    def reason(self) -> str:
+        """The reason alone: ``OOMKilled, exit 137`` (empty when there is none)."""
         extras = [self.detail] if self.detail else []
         if self.exit_code is not None and f"exit {self.exit_code}" not in self.detail:
             extras.append(f"exit {self.exit_code}")
-        return self.status.value + (f" ({', '.join(extras)})" if extras else "")
+        return ", ".join(extras)
+
+    def describe(self) -> str:
+        """One line for humans: ``FAILED (OOMKilled, exit 137)``."""
+        reason = self.reason()
+        return self.status.value + (f" ({reason})" if reason else "")

@@ -2,7 +2,9 @@
 
 Exit status: 0 when the function returned, 1 when it raised, 2 when the job could not run its
 function at all (a phase before ``run`` failed) or its result could not be stored, and 3 when
-a host of a multi-host job was started again in a new pod after it had begun (see below).
+a host of a multi-host job was started again in a new pod after it had begun (see below), and
+4 when it ended its run at the attempt's timeout (``KINETIC_ATTEMPT_TIMEOUT``; see
+``kinetic_runtime.deadline``).
 
 The function's ``sys.exit`` is an outcome like any other, never the runtime's own exit:
 ``sys.exit()``, ``sys.exit(0)`` and ``sys.exit(None)`` succeed with the value ``None``; any
@@ -52,6 +54,7 @@ from kinetic_runtime.calls import (
     read_input,
     verify,
 )
+from kinetic_runtime.deadline import arm_deadline
 from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
 from kinetic_runtime.stores import open_store
@@ -355,6 +358,7 @@ def run_job(store_uri: str, job_id: str, workdir: Path, member: BatchInput | Non
         return EXIT_INFRA_ERROR
     if early is not None:
         return early
+    arm_deadline(job_id)  # only a run that goes on: a restarted host waits instead
     if host is None:
         _record_start(store, job_id)
     job = _Job(store, job_id, workdir, host, member, keyring=keyring)

@@ -3,6 +3,7 @@
 from kinetic_protocol.settings import SettingSpec
 
 __all__ = [
+    "ATTEMPT_TIMEOUT",
     "CAPTURABLE",
     "COORDINATOR_ADDRESS",
     "DATA_DIR",
@@ -86,6 +87,12 @@ JAX_DISTRIBUTED = SettingSpec(
     "function. Pass it to jobs with capture_env_vars.", _OWNER,
     default="auto", choices=("auto", "off"),
 )  # fmt: skip
+ATTEMPT_TIMEOUT = SettingSpec(
+    "attempt_timeout", "KINETIC_ATTEMPT_TIMEOUT",
+    "Inside a job whose backend cannot stop it at its timeout= itself (pathways): seconds after "
+    "which the runtime ends the attempt (exit status 4, cause timeout).",
+    _OWNER, kind="job",
+)  # fmt: skip
 SLICE_TIMEOUT = SettingSpec(
     "slice_timeout", "KINETIC_SLICE_TIMEOUT",
     "Multi-host jobs: seconds a host waits for every host of its slice to start and join "
@@ -121,7 +128,7 @@ SETTINGS = (
     HOME, STORE, JOB_ID, OUTPUT_DIR, WORKDIR, ENV,
     NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, SLICE, JAX_DISTRIBUTED,
     SLICE_TIMEOUT,
-    DATA_DIR, VOLUME_MOUNTS, HF_MIRROR, SIGNING_KEYS,
+    DATA_DIR, VOLUME_MOUNTS, HF_MIRROR, SIGNING_KEYS, ATTEMPT_TIMEOUT,
 )  # fmt: skip
 CAPTURABLE = (HF_MIRROR, JAX_DISTRIBUTED, SLICE_TIMEOUT)
 """Settings a user passes to jobs with ``capture_env_vars``: the only ``KINETIC_*`` variables

@@ -16,10 +16,12 @@ from kinetic.data import Data
 from kinetic.decorator import RemoteFunction, run
 from kinetic.jobs import JobHandle, attach, list_jobs
 from kinetic_protocol import (
+    AttemptFailure,
     BackendError,
     ConfigError,
     CorruptRecordError,
     DataUnavailableError,
+    FailureCause,
     IntegrityError,
     JobFailedError,
     JobNotFoundError,
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "AttemptFailure",
     "BackendError",
     "BatchError",
     "BatchHandle",
@@ -54,6 +57,7 @@ __all__ = [
     "CorruptRecordError",
     "Data",
     "DataUnavailableError",
+    "FailureCause",
     "IntegrityError",
     "JobFailedError",
     "JobHandle",

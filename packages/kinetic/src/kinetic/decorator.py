@@ -115,6 +115,7 @@ def run(
     debug: bool = False,
     *,
     isolate: bool = False,
+    timeout: float | None = None,
 ) -> Callable[[Callable[P, R]], RemoteFunction[P, R]]:
     """Run the decorated function remotely on ``accelerator``.
 
@@ -130,6 +131,12 @@ def run(
     ``isolate=True`` (local backend) runs jobs in a cached virtual environment of the project's
     requirements instead of the caller's interpreter, so missing dependencies show up locally
     before a cloud image is built.
+
+    ``timeout`` (seconds, a positive finite number) bounds each attempt of a job or batch
+    child: past it the backend stops the attempt, which fails with cause ``timeout`` and
+    keeps its output (``logs()``). Locally the supervisor enforces it from the moment the job
+    starts running; on ``gke`` the pod's ``activeDeadlineSeconds`` does, from when the pod
+    starts on its node (image pull included); on ``pathways`` the runtime on each host does.
     """
     if callable(accelerator):  # ``@kinetic.run`` above a def: the function came as accelerator
         name = getattr(accelerator, "__name__", repr(accelerator))
@@ -153,6 +160,7 @@ def run(
         output_dir=output_dir,
         debug=debug,
         isolate=isolate,
+        timeout=timeout,
     )
 
     def decorate(fn: Callable[P, R]) -> RemoteFunction[P, R]:

@@ -15,6 +15,7 @@ from kinetic._results import unwrap
 from kinetic._waiting import Backoff, Deadline
 from kinetic.trust import SealedOutcome, open_outcome
 from kinetic_protocol import (
+    AttemptFailure,
     ConfigError,
     Failed,
     HostSelection,
@@ -85,6 +86,7 @@ class JobHandle:
     kinetic_version: str = dataclasses.field(default="", kw_only=True)
     backend_data: dict[str, str] = dataclasses.field(default_factory=dict, kw_only=True)
     output_dir: str = dataclasses.field(default="", kw_only=True)
+    timeout: float | None = dataclasses.field(default=None, kw_only=True)
     mounts: list[Mount] = dataclasses.field(default_factory=list, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
         _record: JobRecord = dataclasses.field(init=False)
@@ -179,6 +181,19 @@ class JobHandle:
     def status(self) -> JobStatus:
         """The job's current status."""
         return self.status_detail().status
+
+    def failure(self) -> AttemptFailure | None:
+        """Why this attempt ended without a value, or None while it runs, once it succeeded,
+        or when it is gone for no recorded reason.
+
+        ``cause`` is data (a :class:`~kinetic.FailureCause`: ``user``, ``exit``, ``oom``,
+        ``preempted``, ``unschedulable``, ``image``, ``timeout``, ``cancelled``,
+        ``infrastructure``), ``reason`` the words that status and errors show, ``attempt``
+        which attempt this handle is (0 first), ``phase`` the runtime phase that failed.
+        """
+        from kinetic.failure import failure_of
+
+        return failure_of(self, self.status_detail())
 
     def tail(self, n: int = 100, *, host: HostSelection = None) -> str:
         """The last ``n`` lines of the job's output (of the leader, of host ``host``, or of
@@ -401,10 +416,20 @@ class JobHandle:
     # -- teardown ------------------------------------------------------------------------
 
     def cancel(self, cleanup_timeout: float = 180, cleanup_poll_interval: float = 2) -> None:
-        """Stop the job and delete its backend resource; stored artifacts are kept."""
-        backend_for(self._record).delete(
-            self._record, timeout=cleanup_timeout, poll_interval=cleanup_poll_interval
-        )
+        """Stop the job and delete its backend resource; stored artifacts are kept.
+
+        A job still pending or running is recorded as cancelled first, so that
+        :meth:`failure` says ``cancelled`` once its resource is gone."""
+        backend = backend_for(self._record)
+        if not backend.statuses([self._record])[self.job_id].status.is_terminal:
+            from kinetic.failure import record_cancel
+
+            record_cancel(self)
+        self.delete_resource(cleanup_timeout, cleanup_poll_interval)
+
+    def delete_resource(self, timeout: float = 180, poll_interval: float = 2) -> None:
+        """Stop the job if it runs and delete its backend resource, recording nothing."""
+        backend_for(self._record).delete(self._record, timeout=timeout, poll_interval=poll_interval)
 
     def cleanup(
         self,
@@ -418,7 +443,7 @@ class JobHandle:
         Anything under ``KINETIC_OUTPUT_DIR`` is always kept.
         """
         if k8s:
-            self.cancel(cleanup_timeout, cleanup_poll_interval)
+            self.delete_resource(cleanup_timeout, cleanup_poll_interval)
         if gcs:
             store_for(self._record).delete_prefix(layout.job_prefix(self.job_id))
 

@@ -1,6 +1,7 @@
 """The validated options of one ``@kinetic.run(...)`` decoration."""
 
 import itertools
+import math
 from dataclasses import dataclass
 
 from kinetic.data import Data
@@ -29,6 +30,8 @@ class RunOptions:
     output_dir: str | None = None
     debug: bool = False
     isolate: bool = False
+    timeout: float | None = None
+    """Seconds each attempt may run (validated: a positive finite number)."""
 
     @classmethod
     def build(
@@ -53,6 +56,8 @@ class RunOptions:
         output_dir = rest.get("output_dir")
         if output_dir is not None:
             _check_output_dir(output_dir)
+        if rest.get("timeout") is not None:
+            rest["timeout"] = _checked_timeout(rest["timeout"])
         return cls(
             accelerator=parse_accelerator(accelerator),
             capture_env_vars=patterns,
@@ -82,6 +87,21 @@ def _checked_volumes(volumes: object) -> tuple[tuple[str, Data], ...]:
                 f"volumes {first!r} and {second!r} overlap; give each volume its own directory."
             )
     return tuple(mounts)
+
+
+def _checked_timeout(timeout: object) -> float:
+    """``timeout=`` as seconds: a positive, finite number (an int or a float, not a bool)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise TypeError(
+            f"timeout must be a number of seconds (int or float), got "
+            f"{type(timeout).__name__} {timeout!r}."
+        )
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ConfigError(
+            f"timeout={timeout!r} must be a positive, finite number of seconds (each attempt "
+            "is stopped after that long); leave it unset (None) for no limit."
+        )
+    return float(timeout)
 
 
 def _check_output_dir(output_dir: object) -> None:

@@ -42,6 +42,7 @@ def test_list_shows_each_job_with_its_status_as_plain_text(invoke, done) -> None
         "FUNCTION",
         "ACCELERATOR",
         "STATUS",
+        "CAUSE",
         "CREATED",
         "BATCH",
     ]

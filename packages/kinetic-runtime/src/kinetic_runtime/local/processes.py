@@ -3,17 +3,21 @@
 import contextlib
 import ctypes
 import os
+import select
 import signal
 import sys
 import time
+from collections.abc import Collection
 
 __all__ = [
     "die_with_parent",
     "group_alive",
+    "kill_group_members",
     "pid_alive",
     "process_identity",
     "same_process_alive",
     "terminate_group",
+    "wait_children",
 ]
 
 _PR_SET_PDEATHSIG = 1
@@ -81,12 +85,13 @@ def same_process_alive(identity: str) -> bool:
     return alive and process_identity(int(pid)) == identity
 
 
-def _linux_group_members(pgid: int) -> bool | None:
-    """Whether a live (non-zombie) process is in group ``pgid``; None without ``/proc``."""
+def _live_members(pgid: int) -> list[int] | None:
+    """The live (non-zombie) processes of group ``pgid``; None without ``/proc``."""
     try:
         entries = os.listdir("/proc")
     except OSError:
         return None
+    members = []
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -97,8 +102,51 @@ def _linux_group_members(pgid: int) -> bool | None:
             continue  # exited while we looked
         state, group = fields[0], int(fields[2])
         if group == pgid and state not in (b"Z", b"X"):
-            return True
-    return False
+            members.append(int(entry))
+    return members
+
+
+def _linux_group_members(pgid: int) -> bool | None:
+    """Whether a live (non-zombie) process is in group ``pgid``; None without ``/proc``."""
+    members = _live_members(pgid)
+    return None if members is None else bool(members)
+
+
+def kill_group_members(pgid: int, *, spare: int) -> None:
+    """SIGKILL every process of group ``pgid`` but ``spare`` (the caller: a supervisor that
+    must outlive its job's processes to record how they ended). Without ``/proc`` nothing is
+    found; the group dies when the job is deleted."""
+    for pid in _live_members(pgid) or []:
+        if pid != spare:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def wait_children(pids: Collection[int], timeout: float) -> tuple[int, int] | None:
+    """Wait for one of this process's children ``pids`` to exit: ``(pid, wait status)``, or
+    None if none has after ``timeout`` seconds. Wakes at the exit through pidfds (Linux),
+    else by polling."""
+    deadline = time.monotonic() + timeout
+    fds: list[int] = []
+    try:
+        with contextlib.suppress(AttributeError, OSError):  # no pidfd_open: poll instead
+            for pid in pids:
+                fds.append(os.pidfd_open(pid))
+        while True:
+            for pid in pids:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    return done, status
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            if len(fds) == len(pids):
+                select.select(fds, [], [], remaining)
+            else:
+                time.sleep(min(remaining, 0.05))
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def group_alive(pgid: int) -> bool:

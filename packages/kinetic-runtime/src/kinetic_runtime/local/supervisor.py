@@ -11,13 +11,18 @@ manages::
                   any): read, then deleted once the job has started
     supervisor.pid   the supervisor's pid (written by the client once it started it: until
                   then the submission may still fail, so the supervisor waits for it)
-    state.json    phase, pids, exit code (written atomically)
+    state.json    phase, pids, exit code, and ``cause: timeout`` for a job stopped past its
+                  ``timeout`` (written atomically)
     output.log    the job's stdout and stderr (host 0's on a multi-host job)
     output-host<i>.log   host i's, on a multi-host job
     cancelled     marker: the job is being deleted, do not start it
 
 Every file is 0600 and every directory 0700 (``kinetic_runtime.private_files``).
     work/         the unpacked bundle and the job's working directory (``work-host<i>/``: host i's)
+
+A job with a ``timeout`` in ``launch.json`` is stopped that many seconds after its runtimes
+started: they get SIGTERM, then SIGKILL after a grace, and every other process of the job's
+group (what the function started) is killed; the log stays.
 
 A multi-host job (``hosts`` > 1 in ``launch.json``) is one job: it holds one slot and runs one
 runtime per host, each told its place through ``KINETIC_NUM_HOSTS``, ``KINETIC_HOST_INDEX``,
@@ -39,7 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kinetic_runtime.local.processes import die_with_parent
+from kinetic_runtime.local.processes import die_with_parent, kill_group_members, wait_children
 from kinetic_runtime.private_files import (
     make_private_dirs,
     open_private,
@@ -266,18 +271,46 @@ def _stop_hosts(running: dict[int, int]) -> None:
     running.clear()
 
 
-def _wait_hosts(running: dict[int, int], count: int) -> tuple[int, str]:
+class _Ended:
+    """How a job's runtimes ended: the exit code (the failed host's, else 0), the state's
+    detail, and whether they were stopped past the job's timeout."""
+
+    def __init__(self, code: int | None, detail: str, timed_out: bool = False) -> None:
+        self.code, self.detail, self.timed_out = code, detail, timed_out
+
+
+def _next_exit(running: dict[int, int], deadline: float | None) -> tuple[int, int] | None:
+    """The next host to exit, as ``(pid, wait status)``; None once ``deadline`` has passed."""
+    if deadline is None:
+        return os.wait()  # the hosts are the supervisor's only children
+    return wait_children(list(running), deadline - time.monotonic())
+
+
+def _stop_past_timeout(running: dict[int, int], timeout: float) -> _Ended:
+    """Stop every host and whatever they started; the supervisor alone stays, to record it."""
+    _stop_hosts(running)
+    kill_group_members(os.getpgrp(), spare=os.getpid())
+    return _Ended(None, f"ran past its timeout of {timeout:g}s and was stopped", timed_out=True)
+
+
+def _wait_hosts(running: dict[int, int], count: int, timeout: float | None) -> _Ended:
     """Wait for every host; at the first that fails, stop the rest and say which failed."""
+    deadline = None if timeout is None else time.monotonic() + timeout
     while running:
-        pid, status = os.wait()  # the hosts are the supervisor's only children
+        ended = _next_exit(running, deadline)
+        if ended is None:
+            assert timeout is not None
+            return _stop_past_timeout(running, timeout)
+        pid, status = ended
         host = running.pop(pid, None)
         if host is None:
             continue
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
             _stop_hosts(running)
-            return code, f"host {host} of {count}: {_describe_exit(code)}"
-    return 0, ""
+            where = f"host {host} of {count}: " if count > 1 else ""
+            return _Ended(code, f"{where}{_describe_exit(code)}")
+    return _Ended(0, "")
 
 
 def _run_hosts(
@@ -286,27 +319,26 @@ def _run_hosts(
     slot: int,
     start: StartRuntime,
     started: Callable[[list[int]], None],
-) -> tuple[int, str, list[int]]:
-    """Run the job's ``launch["hosts"]`` runtimes; ``started`` gets their pids, in host order.
-
-    Returns the exit code (the failed host's, else 0), the state's detail, and the pids.
-    """
-    count = int(launch["hosts"])
-    coordinator = f"127.0.0.1:{_free_port()}"
+) -> tuple[_Ended, list[int]]:
+    """Run the job's ``launch["hosts"]`` runtimes (one host without a coordinator); ``started``
+    gets their pids, in host order. Returns how they ended, and the pids."""
+    count = int(launch.get("hosts", 1))
+    coordinator = f"127.0.0.1:{_free_port()}" if count > 1 else ""
     running: dict[int, int] = {}
     with contextlib.ExitStack() as logs:
         try:
             for host in range(count):
                 log = logs.enter_context(_open_log(job_dir / log_name(host)))
-                pid = start(_host_launch(launch, host, coordinator), job_dir, log, slot)
+                host_launch = _host_launch(launch, host, coordinator) if count > 1 else launch
+                pid = start(host_launch, job_dir, log, slot)
                 running[pid] = host
         except BaseException:
             _stop_hosts(running)
             raise
     pids = list(running)
     started(pids)
-    code, detail = _wait_hosts(running, count)
-    return code, detail, pids
+    timeout = launch.get("timeout")
+    return _wait_hosts(running, count, None if timeout is None else float(timeout)), pids
 
 
 def _open_log(path: Path) -> BinaryIO:
@@ -364,23 +396,16 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
             started_at=started_at,
         )
 
-    if int(launch.get("hosts", 1)) > 1:
-        code, detail, pids = _run_hosts(launch, job_dir, slot, start, running)
-    else:
-        with _open_log(job_dir / LOG_FILE) as log:
-            pids = [start(launch, job_dir, log, slot)]
-            running(pids)
-            _, status = os.waitpid(pids[0], 0)
-        code = os.waitstatus_to_exitcode(status)
-        detail = _describe_exit(code)
+    ended, pids = _run_hosts(launch, job_dir, slot, start, running)
     write_state(
         job_dir,
-        phase="SUCCEEDED" if code == 0 else "FAILED",
+        phase="SUCCEEDED" if ended.code == 0 else "FAILED",
         supervisor_pid=os.getpid(),
         pids=pids,
-        exit_code=code,
-        detail=detail,
+        exit_code=ended.code,
+        detail=ended.detail,
         finished_at=time.time(),
+        **({"cause": "timeout"} if ended.timed_out else {}),
     )
     os.close(slot)
     return 0

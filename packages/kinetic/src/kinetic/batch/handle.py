@@ -29,6 +29,7 @@ from kinetic.batch.views import BatchViews
 from kinetic.env_capture import recapture_env
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
+    AttemptFailure,
     Backend,
     BatchManifest,
     CallDescriptor,
@@ -159,6 +160,20 @@ class BatchHandle(BatchViews):
         resource is gone; :meth:`states` tells them apart (reason ``collected and cleaned up``).
         """
         return dict(collections.Counter(state.status.value for _, state in self.states()))
+
+    def child_failures(self) -> dict[int, AttemptFailure]:
+        """Why each child (by input index) whose latest attempt ended without a value did:
+        FAILED children, children the batch cancelled, and collected failures whose records
+        were cleaned up (their kept outcome says). See ``JobHandle.failure()``."""
+        from kinetic.batch.causes import child_failures
+
+        return child_failures(self.jobs, self.states(), self._records)
+
+    def cause_counts(self) -> dict[str, int]:
+        """How many children ended without a value, by cause, e.g. ``{"user": 2, "oom": 1}``;
+        the companion of :meth:`status_counts` (causes are ``kinetic.FailureCause`` values)."""
+        failures = self.child_failures().values()
+        return dict(collections.Counter(failure.cause.value for failure in failures))
 
     def _settled_stream(
         self,
@@ -364,7 +379,7 @@ class BatchHandle(BatchViews):
         self._collector = Collector(self.group_id, state, self._records)
         policy.cancel_siblings = self._cancel_running
         self._in_parallel(
-            lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), plan.retired
+            lambda job: job.delete_resource(timeout=60, poll_interval=0.5), plan.retired
         )
         submitter = Submitter(
             state=state, backend=self._backend, manifest=self._manifest, records=self._records,
@@ -435,7 +450,7 @@ class BatchHandle(BatchViews):
         handles = [JobHandle.from_record(record) for record in attempts]
         if k8s:
             self._in_parallel(
-                lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), handles
+                lambda job: job.delete_resource(timeout=60, poll_interval=0.5), handles
             )
         if gcs:
             store = self._records.store

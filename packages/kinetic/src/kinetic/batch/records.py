@@ -264,4 +264,4 @@ def cancel_child(records: BatchRecords, job: "JobHandle", reason: str) -> None:
             records.add_cancelled(job.group_index, job.record.attempt, reason)
         except Exception:
             log.warning("could not record a cancellation", job_id=job.job_id, exc_info=True)
-    job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5)
+    job.delete_resource(timeout=60, poll_interval=0.5)

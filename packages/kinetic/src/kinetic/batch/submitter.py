@@ -384,7 +384,7 @@ class Submitter:
             "batch.retry", group_id=self.manifest.group_id, index=index, attempt=job.attempt + 1
         )
         try:
-            job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5)
+            job.delete_resource(timeout=60, poll_interval=0.5)
         except Exception:
             log.warning("could not remove a failed attempt", job_id=job.job_id, exc_info=True)
         self.queue.appendleft((index, job.attempt + 1))

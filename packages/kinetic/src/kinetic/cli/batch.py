@@ -4,6 +4,7 @@ A batch is named by its group id (``grp-...``); every command reattaches to it f
 so it works from any shell on any machine with access to the same project.
 """
 
+import collections
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,6 +111,8 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
     handle = cli.attach_batch(group_id)
     counts, per_input, states = tally(handle)
     cleaned = sum(1 for state in states.values() if _cleaned_up(state))
+    failures = handle.child_failures()
+    causes = dict(collections.Counter(failure.cause.value for failure in failures.values()))
     if as_json:
         jobs = handle.jobs
         render.emit_json(
@@ -117,12 +120,14 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
             | {
                 "submission": handle.submission_status().state,
                 "counts": counts.as_dict() | {"cleaned_up": cleaned},
+                "causes": causes,
                 "jobs": [
                     {
                         "index": i,
                         "job_id": job.job_id if job else None,
                         "status": status,
                         "description": states[i].describe() if i in states else status,
+                        "cause": failures[i].cause.value if i in failures else None,
                     }
                     for (i, status), job in zip(per_input, jobs, strict=True)
                 ],
@@ -151,6 +156,8 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
         empty="The batch has no inputs.",
         status_column=0,
     )
+    if causes:
+        render.table(["CAUSE", "COUNT"], [[cause, str(n)] for cause, n in sorted(causes.items())])
 
 
 @batch.command()
@@ -326,14 +333,19 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
         for index, state in handle.states()
         if _cleaned_up(state)
     ]
+    from kinetic.failure import failure_document, failure_of
+
     for job in handle.failures():
         state = job.status_detail()
+        failure = failure_of(job, state)
         entries.append(
             {
                 "index": job.group_index,
                 "job_id": job.job_id,
                 "status": state.status.value,
                 "description": state.describe(),
+                "cause": failure.cause.value if failure else None,
+                "failure": failure_document(failure),
                 "logs": job.tail(tail) if tail else "",
             }
         )
@@ -344,6 +356,8 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
                 "job_id": None,
                 "status": "SUBMISSION_FAILED",
                 "description": "could not be submitted",
+                "cause": None,
+                "failure": None,
                 "error": _error_document(exc),
                 "logs": "",
             }
@@ -360,7 +374,11 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
         return
     styled = render.is_terminal()
     for entry in entries:
-        title = f"[{entry['index']}] {entry['job_id'] or '(not submitted)'}  {entry['description']}"
+        cause = f"  cause: {entry['cause']}" if entry["cause"] else ""
+        title = (f"[{entry['index']}] {entry['job_id'] or '(not submitted)'}  "
+                 f"{entry['description']}{cause}")  # fmt: skip
+        if entry["failure"] and entry["failure"]["reason"] not in entry["description"]:
+            title += f" ({entry['failure']['reason']})"
         render.echo(title, bold=styled, fg="red" if styled else "")
         if "error" in entry:
             render.echo("    {type}: {message}".format(**entry["error"]))

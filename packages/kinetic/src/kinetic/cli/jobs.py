@@ -31,7 +31,7 @@ from kinetic_protocol import HostSelection, JobNotFoundError
 
 if TYPE_CHECKING:
     from kinetic.jobs import JobHandle
-    from kinetic_protocol import JobState
+    from kinetic_protocol import AttemptFailure, JobState
 
 __all__ = ["jobs"]
 
@@ -43,16 +43,29 @@ def jobs() -> None:
     """Observe, collect, cancel and clean up detached jobs."""
 
 
-def _job_document(job: "JobHandle", state: "JobState | None") -> dict[str, Any]:
+def _job_document(
+    job: "JobHandle", state: "JobState | None", failure: "AttemptFailure | None" = None
+) -> dict[str, Any]:
+    """The handle's fields, its state, and (once it ended without a value) its ``failure``:
+    ``{"cause", "reason", "attempt", "phase", "exit_code"}``."""
     document = job.to_dict()
     if state is not None:
+        from kinetic.failure import failure_document
+
         document.update(
             status=state.status.value,
             status_detail=state.detail,
             exit_code=state.exit_code,
             description=state.describe(),
+            failure=failure_document(failure),
         )
     return document
+
+
+def _failure(job: "JobHandle", state: "JobState") -> "AttemptFailure | None":
+    from kinetic.failure import failure_of
+
+    return failure_of(job, state)
 
 
 @jobs.command("list")
@@ -65,8 +78,9 @@ def list_(cli: CliContext, as_json: bool) -> None:
 
     current = job_states(found)
     states = [(job, current[job.job_id]) for job in found]
+    failures = {job.job_id: _failure(job, state) for job, state in states}
     if as_json:
-        render.emit_json([_job_document(job, state) for job, state in states])
+        render.emit_json([_job_document(job, state, failures[job.job_id]) for job, state in states])
         return
     rows = [
         [
@@ -74,13 +88,14 @@ def list_(cli: CliContext, as_json: bool) -> None:
             job.func_name,
             job.accelerator,
             state.describe(),
+            failure.cause.value if (failure := failures[job.job_id]) else "",
             job.created_at,
             f"{job.group_id}[{job.group_index}]" if job.group_id else "",
         ]
         for job, state in states
     ]
     render.table(
-        ["JOB ID", "FUNCTION", "ACCELERATOR", "STATUS", "CREATED", "BATCH"],
+        ["JOB ID", "FUNCTION", "ACCELERATOR", "STATUS", "CAUSE", "CREATED", "BATCH"],
         rows,
         empty="No jobs found.",
         status_column=3,
@@ -98,8 +113,9 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
     """
     job = cli.attach(job_id)
     state = job.status_detail()
+    failure = _failure(job, state)
     if as_json:
-        render.emit_json(_job_document(job, state))
+        render.emit_json(_job_document(job, state, failure))
         return
     pairs = {
         "Job": job.job_id,
@@ -111,6 +127,10 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
     }
     if job.group_id:
         pairs["Batch"] = f"{job.group_id} (input {job.group_index})"
+    if failure is not None:
+        phase = f", phase {failure.phase}" if failure.phase else ""
+        pairs["Cause"] = f"{failure.cause.value} (attempt {failure.attempt}{phase})"
+        pairs["Reason"] = failure.reason
     render.key_values(pairs)
 
 

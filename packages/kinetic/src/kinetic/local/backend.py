@@ -33,6 +33,7 @@ from kinetic_protocol import (
     BackendSettings,
     Capabilities,
     ConfigError,
+    FailureCause,
     HostSelection,
     JobRecord,
     JobState,
@@ -101,6 +102,17 @@ def _unwritable(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
         f"Job {job_id} was not submitted: writing its files under {job_dir} failed "
         f"({reason}); nothing was started.{hint}"
     )
+
+
+def _cause(state: dict[str, object]) -> FailureCause:
+    """The cause the supervisor recorded (``timeout``); else the process ended on its own."""
+    recorded = state.get("cause")
+    if isinstance(recorded, str) and recorded in _CAUSES:
+        return FailureCause(recorded)
+    return FailureCause.EXIT
+
+
+_CAUSES = frozenset(cause.value for cause in FailureCause)
 
 
 def local_slots() -> int:
@@ -221,6 +233,7 @@ class LocalBackend:
             "slots_dir": str(self._root / "slots"),
             "slots": local_slots(),
             "hosts": parse_accelerator(record.accelerator).hosts,
+            "timeout": record.timeout,
             "submitter": process_identity(os.getpid()),
             "env": inherited,
         }
@@ -308,7 +321,10 @@ class LocalBackend:
         phase = S(state["phase"])
         if phase.is_terminal:
             return JobState(
-                status=phase, detail=state.get("detail", ""), exit_code=state.get("exit_code")
+                status=phase,
+                detail=state.get("detail", ""),
+                exit_code=state.get("exit_code"),
+                cause=_cause(state) if phase is S.FAILED else None,
             )
         state_now = JobState(status=phase)
         pid = self._supervisor_pid(job_dir)
@@ -341,7 +357,7 @@ class LocalBackend:
         """
         if not terminate_group(pid, grace=0, timeout=_WITHDRAW_TIMEOUT, poll_interval=0.01):
             return JobState(status=S.RUNNING)  # still being stopped: look again
-        state = JobState(status=S.FAILED, detail=_SUPERVISOR_DIED)
+        state = JobState(status=S.FAILED, detail=_SUPERVISOR_DIED, cause=FailureCause.EXIT)
         if store_uri is not None:
             with contextlib.suppress(KineticError, OSError):
                 key = layout.result_key(job_id)

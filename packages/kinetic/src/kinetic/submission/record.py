@@ -52,6 +52,7 @@ def job_record(
         kinetic_version=kinetic_version(),
         backend_data=dict(target.backend_data),
         output_dir=options.output_dir or "",
+        timeout=options.timeout,
     )
 
 

@@ -299,7 +299,20 @@ class Kubelet:
             return
         process.enforce()
         if not rt.finished:
+            self._enforce_active_deadline(rt, process)
             self._apply_kill_faults(rt, process)
+
+    def _enforce_active_deadline(self, rt: PodRuntime, process: PodProcess) -> None:
+        """As the kubelet does: a pod running past ``spec.activeDeadlineSeconds`` (counted from
+        its start on the node) is stopped with its grace period and fails, DeadlineExceeded."""
+        deadline = rt.pod["spec"].get("activeDeadlineSeconds")
+        if deadline is None or rt.outcome is not None or process.kill_at is not None:
+            return
+        if time.monotonic() - rt.admitted_mono < float(deadline):
+            return
+        rt.outcome = st.DEADLINE_EXCEEDED
+        grace = rt.pod["spec"].get("terminationGracePeriodSeconds", 30)
+        process.terminate(min(float(grace), _MAX_GRACE))
 
     def _apply_kill_faults(self, rt: PodRuntime, process: PodProcess) -> None:
         if rt.outcome is not None or process.kill_at is not None:

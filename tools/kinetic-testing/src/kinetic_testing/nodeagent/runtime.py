@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import statuses as st
@@ -32,6 +33,9 @@ class PodRuntime:
     outcome: st.Outcome | None = None
     finished: bool = False
     confirmed: bool = False
+    admitted_mono: float = field(default_factory=time.monotonic)
+    """When this kubelet took the pod on (its ``status.startTime``): what
+    ``activeDeadlineSeconds`` counts from, image pull included."""
 
     @property
     def key(self) -> tuple[str, str]:

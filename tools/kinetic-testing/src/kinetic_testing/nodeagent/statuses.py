@@ -12,6 +12,7 @@ from . import podstatus as ps
 from .api import Obj
 
 __all__ = [
+    "DEADLINE_EXCEEDED",
     "EVICTED",
     "NODE_SHUTDOWN",
     "OOM_KILLED",
@@ -42,6 +43,11 @@ class Outcome:
 OOM_KILLED = Outcome("OOMKilled")
 EVICTED = Outcome(None, "Evicted", _EVICTION_MESSAGE, "TerminationByKubelet")
 NODE_SHUTDOWN = Outcome(None, "Terminated", _SHUTDOWN_MESSAGE, "TerminationByKubelet")
+DEADLINE_EXCEEDED = Outcome(
+    None, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
+)
+"""A pod past its ``spec.activeDeadlineSeconds``: the kubelet stops it and fails it (no
+disruption condition: nothing outside the pod ended it)."""
 
 
 def image_pull_message(image: str, backoff: bool) -> str:

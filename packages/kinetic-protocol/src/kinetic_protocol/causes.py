@@ -1,0 +1,71 @@
+"""Why an attempt of a job ended without a value, as data every backend and client shares.
+
+A backend says what it can see (an OOM kill, a preemption, a deadline, an image that would not
+pull); the client adds what only the stored result can say (the function raised, or a Kinetic
+phase before it failed). The human reason text stays beside the cause, unchanged.
+"""
+
+import enum
+
+import msgspec
+
+from kinetic_protocol.records import SCHEMA_VERSION
+
+__all__ = ["BACKEND_DECIDED", "AttemptFailure", "FailureCause", "JobCancelled"]
+
+
+class FailureCause(enum.StrEnum):
+    """Why one attempt ended without a value."""
+
+    USER = "user"
+    """The function raised (its exception is in the stored result)."""
+    EXIT = "exit"
+    """The process exited, or was killed, without storing a result."""
+    OOM = "oom"
+    """Killed for running out of memory."""
+    PREEMPTED = "preempted"
+    """Preempted, evicted, or its node was lost."""
+    UNSCHEDULABLE = "unschedulable"
+    """Never scheduled within the deadline (``KINETIC_UNSCHEDULABLE_TIMEOUT``)."""
+    IMAGE = "image"
+    """Its container image could not be pulled or its container not created."""
+    TIMEOUT = "timeout"
+    """Ran past its ``timeout=``."""
+    CANCELLED = "cancelled"
+    """Cancelled (``cancel()``, or a batch's fail-fast stopping it)."""
+    INFRASTRUCTURE = "infrastructure"
+    """A Kinetic phase before the function ran failed (``AttemptFailure.phase`` names it)."""
+
+
+BACKEND_DECIDED = frozenset({
+    FailureCause.OOM, FailureCause.PREEMPTED, FailureCause.UNSCHEDULABLE,
+    FailureCause.IMAGE, FailureCause.TIMEOUT,
+})  # fmt: skip
+"""Causes a backend sees for itself; they stand whatever the stored result says (a function
+killed at its deadline may still have stored an error on the way out)."""
+
+
+class AttemptFailure(msgspec.Struct, frozen=True, kw_only=True):
+    """How one attempt of a job ended without a value: the cause as data, the reason in words."""
+
+    cause: FailureCause
+    reason: str
+    """The reason for people, as status and errors say it (``OOMKilled, exit 137``,
+    ``ValueError: bad input``)."""
+    attempt: int
+    """0 for the first attempt; a batch's retries count up."""
+    phase: str = ""
+    """For ``infrastructure`` (and ``user``: ``run``): the runtime phase that failed."""
+    exit_code: int | None = None
+
+
+class JobCancelled(msgspec.Struct, kw_only=True):
+    """Written by ``JobHandle.cancel()`` before it stops a running job (at
+    ``layout.cancelled_job_key``): once its resource is gone, nothing else says it was
+    cancelled rather than lost."""
+
+    job_id: str
+    attempt: int
+    cancelled_at: str
+    reason: str
+    schema_version: int = SCHEMA_VERSION

@@ -1,0 +1,157 @@
+"""Why an attempt ended without a value: the backend's cause, refined by what the job stored.
+
+A backend sees the outside of a job (killed for memory, preempted, past its deadline, an image
+that would not pull, or just a process that ended badly). Only the stored result says whether
+the function itself raised, or a Kinetic phase before it failed; only a cancellation record
+says that a job which is gone was cancelled. This module puts the three together.
+"""
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from kinetic._context import store_for
+from kinetic_protocol import (
+    AttemptFailure,
+    BatchChildCancelled,
+    CollectedOutcome,
+    Failed,
+    FailureCause,
+    JobCancelled,
+    JobState,
+    JobStatus,
+    KineticError,
+    ObjectNotFoundError,
+    layout,
+)
+from kinetic_protocol.causes import BACKEND_DECIDED
+from kinetic_protocol.records import decode_json, encode_json
+
+if TYPE_CHECKING:
+    from kinetic.handle import JobHandle
+
+__all__ = [
+    "USER_PHASES",
+    "failed_attempt",
+    "failure_document",
+    "failure_of",
+    "from_envelope",
+    "kept_failure",
+    "record_cancel",
+]
+
+USER_PHASES = frozenset({"run", "serialize_result"})
+"""Phases in which a failure is the function's own: it raised, or returned what cannot be
+pickled. A failure in any other phase happened before the function ran (``infrastructure``)."""
+CANCELLED_BY_USER = "cancelled by the user"
+
+
+def failure_of(job: "JobHandle", state: JobState) -> AttemptFailure | None:
+    """How ``job``'s attempt ended without a value, given its current ``state``; None while it
+    is pending or running, once it succeeded, and when it is gone for no recorded reason."""
+    if state.status is JobStatus.FAILED:
+        return failed_attempt(job, state)
+    if state.status is JobStatus.NOT_FOUND:
+        return _cancelled(job) or _kept_failure(job)
+    return None
+
+
+def failed_attempt(job: "JobHandle", state: JobState) -> AttemptFailure:
+    """The failure of an attempt whose state is FAILED."""
+    attempt = job.record.attempt
+    if state.cause in BACKEND_DECIDED:
+        assert state.cause is not None
+        return AttemptFailure(
+            cause=state.cause, reason=state.reason(), attempt=attempt, exit_code=state.exit_code
+        )
+    try:
+        envelope = job.sealed_outcome(state).envelope
+    except KineticError:  # it stored nothing, or nothing that can be trusted
+        envelope = None
+    if isinstance(envelope, Failed):
+        return from_envelope(envelope, attempt, state.exit_code)
+    return AttemptFailure(
+        cause=state.cause or FailureCause.EXIT,
+        reason=state.reason() or "ended without storing a result",
+        attempt=attempt,
+        exit_code=state.exit_code,
+    )
+
+
+def from_envelope(envelope: Failed, attempt: int, exit_code: int | None = None) -> AttemptFailure:
+    """The failure a stored ``Failed`` result describes: the function's, or a phase's before it."""
+    exc_type = envelope.exc_type.removeprefix("builtins.")
+    text = f"{exc_type}: {envelope.message}" if envelope.message else exc_type
+    if envelope.hosts > 1:
+        text = f"host {envelope.host} of {envelope.hosts}: {text}"
+    if envelope.phase in USER_PHASES:
+        cause = FailureCause.USER
+    else:
+        cause = FailureCause.INFRASTRUCTURE
+        text = f"failed in phase {envelope.phase}: {text}"
+    return AttemptFailure(
+        cause=cause, reason=text, attempt=attempt, phase=envelope.phase, exit_code=exit_code
+    )
+
+
+def _cancelled(job: "JobHandle") -> AttemptFailure | None:
+    """A cancellation recorded for this attempt, by its batch or by ``cancel()``."""
+    record = job.record
+    store = store_for(record)
+    keys: list[tuple[str, type[BatchChildCancelled] | type[JobCancelled]]] = []
+    if record.group_id is not None and record.group_index is not None:
+        key = layout.cancelled_child_key(record.group_id, record.group_index, record.attempt)
+        keys.append((key, BatchChildCancelled))
+    keys.append((layout.cancelled_job_key(record.job_id), JobCancelled))
+    for key, kind in keys:
+        try:
+            found = decode_json(store.read(key), kind, what=key)
+        except ObjectNotFoundError:
+            continue
+        return AttemptFailure(
+            cause=FailureCause.CANCELLED, reason=found.reason, attempt=record.attempt
+        )
+    return None
+
+
+def _kept_failure(job: "JobHandle") -> AttemptFailure | None:
+    if job.group_index is None:
+        return None
+    from kinetic.batch.kept import kept_outcome
+
+    return kept_failure(job, kept_outcome(job.record))
+
+
+def kept_failure(job: "JobHandle", kept: CollectedOutcome | None) -> AttemptFailure | None:
+    """A batch child collected and cleaned up: the failure its batch kept, if it failed."""
+    from kinetic.trust import OutcomeKind, open_outcome
+
+    if kept is None or kept.job_id != job.job_id:
+        return None
+    key = f"{layout.collected_prefix(job.record.group_id or '')} (kept for {job.job_id})"
+    kind: OutcomeKind = "host-result" if kept.kind == "host-result" else "result"
+    try:
+        envelope = open_outcome(job.record, kept.envelope, key=key, kind=kind).envelope
+    except KineticError:
+        return None
+    if isinstance(envelope, Failed):
+        return from_envelope(envelope, job.record.attempt)
+    return None
+
+
+def record_cancel(job: "JobHandle", reason: str = CANCELLED_BY_USER) -> None:
+    """Say, before the job is stopped, that it was cancelled (its resource goes with it)."""
+    record = job.record
+    cancelled = JobCancelled(
+        job_id=record.job_id,
+        attempt=record.attempt,
+        cancelled_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        reason=reason,
+    )
+    store_for(record).write(layout.cancelled_job_key(record.job_id), encode_json(cancelled))
+
+
+def failure_document(failure: AttemptFailure | None) -> dict[str, object] | None:
+    """``failure`` as plain JSON values (for ``--json``)."""
+    return None if failure is None else msgspec.to_builtins(failure)
