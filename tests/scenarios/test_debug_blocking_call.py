@@ -145,6 +145,7 @@ def test_a_malformed_debug_port_is_refused_before_the_job_is_submitted(
     local_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KINETIC_DEBUG_PORT", "port-5678")
+    monkeypatch.setenv("KINETIC_DEBUG_WAIT", "0")  # a job submitted all the same ends at once
     scaled_sum = local_backend.decorate(debug=True)(uf.scaled_sum)
     with pytest.raises(
         ConfigError, match=r"KINETIC_DEBUG_PORT must be a TCP port, 1-65535; got 'port-5678'"

@@ -254,9 +254,9 @@ def test_jobs_debug_with_a_port_in_use_says_so(funcs, gate, invoke) -> None:
 def test_a_local_port_that_is_no_port_is_refused_before_waiting(
     funcs, gate, port: Any, error: type[Exception], shown: str
 ) -> None:
-    job = _debug_job(funcs, gate)  # its server never starts: a wait would take the timeout
+    job = _debug_job(funcs, gate)  # its server never starts: a wait would end in TimeoutError
     with pytest.raises(error, match="local_port must be") as caught:
-        job.debug_attach(local_port=port, timeout=None)
+        job.debug_attach(local_port=port, timeout=5)
     assert shown in str(caught.value)
 
 
