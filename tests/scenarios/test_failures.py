@@ -1,7 +1,9 @@
 """What users see when their code, their input or the stored state is wrong."""
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import scenario_funcs as uf
@@ -9,7 +11,7 @@ from scenario_support import ScenarioBackend, client_only, run_script
 
 import kinetic
 from kinetic import ConfigError, JobHandle, JobNotFoundError, JobStatus, SerializationError
-from kinetic_protocol import CorruptRecordError, layout
+from kinetic_protocol import CorruptRecordError, SigningKeyError, layout
 
 # --- the user's function raises -------------------------------------------------------------
 
@@ -122,6 +124,58 @@ def test_an_unpicklable_global_of_a_script_function_is_named(
     assert "ERROR: Function register cannot be pickled" in done.stdout
     assert "global 'REGISTRY_LOCK'" in done.stdout
     assert kinetic_backend.store().list("jobs/") == []
+
+
+def _stored_files(store_root: Path) -> list[str]:
+    """Every object the local backend's ``file://`` store holds, as paths under its root."""
+    if not store_root.exists():
+        return []
+    return sorted(str(p.relative_to(store_root)) for p in store_root.rglob("*") if p.is_file())
+
+
+def _submit_through(path: str, remote: Any) -> None:
+    """Submit one call of ``remote`` (``uf.add``) by ``path``: the call a user writes."""
+    if path == "call":
+        remote(1, b=2)
+    elif path == "run_async":
+        remote.run_async(1, b=2)
+    else:
+        remote.run_async_map([1, 2, 3])
+
+
+def _unreadable_keys(home: Path, monkeypatch: pytest.MonkeyPatch) -> type[Exception]:
+    """Signing keys that cannot be read or made (a file where their directory goes): as a
+    cluster whose key Secret the user may not read refuses a gke job."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "keys").write_text("not a key directory")
+    return SigningKeyError
+
+
+def _malformed_debug_wait(home: Path, monkeypatch: pytest.MonkeyPatch) -> type[Exception]:
+    monkeypatch.setenv("KINETIC_DEBUG_WAIT", "ten minutes")
+    return ConfigError
+
+
+@pytest.mark.parametrize("path", ["call", "run_async", "run_async_map"])
+@pytest.mark.parametrize(
+    "refusal", [_malformed_debug_wait, _unreadable_keys], ids=["debug-wait", "signing-keys"]
+)
+def test_a_pre_flight_refusal_comes_before_anything_is_uploaded(
+    local_backend: ScenarioBackend,
+    isolated_kinetic: Path,
+    store_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    refusal: Callable[[Path, pytest.MonkeyPatch], type[Exception]],
+) -> None:
+    """Every check that can refuse a job runs before the code bundle (or data) is written to
+    the store, on every way to submit: the store is left as it was, empty."""
+    error = refusal(isolated_kinetic, monkeypatch)
+    remote = local_backend.decorate(debug=True)(uf.add)
+    with pytest.raises(error):
+        _submit_through(path, remote)
+    assert _stored_files(store_root) == []
+    assert kinetic.list_jobs(backend="local") == []
 
 
 @client_only

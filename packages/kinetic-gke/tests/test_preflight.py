@@ -1,6 +1,7 @@
 """The pre-flight check on submit, against the real control plane (the node agent's nodes carry
 GKE's labels) and the GKE API fake for pools scaled to zero and auto-provisioning."""
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,6 +50,18 @@ def test_no_pool_and_no_autoprovisioning_fails_at_once_with_the_pool_add_command
     with pytest.raises(ConfigError) as caught:
         make_backend().prepare(_request("gpu-h100"))
     assert "kinetic pool add --accelerator gpu-h100" in str(caught.value)
+
+
+def test_a_missing_pool_is_refused_before_any_image_is_resolved_or_built(
+    make_backend: BackendFactory, gke_api: FakeGoogleCloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first job must not wait for an image build to be told to add a pool: with no image
+    chosen (a bundled build) the refusal comes before the image code is even imported."""
+    _cluster(gke_api, [{"name": "cpu", "config": {"machineType": "e2-standard-4"}}], {})
+    monkeypatch.setitem(sys.modules, "kinetic_gke.images", None)  # any import of it fails
+    request = PrepareRequest(accelerator=parse_accelerator("gpu-h100"), project_root=Path("."))
+    with pytest.raises(ConfigError, match="kinetic pool add --accelerator gpu-h100"):
+        make_backend().prepare(request)
 
 
 def test_a_pool_scaled_to_zero_or_autoprovisioning_lets_it_through(

@@ -18,6 +18,8 @@ from kinetic_protocol import (
     PrepareRequest,
     parse_accelerator,
 )
+from kinetic_protocol.signing import Keyring
+from kinetic_runtime.keydir import directory_keyring
 
 
 class ImageBackend:
@@ -28,9 +30,13 @@ class ImageBackend:
     declared_settings = ()
     poll_bounds = (0.01, 0.1)
 
-    def __init__(self, store_uri: str) -> None:
+    def __init__(self, store_uri: str, keys: Path) -> None:
         self.store_uri = store_uri
         self.requests: list[PrepareRequest] = []
+        self._keys = keys
+
+    def signing_keys(self, *, create: bool, refresh: bool = False) -> Keyring:
+        return directory_keyring(self._keys, create=create)
 
     def prepare(self, request: PrepareRequest) -> Preparation:
         self.requests.append(request)
@@ -47,7 +53,7 @@ def backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ImageBackend:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KINETIC_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
-    made = ImageBackend((tmp_path / "store").as_uri())
+    made = ImageBackend((tmp_path / "store").as_uri(), tmp_path / "keys")
 
     def get_backend(name: str, settings: BackendSettings) -> ImageBackend:
         return made

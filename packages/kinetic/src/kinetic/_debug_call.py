@@ -16,9 +16,11 @@ from kinetic_protocol import JobFailedError, parse_accelerator
 __all__ = ["result_with_debugger"]
 
 
-def result_with_debugger(job: JobHandle) -> Any:
-    """Attach point for a debugger, then the job's value (or its exception)."""
-    from kinetic.debug import cleanup_port_forward
+def result_with_debugger(job: JobHandle, local_port: int) -> Any:
+    """Attach point for a debugger on ``local_port`` (``KINETIC_DEBUG_PORT``; where the job's
+    server is reachable directly and that port is taken, the server's own), then the job's
+    value (or its exception)."""
+    from kinetic.debug import cleanup_port_forward, debug_attach
 
     hosts = parse_accelerator(job.accelerator).hosts
     if hosts > 1:
@@ -28,7 +30,7 @@ def result_with_debugger(job: JobHandle) -> Any:
         )
     _say(f"Job {job.job_id}: waiting for its debug server (kinetic jobs status {job.job_id}).")
     try:
-        proc = job.debug_attach()
+        proc = debug_attach(job, local_port, port_taken="direct")
     except KeyboardInterrupt:
         say_job_left_running(job.job_id, job.backend)
         raise

@@ -14,21 +14,25 @@ client waits for that record, makes the server reachable on a local port, and pr
   keeps forwarding while the caller's own thread waits on anything else, and it needs no
   listening socket or relay thread of our own.
 * Any other backend runs the job where this machine reaches its server directly (``local``
-  listens on ``127.0.0.1``). Nothing is started; a :class:`DirectConnection` with the same
-  ``Popen`` interface is returned, so a caller treats both the same way.
+  listens on ``127.0.0.1``, on any free port). The port the user asked for (the one their
+  ``launch.json`` names) is still honoured: a relay thread of our own (:mod:`kinetic._relay`)
+  listens there and passes the bytes to the server's port; none is needed when the server
+  already listens on that port. A :class:`DirectConnection` with the same ``Popen``
+  interface is returned, so a caller treats both the same way; ending it ends the relay.
 
 :func:`cleanup_port_forward` ends either.
 """
 
 import collections
 import contextlib
+import errno
 import json
 import signal
 import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from kinetic import _log
 from kinetic._context import backend_for, store_for
@@ -47,6 +51,7 @@ from kinetic_protocol import (
 from kinetic_protocol.records import decode_json
 
 if TYPE_CHECKING:
+    from kinetic._relay import PortRelay
     from kinetic.handle import JobHandle
 
 __all__ = [
@@ -89,20 +94,22 @@ class DebugProcess(Protocol):
 
 
 class DirectConnection:
-    """The ``Popen``-shaped result of attaching where nothing needs forwarding.
+    """The ``Popen``-shaped result of attaching where no forwarding command is needed.
 
-    There is no process: it is "open" until :meth:`terminate` or :meth:`kill` closes it, which
-    never signals the job. ``pid`` is the job's debug server process as the job recorded it
-    (for information only); ``host``/``port`` are where a debugger connects.
+    There is no process: it is "open" until :meth:`terminate` or :meth:`kill` closes it (and
+    with it the relay from the chosen local port, if there is one), which never signals the
+    job. ``pid`` is the job's debug server process as the job recorded it (for information
+    only); ``host``/``port`` are where a debugger connects.
     """
 
-    def __init__(self, state: DebugState) -> None:
-        self.host = _connect_host(state.host)
-        self.port = state.port
+    def __init__(self, state: DebugState, relay: "PortRelay | None" = None) -> None:
+        self.host = "127.0.0.1" if relay is not None else _connect_host(state.host)
+        self.port = relay.port if relay is not None else state.port
         self.pid = state.pid
-        self.args = ["connect", f"{state.host}:{state.port}"]
+        self.args = ["connect", f"{self.host}:{self.port}"]
         self.returncode: int | None = None
         self._closed = threading.Event()
+        self._relay = relay
 
     def __repr__(self) -> str:
         return f"DirectConnection({self.host}:{self.port}, returncode={self.returncode})"
@@ -119,6 +126,8 @@ class DirectConnection:
     def _close(self, code: int) -> None:
         if self.returncode is None:
             self.returncode = code
+        if self._relay is not None:
+            self._relay.close()
         self._closed.set()
 
     def terminate(self) -> None:
@@ -295,12 +304,20 @@ def debug_attach(
     working_dir: str | None = None,
     *,
     timeout: float | None = DEFAULT_ATTACH_TIMEOUT,
+    port_taken: Literal["error", "direct"] = "error",
 ) -> DebugProcess:
-    """Wait for the job's debug server, make it reachable on this machine, print the VS Code
-    configuration, and return the forwarding process (a :class:`DirectConnection` where
-    nothing is forwarded). End it with :func:`cleanup_port_forward`."""
+    """Wait for the job's debug server, make it reachable on ``local_port`` of this machine,
+    print the VS Code configuration, and return the forwarding process (a
+    :class:`DirectConnection` where no command forwards). End it with
+    :func:`cleanup_port_forward`.
+
+    ``port_taken``: where the job's server is reachable directly and ``local_port`` is taken,
+    ``"error"`` refuses with a ConfigError; ``"direct"`` (a blocking call, whose user named no
+    port) prints the server's own address instead.
+    """
     record = handle.record
     _refuse_non_debug(record)
+    _check_port(local_port)
     debug = wait_for_debug_server(record, timeout=timeout)
     backend = backend_for(record)
     proc: DebugProcess
@@ -316,12 +333,64 @@ def debug_attach(
         proc = start_port_forward(command)
         host, port = "127.0.0.1", local_port
     else:
-        proc = DirectConnection(debug)
-        host, port = _connect_host(debug.host), debug.port
+        proc = DirectConnection(debug, _relay_to(debug, local_port, port_taken=port_taken))
+        host, port = proc.host, proc.port
     local_root = working_dir if working_dir is not None else _default_local_root()
     config = launch_config(record.job_id, port, local_root, debug.workdir, host=host)
     _print_launch_config(config)
     return proc
+
+
+def _check_port(local_port: object) -> None:
+    """Refuse a value that is no TCP port before waiting (minutes, maybe) for the server."""
+    if isinstance(local_port, bool) or not isinstance(local_port, int):
+        raise TypeError(
+            f"local_port must be an int (a TCP port, 1-65535); got "
+            f"{type(local_port).__name__} {local_port!r}."
+        )
+    if not 1 <= local_port <= 65535:
+        raise ConfigError(f"local_port must be a TCP port, 1-65535; got {local_port}.")
+
+
+def _relay_to(
+    debug: DebugState, local_port: int, *, port_taken: Literal["error", "direct"]
+) -> "PortRelay | None":
+    """A relay from ``local_port`` (what the user's ``launch.json`` names) to the job's debug
+    server; none when the server already listens on that port of this machine, or when the
+    port is taken and ``port_taken`` is ``"direct"``."""
+    from kinetic._relay import PortRelay
+
+    host = _connect_host(debug.host)
+    if local_port == debug.port and host in ("127.0.0.1", "localhost"):
+        return None
+    try:
+        return PortRelay(local_port, (host, debug.port))
+    except OSError as exc:
+        if port_taken == "direct" and exc.errno == errno.EADDRINUSE:
+            sys.stdout.write(
+                f"Local port {local_port} is in use on this machine; attach to the job's own "
+                f"debug server at {host}:{debug.port} instead (the entry below names it).\n"
+            )
+            return None
+        raise ConfigError(_unusable_port(local_port, exc, f"{host}:{debug.port}")) from exc
+
+
+def _unusable_port(local_port: int, exc: OSError, server: str) -> str:
+    """Why ``local_port`` cannot be listened on, and what to do instead."""
+    if exc.errno == errno.EADDRINUSE:
+        why = (
+            f"Local port {local_port} is already in use on this machine (another debugger "
+            f"session, or another program, listens there)"
+        )
+    elif exc.errno == errno.EACCES:
+        why = f"Local port {local_port} needs privileges this process lacks (ports below 1024)"
+    else:
+        why = f"Cannot listen on local port {local_port} ({exc.strerror or exc})"
+    return (
+        f"{why}. Stop what uses it, or pass another local_port (kinetic jobs debug --port N) "
+        f"and name that port in launch.json's \"connect\"; the job's debug server itself "
+        f"listens at {server}."
+    )
 
 
 def _connect_host(listening: str) -> str:

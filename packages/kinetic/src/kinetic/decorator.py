@@ -29,12 +29,14 @@ class RemoteFunction(Generic[P, R]):
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Run remotely and block: return the value or raise the remote exception."""
-        job = self.run_async(*args, **kwargs)
         if self.options.debug:
             from kinetic._debug_call import result_with_debugger
+            from kinetic.submission.debugging import debug_port
 
-            debugged: R = result_with_debugger(job)
+            port = debug_port()  # a malformed setting is refused before the job is submitted
+            debugged: R = result_with_debugger(self.run_async(*args, **kwargs), port)
             return debugged
+        job = self.run_async(*args, **kwargs)
         value: R = job.result(stream_logs=True)
         return value
 

@@ -480,12 +480,14 @@ class JobHandle:
     ) -> "DebugProcess":
         """Wait for debugpy, start port-forward, and print VS Code config.
 
-        Waits up to ``timeout`` seconds for the job's debug server, forwards ``local_port`` to
-        it where the backend needs that (``gke``: ``kubectl port-forward``) and prints the
-        ``launch.json`` "attach" configuration (``working_dir``, default the project root,
-        maps to the job's directory). Returns the port-forward process (a ``Popen``; on a
-        backend reached directly, such as ``local``, an object with the same interface) so the
-        caller ends it, e.g. ``kinetic.debug.cleanup_port_forward(proc)`` after ``result()``.
+        Waits up to ``timeout`` seconds for the job's debug server, makes it reachable on
+        ``local_port`` of this machine (``gke``: ``kubectl port-forward``; ``local``, whose
+        server takes any free port: a relay in this process) and prints the ``launch.json``
+        "attach" configuration (``working_dir``, default the project root, maps to the job's
+        directory). A ``local_port`` already in use is a ConfigError naming it. Returns the
+        port-forward process (a ``Popen``; on a backend reached directly, such as ``local``, an
+        object with the same interface) so the caller ends it, e.g.
+        ``kinetic.debug.cleanup_port_forward(proc)`` after ``result()``.
         """
         from kinetic import debug
 

@@ -20,6 +20,7 @@ __all__ = [
     "BUNDLE_GITIGNORE",
     "BUNDLE_WARN_MB",
     "CLUSTER",
+    "DEBUG_PORT",
     "DEBUG_WAIT",
     "NAMESPACE",
     "PROFILE",
@@ -88,6 +89,12 @@ BUNDLE_GITIGNORE = SettingSpec(
     "Whether .gitignore files keep files out of code bundles too, as .kineticignore does.",
     _OWNER, default="true",
 )  # fmt: skip
+DEBUG_PORT = SettingSpec(
+    "debug_port", "KINETIC_DEBUG_PORT",
+    "Local port a blocking debug=True call makes the job's debug server reachable on (the "
+    "port your launch.json names)",
+    _OWNER, default="5678",
+)  # fmt: skip
 DEBUG_WAIT = SettingSpec(
     "debug_wait", "KINETIC_DEBUG_WAIT",
     "Seconds a debug job waits for a debugger before running without one",
@@ -97,7 +104,7 @@ DEBUG_WAIT = SettingSpec(
 
 SETTINGS = (
     BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, BUILD_SERVICE_ACCOUNT,
-    BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_WAIT, BATCH_HEARTBEAT, BATCH_LEASE,
+    BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_PORT, DEBUG_WAIT, BATCH_HEARTBEAT, BATCH_LEASE,
 )  # fmt: skip
 
 

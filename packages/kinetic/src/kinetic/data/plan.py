@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kinetic import _log
+from kinetic.data.hashing import Snapshot
 from kinetic.data.reference import Data
 from kinetic.data.upload import upload_snapshot
 from kinetic_protocol import Capabilities, ConfigError, DataSpec, Mount, ObjectStore, Volume, layout
@@ -28,13 +29,19 @@ class CallData:
     mounts: list[Mount]
 
 
-def _local_spec(data: Data, capabilities: Capabilities, store: ObjectStore) -> DataSpec:
+Upload = tuple[Snapshot, str]
+"""Local data to upload once every check has passed: its snapshot and its label."""
+
+
+def _local_spec(
+    data: Data, capabilities: Capabilities, store: ObjectStore, uploads: list[Upload]
+) -> DataSpec:
     name = "" if data.is_dir else posixpath.basename(data.path)
     if capabilities.local_data:
         return DataSpec(source="local", uri=data.path, is_dir=data.is_dir, name=name,
                         label=data.path)  # fmt: skip
     snapshot = data.snapshot()
-    upload_snapshot(store, snapshot, data.path)
+    uploads.append((snapshot, data.path))
     return DataSpec(
         source="stored",
         uri=layout.data_files_prefix(snapshot.content_hash),
@@ -45,9 +52,11 @@ def _local_spec(data: Data, capabilities: Capabilities, store: ObjectStore) -> D
     )
 
 
-def _spec(data: Data, capabilities: Capabilities, store: ObjectStore, backend: str) -> DataSpec:
+def _spec(
+    data: Data, capabilities: Capabilities, store: ObjectStore, backend: str, uploads: list[Upload]
+) -> DataSpec:
     if data.is_local:
-        spec = _local_spec(data, capabilities, store)
+        spec = _local_spec(data, capabilities, store, uploads)
     elif data.is_gcs:
         name = "" if data.is_dir else data.path.rsplit("/", 1)[-1]
         spec = DataSpec(source="gcs", uri=data.path, is_dir=data.is_dir, name=name,
@@ -111,13 +120,18 @@ def plan_call_data(
     backend: str,
 ) -> CallData:
     """Specs for ``found`` (the pickled call's ``Data``, persistent id order) and the
-    decorator's ``volumes``; the same object in both is one entry."""
+    decorator's ``volumes``; the same object in both is one entry. Local data is uploaded
+    last, once every check of the plan has passed: a refused plan uploads nothing."""
     data = list(found)
     index = {id(item): number for number, item in enumerate(data)}
     for _, item in volumes:
         if id(item) not in index:
             index[id(item)] = len(data)
             data.append(item)
-    specs = [_spec(item, capabilities, store, backend) for item in data]
+    uploads: list[Upload] = []
+    specs = [_spec(item, capabilities, store, backend, uploads) for item in data]
     planned = [Volume(path=path, data=index[id(item)]) for path, item in volumes]
-    return CallData(specs, planned, _mounts(specs, planned, store.uri))
+    mounts = _mounts(specs, planned, store.uri)
+    for snapshot, label in uploads:
+        upload_snapshot(store, snapshot, label)
+    return CallData(specs, planned, mounts)

@@ -22,7 +22,6 @@ from kinetic.env_capture import capture_env
 from kinetic.handle import JobHandle
 from kinetic.packaging import CodeBundle, serialize_call
 from kinetic.packaging.serialize import SerializedCall
-from kinetic.submission.debugging import debug_options
 from kinetic.submission.ids import func_name_of, new_job_id
 from kinetic.submission.record import job_record
 from kinetic.submission.target import Target
@@ -106,7 +105,7 @@ def call_descriptor(
         output_dir=target.options.output_dir or "",
         python_version=f"{sys.version_info.major}.{sys.version_info.minor}",
         requirements=list(target.requirements),
-        debug=debug_options(target) if target.options.debug else None,
+        debug=target.debug,
         **extra,
     )
 

@@ -1,6 +1,11 @@
 """Where and how a call runs: settings, backend, store, code bundle, and the backend's own
 preparation, resolved once per call (or once per batch) before anything is written.
 
+Every check that can refuse a job runs here, before anything slow or costly: the cheap ones
+(settings, capabilities, the signing keys) before the bundle is built, the backend's own
+(``prepare``: node pools, drivers) before it builds an image, and all of them before the
+submission uploads data or the bundle.
+
 What differs between backends is read from their declared capabilities and done by their
 ``prepare`` step; nothing here asks for a backend by name.
 """
@@ -21,7 +26,8 @@ from kinetic.config import ResolvedSettings, kinetic_home, resolve_settings
 from kinetic.data import Data
 from kinetic.options import RunOptions
 from kinetic.packaging import CodeBundle, build_bundle
-from kinetic_protocol import Backend, ConfigError, ObjectStore, PrepareRequest
+from kinetic.submission.debugging import debug_options
+from kinetic_protocol import Backend, ConfigError, DebugOptions, ObjectStore, PrepareRequest
 
 __all__ = ["Target", "resolve_target"]
 
@@ -38,6 +44,8 @@ class Target:
     image_uri: str = ""
     requirements: tuple[str, ...] = ()
     backend_data: dict[str, str] = field(default_factory=dict)
+    debug: DebugOptions | None = None
+    """The debug server's options of a ``debug=True`` call; None otherwise."""
 
     @property
     def backend_name(self) -> str:
@@ -127,6 +135,7 @@ def resolve_target(
             "path); pass the kinetic.Data as a function argument instead: the function "
             "receives its path."
         )
+    debug = debug_options(capabilities) if options.debug else None
     every = [*data, *(item for _, item in options.volumes)]
     accelerator = options.accelerator
     if not capabilities.provisions_accelerators and accelerator.category != "cpu":
@@ -136,6 +145,9 @@ def resolve_target(
             "hardware; no accelerator is provisioned.",
         )
     store = open_store(backend.store_uri)
+    # The keys every record is sealed with: a cluster that will not hand them out refuses
+    # the job here, before an image is built or anything is uploaded (cached afterwards).
+    backend.signing_keys(create=True)
     local_data = [Path(item.path) for item in every if item.is_local]
     bundle = build_bundle(
         _source_dir(fn), exclude=_kinetic_state_dirs(store), data_paths=local_data
@@ -153,4 +165,5 @@ def resolve_target(
     return Target(
         options, settings, backend, store, bundle, image_uri=preparation.image,
         requirements=preparation.requirements, backend_data=preparation.backend_data,
+        debug=debug,
     )  # fmt: skip
