@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         runtime_args,
     )
     from kinetic_protocol.batch import (
+        BatchCancel,
         BatchChild,
         BatchChildCancelled,
         BatchCompletion,
@@ -95,6 +96,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "runtime_args",
     ),
     "batch": (
+        "BatchCancel",
         "BatchChild",
         "BatchChildCancelled",
         "BatchCompletion",
@@ -176,6 +178,7 @@ __all__ = [
     "Preparation",
     "PrepareRequest",
     "BackendSettings",
+    "BatchCancel",
     "BatchChild",
     "BatchChildCancelled",
     "BatchCompletion",

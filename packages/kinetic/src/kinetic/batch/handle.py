@@ -301,7 +301,7 @@ class BatchHandle(BatchViews):
     def submission_status(self) -> SubmitterStatus:
         """Whether this batch is being submitted, finished submitting, or lost its submitter
         (a dead process: no heartbeat for ``KINETIC_BATCH_LEASE`` seconds)."""
-        return submitter_status(self._records.store, self.group_id, self._records.completion())
+        return submitter_status(self._records, self._records.completion())
 
     def resume(self) -> str:
         """Finish submitting this batch after its submitter died, from this process; returns
@@ -340,12 +340,10 @@ class BatchHandle(BatchViews):
                 f"Batch {self.group_id} finished submitting at {completion.finished_at} "
                 f"({completion.submitted} of {self._state.total} inputs); nothing to resume."
             )
-        if self._records.store.exists(layout.cancel_key(self.group_id)):
+        if self._records.cancel_requested():
             return f"Batch {self.group_id} was cancelled; nothing to resume."
         env = self._recaptured_env()  # read before the lease: a failed read takes nothing over
-        lease = LeaseHolder.take_over(
-            self._records.store, self.group_id, holder_finished=completion is not None
-        )
+        lease = LeaseHolder.take_over(self._records, holder_finished=completion is not None)
         if completion is not None:
             # From here on readers follow this process's lease, not the old error.
             self._records.store.delete(layout.completion_key(self.group_id))
@@ -424,15 +422,11 @@ class BatchHandle(BatchViews):
         """Delete every child's backend resource (``k8s``) and stored artifacts plus the
         batch's own records (``gcs``); a batch cleaned with ``gcs`` cannot be reattached."""
         self._stop_submitting()
-        listing = self._records.listing(
-            self._manifest.total_expected, retries=self._manifest.retries
-        )
-        attempts = [
-            self._manifest.child_record(index, attempt)
-            for index, latest in listing.latest_attempts.items()
-            for attempt in range(latest + 1)
+        # Every attempt recorded, by name: deleting needs no trust in what it deletes.
+        handles = [
+            JobHandle.from_record(self._manifest.child_record(index, attempt))
+            for index, attempt in self._records.attempt_keys()
         ]
-        handles = [JobHandle.from_record(record) for record in attempts]
         if k8s:
             self._in_parallel(
                 lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), handles
