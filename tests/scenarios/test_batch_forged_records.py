@@ -31,6 +31,7 @@ from kinetic_protocol import (
     BatchChildCancelled,
     BatchCompletion,
     BatchSubmissionError,
+    IntegrityError,
     Keyring,
     ObjectStore,
     SubmitterLease,
@@ -183,3 +184,33 @@ def test_records_signed_elsewhere_or_moved_are_left_out(
             for key, record in _forgeries(group_id).values()
         }
     _resume_and_check(group_id, runs, store, forged, caplog)
+
+
+def test_a_batch_from_before_signed_records_is_refused_and_still_cleaned_up(
+    local_backend: ScenarioBackend,
+) -> None:
+    """Its manifest verifies but its bookkeeping cannot: read unverified, its records could
+    re-run or skip inputs, and left out, every input would look unsubmitted. It is refused,
+    naming the cleanup that still works."""
+    from click.testing import CliRunner
+    from scenario_funcs import add
+
+    from kinetic.cli import cli
+    from kinetic_testing.signed import keyring_of
+
+    batch = kinetic.run(accelerator="cpu", backend="local")(add).run_async_map(
+        [1, 2], max_concurrent=None
+    )
+    batch.wait(timeout=60)
+    store = local_backend.store()
+    manifest = msgspec.structs.replace(batch._manifest, signed_records=False)
+    sealed = seal_json(keyring_of(manifest.job_template), "batch", batch.group_id, manifest)
+    store.write(layout.manifest_key(batch.group_id), sealed)
+
+    with pytest.raises(IntegrityError, match=f"kinetic batch cleanup {batch.group_id}"):
+        kinetic.attach_batch(batch.group_id, backend="local")
+    cleaned = CliRunner().invoke(cli, ["batch", "cleanup", batch.group_id, "--backend", "local"])
+    assert cleaned.exit_code == 0, cleaned.output
+    assert not store.exists(layout.manifest_key(batch.group_id))
+    for child in batch.jobs:
+        assert child is not None and store.list(layout.job_prefix(child.job_id)) == []

@@ -8,12 +8,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kinetic import _log
 from kinetic._interrupted import say_batch_left_running
 from kinetic._waiting import Backoff, Deadline, check_timeout
+from kinetic.batch.cleanup import delete_batch, in_parallel
 from kinetic.batch.collect import Collector
 from kinetic.batch.lease import (
     LeaseHolder,
@@ -42,7 +42,6 @@ from kinetic_protocol.signing import open_json
 __all__ = ["BatchHandle"]
 
 log = _log.get_logger(__name__)
-_PARALLEL_CLEANUPS = 16
 
 
 def _live_jobs(self: "BatchHandle") -> list[JobHandle | None]:
@@ -422,28 +421,8 @@ class BatchHandle(BatchViews):
         """Delete every child's backend resource (``k8s``) and stored artifacts plus the
         batch's own records (``gcs``); a batch cleaned with ``gcs`` cannot be reattached."""
         self._stop_submitting()
-        # Every attempt recorded, by name: deleting needs no trust in what it deletes.
-        handles = [
-            JobHandle.from_record(self._manifest.child_record(index, attempt))
-            for index, attempt in self._records.attempt_keys()
-        ]
-        if k8s:
-            self._in_parallel(
-                lambda job: job.cancel(cleanup_timeout=60, cleanup_poll_interval=0.5), handles
-            )
-        if gcs:
-            store = self._records.store
-            self._in_parallel(
-                lambda job: store.delete_prefix(layout.job_prefix(job.job_id)), handles
-            )
-            self._records.delete_all()
+        delete_batch(self._manifest, self._records, k8s=k8s, gcs=gcs)
 
     @staticmethod
     def _in_parallel(action: Any, jobs: list[JobHandle]) -> None:
-        if not jobs:
-            return
-        with ThreadPoolExecutor(min(_PARALLEL_CLEANUPS, len(jobs))) as pool:
-            for future in [pool.submit(action, job) for job in jobs]:
-                error = future.exception()
-                if error is not None:
-                    log.warning("batch cleanup step failed", error=repr(error))
+        in_parallel(action, jobs)
