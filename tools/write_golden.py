@@ -22,6 +22,7 @@ import msgspec
 from kinetic_protocol import (
     SCHEMA_VERSION,
     ArtifactRef,
+    BatchCancel,
     BatchChild,
     BatchChildCancelled,
     BatchCompletion,
@@ -175,6 +176,7 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         fail_fast=True,
         cancel_running_on_fail=True,
         input_mode="kwargs",
+        signed_records=True,
     ),
     "batch_child": BatchChild(
         group_id="grp-a1b2c3d4",
@@ -196,6 +198,9 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         attempt=0,
         cancelled_at="2026-04-17T15:30:40.125+00:00",
         reason="the batch was cancelled",
+    ),
+    "batch_cancel": BatchCancel(
+        group_id="grp-a1b2c3d4", requested_at="2026-04-17T15:31:02.000+00:00"
     ),
     "batch_completion": BatchCompletion(
         group_id="grp-a1b2c3d4",

@@ -260,7 +260,7 @@ def test_a_submitter_replaced_by_a_newer_lease_stops_submitting(
     from batch_userfuncs import step
 
     from kinetic_protocol import SubmitterLease, layout
-    from kinetic_protocol.records import encode_json
+    from kinetic_testing.signed import seal_batch_record
 
     monkeypatch.setenv("KINETIC_BATCH_HEARTBEAT", "0.1")
     gate = tmp_path / "gate"
@@ -275,7 +275,8 @@ def test_a_submitter_replaced_by_a_newer_lease_stops_submitting(
         started_at="2026-01-01T00:00:00+00:00", heartbeat_at="2026-01-01T00:00:00+00:00",
         lease_seconds=30.0,
     )  # fmt: skip
-    store.write(layout.lease_key(batch.group_id, 1), encode_json(newer))
+    key = layout.lease_key(batch.group_id, 1)
+    store.write(key, seal_batch_record(batch._manifest.job_template, key, newer))
     try:
         join_batch_thread(batch.group_id)
     finally:

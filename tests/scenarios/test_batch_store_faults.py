@@ -85,7 +85,13 @@ def test_children_stay_when_their_outcomes_cannot_be_kept_with_the_batch(
     ):
         assert batch.results(timeout=60) == [1, 4, 9]  # cleanup=True, the default
     assert disk.refused, "the kept outcomes were never written"
-    assert any("could not keep collected outcomes" in r.getMessage() for r in caplog.records)
+    warnings = [r for r in caplog.records if "could not keep collected" in r.getMessage()]
+    assert warnings, caplog.text
+    for record in warnings:  # one line that says why, no traceback squeezed into it
+        assert record.exc_info is None and "\n" not in record.getMessage(), record.getMessage()
+        assert 'error="StoreError: Could not write' in record.getMessage()
+        assert "No space left on device" in record.getMessage()
+    assert "Traceback" not in caplog.text
 
     children = [job for job in batch.jobs if job is not None]
     assert [job.status() for job in children] == [JobStatus.SUCCEEDED] * 3

@@ -8,6 +8,7 @@ import scenario_funcs as uf
 from click.testing import CliRunner, Result
 from scenario_support import ScenarioBackend
 
+import kinetic
 from kinetic import IntegrityError, JobStatus
 
 pytestmark = pytest.mark.backends("local", "gke")
@@ -59,3 +60,42 @@ def test_a_rotation_made_elsewhere_is_picked_up_when_a_result_names_the_new_key(
     elsewhere.replace_signing_keys(rotated)
     job = add.run_async(2)
     assert job.result(timeout=120) == 2
+
+
+def _cli(backend: ScenarioBackend, *args: str) -> Result:
+    from kinetic.cli import cli
+
+    return CliRunner().invoke(cli, [*args, "--backend", backend.name], prog_name="kinetic")
+
+
+def test_what_a_retired_key_signed_is_still_cleaned_up(kinetic_backend: ScenarioBackend) -> None:
+    """Retiring a key makes what it signed unreadable, not undeletable: ``kinetic jobs
+    cleanup``, ``kinetic batch cleanup`` and a handle held from before remove it all."""
+    from kinetic_protocol import layout
+
+    add = kinetic_backend.decorate()(uf.add)
+    job = add.run_async(1)
+    assert job.wait(timeout=120).status is JobStatus.SUCCEEDED
+    batch = add.run_async_map([1, 2], max_concurrent=None)
+    held = add.run_async_map([3], max_concurrent=None)
+    for handle in (batch, held):
+        handle.wait(timeout=120)
+    children = [child.job_id for b in (batch, held) for child in b.jobs if child is not None]
+    old_key = _keys(kinetic_backend, "show", "--json").output.split('"current": "')[1][:16]
+    _keys(kinetic_backend, "rotate")
+    _keys(kinetic_backend, "retire", old_key, "--yes")
+    with pytest.raises(IntegrityError):
+        kinetic.attach_batch(batch.group_id, backend=kinetic_backend.name)
+
+    cleaned = _cli(kinetic_backend, "jobs", "cleanup", job.job_id)
+    assert cleaned.exit_code == 0, cleaned.output
+    cleaned = _cli(kinetic_backend, "batch", "cleanup", batch.group_id)
+    assert cleaned.exit_code == 0, cleaned.output
+    held.cleanup()
+
+    store = kinetic_backend.store()
+    for group_id in (batch.group_id, held.group_id):
+        assert not store.exists(layout.manifest_key(group_id))
+        assert store.list(layout.group_prefix(group_id)) == []
+    for job_id in [job.job_id, *children]:
+        assert store.list(layout.job_prefix(job_id)) == [], job_id

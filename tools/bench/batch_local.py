@@ -121,11 +121,12 @@ def bench_attach(children: int) -> dict[str, Any]:
 
     The records go through ``BatchRecords``, the batch engine's writer: the manifest sealed
     with the local backend's keyring (made here if missing), the children as the submitter
-    adds them, then the completion record, so attach reads one manifest and one listing and
-    starts no polling thread.
+    adds them, then the completion record, so attach reads one manifest, one listing and
+    each child record (to verify it), and starts no polling thread.
     """
     import kinetic
     from kinetic.batch.records import BatchRecords
+    from kinetic.batch.sealed import BatchSeal
     from kinetic_protocol import BatchManifest, JobRecord
     from kinetic_runtime.stores import open_store
     from kinetic_testing.signed import keyring_of
@@ -140,8 +141,9 @@ def bench_attach(children: int) -> dict[str, Any]:
     manifest = BatchManifest(
         group_id=group_id, func_name="square", total_expected=children,
         job_id_prefix="square-0badcafe", job_template=template, created_at=template.created_at,
+        signed_records=True,
     )  # fmt: skip
-    records = BatchRecords(store, group_id)
+    records = BatchRecords(store, group_id, BatchSeal.of_record(template))
     records.write_manifest(manifest, keyring_of(template))
     for index in range(children):
         records.add_child(index, 0, manifest.child_job_id(index, 0))

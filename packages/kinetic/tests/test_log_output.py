@@ -36,3 +36,44 @@ def test_an_application_that_configured_logging_receives_both() -> None:
         "kinetic.batch.submitter event='batch.fail_fast' cancelling_running=False",
         "kinetic Submitting 1000 jobs with max_concurrent=None; set a limit.",
     ]
+
+
+_FAILURES = """
+import errno, logging, os
+logging.basicConfig(format="%(name)s %(message)s", level=logging.WARNING)
+from kinetic import _log
+from kinetic_protocol import StoreError
+
+log = _log.get_logger("kinetic.batch.lease")
+for error in (
+    StoreError("Could not write 'x' in store file:///s: [Errno 28] No space left on device."),
+    OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)),
+    RuntimeError("a bug"),
+):
+    try:
+        raise error
+    except Exception:
+        log.warning("batch heartbeat failed", group_id="grp-1", exc_info=True)
+"""
+
+
+def test_an_expected_error_is_one_line_and_a_bug_keeps_its_traceback_after_it() -> None:
+    """A full disk made every heartbeat and collection warning carry a traceback squeezed into
+    the line (``exception='Traceback ...\\n  File ...'``); the error's message says it all."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_FAILURES)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    lines = done.stderr.splitlines()
+    prefix = "kinetic.batch.lease event='batch heartbeat failed' group_id='grp-1' error="
+    assert lines[:2] == [
+        prefix + "\"StoreError: Could not write 'x' in store file:///s: [Errno 28] No space "
+        'left on device."',
+        prefix + "'OSError: [Errno 28] No space left on device'",
+    ]
+    assert lines[2] == "kinetic.batch.lease event='batch heartbeat failed' group_id='grp-1'"
+    assert lines[3] == "Traceback (most recent call last):"
+    assert lines[-1] == "RuntimeError: a bug"

@@ -159,3 +159,15 @@ def test_ml_workloads_runs_jax_and_keras_through_kinetic_as_in_process(tmp_path:
             assert run["platform"] == "cpu"
         assert runs["kinetic"]["final_loss"] == runs["in_process"]["final_loss"]
     assert report["keras"]["kinetic"]["backend"] == "jax"
+
+
+def test_batch_bookkeeping_reports_writes_and_verification_per_child(tmp_path: Path) -> None:
+    report = run_benchmark("batch_bookkeeping.py", "--children", "20", tmp_path=tmp_path)
+    assert_about_this_machine(report)
+    assert report["children"] == 20
+    assert report["writes"]["signed"] == report["writes"]["plain"] == 22
+    assert_figures(report["writes"], "added_per_child")
+    assert_figures(report["bytes_per_child_record"], "signed", "plain")
+    assert_figures(report["listing_s"], "signed_first", "signed_again", "plain_names_only")
+    assert_figures(report["in_memory_us"], "seal", "verify")
+    assert_figures(report, "verify_us_per_child")

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         runtime_args,
     )
     from kinetic_protocol.batch import (
+        BatchCancel,
         BatchChild,
         BatchChildCancelled,
         BatchCompletion,
@@ -96,6 +97,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "runtime_args",
     ),
     "batch": (
+        "BatchCancel",
         "BatchChild",
         "BatchChildCancelled",
         "BatchCompletion",
@@ -179,6 +181,7 @@ __all__ = [
     "Preparation",
     "PrepareRequest",
     "BackendSettings",
+    "BatchCancel",
     "BatchChild",
     "BatchChildCancelled",
     "BatchCompletion",

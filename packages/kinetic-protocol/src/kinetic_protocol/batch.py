@@ -15,6 +15,7 @@ import msgspec
 from kinetic_protocol.records import SCHEMA_VERSION, JobRecord
 
 __all__ = [
+    "BatchCancel",
     "BatchChild",
     "BatchChildCancelled",
     "BatchCompletion",
@@ -70,6 +71,9 @@ class BatchManifest(msgspec.Struct, kw_only=True):
     fail_fast: bool = False
     cancel_running_on_fail: bool = False
     input_mode: str = "auto"
+    signed_records: bool = False
+    """Its bookkeeping (child records, submission errors, leases, completion, cancel) is
+    signed; False in batches of older Kinetics, whose unsigned records are not acted on."""
     schema_version: int = SCHEMA_VERSION
 
     def child_job_id(self, index: int, attempt: int) -> str:
@@ -152,6 +156,14 @@ class BatchCompletion(msgspec.Struct, kw_only=True):
     cancelled: bool = False
     fail_fast: bool = False
     error: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+
+class BatchCancel(msgspec.Struct, kw_only=True):
+    """A request, from any process, that the batch's submitter stop."""
+
+    group_id: str
+    requested_at: str
     schema_version: int = SCHEMA_VERSION
 
 

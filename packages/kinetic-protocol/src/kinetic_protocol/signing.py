@@ -45,8 +45,10 @@ __all__ = [
     "seal_json",
 ]
 
-SignedKind = Literal["call", "job", "batch", "result", "host-result"]
-"""What a signed object is; part of the MAC, so one kind cannot stand in for another."""
+SignedKind = Literal["call", "job", "batch", "batch-record", "result", "host-result"]
+"""What a signed object is; part of the MAC, so one kind cannot stand in for another.
+``batch-record`` is a batch's bookkeeping (child records, leases, ...), whose subject is its
+own store key: a record copied to another key fails."""
 
 CURRENT_ENTRY = "current"
 """The keyring entry that names the signing key."""

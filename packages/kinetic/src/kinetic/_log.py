@@ -14,7 +14,7 @@ import logging
 from collections.abc import MutableMapping
 from typing import Any
 
-__all__ = ["get_logger", "notice", "say"]
+__all__ = ["get_logger", "notice", "one_line", "say"]
 
 _noticed: set[str] = set()
 
@@ -28,6 +28,53 @@ def _drop_unless_configured(
 
         raise structlog.DropEvent
     return event
+
+
+class _KeyValuesWithErrors:
+    """Renders an event as one ``key=value`` line.
+
+    An expected error (Kinetic's own, or an ``OSError`` such as a full disk) whose event asked
+    for ``exc_info`` becomes the field ``error='StoreError: ...'``: its message says what went
+    wrong and what to do, and a traceback squeezed into the line helped nobody. Any other
+    exception is a bug: its traceback goes to the application's handler, which prints it after
+    the line as for any logged exception.
+    """
+
+    def __init__(self) -> None:
+        import structlog
+
+        self._render = structlog.processors.KeyValueRenderer(key_order=["event"], drop_missing=True)
+
+    def __call__(
+        self, logger: Any, method: str, event: MutableMapping[str, Any]
+    ) -> tuple[tuple[str], dict[str, Any]]:
+        exc_info = _exc_info(event.pop("exc_info", None))
+        error = exc_info[1] if exc_info is not None else None
+        if error is not None and _expected(error):
+            event["error"] = one_line(error)
+            exc_info = None
+        return (self._render(logger, method, event),), {"exc_info": exc_info}
+
+
+def _exc_info(value: Any) -> Any:
+    if value is True:
+        import sys
+
+        value = sys.exc_info()
+    elif isinstance(value, BaseException):
+        value = (type(value), value, value.__traceback__)
+    return value if isinstance(value, tuple) and value[1] is not None else None
+
+
+def _expected(error: BaseException) -> bool:
+    from kinetic_protocol import KineticError
+
+    return isinstance(error, KineticError | OSError)
+
+
+def one_line(error: BaseException) -> str:
+    """``error`` as ``Type: message`` on one line, for a log field or a notice."""
+    return f"{type(error).__name__}: " + " ".join(str(error).split())
 
 
 class _LazyLogger:
@@ -46,8 +93,7 @@ class _LazyLogger:
                 logging.getLogger(self._name),
                 processors=[
                     _drop_unless_configured,
-                    structlog.processors.format_exc_info,
-                    structlog.processors.KeyValueRenderer(key_order=["event"], drop_missing=True),
+                    _KeyValuesWithErrors(),
                 ],
             )
         return getattr(self._logger, method)

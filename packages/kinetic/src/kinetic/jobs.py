@@ -61,6 +61,39 @@ def attach(
     return JobHandle.from_record(record)
 
 
+def record_for_cleanup(
+    job_id: str,
+    project: str | None = None,
+    cluster: str | None = None,
+    *,
+    backend: str | None = None,
+) -> JobRecord:
+    """The record of ``job_id`` for deleting what it left (``kinetic jobs cleanup``): verified
+    when it can be; else, when a key since retired (or no key) signed it, as stored, with a
+    notice. Deleting needs no trust in what it deletes, and the record must name this very
+    job, so cleanup only ever touches the job the user named."""
+    chosen = _resolve_backend(project, cluster, backend)
+    store = open_store(chosen.store_uri)
+    try:
+        record = _stored_record(store, job_id, {})
+    except IntegrityError as exc:
+        record = _stored_record(store, job_id, {}, verify=False)
+        if record is not None and record.job_id != job_id:
+            raise IntegrityError(
+                f"The stored record of job {job_id} names job {record.job_id!r}: it was not "
+                "written by Kinetic for this job. Nothing was deleted.",
+                job_id=job_id,
+                key=exc.key,
+            ) from exc
+        _log.say(f"Cleaning up job {job_id} without verifying its record ({exc}).")
+    if record is None:
+        raise JobNotFoundError(
+            f"No job {job_id!r} in {store.uri} (backend {chosen.name!r}). Check the id with "
+            "`kinetic jobs list`, or pass the project/cluster/backend it was submitted to."
+        )
+    return record
+
+
 def _stored_record(
     store: ObjectStore,
     job_id: str,

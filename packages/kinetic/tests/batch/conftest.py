@@ -16,6 +16,7 @@ import pytest
 
 import kinetic
 from kinetic.batch import fanout
+from kinetic.batch.sealed import BatchSeal
 from kinetic.config import resolve_settings
 from kinetic.decorator import RemoteFunction
 from kinetic.options import RunOptions
@@ -115,6 +116,18 @@ def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def store(tmp_path: Path) -> LocalStore:
     return LocalStore(tmp_path / "store")
+
+
+def home_seal() -> BatchSeal:
+    """The seal of a batch on the local backend: the Kinetic home's keyring (made if absent)."""
+    return BatchSeal(
+        lambda refresh: directory_keyring(Path(os.environ["KINETIC_HOME"]) / "keys", create=True)
+    )
+
+
+@pytest.fixture
+def seal() -> BatchSeal:
+    return home_seal()
 
 
 @pytest.fixture

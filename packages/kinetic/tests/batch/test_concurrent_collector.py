@@ -43,7 +43,7 @@ def test_a_child_collected_and_cleaned_up_elsewhere_is_not_retried(
     # the child's own records deleted, its resource gone.
     sealed = store.read(layout.result_key(record.job_id))
     kept = CollectedOutcome(index=0, job_id=record.job_id, envelope=sealed)
-    BatchRecords(store, batch.group_id).add_collected([kept])
+    BatchRecords(store, batch.group_id, batch._records.seal).add_collected([kept])
     store.delete_prefix(layout.job_prefix(record.job_id))
     shown[record.job_id] = JobStatus.NOT_FOUND
 
@@ -61,7 +61,7 @@ def test_a_child_another_collection_cleaned_up_after_this_ones_poll_is_read_from
     [record] = fake_backend.submitted
     sealed = store.read(layout.result_key(record.job_id))
     kept = CollectedOutcome(index=0, job_id=record.job_id, envelope=sealed)
-    BatchRecords(store, batch.group_id).add_collected([kept])
+    BatchRecords(store, batch.group_id, batch._records.seal).add_collected([kept])
     store.delete_prefix(layout.job_prefix(record.job_id))  # the backend still says SUCCEEDED
 
     assert batch.results(timeout=60, cleanup=False) == [5]

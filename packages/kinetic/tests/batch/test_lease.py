@@ -13,12 +13,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from kinetic.batch import SubmitterAliveError
 from kinetic.batch.lease import LeaseHolder, latest_lease, submitter_status
+from kinetic.batch.records import BatchRecords
+from kinetic.batch.sealed import BatchSeal
 from kinetic_protocol import BackendError, SubmitterLease, layout
-from kinetic_protocol.records import encode_json
 from kinetic_runtime.stores.local import LocalStore
 
 GROUP = "grp-0000beef"
@@ -41,57 +43,71 @@ class _LateWriter(LocalStore):
 
 
 @pytest.fixture
-def dead_submitter(store: LocalStore) -> None:
+def records(store: LocalStore, seal: BatchSeal) -> BatchRecords:
+    return BatchRecords(store, GROUP, seal)
+
+
+@pytest.fixture
+def dead_submitter(records: BatchRecords) -> None:
     """Epoch 0 of ``GROUP``, whose holder stopped beating long ago."""
     lease = SubmitterLease(
         group_id=GROUP, epoch=0, owner="dead", host="laptop", pid=1, started_at=LONG_AGO,
         heartbeat_at=LONG_AGO, lease_seconds=30.0,
     )  # fmt: skip
-    store.write(layout.lease_key(GROUP, 0), encode_json(lease))
+    records.write_lease(lease)
 
 
 def test_a_resumer_beaten_between_its_read_and_its_write_is_refused(
-    store: LocalStore, dead_submitter: None
+    store: LocalStore, records: BatchRecords, dead_submitter: None
 ) -> None:
     winners: list[LeaseHolder] = []
-    late = _LateWriter(store.root, lambda: winners.append(LeaseHolder.take_over(store, GROUP)))
+    late = _LateWriter(store.root, lambda: winners.append(LeaseHolder.take_over(records)))
     with pytest.raises(SubmitterAliveError, match=r"resumed batch .* at the same moment"):
-        LeaseHolder.take_over(late, GROUP)
+        LeaseHolder.take_over(BatchRecords(late, GROUP, records.seal))
 
     [winner] = winners
     assert winner.epoch == 1
-    held = latest_lease(store, GROUP)
+    held = latest_lease(records)
     assert held is not None and (held.epoch, held.owner) == (1, winner.lease.owner), (
         "the refused resumer overwrote the winner's lease"
     )
 
 
-def test_a_resumer_alone_takes_the_next_epoch(store: LocalStore, dead_submitter: None) -> None:
-    holder = LeaseHolder.take_over(store, GROUP)
-    held = latest_lease(store, GROUP)
+def test_a_resumer_alone_takes_the_next_epoch(records: BatchRecords, dead_submitter: None) -> None:
+    holder = LeaseHolder.take_over(records)
+    held = latest_lease(records)
     assert held is not None and (held.epoch, held.owner) == (1, holder.lease.owner)
     with pytest.raises(SubmitterAliveError, match="is being submitted by"):
-        LeaseHolder.take_over(store, GROUP)
+        LeaseHolder.take_over(records)
 
 
-def _lease(**fields: object) -> bytes:
-    """A lease object as a store writer could leave it: any field values at all."""
+def _lease(records: BatchRecords, **fields: object) -> bytes:
+    """A lease object with any field values at all, signed: what a submitter with a bug, or
+    with the keys, could leave. Bounds hold even for a record that verifies."""
     now = datetime.now(UTC).isoformat()
     values: dict[str, object] = {
         "group_id": GROUP, "epoch": 0, "owner": "o", "host": "elsewhere", "pid": 1,
         "started_at": now, "heartbeat_at": now, "lease_seconds": 30.0,
     }  # fmt: skip
     values.update(fields)
-    return json.dumps(values).encode()
+    return signed(records.seal, layout.lease_key(GROUP, 0), json.dumps(values).encode())
 
 
-def test_a_heartbeat_from_the_far_future_does_not_hold_readers_off(store: LocalStore) -> None:
+def signed(seal: BatchSeal, key: str, body: bytes) -> bytes:
+    """``body``, whatever it holds, signed as the bookkeeping record at ``key``."""
+    signature = seal._keyring_now().sign("batch-record", key, body)
+    return b'{"kinetic_signature":' + msgspec.json.encode(signature) + b',"record":' + body + b"}"
+
+
+def test_a_heartbeat_from_the_far_future_does_not_hold_readers_off(
+    store: LocalStore, records: BatchRecords
+) -> None:
     """A heartbeat more than a lease length ahead is no clock skew: without this rule it would
     make ``results()`` wait and ``resume`` refuse until that date."""
     ahead = (datetime.now(UTC) + timedelta(days=365)).isoformat()
-    store.write(layout.lease_key(GROUP, 0), _lease(heartbeat_at=ahead))
-    assert submitter_status(store, GROUP, None).gone
-    assert LeaseHolder.take_over(store, GROUP).epoch == 1
+    store.write(layout.lease_key(GROUP, 0), _lease(records, heartbeat_at=ahead))
+    assert submitter_status(records, None).gone
+    assert LeaseHolder.take_over(records).epoch == 1
 
 
 @pytest.mark.parametrize(
@@ -107,39 +123,47 @@ def test_a_heartbeat_from_the_far_future_does_not_hold_readers_off(store: LocalS
     ids=lambda fields: next(iter(fields)),
 )
 def test_a_lease_with_bad_fields_is_skipped_naming_its_key(
-    store: LocalStore, fields: dict[str, object], caplog: pytest.LogCaptureFixture
+    store: LocalStore,
+    records: BatchRecords,
+    fields: dict[str, object],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    store.write(layout.lease_key(GROUP, 0), _lease(**fields))
-    assert latest_lease(store, GROUP) is None
-    assert submitter_status(store, GROUP, None).gone
+    store.write(layout.lease_key(GROUP, 0), _lease(records, **fields))
+    assert latest_lease(records) is None
+    assert submitter_status(records, None).gone
     assert layout.lease_key(GROUP, 0) in caplog.text
 
 
-def test_a_submitter_known_gone_on_this_host_is_gone_at_once(store: LocalStore) -> None:
+def test_a_submitter_known_gone_on_this_host_is_gone_at_once(
+    store: LocalStore, records: BatchRecords
+) -> None:
     """After a kill -9 on this host, ``resume`` need not wait out the lease: the process that
     held it is known to be gone."""
     exited = subprocess.Popen([sys.executable, "-c", "pass"])
     exited.wait()
     here = socket.gethostname()
-    store.write(layout.lease_key(GROUP, 0), _lease(host=here, pid=exited.pid))
-    assert submitter_status(store, GROUP, None).gone
-    assert LeaseHolder.take_over(store, GROUP).epoch == 1
+    store.write(layout.lease_key(GROUP, 0), _lease(records, host=here, pid=exited.pid))
+    assert submitter_status(records, None).gone
+    assert LeaseHolder.take_over(records).epoch == 1
 
 
-def test_a_live_submitter_on_this_host_keeps_its_lease(store: LocalStore) -> None:
-    store.write(layout.lease_key(GROUP, 0), _lease(host=socket.gethostname(), pid=os.getppid()))
-    assert submitter_status(store, GROUP, None).state == "submitting"
+def test_a_live_submitter_on_this_host_keeps_its_lease(
+    store: LocalStore, records: BatchRecords
+) -> None:
+    here, alive = socket.gethostname(), os.getppid()
+    store.write(layout.lease_key(GROUP, 0), _lease(records, host=here, pid=alive))
+    assert submitter_status(records, None).state == "submitting"
     with pytest.raises(SubmitterAliveError):
-        LeaseHolder.take_over(store, GROUP)
+        LeaseHolder.take_over(records)
 
 
-def test_a_holder_paused_past_its_lease_finds_it_was_taken_over(store: LocalStore) -> None:
-    holder = LeaseHolder.first(store, GROUP)
+def test_a_holder_paused_past_its_lease_finds_it_was_taken_over(records: BatchRecords) -> None:
+    holder = LeaseHolder.first(records)
     assert holder.holds()
     holder.lease.heartbeat_at = LONG_AGO  # frozen since then: its last beat is that old
-    store.write(layout.lease_key(GROUP, 0), encode_json(holder.lease))
+    records.write_lease(holder.lease)
     assert holder.holds(), "nobody has taken over yet"
-    LeaseHolder.take_over(store, GROUP)
+    LeaseHolder.take_over(records)
     assert not holder.holds()
     assert holder.lost.is_set()
 
@@ -153,8 +177,8 @@ def test_a_thawed_submitter_records_no_error_for_an_input_a_resumer_now_owns(
     holders: list[LeaseHolder] = []
     first = LeaseHolder.first.__func__  # type: ignore[attr-defined]
 
-    def keep_first(cls: type[LeaseHolder], store: Any, group_id: str) -> LeaseHolder:
-        holders.append(first(cls, store, group_id))
+    def keep_first(cls: type[LeaseHolder], records: BatchRecords) -> LeaseHolder:
+        holders.append(first(cls, records))
         return holders[-1]
 
     monkeypatch.setattr(LeaseHolder, "first", classmethod(keep_first))
@@ -174,8 +198,8 @@ def test_a_thawed_submitter_records_no_error_for_an_input_a_resumer_now_owns(
     [holder] = holders
     holder.stop()  # frozen: no more heartbeats ...
     holder.lease.heartbeat_at = LONG_AGO  # ... since long ago
-    store.write(layout.lease_key(batch.group_id, 0), encode_json(holder.lease))
-    LeaseHolder.take_over(store, batch.group_id)  # a resumer, elsewhere
+    holder.records.write_lease(holder.lease)
+    LeaseHolder.take_over(holder.records)  # a resumer, elsewhere
     thaw.set()
     batch._state.submission_done.wait(30)
     assert not store.exists(layout.submission_error_key(batch.group_id, 0))

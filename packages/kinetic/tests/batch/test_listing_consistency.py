@@ -4,6 +4,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kinetic.batch.records import BatchRecords
+from kinetic.batch.sealed import BatchSeal
 from kinetic_protocol import layout
 from kinetic_runtime.stores import LocalStore
 
@@ -26,17 +27,17 @@ class _LateWrites(LocalStore):
 
 
 def test_the_last_child_and_the_completion_landing_mid_listing_are_not_half_seen(
-    tmp_path: Path,
+    tmp_path: Path, seal: BatchSeal
 ) -> None:
     group_id = "grp-0000abcd"
-    writer = BatchRecords(LocalStore(tmp_path), group_id)
+    writer = BatchRecords(LocalStore(tmp_path), group_id, seal)
     writer.add_child(0, 0, "job-0")
 
     def submitter_finishes() -> None:
         writer.add_child(1, 0, "job-1")
         writer.mark_complete(2, cancelled=False)
 
-    reader = BatchRecords(_LateWrites(tmp_path, group_id, submitter_finishes), group_id)
+    reader = BatchRecords(_LateWrites(tmp_path, group_id, submitter_finishes), group_id, seal)
     listing = reader.listing()
     if listing.complete is not None:
         assert len(listing.latest_attempts) == listing.complete.submitted

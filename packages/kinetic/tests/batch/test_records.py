@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from kinetic.batch.records import BatchRecords
+from kinetic.batch.sealed import BatchSeal
 from kinetic_protocol import (
     BatchManifest,
     JobNotFoundError,
@@ -27,8 +28,8 @@ def store(tmp_path: Path) -> LocalStore:
 
 
 @pytest.fixture
-def records(store: LocalStore) -> BatchRecords:
-    return BatchRecords(store, GROUP)
+def records(store: LocalStore, seal: BatchSeal) -> BatchRecords:
+    return BatchRecords(store, GROUP, seal)
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ def test_submission_errors_and_completion_are_listed(records: BatchRecords) -> N
 
 
 def test_records_of_other_batches_are_not_listed(store: LocalStore, records: BatchRecords) -> None:
-    neighbour = BatchRecords(store, "grp-0123abce")
+    neighbour = BatchRecords(store, "grp-0123abce", records.seal)
     neighbour.add_child(0, 4, "other")
     neighbour.add_submission_error(3, ValueError("x"))
     neighbour.mark_complete(1, cancelled=False)
@@ -111,7 +112,10 @@ def test_delete_all_removes_this_batch_only(
     store: LocalStore, records: BatchRecords, keyring: Keyring
 ) -> None:
     other_group = "grp-0123abce"
-    for group_id, batch in ((GROUP, records), (other_group, BatchRecords(store, other_group))):
+    for group_id, batch in (
+        (GROUP, records),
+        (other_group, BatchRecords(store, other_group, records.seal)),
+    ):
         batch.write_manifest(_manifest(group_id), keyring)
         batch.add_child(0, 0, "job")
         batch.add_submission_error(1, ValueError("x"))

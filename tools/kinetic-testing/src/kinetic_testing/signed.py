@@ -1,6 +1,8 @@
 """Write and read signed objects as a job or a client would, for tests that stage or inspect
 stored artifacts by hand (the keyring is the record's backend's, made if missing)."""
 
+import msgspec
+
 from kinetic_protocol import CallDescriptor, JobRecord, Keyring, ObjectStore, ResultEnvelope, layout
 from kinetic_protocol.records import decode_result, encode_result
 from kinetic_protocol.signing import (
@@ -12,7 +14,14 @@ from kinetic_protocol.signing import (
     seal_json,
 )
 
-__all__ = ["keyring_of", "open_result", "read_call", "seal_job_record", "seal_result"]
+__all__ = [
+    "keyring_of",
+    "open_result",
+    "read_call",
+    "seal_batch_record",
+    "seal_job_record",
+    "seal_result",
+]
 
 
 def keyring_of(record: JobRecord) -> Keyring:
@@ -38,6 +47,12 @@ def open_result(
 def seal_job_record(record: JobRecord) -> bytes:
     """``record`` as the client stores it at ``layout.job_record_key``."""
     return seal_json(keyring_of(record), "job", record.job_id, record)
+
+
+def seal_batch_record(template: JobRecord, key: str, record: msgspec.Struct) -> bytes:
+    """A batch's bookkeeping ``record`` as its submitter stores it at ``key`` (``template``:
+    the batch manifest's job template, which names the keyring)."""
+    return seal_json(keyring_of(template), "batch-record", key, record)
 
 
 def read_call(store: ObjectStore, job_id: str) -> CallDescriptor:

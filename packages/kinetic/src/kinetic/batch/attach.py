@@ -9,7 +9,8 @@ from kinetic._waiting import Deadline
 from kinetic.backends import get_backend
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.lease import submitter_status
-from kinetic.batch.records import BatchListing, BatchRecords
+from kinetic.batch.records import BatchListing, BatchRecords, read_manifest
+from kinetic.batch.sealed import BatchSeal
 from kinetic.batch.state import BatchState
 from kinetic.batch.submitter import FailurePolicy
 from kinetic.config import resolve_settings
@@ -75,7 +76,7 @@ def _follow(
     """Apply ``listing``; True once no more children or attempts will appear: the submitter
     said it is done, or it is gone (then ``state`` says what became of it)."""
     _apply(state, manifest, listing)
-    status = submitter_status(records.store, manifest.group_id, listing.complete)
+    status = submitter_status(records, listing.complete)
     if status.gone:
         with state.lock:
             state.submitter_gone = status.describe(
@@ -130,8 +131,18 @@ def attach_batch(
     :meth:`BatchHandle.resume` submits it.
     """
     chosen = _backend(project, cluster, backend)
-    records = BatchRecords(open_store(chosen.store_uri), group_id)
-    manifest = records.read_manifest()
+    store = open_store(chosen.store_uri)
+    manifest = read_manifest(store, group_id)
+    if not manifest.signed_records:
+        raise IntegrityError(
+            f"Batch {group_id} was written by a Kinetic from before signed batch records: its "
+            "child records, leases and completion cannot be verified, so this Kinetic does not "
+            "act on them. Use the Kinetic that wrote it, or run it again; "
+            f"`kinetic batch cleanup {group_id}` still removes it.",
+            job_id=group_id,
+            key=f"{store.uri}/{layout.manifest_key(group_id)}",
+        )
+    records = BatchRecords(store, group_id, BatchSeal.of_record(manifest.job_template))
     listing = records.listing(manifest.total_expected, retries=manifest.retries)
     total = manifest.total_expected
     state = BatchState(total=total, retries=manifest.retries, jobs=[None] * total)

@@ -18,6 +18,7 @@ from kinetic.batch.handle import BatchHandle
 from kinetic.batch.inputs import to_call_arguments
 from kinetic.batch.lease import LeaseHolder
 from kinetic.batch.records import BatchRecords
+from kinetic.batch.sealed import BatchSeal
 from kinetic.batch.state import BatchState
 from kinetic.batch.stored_call import PickledBatch
 from kinetic.batch.submitter import FailurePolicy, Submitter
@@ -123,12 +124,13 @@ def run_map(
         fail_fast=fail_fast,
         cancel_running_on_fail=cancel_running_on_fail,
         input_mode=input_mode,
+        signed_records=True,
     )
-    records = BatchRecords(target.store, group_id)
+    records = BatchRecords(target.store, group_id, BatchSeal.of_backend(target.backend))
     env = captured_env(target)
     try:
         pickled.write(target, data, group_id, func_name, env_names=list(env))
-        lease = LeaseHolder.first(target.store, group_id)
+        lease = LeaseHolder.first(records)
         records.write_manifest(manifest, target.backend.signing_keys(create=True))
     except BaseException:
         # No manifest, no batch: leave nothing of it behind.

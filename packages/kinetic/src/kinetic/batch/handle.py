@@ -8,12 +8,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kinetic import _log
 from kinetic._interrupted import say_batch_left_running
 from kinetic._waiting import Backoff, Deadline, check_timeout
+from kinetic.batch.cleanup import delete_batch, in_parallel
 from kinetic.batch.collect import Collector
 from kinetic.batch.lease import (
     LeaseHolder,
@@ -43,7 +43,6 @@ from kinetic_protocol.signing import open_json
 __all__ = ["BatchHandle"]
 
 log = _log.get_logger(__name__)
-_PARALLEL_CLEANUPS = 16
 
 
 def _live_jobs(self: "BatchHandle") -> list[JobHandle | None]:
@@ -316,7 +315,7 @@ class BatchHandle(BatchViews):
     def submission_status(self) -> SubmitterStatus:
         """Whether this batch is being submitted, finished submitting, or lost its submitter
         (a dead process: no heartbeat for ``KINETIC_BATCH_LEASE`` seconds)."""
-        return submitter_status(self._records.store, self.group_id, self._records.completion())
+        return submitter_status(self._records, self._records.completion())
 
     def resume(self) -> str:
         """Finish submitting this batch after its submitter died, from this process; returns
@@ -355,12 +354,10 @@ class BatchHandle(BatchViews):
                 f"Batch {self.group_id} finished submitting at {completion.finished_at} "
                 f"({completion.submitted} of {self._state.total} inputs); nothing to resume."
             )
-        if self._records.store.exists(layout.cancel_key(self.group_id)):
+        if self._records.cancel_requested():
             return f"Batch {self.group_id} was cancelled; nothing to resume."
         env = self._recaptured_env()  # read before the lease: a failed read takes nothing over
-        lease = LeaseHolder.take_over(
-            self._records.store, self.group_id, holder_finished=completion is not None
-        )
+        lease = LeaseHolder.take_over(self._records, holder_finished=completion is not None)
         if completion is not None:
             # From here on readers follow this process's lease, not the old error.
             self._records.store.delete(layout.completion_key(self.group_id))
@@ -439,32 +436,8 @@ class BatchHandle(BatchViews):
         """Delete every child's backend resource (``k8s``) and stored artifacts plus the
         batch's own records (``gcs``); a batch cleaned with ``gcs`` cannot be reattached."""
         self._stop_submitting()
-        listing = self._records.listing(
-            self._manifest.total_expected, retries=self._manifest.retries
-        )
-        attempts = [
-            self._manifest.child_record(index, attempt)
-            for index, latest in listing.latest_attempts.items()
-            for attempt in range(latest + 1)
-        ]
-        handles = [JobHandle.from_record(record) for record in attempts]
-        if k8s:
-            self._in_parallel(
-                lambda job: job.delete_resource(timeout=60, poll_interval=0.5), handles
-            )
-        if gcs:
-            store = self._records.store
-            self._in_parallel(
-                lambda job: store.delete_prefix(layout.job_prefix(job.job_id)), handles
-            )
-            self._records.delete_all()
+        delete_batch(self._manifest, self._records, k8s=k8s, gcs=gcs)
 
     @staticmethod
     def _in_parallel(action: Any, jobs: list[JobHandle]) -> None:
-        if not jobs:
-            return
-        with ThreadPoolExecutor(min(_PARALLEL_CLEANUPS, len(jobs))) as pool:
-            for future in [pool.submit(action, job) for job in jobs]:
-                error = future.exception()
-                if error is not None:
-                    log.warning("batch cleanup step failed", error=repr(error))
+        in_parallel(action, jobs)

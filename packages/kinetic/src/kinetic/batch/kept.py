@@ -8,11 +8,16 @@ returns every value afterwards, and the child reads as collected and cleaned up,
 
 from kinetic._context import store_for
 from kinetic.batch.records import BatchRecords
+from kinetic.batch.sealed import BatchSeal
 from kinetic.batch.state import CLEANED_UP
 from kinetic.trust import SealedOutcome
 from kinetic_protocol import CollectedOutcome, JobNotFoundError, JobRecord
 
 __all__ = ["cleaned_up_error", "keep_with_batch", "kept_outcome"]
+
+
+def _records(record: JobRecord, group_id: str) -> BatchRecords:
+    return BatchRecords(store_for(record), group_id, BatchSeal.of_record(record))
 
 
 def keep_with_batch(record: JobRecord, sealed: SealedOutcome) -> None:
@@ -24,7 +29,7 @@ def keep_with_batch(record: JobRecord, sealed: SealedOutcome) -> None:
     outcome = CollectedOutcome(
         index=index, job_id=record.job_id, envelope=sealed.sealed, kind=sealed.kind
     )
-    BatchRecords(store_for(record), group_id).add_collected([outcome])
+    _records(record, group_id).add_collected([outcome])
 
 
 def kept_outcome(record: JobRecord) -> CollectedOutcome | None:
@@ -32,7 +37,7 @@ def kept_outcome(record: JobRecord) -> CollectedOutcome | None:
     group_id, index = record.group_id, record.group_index
     if group_id is None or index is None:
         return None
-    kept = BatchRecords(store_for(record), group_id).collected().get(index)
+    kept = _records(record, group_id).collected().get(index)
     return kept if kept is not None and kept.job_id == record.job_id else None
 
 

@@ -5,7 +5,8 @@ heartbeat). Any reader can then tell a batch that is being submitted from one wh
 finished (its completion record) or died (no heartbeat for the lease's length), and nobody
 waits forever on a dead submitter. ``resume`` takes a dead submitter's place by creating the
 next epoch's lease create-only, so two resumers never both submit; a submitter that finds a
-newer epoch than its own has been replaced and stops.
+newer epoch than its own has been replaced and stops. Leases are signed like the rest of the
+batch's bookkeeping: a forged one is ignored, with a warning naming its key.
 """
 
 from __future__ import annotations
@@ -17,23 +18,21 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from kinetic import _log
 from kinetic.batch.errors import SubmitterAliveError
 from kinetic.settings import BATCH_HEARTBEAT, BATCH_LEASE
 from kinetic_protocol import (
     BatchCompletion,
-    CorruptRecordError,
     KineticError,
-    ObjectNotFoundError,
-    ObjectStore,
     PreconditionFailedError,
     SubmitterLease,
-    layout,
 )
-from kinetic_protocol.records import decode_json, encode_json
 from kinetic_runtime.local.processes import pid_alive
+
+if TYPE_CHECKING:
+    from kinetic.batch.records import BatchRecords
 
 __all__ = [
     "LeaseHolder",
@@ -58,23 +57,9 @@ def _seconds(spec_value: float | None, fallback: float) -> float:
     return fallback if spec_value is None or spec_value <= 0 else spec_value
 
 
-def latest_lease(store: ObjectStore, group_id: str) -> SubmitterLease | None:
-    """The newest epoch's lease of ``group_id`` (one LIST and one read), if any."""
-    epochs = []
-    for key in store.list(layout.leases_prefix(group_id)):
-        epoch = layout.parse_lease_key(key)
-        if epoch is not None:
-            epochs.append(epoch)
-    for epoch in sorted(epochs, reverse=True):
-        key = layout.lease_key(group_id, epoch)
-        try:
-            return decode_json(store.read(key), SubmitterLease, what=f"{store.uri}/{key}")
-        except ObjectNotFoundError:
-            continue
-        except CorruptRecordError as exc:
-            _log.say(f"Ignoring a batch lease: {exc}")
-            continue
-    return None
+def latest_lease(records: BatchRecords) -> SubmitterLease | None:
+    """The newest epoch's lease of the batch that verifies (one LIST and one read), if any."""
+    return records.leases()[0]
 
 
 @dataclass(frozen=True)
@@ -122,13 +107,11 @@ def stopped_on_its_own_error(completion: BatchCompletion) -> bool:
     return bool(completion.error) and not completion.cancelled and not completion.fail_fast
 
 
-def submitter_status(
-    store: ObjectStore, group_id: str, completion: BatchCompletion | None
-) -> SubmitterStatus:
+def submitter_status(records: BatchRecords, completion: BatchCompletion | None) -> SubmitterStatus:
     """Finished if it wrote its completion; otherwise submitting or gone by its heartbeat."""
     if completion is not None:
         return SubmitterStatus("finished", completion=completion)
-    return _by_heartbeat(latest_lease(store, group_id))
+    return _by_heartbeat(latest_lease(records))
 
 
 def _by_heartbeat(lease: SubmitterLease | None) -> SubmitterStatus:
@@ -163,9 +146,9 @@ class LeaseHolder:
     this one looked dead): the submitter must stop submitting.
     """
 
-    def __init__(self, store: ObjectStore, group_id: str, epoch: int) -> None:
-        self.store = store
-        self.group_id = group_id
+    def __init__(self, records: BatchRecords, epoch: int) -> None:
+        self.records = records
+        self.group_id = group_id = records.group_id
         self.epoch = epoch
         self.heartbeat_seconds = _seconds(BATCH_HEARTBEAT.number(), 5.0)
         self.lease_seconds = max(_seconds(BATCH_LEASE.number(), 30.0), 2 * self.heartbeat_seconds)
@@ -181,19 +164,19 @@ class LeaseHolder:
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def first(cls, store: ObjectStore, group_id: str) -> LeaseHolder:
+    def first(cls, records: BatchRecords) -> LeaseHolder:
         """Epoch 0, for the process that creates the batch (before its manifest)."""
-        holder = cls(store, group_id, 0)
+        holder = cls(records, 0)
         holder._create()
         return holder
 
     @classmethod
-    def take_over(
-        cls, store: ObjectStore, group_id: str, *, holder_finished: bool = False
-    ) -> LeaseHolder:
-        """The next epoch, if the current submitter is gone (or ``holder_finished``: its
-        completion record says it stopped); else SubmitterAliveError."""
-        current = latest_lease(store, group_id)
+    def take_over(cls, records: BatchRecords, *, holder_finished: bool = False) -> LeaseHolder:
+        """The next epoch (above every lease key, forged ones too), if the current submitter
+        is gone (or ``holder_finished``: its completion record says it stopped); else
+        SubmitterAliveError."""
+        group_id = records.group_id
+        current, highest = records.leases()
         alive = not holder_finished and _by_heartbeat(current).state == "submitting"
         if current is not None and alive:
             raise SubmitterAliveError(
@@ -201,7 +184,7 @@ class LeaseHolder:
                 f"last heartbeat {current.heartbeat_at}); resume only a batch whose submitter "
                 "is gone. `kinetic batch status` shows its progress."
             )
-        holder = cls(store, group_id, 0 if current is None else current.epoch + 1)
+        holder = cls(records, highest + 1)
         try:
             holder._create()
         except PreconditionFailedError:
@@ -212,8 +195,7 @@ class LeaseHolder:
         return holder
 
     def _create(self) -> None:
-        key = layout.lease_key(self.group_id, self.epoch)
-        self.store.write(key, encode_json(self.lease), if_absent=True)
+        self.records.write_lease(self.lease, if_absent=True)
 
     def start(self, submitted: Callable[[], int]) -> None:
         """Beat in the background until :meth:`stop`; ``submitted`` counts inputs so far."""
@@ -226,7 +208,7 @@ class LeaseHolder:
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_seconds):
             try:
-                newest = latest_lease(self.store, self.group_id)
+                newest = latest_lease(self.records)
                 if newest is not None and newest.epoch > self.epoch:
                     _log.say(
                         f"Batch {self.group_id} was resumed elsewhere ({newest.host}, pid "
@@ -251,7 +233,7 @@ class LeaseHolder:
         last = datetime.fromisoformat(self.lease.heartbeat_at)
         if _now() - last <= timedelta(seconds=self.lease_seconds / 2):
             return True
-        newest = latest_lease(self.store, self.group_id)
+        newest = latest_lease(self.records)
         if newest is not None and newest.epoch > self.epoch:
             self.lost.set()
             return False
@@ -261,7 +243,7 @@ class LeaseHolder:
         """Write the heartbeat now."""
         self.lease.heartbeat_at = _stamp(_now())
         self.lease.submitted = self.submitted()
-        self.store.write(layout.lease_key(self.group_id, self.epoch), encode_json(self.lease))
+        self.records.write_lease(self.lease)
 
     def stop(self) -> None:
         self._stop.set()

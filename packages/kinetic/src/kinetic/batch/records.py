@@ -2,7 +2,9 @@
 
 Nothing here rewrites an object per child: the manifest is written once, each attempt adds its
 own ``children/<index>-<attempt>.json`` before its backend resource is created, and a reader
-needs one manifest read plus one listing to rebuild every child's handle.
+needs one manifest read, one listing, and one read of each child record it has not verified
+yet to rebuild every child's handle. Every record is signed (see :mod:`kinetic.batch.sealed`):
+one that does not verify is left out with a warning naming its key.
 """
 
 import contextlib
@@ -16,9 +18,11 @@ from typing import TYPE_CHECKING, TypeVar
 import msgspec
 
 from kinetic import _log
+from kinetic.batch.sealed import BatchSeal, RefusedRecordError
 from kinetic.trust import open_manifest
 from kinetic_protocol import (
     SCHEMA_VERSION,
+    BatchCancel,
     BatchChild,
     BatchChildCancelled,
     BatchCompletion,
@@ -33,21 +37,31 @@ from kinetic_protocol import (
     ObjectStore,
     PreconditionFailedError,
     SchemaVersionError,
+    SubmitterLease,
     layout,
 )
-from kinetic_protocol.records import decode_json, encode_json
 from kinetic_protocol.signing import seal_json
 
 if TYPE_CHECKING:
     from kinetic.handle import JobHandle
 
-__all__ = ["PARALLEL_READS", "BatchListing", "BatchRecords", "cancel_child", "parse_child_name"]
+__all__ = [
+    "MAX_EPOCH",
+    "PARALLEL_READS",
+    "BatchListing",
+    "BatchRecords",
+    "cancel_child",
+    "parse_child_name",
+    "read_manifest",
+]
 
 log = _log.get_logger(__name__)
 _R = TypeVar("_R")
 PARALLEL_READS = 16
 """Store reads in flight at once when reading one record per attempt."""
 _CHILD_NAME = re.compile(r"(\d+)-(\d+)\.json")
+MAX_EPOCH = 2**31 - 2
+"""The highest lease epoch taken: a key beyond it (forged) is ignored, never counted on."""
 
 
 def parse_child_name(key: str, prefix: str) -> tuple[int, int] | None:
@@ -70,13 +84,29 @@ class BatchListing:
     complete: BatchCompletion | None = None
 
 
-class BatchRecords:
-    """Reads and writes the records of one batch in one store."""
+def read_manifest(store: ObjectStore, group_id: str) -> BatchManifest:
+    """The batch's manifest, verified with the keyring of the backend it names."""
+    key = layout.manifest_key(group_id)
+    try:
+        data = store.read(key)
+    except ObjectNotFoundError:
+        raise JobNotFoundError(
+            f"No batch {group_id!r} in {store.uri}: it never existed or was "
+            "cleaned up. `kinetic batch list` shows the batches that exist."
+        ) from None
+    return open_manifest(data, group_id=group_id, key=f"{store.uri}/{key}")
 
-    def __init__(self, store: ObjectStore, group_id: str) -> None:
+
+class BatchRecords:
+    """Reads and writes the records of one batch in one store, signed with ``seal``."""
+
+    def __init__(self, store: ObjectStore, group_id: str, seal: BatchSeal) -> None:
         self.store = store
         self.group_id = group_id
+        self.seal = seal
         self._warned: set[str] = set()
+        self._verified_children: set[str] = set()
+        """Child records verified once: never rewritten, so never read again."""
 
     def _ignore(self, key: str, why: str) -> None:
         """Warn, once per key, that the stray object ``key`` is not part of the batch."""
@@ -90,15 +120,10 @@ class BatchRecords:
         self.store.write(layout.manifest_key(self.group_id), sealed, if_absent=True)
 
     def read_manifest(self) -> BatchManifest:
-        key = layout.manifest_key(self.group_id)
-        try:
-            data = self.store.read(key)
-        except ObjectNotFoundError:
-            raise JobNotFoundError(
-                f"No batch {self.group_id!r} in {self.store.uri}: it never existed or was "
-                "cleaned up. `kinetic batch list` shows the batches that exist."
-            ) from None
-        return open_manifest(data, group_id=self.group_id, key=f"{self.store.uri}/{key}")
+        return read_manifest(self.store, self.group_id)
+
+    def _write(self, key: str, record: msgspec.Struct, *, if_absent: bool = False) -> None:
+        self.store.write(key, self.seal.seal(key, record), if_absent=if_absent)
 
     def add_child(self, index: int, attempt: int, job_id: str) -> None:
         """Record an attempt before its backend resource is created (create-only: a resumed
@@ -109,7 +134,7 @@ class BatchRecords:
         )  # fmt: skip
         key = layout.child_key(self.group_id, index, attempt)
         with contextlib.suppress(PreconditionFailedError):
-            self.store.write(key, encode_json(child), if_absent=True)
+            self._write(key, child, if_absent=True)
 
     def remove_child(self, index: int, attempt: int) -> None:
         """Withdraw the record of an attempt the backend refused (it never existed)."""
@@ -120,7 +145,7 @@ class BatchRecords:
             group_id=self.group_id, index=index, exc_type=type(exc).__name__, message=str(exc),
             failed_at=_now(),
         )  # fmt: skip
-        self.store.write(layout.submission_error_key(self.group_id, index), encode_json(error))
+        self._write(layout.submission_error_key(self.group_id, index), error)
 
     def add_cancelled(self, index: int, attempt: int, reason: str) -> None:
         """Say when and why the batch cancelled an attempt (the job records neither)."""
@@ -128,18 +153,17 @@ class BatchRecords:
             group_id=self.group_id, index=index, attempt=attempt, cancelled_at=_now(),
             reason=reason,
         )  # fmt: skip
-        self.store.write(
-            layout.cancelled_child_key(self.group_id, index, attempt), encode_json(record)
-        )
+        self._write(layout.cancelled_child_key(self.group_id, index, attempt), record)
 
     def _read_json(self, key: str, record_type: type[_R]) -> _R | None:
-        """The record at ``key``; ``None`` if it went away, or (with a warning) if it is not
-        a ``record_type``."""
+        """The record at ``key``, verified; ``None`` if it went away, or (with a warning) if
+        it is not a ``record_type`` this batch's keys signed for ``key``."""
         try:
-            return decode_json(self.store.read(key), record_type, what=key)
+            data = self.store.read(key)
+            return self.seal.open(data, record_type, key=key, where=f"{self.store.uri}/{key}")
         except ObjectNotFoundError:
             return None
-        except CorruptRecordError as exc:
+        except (CorruptRecordError, RefusedRecordError) as exc:
             self._ignore(key, str(exc))
             return None
 
@@ -161,9 +185,22 @@ class BatchRecords:
                 self._ignore(key, "not a child record (<index>-<attempt>.json).")
             else:
                 keys.append(key)
-        with ThreadPoolExecutor(PARALLEL_READS) as pool:
-            read = list(pool.map(lambda key: self._read_json(key, BatchChild), keys))
-        return [child for child in read if child is not None]
+        return [child for child in self._read_all(keys, BatchChild) if child is not None]
+
+    def _read_all(self, keys: list[str], record_type: type[_R]) -> list[_R | None]:
+        if len(keys) < 2:
+            return [self._read_json(key, record_type) for key in keys]
+        with ThreadPoolExecutor(min(PARALLEL_READS, len(keys))) as pool:
+            return list(pool.map(lambda key: self._read_json(key, record_type), keys))
+
+    def _verify_children(self, keys: list[str]) -> set[str]:
+        """The keys among ``keys`` that hold a child record this batch signed (each read once
+        per process: a child record is never rewritten)."""
+        fresh = [key for key in keys if key not in self._verified_children]
+        for key, child in zip(fresh, self._read_all(fresh, BatchChild), strict=True):
+            if child is not None:
+                self._verified_children.add(key)
+        return {key for key in keys if key in self._verified_children}
 
     def mark_complete(
         self, submitted: int, *, cancelled: bool, fail_fast: bool = False, error: str = ""
@@ -172,7 +209,7 @@ class BatchRecords:
             group_id=self.group_id, submitted=submitted, finished_at=_now(),
             cancelled=cancelled, fail_fast=fail_fast, error=error,
         )  # fmt: skip
-        self.store.write(layout.completion_key(self.group_id), encode_json(done))
+        self._write(layout.completion_key(self.group_id), done)
 
     def completion(self) -> BatchCompletion | None:
         """The submitter's completion record; one that is not a completion (garbled, or left
@@ -207,13 +244,39 @@ class BatchRecords:
 
     def request_cancel(self) -> None:
         """Tell whichever process is submitting this batch to stop."""
-        self.store.write(layout.cancel_key(self.group_id), _now().encode())
+        record = BatchCancel(group_id=self.group_id, requested_at=_now())
+        self._write(layout.cancel_key(self.group_id), record)
+
+    def cancel_requested(self) -> bool:
+        """Whether a process holding the batch's keys cancelled it (a forged request is
+        ignored, with a warning naming its key)."""
+        return self._read_json(layout.cancel_key(self.group_id), BatchCancel) is not None
 
     def stop_requested(self) -> bool:
         """Cancelled from anywhere, or cleaned up (its manifest is gone)."""
-        return self.store.exists(layout.cancel_key(self.group_id)) or not self.store.exists(
-            layout.manifest_key(self.group_id)
-        )
+        return self.cancel_requested() or not self.store.exists(layout.manifest_key(self.group_id))
+
+    def write_lease(self, lease: SubmitterLease, *, if_absent: bool = False) -> None:
+        self._write(layout.lease_key(self.group_id, lease.epoch), lease, if_absent=if_absent)
+
+    def leases(self) -> tuple[SubmitterLease | None, int]:
+        """The newest lease that verifies (one LIST, then one read per epoch from the top
+        until one does), and the highest epoch any lease key holds, forged or not: a new
+        lease must take an epoch above every key, or its create-only write would fail."""
+        epochs = []
+        for key in self.store.list(layout.leases_prefix(self.group_id)):
+            epoch = layout.parse_lease_key(key)
+            if epoch is None:
+                continue
+            if epoch > MAX_EPOCH:
+                self._ignore(key, f"epoch {epoch} is beyond any a submitter takes.")
+                continue
+            epochs.append(epoch)
+        for epoch in sorted(epochs, reverse=True):
+            lease = self._read_json(layout.lease_key(self.group_id, epoch), SubmitterLease)
+            if lease is not None:
+                return lease, max(epochs)
+        return None, max(epochs, default=-1)
 
     def listing(self, total: int | None = None, *, retries: int | None = None) -> BatchListing:
         """Children, submission errors and completion, as one consistent view.
@@ -227,6 +290,7 @@ class BatchRecords:
         """
         listing = BatchListing(complete=self.completion())
         prefix = layout.children_prefix(self.group_id)
+        candidates: list[tuple[str, int, int]] = []
         for key in self.store.list(prefix):
             parsed = parse_child_name(key, prefix)
             if parsed is None:
@@ -239,7 +303,10 @@ class BatchRecords:
             if retries is not None and attempt > retries:
                 self._ignore(key, f"attempt {attempt} is beyond the batch's {retries} retries.")
                 continue
-            if attempt >= listing.latest_attempts.get(index, -1):
+            candidates.append((key, index, attempt))
+        verified = self._verify_children([key for key, _, _ in candidates])
+        for key, index, attempt in candidates:
+            if key in verified and attempt >= listing.latest_attempts.get(index, -1):
                 listing.latest_attempts[index] = attempt
         for key in self.store.list(layout.submission_errors_prefix(self.group_id)):
             error = self._read_json(key, BatchSubmissionError)
@@ -250,6 +317,13 @@ class BatchRecords:
                 continue
             listing.submission_errors[error.index] = error
         return listing
+
+    def attempt_keys(self) -> list[tuple[int, int]]:
+        """``(index, attempt)`` of every child record by its name alone, verified or not:
+        what cleanup deletes (deleting needs no trust in what it deletes)."""
+        prefix = layout.children_prefix(self.group_id)
+        parsed = (parse_child_name(key, prefix) for key in self.store.list(prefix))
+        return sorted(found for found in parsed if found is not None)
 
     def delete_all(self) -> None:
         self.store.delete_prefix(layout.group_prefix(self.group_id))

@@ -445,8 +445,9 @@ def cleanup(cli: CliContext, group_id: str, k8s: bool, gcs: bool) -> None:
     """Delete what GROUP_ID left behind."""
     if not (k8s or gcs):
         raise click.UsageError("--no-k8s together with --no-gcs leaves nothing to clean up.")
-    handle = cli.attach_batch(group_id)
-    handle.cleanup(k8s=k8s, gcs=gcs)
+    from kinetic.batch.cleanup import cleanup_batch
+
+    cleanup_batch(group_id, cli.project, cli.cluster, backend=cli.backend, k8s=k8s, gcs=gcs)
     removed = " and ".join(
         what for what, on in (("backend resources", k8s), ("stored records", gcs)) if on
     )

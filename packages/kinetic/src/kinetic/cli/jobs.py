@@ -248,7 +248,12 @@ def cleanup(cli: CliContext, job_id: str, k8s: bool, gcs: bool) -> None:
     """
     if not (k8s or gcs):
         raise click.UsageError("--no-k8s together with --no-gcs leaves nothing to clean up.")
-    job = cli.attach(job_id)
+    from kinetic.handle import JobHandle
+    from kinetic.jobs import record_for_cleanup
+
+    cli.job_id = job_id
+    record = record_for_cleanup(job_id, cli.project, cli.cluster, backend=cli.backend)
+    job = JobHandle.from_record(record)
     job.cleanup(k8s=k8s, gcs=gcs)
     removed = " and ".join(
         what for what, on in (("backend resource", k8s), ("stored artifacts", gcs)) if on

@@ -1,0 +1,216 @@
+"""A store writer's forged batch bookkeeping is left out with a warning naming its key
+(local backend, real processes, a real ``file://`` store): it makes ``resume`` run no finished
+input again and skip no input, and holds nothing off.
+
+The batch's submitter died after input 1's record and before its job (inputs 0 done, 1
+recorded but never created, 2 and 3 never submitted). Then, before ``resume``:
+
+- a child record for input 0's attempt 1 (within ``retries``): read as recorded but never
+  created, ``resume`` ran input 0 again;
+- a submission error for input 2: ``resume`` skipped it for ever;
+- a completion record: ``resume`` said "finished submitting; nothing to resume";
+- a cancel request: ``resume`` said "was cancelled; nothing to resume";
+- a lease of the next epoch with a fresh heartbeat: ``resume`` was refused, as if a submitter
+  lived;
+- a cancelled-attempt record for input 1 (the timeline showed it cancelled).
+"""
+
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+import pytest
+from batch_support import died_submitting
+from scenario_support import ScenarioBackend, wait_until
+
+import kinetic
+from kinetic_protocol import (
+    BatchCancel,
+    BatchChild,
+    BatchChildCancelled,
+    BatchCompletion,
+    BatchSubmissionError,
+    IntegrityError,
+    Keyring,
+    ObjectStore,
+    SubmitterLease,
+    layout,
+)
+from kinetic_protocol.signing import seal_json
+
+DIES_AFTER_RECORDING = """
+    import os
+    import sys
+    sys.path.insert(0, sys.argv[2])
+    import kinetic
+    import durability_userfuncs as uf
+    from kinetic.batch import submitter
+
+    def record_then_die(backend, records, record, **kw):
+        if record.group_index == 1:
+            records.add_child(record.group_index, record.attempt, record.job_id)
+            os._exit(9)  # after the child's record, before its backend resource
+        return real(backend, records, record, **kw)
+
+    real, submitter.submit_child = submitter.submit_child, record_then_die
+    traced = kinetic.run(accelerator="cpu", backend="local")(uf.traced)
+    batch = traced.run_async_map(
+        [{"index": i, "runs": sys.argv[1]} for i in range(4)], max_concurrent=1, retries=1
+    )
+    print(batch.group_id, flush=True)
+    batch.wait(timeout=60)
+"""
+
+KINDS = ["child", "submission error", "completion", "cancel", "lease", "cancelled attempt"]
+
+
+def _forgeries(group_id: str) -> dict[str, tuple[str, msgspec.Struct]]:
+    """Each kind of bookkeeping record as a store writer would leave it: its key and record."""
+    now = datetime.now(UTC).isoformat()
+    return {
+        "child": (
+            layout.child_key(group_id, 0, 1),
+            BatchChild(
+                group_id=group_id, index=0, attempt=1, job_id="forged", submitted_at=now
+            ),
+        ),
+        "submission error": (
+            layout.submission_error_key(group_id, 2),
+            BatchSubmissionError(
+                group_id=group_id, index=2, exc_type="ValueError", message="forged",
+                failed_at=now,
+            ),
+        ),
+        "completion": (
+            layout.completion_key(group_id),
+            BatchCompletion(group_id=group_id, submitted=4, finished_at=now),
+        ),
+        "cancel": (layout.cancel_key(group_id), BatchCancel(group_id=group_id, requested_at=now)),
+        "lease": (
+            layout.lease_key(group_id, 1),
+            SubmitterLease(
+                group_id=group_id, epoch=1, owner="forger", host="elsewhere", pid=1,
+                started_at=now, heartbeat_at=now, lease_seconds=3600.0,
+            ),
+        ),
+        "cancelled attempt": (
+            layout.cancelled_child_key(group_id, 1, 0),
+            BatchChildCancelled(
+                group_id=group_id, index=1, attempt=0, cancelled_at=now, reason="forged"
+            ),
+        ),
+    }  # fmt: skip
+
+
+def _moved(store: ObjectStore, group_id: str) -> dict[str, bytes]:
+    """Records the batch itself signed, each copied to another key."""
+    child = store.read(layout.child_key(group_id, 1, 0))
+    lease = store.read(layout.lease_key(group_id, 0))
+    return {layout.child_key(group_id, 0, 1): child, layout.lease_key(group_id, 1): lease}
+
+
+@pytest.fixture
+def quick_leases(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KINETIC_BATCH_HEARTBEAT", "0.1")
+    monkeypatch.setenv("KINETIC_BATCH_LEASE", "1")
+
+
+def _gone(group_id: str) -> bool:
+    return kinetic.attach_batch(group_id, backend="local").submission_status().gone
+
+
+def _resume_and_check(
+    group_id: str,
+    runs: Path,
+    store: ObjectStore,
+    forged: dict[str, bytes],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Write ``forged``, resume, collect: every input ran once, and each forged key is named
+    in a warning."""
+    for key, data in forged.items():
+        store.write(key, data)
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        attached = kinetic.attach_batch(group_id, backend="local")
+        assert attached.submission_status().gone, "a forged lease holds nobody off"
+        said = attached.resume()
+        assert "3 of 4 inputs to submit" in said, said
+        assert attached.results(timeout=60, cleanup=False) == [0, 1, 4, 9]
+        timeline = attached.timeline()
+    for index in range(4):
+        ran = (runs / str(index)).read_text().split()
+        assert len(ran) == 1, f"input {index} ran {len(ran)} times: {ran}"
+    assert [(a.index, a.attempt, a.outcome.name) for a in timeline.attempts] == [
+        (index, 0, "SUCCEEDED") for index in range(4)
+    ], "the timeline shows a forged attempt"
+    warnings = "\n".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
+    for key in forged:
+        assert f"Ignoring {store.uri}/{key} in batch {group_id}" in warnings, (key, warnings)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_unsigned_record_neither_reruns_nor_skips_an_input(
+    local_backend: ScenarioBackend,
+    tmp_path: Path,
+    quick_leases: None,
+    caplog: pytest.LogCaptureFixture,
+    kind: str,
+) -> None:
+    group_id, runs = died_submitting(tmp_path, DIES_AFTER_RECORDING)
+    wait_until(lambda: _gone(group_id), "the dead submitter's lease to run out")
+    key, record = _forgeries(group_id)[kind]
+    store = local_backend.store()
+    _resume_and_check(group_id, runs, store, {key: msgspec.json.encode(record)}, caplog)
+
+
+@pytest.mark.parametrize("how", ["signed with another key", "moved"])
+def test_records_signed_elsewhere_or_moved_are_left_out(
+    local_backend: ScenarioBackend,
+    tmp_path: Path,
+    quick_leases: None,
+    caplog: pytest.LogCaptureFixture,
+    how: str,
+) -> None:
+    group_id, runs = died_submitting(tmp_path, DIES_AFTER_RECORDING)
+    wait_until(lambda: _gone(group_id), "the dead submitter's lease to run out")
+    store = local_backend.store()
+    if how == "moved":
+        forged = _moved(store, group_id)
+    else:
+        forger = Keyring.generate(source="a forger")
+        forged = {
+            key: seal_json(forger, "batch-record", key, record)
+            for key, record in _forgeries(group_id).values()
+        }
+    _resume_and_check(group_id, runs, store, forged, caplog)
+
+
+def test_a_batch_from_before_signed_records_is_refused_and_still_cleaned_up(
+    local_backend: ScenarioBackend,
+) -> None:
+    """Its manifest verifies but its bookkeeping cannot: read unverified, its records could
+    re-run or skip inputs, and left out, every input would look unsubmitted. It is refused,
+    naming the cleanup that still works."""
+    from click.testing import CliRunner
+    from scenario_funcs import add
+
+    from kinetic.cli import cli
+    from kinetic_testing.signed import keyring_of
+
+    batch = kinetic.run(accelerator="cpu", backend="local")(add).run_async_map(
+        [1, 2], max_concurrent=None
+    )
+    batch.wait(timeout=60)
+    store = local_backend.store()
+    manifest = msgspec.structs.replace(batch._manifest, signed_records=False)
+    sealed = seal_json(keyring_of(manifest.job_template), "batch", batch.group_id, manifest)
+    store.write(layout.manifest_key(batch.group_id), sealed)
+
+    with pytest.raises(IntegrityError, match=f"kinetic batch cleanup {batch.group_id}"):
+        kinetic.attach_batch(batch.group_id, backend="local")
+    cleaned = CliRunner().invoke(cli, ["batch", "cleanup", batch.group_id, "--backend", "local"])
+    assert cleaned.exit_code == 0, cleaned.output
+    assert not store.exists(layout.manifest_key(batch.group_id))
+    for child in batch.jobs:
+        assert child is not None and store.list(layout.job_prefix(child.job_id)) == []
