@@ -14,8 +14,8 @@ import msgspec
 from kinetic._context import store_for
 from kinetic_protocol import (
     AttemptFailure,
-    BatchChildCancelled,
     CollectedOutcome,
+    CorruptRecordError,
     Failed,
     FailureCause,
     JobCancelled,
@@ -96,23 +96,22 @@ def from_envelope(envelope: Failed, attempt: int, exit_code: int | None = None) 
 
 
 def _cancelled(job: "JobHandle") -> AttemptFailure | None:
-    """A cancellation recorded for this attempt, by its batch or by ``cancel()``."""
+    """A cancellation recorded for this attempt: by its batch (a signed batch record), or by
+    ``cancel()``."""
+    from kinetic.batch.kept import batch_cancelled
+
     record = job.record
-    store = store_for(record)
-    keys: list[tuple[str, type[BatchChildCancelled] | type[JobCancelled]]] = []
-    if record.group_id is not None and record.group_index is not None:
-        key = layout.cancelled_child_key(record.group_id, record.group_index, record.attempt)
-        keys.append((key, BatchChildCancelled))
-    keys.append((layout.cancelled_job_key(record.job_id), JobCancelled))
-    for key, kind in keys:
-        try:
-            found = decode_json(store.read(key), kind, what=key)
-        except ObjectNotFoundError:
-            continue
+    by_batch = batch_cancelled(record)
+    if by_batch is not None:
         return AttemptFailure(
-            cause=FailureCause.CANCELLED, reason=found.reason, attempt=record.attempt
+            cause=FailureCause.CANCELLED, reason=by_batch.reason, attempt=record.attempt
         )
-    return None
+    key = layout.cancelled_job_key(record.job_id)
+    try:
+        found = decode_json(store_for(record).read(key), JobCancelled, what=key)
+    except (ObjectNotFoundError, CorruptRecordError):  # a garbled note names no cause
+        return None
+    return AttemptFailure(cause=FailureCause.CANCELLED, reason=found.reason, attempt=record.attempt)
 
 
 def _kept_failure(job: "JobHandle") -> AttemptFailure | None:

@@ -11,9 +11,9 @@ from kinetic.batch.records import BatchRecords
 from kinetic.batch.sealed import BatchSeal
 from kinetic.batch.state import CLEANED_UP
 from kinetic.trust import SealedOutcome
-from kinetic_protocol import CollectedOutcome, JobNotFoundError, JobRecord
+from kinetic_protocol import BatchChildCancelled, CollectedOutcome, JobNotFoundError, JobRecord
 
-__all__ = ["cleaned_up_error", "keep_with_batch", "kept_outcome"]
+__all__ = ["batch_cancelled", "cleaned_up_error", "keep_with_batch", "kept_outcome"]
 
 
 def _records(record: JobRecord, group_id: str) -> BatchRecords:
@@ -49,3 +49,11 @@ def cleaned_up_error(record: JobRecord) -> JobNotFoundError:
         "and its resource and logs were deleted. To keep a child's logs, collect with "
         "results(cleanup=False) or job.result(cleanup=False)."
     )
+
+
+def batch_cancelled(record: JobRecord) -> BatchChildCancelled | None:
+    """The batch's signed record that it cancelled this very attempt of a child, if any."""
+    group_id, index = record.group_id, record.group_index
+    if group_id is None or index is None:
+        return None
+    return _records(record, group_id).cancelled(index, record.attempt)

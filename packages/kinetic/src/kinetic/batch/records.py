@@ -167,6 +167,11 @@ class BatchRecords:
             self._ignore(key, str(exc))
             return None
 
+    def cancelled(self, index: int, attempt: int) -> BatchChildCancelled | None:
+        """Why the batch cancelled this attempt, if it did."""
+        key = layout.cancelled_child_key(self.group_id, index, attempt)
+        return self._read_json(key, BatchChildCancelled)
+
     def cancelled_children(self) -> dict[tuple[int, int], BatchChildCancelled]:
         """Every attempt the batch cancelled, by ``(index, attempt)``."""
         found: dict[tuple[int, int], BatchChildCancelled] = {}
