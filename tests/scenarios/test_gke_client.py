@@ -162,6 +162,7 @@ def test_the_client_without_a_project_says_how_to_set_one(
 )
 def test_a_job_ended_by_the_cluster_raises_saying_why_and_is_kept(
     gke_scenario_env: NodeAgent,
+    real_k8s: ControlPlane,
     k8s_namespace: str,
     gcs_bucket: str,
     jobs: Jobs,
@@ -172,12 +173,17 @@ def test_a_job_ended_by_the_cluster_raises_saying_why_and_is_kept(
     shown: list[str],
     cause: FailureCause,
 ) -> None:
-    if fault is None:  # a short deadline only where it is the point: on a busy machine the
-        # job controller can take over a second to create a pod, which that deadline counts
+    if fault is None:  # a short deadline only where it is the point
         monkeypatch.setenv("KINETIC_UNSCHEDULABLE_TIMEOUT", "1")
     else:
         getattr(gke_scenario_env, fault)(k8s_namespace, selector="app=kinetic")
     job = _remote(uf.hold_until, accelerator).run_async(str(tmp_path / "never-opened"))
+    if fault is None:
+        # Nothing has read the job's status yet. Its pod must exist before anything does: the
+        # same deadline also ends a Job whose pod was never made, and on a busy machine the
+        # job controller can take over a second to make one.
+        pods = f"/api/v1/namespaces/{k8s_namespace}/pods?labelSelector=app%3Dkinetic"
+        _wait_for(lambda: real_k8s.request("GET", pods)["items"], "the job's pod to be made")
     with pytest.raises(JobFailedError) as caught:
         job.result(timeout=60)
     message = str(caught.value)
