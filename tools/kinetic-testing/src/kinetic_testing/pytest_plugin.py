@@ -8,6 +8,7 @@ import os
 import uuid
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,6 +52,8 @@ ALREADY_RUN_ENV = "KINETIC_TESTS_ALREADY_RUN"
 because they already ran: ``.ci/run`` runs each backend package's tests in an environment
 without the client first, then the README's command, which would otherwise run them again."""
 _left_out: set[str] = set()
+WORKERS_ENV = "KINETIC_TEST_WORKERS"
+DEFAULT_WORKERS = 2
 _ALREADY_RUN = pytest.StashKey[dict[Path, str]]()
 
 
@@ -93,15 +96,57 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         item.add_marker(pytest.mark.skip(reason=problem))
 
 
+def _summary_lines() -> list[str]:
+    lines = [f"{entry}: not run again here, it ran already ({ALREADY_RUN_ENV})"
+             for entry in sorted(_left_out)]  # fmt: skip
+    lines += [
+        f"{reason} (install Go 1.26+ and rerun: the binaries build once, cached)"
+        for reason in _skipped_real_k8s
+    ]
+    return lines
+
+
+_WORKER_LINES = "kinetic_summary_lines"
+_from_workers: dict[str, None] = {}
+"""Summary lines the test workers sent (``pytest -n``), each once, in the order first seen."""
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A test worker hands its summary lines to the controlling process, which prints them."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output[_WORKER_LINES] = _summary_lines()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    for line in getattr(node, "workeroutput", {}).get(_WORKER_LINES, []):
+        _from_workers.setdefault(line)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many test workers ``-n auto`` (the default) starts: the whole suite (no paths
+    named) runs on ``KINETIC_TEST_WORKERS`` workers, 2 unless set, because most of its time
+    is spent waiting on jobs' processes and the control plane rather than on a CPU; a run of
+    chosen paths stays in one process (quick to start, easy to debug)."""
+    chosen = os.environ.get(WORKERS_ENV, "")
+    if chosen:
+        try:
+            workers = int(chosen)
+        except ValueError:
+            raise pytest.UsageError(
+                f"{WORKERS_ENV}={chosen!r} is not a number of test workers: use 0 (one "
+                "process) or more"
+            ) from None
+        return max(workers, 0)
+    whole_suite = config.args_source is pytest.Config.ArgsSource.TESTPATHS
+    return DEFAULT_WORKERS if whole_suite else 0
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for entry in sorted(_left_out):
-        terminalreporter.write_line(
-            f"{entry}: not run again here, it ran already ({ALREADY_RUN_ENV})"
-        )
-    for reason in _skipped_real_k8s:
-        terminalreporter.write_line(
-            f"{reason} (install Go 1.26+ and rerun: the binaries build once, cached)"
-        )
+    for line in dict.fromkeys([*_summary_lines(), *_from_workers]):
+        terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)
