@@ -158,7 +158,9 @@ class ExampleBackend:
         shutil.rmtree(job, ignore_errors=True)
 
     def list_job_ids(self) -> list[str]:
-        return sorted(p.name for p in self._root.iterdir()) if self._root.is_dir() else []
+        if not self._root.is_dir():
+            return []
+        return sorted(p.name for p in self._root.iterdir() if p.name != "keys")  # see signing_keys
 
 
 class ExampleGcsBackend(ExampleBackend):

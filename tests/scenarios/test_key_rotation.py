@@ -99,3 +99,31 @@ def test_what_a_retired_key_signed_is_still_cleaned_up(kinetic_backend: Scenario
         assert store.list(layout.group_prefix(group_id)) == []
     for job_id in [job.job_id, *children]:
         assert store.list(layout.job_prefix(job_id)) == [], job_id
+
+
+def test_cleanup_of_an_unverifiable_record_never_reaches_another_jobs_resource(
+    kinetic_backend: ScenarioBackend,
+) -> None:
+    """Cleanup reads a record it cannot verify (a retired key's) as stored, so such a record
+    may name only the job the user gave: a forged one that names another job's resource (on
+    gke, its Kubernetes Job) is refused and that job stays."""
+    import msgspec
+
+    from kinetic_protocol import Keyring, layout
+    from kinetic_protocol.signing import seal_json
+
+    victim = kinetic_backend.decorate()(uf.add).run_async(1, 2)
+    assert victim.wait(timeout=120).status is JobStatus.SUCCEEDED
+    forged_id = f"{victim.job_id}-forged"
+    forged = msgspec.structs.replace(victim.record, job_id=forged_id, k8s_name=victim.k8s_name)
+    stranger = Keyring.generate(source="a store writer")
+    kinetic_backend.store().write(
+        layout.job_record_key(forged_id), seal_json(stranger, "job", forged_id, forged)
+    )
+
+    refused = _cli(kinetic_backend, "jobs", "cleanup", forged_id)
+    assert refused.exit_code != 0, refused.output
+    assert f"resource {victim.k8s_name!r}" in refused.output, refused.output
+    assert "Nothing was deleted" in refused.output, refused.output
+    assert victim.status() is JobStatus.SUCCEEDED
+    assert victim.result(timeout=60) == 3

@@ -78,10 +78,12 @@ def record_for_cleanup(
         record = _stored_record(store, job_id, {})
     except IntegrityError as exc:
         record = _stored_record(store, job_id, {}, verify=False)
-        if record is not None and record.job_id != job_id:
+        if record is not None and {record.job_id, record.k8s_name} != {job_id}:
+            # Unverified, it may only name this very job: its resource too is named by its id.
             raise IntegrityError(
-                f"The stored record of job {job_id} names job {record.job_id!r}: it was not "
-                "written by Kinetic for this job. Nothing was deleted.",
+                f"The stored record of job {job_id} names job {record.job_id!r} and resource "
+                f"{record.k8s_name!r}: it was not written by Kinetic for this job. Nothing was "
+                "deleted.",
                 job_id=job_id,
                 key=exc.key,
             ) from exc
