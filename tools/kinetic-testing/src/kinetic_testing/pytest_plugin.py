@@ -124,7 +124,7 @@ def pytest_testnodedown(node: Any, error: object) -> None:
         _from_workers.setdefault(line)
 
 
-@pytest.hookimpl(optionalhook=True)
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own (one per CPU)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """How many test workers ``-n auto`` (the default) starts: the whole suite (no paths
     named) runs on ``KINETIC_TEST_WORKERS`` workers, 2 unless set, because most of its time

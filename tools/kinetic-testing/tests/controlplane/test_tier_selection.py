@@ -138,11 +138,15 @@ def test_not_realk8s_leaves_out_every_kubernetes_scenario(
     assert any("[local" in node for node in scenario_ids_without_the_tier)
 
 
-def test_without_go_every_kubernetes_scenario_is_skipped_with_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "two-workers"])
+def test_without_go_every_kubernetes_scenario_is_skipped_with_one_line(
+    tmp_path: Path, workers: list[str]
+) -> None:
+    """Also when test workers skip them: each sends its line, the terminal shows it once."""
     path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"])
     env = _environment(tmp_path, path=path)
     done = _pytest(
-        ["-q", "-k", "gke or pathways", "tests/scenarios/test_lifecycle.py"],
+        ["-q", *workers, "-k", "gke or pathways", "tests/scenarios/test_lifecycle.py"],
         cwd=ROOT,
         env=env,
     )
