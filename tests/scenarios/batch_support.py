@@ -107,3 +107,33 @@ def died_submitting(tmp_path: Path, script: str) -> tuple[str, Path]:
     out, err = process.communicate(timeout=120)
     assert process.returncode == 9, err
     return out.split()[0], runs
+
+
+def dies_after_recording(retries: int = 0) -> str:
+    """A batch submitter (for :func:`died_submitting`) that records input 1's child and dies
+    before creating its job: a write-ahead record with nothing behind it."""
+    return _DIES_AFTER_RECORDING.replace("RETRIES", str(retries))
+
+
+_DIES_AFTER_RECORDING = """
+    import os
+    import sys
+    sys.path.insert(0, sys.argv[2])
+    import kinetic
+    import durability_userfuncs as uf
+    from kinetic.batch import submitter
+
+    def record_then_die(backend, records, record, **kw):
+        if record.group_index == 1:
+            records.add_child(record.group_index, record.attempt, record.job_id)
+            os._exit(9)  # after the child's record, before its backend resource
+        return real(backend, records, record, **kw)
+
+    real, submitter.submit_child = submitter.submit_child, record_then_die
+    traced = kinetic.run(accelerator="cpu", backend="local")(uf.traced)
+    batch = traced.run_async_map(
+        [{"index": i, "runs": sys.argv[1]} for i in range(4)], max_concurrent=1, retries=RETRIES
+    )
+    print(batch.group_id, flush=True)
+    batch.wait(timeout=60)
+"""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from batch_support import died_submitting
+from batch_support import died_submitting, dies_after_recording
 from scenario_support import ScenarioBackend, wait_until
 
 import kinetic
@@ -38,29 +38,6 @@ from kinetic_protocol import (
     layout,
 )
 from kinetic_protocol.signing import seal_json
-
-DIES_AFTER_RECORDING = """
-    import os
-    import sys
-    sys.path.insert(0, sys.argv[2])
-    import kinetic
-    import durability_userfuncs as uf
-    from kinetic.batch import submitter
-
-    def record_then_die(backend, records, record, **kw):
-        if record.group_index == 1:
-            records.add_child(record.group_index, record.attempt, record.job_id)
-            os._exit(9)  # after the child's record, before its backend resource
-        return real(backend, records, record, **kw)
-
-    real, submitter.submit_child = submitter.submit_child, record_then_die
-    traced = kinetic.run(accelerator="cpu", backend="local")(uf.traced)
-    batch = traced.run_async_map(
-        [{"index": i, "runs": sys.argv[1]} for i in range(4)], max_concurrent=1, retries=1
-    )
-    print(batch.group_id, flush=True)
-    batch.wait(timeout=60)
-"""
 
 KINDS = ["child", "submission error", "completion", "cancel", "lease", "cancelled attempt"]
 
@@ -157,7 +134,7 @@ def test_an_unsigned_record_neither_reruns_nor_skips_an_input(
     caplog: pytest.LogCaptureFixture,
     kind: str,
 ) -> None:
-    group_id, runs = died_submitting(tmp_path, DIES_AFTER_RECORDING)
+    group_id, runs = died_submitting(tmp_path, dies_after_recording(retries=1))
     wait_until(lambda: _gone(group_id), "the dead submitter's lease to run out")
     key, record = _forgeries(group_id)[kind]
     store = local_backend.store()
@@ -172,7 +149,7 @@ def test_records_signed_elsewhere_or_moved_are_left_out(
     caplog: pytest.LogCaptureFixture,
     how: str,
 ) -> None:
-    group_id, runs = died_submitting(tmp_path, DIES_AFTER_RECORDING)
+    group_id, runs = died_submitting(tmp_path, dies_after_recording(retries=1))
     wait_until(lambda: _gone(group_id), "the dead submitter's lease to run out")
     store = local_backend.store()
     if how == "moved":

@@ -12,6 +12,7 @@ import pytest
 from batch_support import (
     SCENARIOS_DIR,
     died_submitting,
+    dies_after_recording,
     join_batch_thread,
     start_script,
 )
@@ -24,29 +25,6 @@ from kinetic import JobStatus
 from kinetic.batch import SkippedInputError, SubmitterAliveError
 from kinetic_protocol import JobFailedError, JobNotFoundError
 
-DIES_AFTER_RECORDING = """
-    import os
-    import sys
-    sys.path.insert(0, sys.argv[2])
-    import kinetic
-    import durability_userfuncs as uf
-    from kinetic.batch import submitter
-
-    def record_then_die(backend, records, record, **kw):
-        if record.group_index == 1:
-            records.add_child(record.group_index, record.attempt, record.job_id)
-            os._exit(9)  # after the child's record, before its backend resource
-        return real(backend, records, record, **kw)
-
-    real, submitter.submit_child = submitter.submit_child, record_then_die
-    traced = kinetic.run(accelerator="cpu", backend="local")(uf.traced)
-    batch = traced.run_async_map(
-        [{"index": i, "runs": sys.argv[1]} for i in range(4)], max_concurrent=1
-    )
-    print(batch.group_id, flush=True)
-    batch.wait(timeout=60)
-"""
-
 
 @pytest.fixture
 def quick_leases(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,7 +35,7 @@ def quick_leases(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _died_after_recording(tmp_path: Path) -> tuple[str, Path]:
     """A batch of 4 whose submitter died after input 1's record, before its job existed."""
-    return died_submitting(tmp_path, DIES_AFTER_RECORDING)
+    return died_submitting(tmp_path, dies_after_recording())
 
 
 def _gone(group_id: str) -> bool:
