@@ -15,18 +15,18 @@ from kinetic_protocol import (
     KeptOutput,
     KineticError,
     ObjectNotFoundError,
+    ObjectStore,
     layout,
 )
 from kinetic_protocol.records import decode_json
 
-__all__ = ["kept_text", "read_output", "runs_by_host"]
+__all__ = ["kept_text", "read_output", "runs_by_host", "stored_text"]
 
 
-def runs_by_host(record: JobRecord) -> dict[int, list[KeptOutput]]:
+def runs_by_host(store: ObjectStore, job_id: str) -> dict[int, list[KeptOutput]]:
     """Every kept run of the job, by host, oldest first (one LIST, one read per run)."""
-    store = store_for(record)
     found: dict[int, list[KeptOutput]] = {}
-    for key in store.list(layout.kept_output_prefix(record.job_id)):
+    for key in store.list(layout.kept_output_prefix(job_id)):
         where = layout.parse_kept_output_key(key)
         if where is None:
             continue
@@ -67,7 +67,15 @@ def kept_text(
 ) -> str | None:
     """The kept output of the selected host (the leader's by default; every host's, each line
     prefixed ``[host i]``, with ``"all"``), its last ``tail`` lines; None if none was kept."""
-    runs = runs_by_host(record)
+    return stored_text(store_for(record), record.job_id, tail=tail, host=host)
+
+
+def stored_text(
+    store: ObjectStore, job_id: str, *, tail: int | None = None, host: HostSelection = None
+) -> str | None:
+    """:func:`kept_text` by job id alone: it needs no job record, so no signing key (the kept
+    output is display text, and not signed), and no cluster."""
+    runs = runs_by_host(store, job_id)
     hosts = sorted(runs) if host == "all" else [i for i in [host or 0] if i in runs]
     if not hosts:
         return None
