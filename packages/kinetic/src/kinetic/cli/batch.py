@@ -238,8 +238,8 @@ def _result_item(index: int, job_id: str | None, value: Any) -> dict[str, Any]:
 @TIMEOUT_OPTION
 @click.option(
     "--cleanup/--no-cleanup", default=True, show_default=True,
-    help="Delete each child's resource and artifacts (failed ones' logs too) once its outcome "
-    "is read.",
+    help="Delete each child's resource and artifacts (failed ones' logs too, keeping their "
+    "cause and last lines with the batch) once its outcome is read.",
 )  # fmt: skip
 @click.option(
     "--out", "out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
