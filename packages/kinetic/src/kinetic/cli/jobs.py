@@ -183,8 +183,9 @@ def logs(
         else:
             render.echo(kept, nl=not kept.endswith("\n"))
         return
-    if follow:
-        job.logs(follow=True, host=selection)
+    if follow:  # shown as every other store text is (the kept output, once the pod is gone)
+        for line in job.follow_lines(host=selection):
+            render.echo(line, nl=False)
         return
     text = job.tail(tail, host=selection) if tail is not None else (job.logs(host=selection) or "")
     if as_json:
