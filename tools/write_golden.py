@@ -22,6 +22,7 @@ import msgspec
 from kinetic_protocol import (
     SCHEMA_VERSION,
     ArtifactRef,
+    AttemptFailure,
     BatchCancel,
     BatchChild,
     BatchChildCancelled,
@@ -29,6 +30,8 @@ from kinetic_protocol import (
     BatchManifest,
     BatchSubmissionError,
     CallDescriptor,
+    CollectedFailure,
+    CollectedFailures,
     CollectedOutcome,
     CollectedOutcomes,
     DataManifest,
@@ -36,6 +39,7 @@ from kinetic_protocol import (
     DebugOptions,
     DebugState,
     Failed,
+    FailureCause,
     HostStart,
     InputChunk,
     JobCancelled,
@@ -122,6 +126,18 @@ _OUTCOME = CollectedOutcome(
     kind="host-result",
 )
 
+_FAILURE = CollectedFailure(
+    index=7,
+    job_id="train-20260417-153012-a1b2c3d4-7-r1",
+    failure=AttemptFailure(
+        cause=FailureCause.OOM,
+        reason="OOMKilled, exit 137",
+        attempt=1,
+        phase="run",
+        exit_code=137,
+    ),
+    last_lines="step 1199 loss 0.41\nstep 1200 loss 0.40\n",
+)
 EXAMPLES: dict[str, msgspec.Struct] = {
     "job_record": _RECORD,
     "artifact_ref": _PAYLOAD,
@@ -225,6 +241,12 @@ EXAMPLES: dict[str, msgspec.Struct] = {
     "collected_outcomes": CollectedOutcomes(
         group_id="grp-a1b2c3d4",
         outcomes=[_OUTCOME],
+        collected_at="2026-04-17T16:00:00+00:00",
+    ),
+    "collected_failure": _FAILURE,
+    "collected_failures": CollectedFailures(
+        group_id="grp-a1b2c3d4",
+        failures=[_FAILURE],
         collected_at="2026-04-17T16:00:00+00:00",
     ),
     "result_succeeded": Succeeded(

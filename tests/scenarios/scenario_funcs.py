@@ -163,3 +163,10 @@ def end_by(how: str, gate: str = "") -> str:
     if how == "hold":
         _wait_for(gate)
     return how
+
+
+def print_lines(count: int) -> int:
+    """Print ``count`` numbered lines (``line 0`` ... ), then return how many."""
+    for number in range(count):
+        print(f"line {number}")
+    return count

@@ -34,7 +34,7 @@ def test_children_collected_through_their_own_handles_leave_the_batch_its_values
     assert attached.results() == [1, 4, 9]
 
 
-def test_a_child_collected_and_cleaned_up_says_so_instead_of_showing_no_logs(
+def test_a_child_collected_and_cleaned_up_says_so_or_shows_the_last_lines_its_batch_kept(
     kinetic_backend: ScenarioBackend,
 ) -> None:
     say = kinetic_backend.decorate()(uf.say)
@@ -43,16 +43,22 @@ def test_a_child_collected_and_cleaned_up_says_so_instead_of_showing_no_logs(
         batch.results()  # cleanup=True: every child, the failed one too, is deleted
     [failed] = raised.value.failures
     assert failed.group_index == 1
+    succeeded = batch.jobs[0]
+    assert succeeded is not None
 
     # status() stays a JobStatus (NOT_FOUND: the resource is gone, as the lifecycle says);
-    # its detail, and the logs that are no longer there, say why.
+    # its detail says why.
     assert failed.status() is JobStatus.NOT_FOUND
     assert failed.status_detail().detail == CLEANED_UP
-    for read_logs in (lambda: failed.tail(n=20), failed.logs):
+    # The failed child's last lines were kept with the batch; the one that succeeded has no
+    # logs any more, and says so.
+    assert "goodbye from bad" in failed.tail(n=20)
+    assert "goodbye from bad" in (failed.logs() or "")
+    for read_logs in (lambda: succeeded.tail(n=20), succeeded.logs):
         with pytest.raises(JobNotFoundError, match="collected and cleaned up") as gone:
             read_logs()
         assert "results(cleanup=False)" in str(gone.value)
-        assert failed.job_id in str(gone.value)
+        assert succeeded.job_id in str(gone.value)
 
 
 def test_a_child_kept_by_results_without_cleanup_still_shows_its_logs(

@@ -22,7 +22,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "__init__",  # the public namespace
         "decorator",  # composes submission and the batch engine into kinetic.run
         "batch display",  # the batch engine and the views of batches and jobs
-        "handle jobs debug _debug_call outputs _results _waiting trust failure",  # one job's handle
+        "handle jobs debug _debug_call outputs _results _waiting trust failure kept_output",
         "submission options env_capture",  # turning a call into stored records and a submit
         "data packaging local",  # data, code bundles, the local backend's client side
         "config settings backends session _context _log _log_copier _interrupted job_status _relay",

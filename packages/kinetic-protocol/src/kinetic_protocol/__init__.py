@@ -36,6 +36,8 @@ if TYPE_CHECKING:
         BatchCompletion,
         BatchManifest,
         BatchSubmissionError,
+        CollectedFailure,
+        CollectedFailures,
         CollectedOutcome,
         CollectedOutcomes,
         SubmitterLease,
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
         StorageError,
         StoreError,
     )
+    from kinetic_protocol.output import KeptOutput
     from kinetic_protocol.records import (
         DEFAULT_DEBUG_PORT,
         SCHEMA_VERSION,
@@ -103,6 +106,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "BatchCompletion",
         "BatchManifest",
         "BatchSubmissionError",
+        "CollectedFailure",
+        "CollectedFailures",
         "CollectedOutcome",
         "CollectedOutcomes",
         "SubmitterLease",
@@ -110,6 +115,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "causes": ("AttemptFailure", "FailureCause", "JobCancelled"),
     "data": ("DataSpec", "Mount", "Volume"),
+    "output": ("KeptOutput",),
     "errors": (
         "BackendError",
         "ConfigError",
@@ -188,6 +194,8 @@ __all__ = [
     "BatchManifest",
     "BatchSubmissionError",
     "CallDescriptor",
+    "CollectedFailure",
+    "CollectedFailures",
     "CollectedOutcome",
     "CollectedOutcomes",
     "DataManifest",
@@ -209,6 +217,7 @@ __all__ = [
     "JobNotFoundError",
     "JobRecord",
     "JobState",
+    "KeptOutput",
     "Keyring",
     "JobStatus",
     "KineticError",

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import msgspec
 
+from kinetic_protocol.causes import AttemptFailure
 from kinetic_protocol.records import SCHEMA_VERSION, JobRecord
 
 __all__ = [
@@ -21,6 +22,8 @@ __all__ = [
     "BatchCompletion",
     "BatchManifest",
     "BatchSubmissionError",
+    "CollectedFailure",
+    "CollectedFailures",
     "CollectedOutcome",
     "CollectedOutcomes",
     "SubmitterLease",
@@ -210,5 +213,25 @@ class CollectedOutcomes(msgspec.Struct, kw_only=True):
 
     group_id: str
     outcomes: list[CollectedOutcome]
+    collected_at: str
+    schema_version: int = SCHEMA_VERSION
+
+
+class CollectedFailure(msgspec.Struct, kw_only=True):
+    """Why one failed child ended, and its last lines, as its collection saw them before it
+    deleted the child: a child killed before it stored a result leaves nothing else."""
+
+    index: int
+    job_id: str
+    failure: AttemptFailure
+    last_lines: str = ""
+    """The end of the child's output (its kept or backend log), a few lines."""
+
+
+class CollectedFailures(msgspec.Struct, kw_only=True):
+    """Failures a ``results(cleanup=True)`` kept with the batch (signed, as a batch record)."""
+
+    group_id: str
+    failures: list[CollectedFailure]
     collected_at: str
     schema_version: int = SCHEMA_VERSION

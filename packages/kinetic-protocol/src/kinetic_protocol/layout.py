@@ -11,6 +11,8 @@
     jobs/<job_id>/cancelled.json              JobCancelled, written by cancel() before it stops it
     jobs/<job_id>/hosts/<i>/started.json      HostStart of host i of a multi-host job, create-only
     jobs/<job_id>/hosts/<i>/result.msgpack    Failed envelope of worker host i (i > 0), if it failed
+    jobs/<job_id>/logs/<i>/<run>.json         KeptOutput: the tail of host i's output in one run,
+                                              rewritten as it runs (cleaned up with the job)
     outputs/<job_id>/...                      KINETIC_OUTPUT_DIR default; never cleaned up
     data/<sha256>/files/...                   local Data uploaded for jobs that cannot see it,
                                               by its content hash (a file: files/<its name>)
@@ -25,6 +27,8 @@
     groups/<group_id>/complete.json           BatchCompletion
     groups/<group_id>/cancel                  present once any process cancelled the batch
     groups/<group_id>/collected/<id>.msgpack  CollectedOutcomes kept before a cleanup
+    groups/<group_id>/failures/<id>.json      CollectedFailures: cause and last lines of each
+                                              failed child, kept before a cleanup (signed)
 
 A batch child has no ``jobs/<job_id>/handle.json``, ``call.json`` or ``payload.pkl`` of its
 own: its record is the manifest's template plus its child record, and its call is the
@@ -43,6 +47,8 @@ __all__ = [
     "child_key",
     "collected_key",
     "collected_prefix",
+    "collected_failures_key",
+    "collected_failures_prefix",
     "debug_key",
     "children_prefix",
     "data_files_prefix",
@@ -59,9 +65,12 @@ __all__ = [
     "lease_key",
     "leases_prefix",
     "parse_host_key",
+    "parse_kept_output_key",
     "parse_lease_key",
     "job_prefix",
     "job_record_key",
+    "kept_output_key",
+    "kept_output_prefix",
     "manifest_key",
     "output_prefix",
     "parse_child_key",
@@ -123,6 +132,23 @@ def parse_host_key(key: str) -> tuple[int, str]:
     """``(host, file name)`` of a key under :func:`hosts_prefix`."""
     host, name = key.rsplit("/", 2)[-2:]
     return int(host), name
+
+
+def kept_output_prefix(job_id: str) -> str:
+    return f"jobs/{job_id}/logs/"
+
+
+def kept_output_key(job_id: str, host: int, run: str) -> str:
+    """One host's kept output of one run (``run``: its start time and pid, so keys sort by it)."""
+    return f"{kept_output_prefix(job_id)}{host}/{run}.json"
+
+
+def parse_kept_output_key(key: str) -> tuple[int, str] | None:
+    """``(host, run)`` of a key made by :func:`kept_output_key`; None for any other key."""
+    parts = key.rsplit("/", 2)[-2:]
+    if len(parts) != 2 or not parts[0].isdigit() or not parts[1].endswith(".json"):
+        return None
+    return int(parts[0]), parts[1].removesuffix(".json")
 
 
 def output_prefix(job_id: str) -> str:
@@ -224,3 +250,11 @@ def collected_prefix(group_id: str) -> str:
 
 def collected_key(group_id: str, name: str) -> str:
     return f"{collected_prefix(group_id)}{name}.msgpack"
+
+
+def collected_failures_prefix(group_id: str) -> str:
+    return f"groups/{group_id}/failures/"
+
+
+def collected_failures_key(group_id: str, name: str) -> str:
+    return f"{collected_failures_prefix(group_id)}{name}.json"

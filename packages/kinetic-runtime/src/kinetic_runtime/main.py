@@ -13,6 +13,9 @@ other code (a non-zero int, a message) fails like a raised exception. Every othe
 of its own) is stored as a failure too, so every run that reaches the function leaves an
 envelope.
 
+Each run's output (stdout and stderr) is kept in the store as it goes, by a parent process that
+outlives the job's own (``kinetic_runtime.keeper``); the exit status is the job's.
+
 On a multi-host job every host runs this entrypoint: the leader (host 0) stores the result, a
 worker stores only its own failure. A host's container that Kubernetes restarts after it ran
 (a LeaderWorkerSet's pods always restart) waits for the slice to be stopped instead of running
@@ -55,6 +58,7 @@ from kinetic_runtime.calls import (
     verify,
 )
 from kinetic_runtime.deadline import arm_deadline
+from kinetic_runtime.keeper import keep_output
 from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
 from kinetic_runtime.stores import open_store
@@ -358,6 +362,9 @@ def run_job(store_uri: str, job_id: str, workdir: Path, member: BatchInput | Non
         return EXIT_INFRA_ERROR
     if early is not None:
         return early
+    # From here on this process runs the job: its output is kept in the store by a parent
+    # that outlives it (a restarted host, which only waits, keeps nothing over its first run's).
+    keep_output(store_uri, job_id, host.index if host else 0, lambda m: _say(f"job {job_id}: {m}"))
     arm_deadline(job_id)  # only a run that goes on: a restarted host waits instead
     if host is None:
         _record_start(store, job_id)

@@ -14,6 +14,8 @@ __all__ = [
     "HOST_INSTANCE",
     "JAX_DISTRIBUTED",
     "JOB_ID",
+    "KEEP_OUTPUT_BYTES",
+    "KEEP_OUTPUT_SECONDS",
     "NUM_HOSTS",
     "OUTPUT_DIR",
     "SETTINGS",
@@ -123,13 +125,28 @@ SIGNING_KEYS = SettingSpec(
     "Inside a job: the directory of the keys that verify its call and sign its result (a "
     "mounted Secret in a pod; the Kinetic home's keys for a local job).", _OWNER, kind="job",
 )  # fmt: skip
+KEEP_OUTPUT_BYTES = SettingSpec(
+    "keep_output_bytes", "KINETIC_KEEP_OUTPUT_BYTES",
+    "Inside a job: how many bytes of each host's output (its tail) the runtime keeps in the "
+    "store, where logs() reads it once the pod or local directory is gone; 0 keeps none. "
+    "Pass it to jobs with capture_env_vars.", _OWNER,
+    default="1048576",
+)  # fmt: skip
+KEEP_OUTPUT_SECONDS = SettingSpec(
+    "keep_output_seconds", "KINETIC_KEEP_OUTPUT_SECONDS",
+    "Inside a job: the shortest time, in seconds, between two writes of its kept output while "
+    "it runs (it is written once more when the run ends). Pass it to jobs with "
+    "capture_env_vars.", _OWNER,
+    default="5",
+)  # fmt: skip
 
 SETTINGS = (
     HOME, STORE, JOB_ID, OUTPUT_DIR, WORKDIR, ENV,
     NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, SLICE, JAX_DISTRIBUTED,
     SLICE_TIMEOUT,
     DATA_DIR, VOLUME_MOUNTS, HF_MIRROR, SIGNING_KEYS, ATTEMPT_TIMEOUT,
+    KEEP_OUTPUT_BYTES, KEEP_OUTPUT_SECONDS,
 )  # fmt: skip
-CAPTURABLE = (HF_MIRROR, JAX_DISTRIBUTED, SLICE_TIMEOUT)
+CAPTURABLE = (HF_MIRROR, JAX_DISTRIBUTED, SLICE_TIMEOUT, KEEP_OUTPUT_BYTES, KEEP_OUTPUT_SECONDS)
 """Settings a user passes to jobs with ``capture_env_vars``: the only ``KINETIC_*`` variables
 that may be captured (Kinetic sets the others in a job itself)."""

@@ -115,11 +115,17 @@ def _cancelled(job: "JobHandle") -> AttemptFailure | None:
 
 
 def _kept_failure(job: "JobHandle") -> AttemptFailure | None:
+    """A collected child's failure: from the outcome its batch kept, else from the failure
+    summary the batch kept (a child killed before it stored a result leaves only that)."""
     if job.group_index is None:
         return None
-    from kinetic.batch.kept import kept_outcome
+    from kinetic.batch.kept import kept_failure_summary, kept_outcome
 
-    return kept_failure(job, kept_outcome(job.record))
+    found = kept_failure(job, kept_outcome(job.record))
+    if found is not None:
+        return found
+    summary = kept_failure_summary(job.record)
+    return None if summary is None else summary.failure
 
 
 def kept_failure(job: "JobHandle", kept: CollectedOutcome | None) -> AttemptFailure | None:

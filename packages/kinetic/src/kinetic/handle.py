@@ -2,7 +2,7 @@
 
 import dataclasses
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -197,49 +197,84 @@ class JobHandle:
 
     def tail(self, n: int = 100, *, host: HostSelection = None) -> str:
         """The last ``n`` lines of the job's output (of the leader, of host ``host``, or of
-        every host with ``host="all"``, on a multi-host job)."""
-        backend = backend_for(self._record)
-        if self._per_host(host):
-            return self._unless_collected(backend.logs(self._record, tail=n, host=host))
-        return self._unless_collected(backend.logs(self._record, tail=n))
+        every host with ``host="all"``, on a multi-host job).
+
+        Once the backend's own log is gone (its pod or local directory), or out of reach, the
+        output the job kept in the store stands in for it: the tail of each run, up to
+        ``KINETIC_KEEP_OUTPUT_BYTES`` per host."""
+        return self._read_output(n, host)
 
     def logs(self, follow: bool = False, *, host: HostSelection = None) -> str | None:
         """The job's output so far; with ``follow``, print it until the job ends instead.
 
         On a multi-host job: the leader's by default, host ``i``'s with ``host=i``, every
-        host's with ``host="all"`` (each line prefixed ``[host i]``)."""
-        backend = backend_for(self._record)
-        per_host = self._per_host(host)
+        host's with ``host="all"`` (each line prefixed ``[host i]``). Read as :meth:`tail`
+        reads it: the backend's log, else the output kept in the store. Following streams
+        the backend's log while the job runs; a job whose log is gone prints its kept output.
+        """
         if not follow:
-            text = backend.logs(self._record, host=host) if per_host else backend.logs(self._record)
-            return self._unless_collected(text)
-        if per_host:
-            lines = backend.follow_logs(self._record, host=host)
-        else:
-            lines = backend.follow_logs(self._record)
-        for line in lines:
+            return self._read_output(None, host)
+        for line in self.follow_lines(host=host):
             sys.stdout.write(line)
             sys.stdout.flush()
         return None
 
+    def follow_lines(self, *, host: HostSelection = None) -> Iterator[str]:
+        """The job's output lines as they are written, until it ends (``logs(follow=True)``
+        prints them). A job whose backend log is gone yields the output kept in the store."""
+        from kinetic.kept_output import kept_text
+
+        backend = backend_for(self._record)
+        per_host = self._per_host(host)
+        if per_host:
+            lines = backend.follow_logs(self._record, host=host)
+        else:
+            lines = backend.follow_logs(self._record)
+        said = False
+        for line in lines:
+            said = True
+            yield line
+        if not said:
+            kept = kept_text(self._record, host=host if per_host else None)
+            yield from (kept or "").splitlines(keepends=True)
+
+    def _read_output(self, tail: int | None, host: HostSelection) -> str:
+        from kinetic.kept_output import read_output
+
+        backend = backend_for(self._record)
+        selection = host if self._per_host(host) else None
+        text = read_output(backend, self._record, tail=tail, host=selection)
+        return self._unless_collected(text, tail)
+
     def _collected_with_batch(self) -> bool:
-        """A batch child whose outcome a collection kept with the batch before deleting it."""
+        """A batch child whose outcome (or failure) a collection kept with the batch before
+        deleting it."""
         if self.group_index is None:
             return False
-        from kinetic.batch.kept import kept_outcome
+        from kinetic.batch.kept import kept_failure_summary, kept_outcome
 
-        return kept_outcome(self._record) is not None
+        return (
+            kept_outcome(self._record) is not None or kept_failure_summary(self._record) is not None
+        )
 
-    def _unless_collected(self, text: str) -> str:
+    def _unless_collected(self, text: str, tail: int | None = None) -> str:
         """``text``, unless it is the empty output of a batch child that was collected and
-        cleaned up: that child has no logs any more, and says so (``JobNotFoundError``)."""
+        cleaned up: a failed one shows the last lines its batch kept (``tail`` of them), and
+        any other has no logs any more, and says so (``JobNotFoundError``)."""
         if text or self.group_index is None:
             return text
         state = backend_for(self._record).statuses([self._record])[self.job_id]
-        if state.status is not JobStatus.NOT_FOUND or not self._collected_with_batch():
+        if state.status is not JobStatus.NOT_FOUND:
             return text
-        from kinetic.batch.kept import cleaned_up_error
+        from kinetic.batch.kept import cleaned_up_error, kept_failure_summary
 
+        summary = kept_failure_summary(self._record)
+        if summary is not None:
+            lines = summary.last_lines.splitlines(keepends=True)
+            kept = lines if tail is None else (lines[-tail:] if tail > 0 else [])
+            return "".join(kept)
+        if not self._collected_with_batch():
+            return text
         raise cleaned_up_error(self._record)
 
     def _per_host(self, host: HostSelection) -> bool:

@@ -14,6 +14,7 @@ from kinetic_protocol import (
     Backend,
     BatchManifest,
     CorruptRecordError,
+    HostSelection,
     IntegrityError,
     JobNotFoundError,
     JobRecord,
@@ -59,6 +60,23 @@ def attach(
             "`kinetic jobs list`, or pass the project/cluster/backend it was submitted to."
         )
     return JobHandle.from_record(record)
+
+
+def stored_output(
+    job_id: str,
+    project: str | None = None,
+    cluster: str | None = None,
+    *,
+    backend: str | None = None,
+    tail: int | None = None,
+    host: HostSelection = None,
+) -> str | None:
+    """The output ``job_id`` kept in the store, read by id alone: no cluster and no signing key
+    needed (for a reader who cannot attach to the job); None if it kept none."""
+    from kinetic.kept_output import stored_text
+
+    chosen = _resolve_backend(project, cluster, backend)
+    return stored_text(open_store(chosen.store_uri), job_id, tail=tail, host=host)
 
 
 def record_for_cleanup(

@@ -1,9 +1,9 @@
 """Why each child of a batch ended without a value, read with as few store reads as it takes.
 
 The batch's own records are read once for all children (the attempts it cancelled, the
-outcomes a collection kept); only a FAILED child that left an exit as its backend's cause
-costs a read of its own (its stored result tells a function that raised from a process that
-died).
+outcomes and failures a collection kept); only a FAILED child that left an exit as its
+backend's cause costs a read of its own (its stored result tells a function that raised from
+a process that died).
 """
 
 from collections.abc import Sequence
@@ -12,7 +12,14 @@ from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import is_cleaned_up
 from kinetic.failure import failed_attempt, failure_of, kept_failure
 from kinetic.handle import JobHandle
-from kinetic_protocol import AttemptFailure, CollectedOutcome, FailureCause, JobState, JobStatus
+from kinetic_protocol import (
+    AttemptFailure,
+    CollectedFailure,
+    CollectedOutcome,
+    FailureCause,
+    JobState,
+    JobStatus,
+)
 
 __all__ = ["child_failures"]
 
@@ -25,6 +32,7 @@ def child_failures(
     """The failure of each child (by input index) whose latest attempt ended without a value."""
     cancelled = None
     collected: dict[int, CollectedOutcome] | None = None
+    summaries: dict[int, CollectedFailure] | None = None
     failures: dict[int, AttemptFailure] = {}
     for index, state in states:
         job = jobs[index]
@@ -44,6 +52,12 @@ def child_failures(
             if collected is None:
                 collected = records.collected()
             kept = kept_failure(job, collected.get(index))
+            if kept is None:
+                if summaries is None:
+                    summaries = records.collected_failures()
+                summary = summaries.get(index)
+                if summary is not None and summary.job_id == job.job_id:
+                    kept = summary.failure
             if kept is not None:
                 failures[index] = kept
         elif (failure := failure_of(job, state)) is not None:

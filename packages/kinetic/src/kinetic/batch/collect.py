@@ -17,7 +17,9 @@ from kinetic.batch.state import BatchState, is_cleaned_up
 from kinetic.handle import JobHandle
 from kinetic.trust import OutcomeKind, SealedOutcome, open_outcome
 from kinetic_protocol import (
+    CollectedFailure,
     CollectedOutcome,
+    JobFailedError,
     JobNotFoundError,
     JobState,
     JobStatus,
@@ -34,6 +36,9 @@ _KEEP_EVERY = 64
 """Outcomes are kept with the batch (and their children cleaned up) in one store write per
 group of children that settle together, at most this many, and whenever collection waits for
 more: cleanup follows each child promptly and overlaps the wait for the rest."""
+_FAILURE_LINES = 50
+_FAILURE_BYTES = 16384
+"""A failed child's last lines kept with the batch: at most this many lines and bytes."""
 Settled = Callable[[Callable[[], None]], Iterator[int]]
 """Yields indices as children settle; calls its argument whenever it is about to wait."""
 
@@ -79,6 +84,14 @@ class Collector:
         if is_cleaned_up(state):
             kept = self._kept_for(index, job)
             if kept is None:
+                said = self.records.collected_failures().get(index)
+                if said is not None and said.job_id == job.job_id:
+                    raise JobFailedError(
+                        f"Input {index} of batch {self.group_id} ({job.job_id}) failed "
+                        f"({said.failure.cause.value}: {said.failure.reason}) without storing "
+                        "a result, and was collected and cleaned up. Its last lines:\n"
+                        f"{said.last_lines}"
+                    )
                 raise JobNotFoundError(
                     f"Input {index} of batch {self.group_id} ({job.job_id}) was collected and "
                     "cleaned up by another results(cleanup=True), which kept no outcome for it "
@@ -194,6 +207,25 @@ class Collector:
         return [outcomes[i] for i in (range(total) if ordered else completion)]
 
 
+def _failure_summary(job: JobHandle, state: BatchState, index: int) -> CollectedFailure | None:
+    """Why a failed child ended, and its last lines, to keep with the batch before the child
+    (and its kept output) is deleted; None when nothing says why."""
+    from kinetic._context import backend_for
+    from kinetic.failure import failure_of
+    from kinetic.kept_output import read_output
+
+    failure = failure_of(job, state.settled[index])
+    if failure is None:
+        return None
+    try:
+        lines = read_output(backend_for(job.record), job.record, tail=_FAILURE_LINES)
+    except KineticError:
+        lines = ""
+    return CollectedFailure(
+        index=index, job_id=job.job_id, failure=failure, last_lines=lines[-_FAILURE_BYTES:]
+    )
+
+
 class _Keeper:
     """Keeps collected outcomes with the batch, then hands their children to ``clean``."""
 
@@ -218,9 +250,17 @@ class _Keeper:
             for i, job in jobs.items()
             if (kept := collector.envelopes.get(i)) is not None
         ]
-        if kept:
+        failures = [
+            failed
+            for i, job in jobs.items()
+            if i in collector.errors and (failed := _failure_summary(job, collector.state, i))
+        ]
+        if kept or failures:
             try:
-                collector.records.add_collected(kept)
+                if kept:
+                    collector.records.add_collected(kept)
+                if failures:
+                    collector.records.add_collected_failures(failures)
             except KineticError:
                 log.warning(
                     "could not keep collected outcomes with the batch; their children are kept",

@@ -33,7 +33,6 @@ from kinetic_protocol import (
     Backend,
     BatchManifest,
     CallDescriptor,
-    CollectedOutcome,
     JobState,
     JobStatus,
     layout,
@@ -125,9 +124,15 @@ class BatchHandle(BatchViews):
                 if settled and decision is Decision.FAILED and not is_cleaned_up(state):
                     self._policy.on_failure()
 
-    def _collected_once(self) -> Callable[[], dict[int, CollectedOutcome]]:
-        """The outcomes kept by collections, read at most once per look, and only if needed."""
-        return functools.cache(self._records.collected)
+    def _collected_once(self) -> Callable[[], dict[int, object]]:
+        """The inputs whose outcome, or failure, a collection kept before cleaning up, read at
+        most once per look, and only if needed."""
+        records = self._records
+
+        def kept() -> dict[int, object]:
+            return {**records.collected_failures(), **records.collected()}
+
+        return functools.cache(kept)
 
     def states(self) -> list[tuple[int, JobState]]:
         """``(index, state)`` of every submitted child, with the reason for its status.
@@ -299,16 +304,34 @@ class BatchHandle(BatchViews):
             )
 
     def failures(self) -> list[JobHandle]:
-        """Children whose status is FAILED (NOT_FOUND is ambiguous and left out).
+        """Children whose status is FAILED, and failed children that a ``results()`` collected
+        and cleaned up (the batch kept why each failed and its last lines, so their
+        ``failure()`` and ``tail()`` still answer). Other NOT_FOUND children are left out: a
+        child cleaned up after it succeeded is no failure.
 
-        Children collected and cleaned up are not failures (``states()`` shows them as
-        NOT_FOUND, ``collected and cleaned up``). After ``results()``, the failures it saw,
-        which stay accurate after its cleanup.
+        After ``results()`` in this process, the failures it saw.
         """
         if self._collector.failures is not None:
             return list(self._collector.failures)
         jobs = self.jobs
-        return [jobs[i] for i, status in self.statuses() if status is JobStatus.FAILED]  # type: ignore[misc]
+        states = self.states()
+        kept = None
+        if any(is_cleaned_up(state) for _, state in states):
+            kept = self._records.collected_failures()
+        return [
+            job
+            for i, state in states
+            if (job := jobs[i]) is not None
+            and (
+                state.status is JobStatus.FAILED
+                or (
+                    kept is not None
+                    and is_cleaned_up(state)
+                    and (said := kept.get(i)) is not None
+                    and said.job_id == job.job_id
+                )
+            )
+        ]
 
     # -- resume ----------------------------------------------------------------------------
 

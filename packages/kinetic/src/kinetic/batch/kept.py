@@ -11,9 +11,21 @@ from kinetic.batch.records import BatchRecords
 from kinetic.batch.sealed import BatchSeal
 from kinetic.batch.state import CLEANED_UP
 from kinetic.trust import SealedOutcome
-from kinetic_protocol import BatchChildCancelled, CollectedOutcome, JobNotFoundError, JobRecord
+from kinetic_protocol import (
+    BatchChildCancelled,
+    CollectedFailure,
+    CollectedOutcome,
+    JobNotFoundError,
+    JobRecord,
+)
 
-__all__ = ["batch_cancelled", "cleaned_up_error", "keep_with_batch", "kept_outcome"]
+__all__ = [
+    "batch_cancelled",
+    "cleaned_up_error",
+    "keep_with_batch",
+    "kept_failure_summary",
+    "kept_outcome",
+]
 
 
 def _records(record: JobRecord, group_id: str) -> BatchRecords:
@@ -38,6 +50,16 @@ def kept_outcome(record: JobRecord) -> CollectedOutcome | None:
     if group_id is None or index is None:
         return None
     kept = _records(record, group_id).collected().get(index)
+    return kept if kept is not None and kept.job_id == record.job_id else None
+
+
+def kept_failure_summary(record: JobRecord) -> CollectedFailure | None:
+    """Why this very attempt of a child failed, and its last lines, as the collection that
+    cleaned it up kept them with the batch (signed), if it did."""
+    group_id, index = record.group_id, record.group_index
+    if group_id is None or index is None:
+        return None
+    kept = _records(record, group_id).collected_failures().get(index)
     return kept if kept is not None and kept.job_id == record.job_id else None
 
 

@@ -15,11 +15,13 @@ from kinetic import _log
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState
 from kinetic.handle import JobHandle
+from kinetic.kept_output import kept_text, read_output
 from kinetic_protocol import (
     Backend,
     BatchManifest,
     ConfigError,
     Failed,
+    HostSelection,
     JobState,
     JobStatus,
     KineticError,
@@ -84,10 +86,15 @@ class BatchLogs:
     poll_interval: float = 1.0
     _followed: set[str] = field(default_factory=set)
 
-    def _host(self, job: JobHandle) -> dict[str, str]:
-        """``host="all"`` where the backend keeps one log per host and the job has several."""
+    def _host(self, job: JobHandle) -> HostSelection:
+        """``"all"`` where the backend keeps one log per host and the job has several."""
         multi = parse_accelerator(job.accelerator).hosts > 1
-        return {"host": "all"} if multi and self.backend.capabilities.per_host_logs else {}
+        return "all" if multi and self.backend.capabilities.per_host_logs else None
+
+    def _follow_host(self, job: JobHandle) -> dict[str, HostSelection]:
+        """``follow_logs``' options: ``host`` only where :meth:`_host` chose one."""
+        host = self._host(job)
+        return {} if host is None else {"host": host}
 
     def attempts(self) -> list[JobHandle]:
         """Every attempt of every submitted input, in input then attempt order."""
@@ -117,7 +124,7 @@ class BatchLogs:
         """The attempt's output; for a ``failure``, then the error it stored (a retried
         attempt's resource, and on some backends its output, is gone by then)."""
         try:
-            text = self.backend.logs(job.record, tail=tail, **self._host(job))  # type: ignore[arg-type]
+            text = read_output(self.backend, job.record, tail=tail, host=self._host(job))
         except KineticError as error:
             text = f"(no logs: {error})\n"
         lines = text.splitlines(keepends=True)
@@ -188,11 +195,17 @@ class BatchLogs:
     def _start_follower(self, job: JobHandle, lines: "queue.Queue[object]") -> threading.Thread:
         def run() -> None:
             try:
+                said = False
                 for line in prefix_lines(
                     job,
-                    self.backend.follow_logs(job.record, **self._host(job)),  # type: ignore[arg-type]
+                    self.backend.follow_logs(job.record, **self._follow_host(job)),
                 ):
+                    said = True
                     lines.put(line)
+                if not said:  # gone before it could be followed: what it kept in the store
+                    kept = kept_text(job.record, host=self._host(job)) or ""
+                    for line in prefix_lines(job, kept.splitlines(keepends=True)):
+                        lines.put(line)
                 failure = _stored_failure(job)
                 if failure is not None:  # said even where the backend kept no output
                     lines.put(next(prefix_lines(job, [_failure_line(failure)])))

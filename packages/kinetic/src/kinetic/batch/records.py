@@ -28,6 +28,8 @@ from kinetic_protocol import (
     BatchCompletion,
     BatchManifest,
     BatchSubmissionError,
+    CollectedFailure,
+    CollectedFailures,
     CollectedOutcome,
     CollectedOutcomes,
     CorruptRecordError,
@@ -245,6 +247,22 @@ class BatchRecords:
                 )
             for outcome in record.outcomes:
                 found[outcome.index] = outcome
+        return found
+
+    def add_collected_failures(self, failures: list[CollectedFailure]) -> None:
+        """Keep why each failed child ended, and its last lines, before it is deleted."""
+        record = CollectedFailures(group_id=self.group_id, failures=failures, collected_at=_now())
+        name = f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{secrets.token_hex(4)}"
+        self._write(layout.collected_failures_key(self.group_id, name), record)
+
+    def collected_failures(self) -> dict[int, CollectedFailure]:
+        """Every failure kept by a collection that cleaned up, by input index (the latest
+        kept for an index wins); records that do not verify are left out with a warning."""
+        keys = sorted(self.store.list(layout.collected_failures_prefix(self.group_id)))
+        found: dict[int, CollectedFailure] = {}
+        for record in self._read_all(keys, CollectedFailures):
+            for failure in record.failures if record is not None else []:
+                found[failure.index] = failure
         return found
 
     def request_cancel(self) -> None:

@@ -238,8 +238,8 @@ def _result_item(index: int, job_id: str | None, value: Any) -> dict[str, Any]:
 @TIMEOUT_OPTION
 @click.option(
     "--cleanup/--no-cleanup", default=True, show_default=True,
-    help="Delete each child's resource and artifacts (failed ones' logs too) once its outcome "
-    "is read.",
+    help="Delete each child's resource and artifacts (failed ones' logs too, keeping their "
+    "cause and last lines with the batch) once its outcome is read.",
 )  # fmt: skip
 @click.option(
     "--out", "out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
@@ -317,12 +317,15 @@ def results(
 def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
     """Show each failed input of GROUP_ID with the tail of its logs.
 
-    Inputs already collected and cleaned up (``results(cleanup=True)``) are not failures; they
-    are named as such, since their logs are gone.
+    A failed input that ``results(cleanup=True)`` collected and cleaned up still shows its
+    cause and last lines (the batch kept them). Other inputs collected and cleaned up are not
+    failures; they are named as such, since their logs are gone.
     """
     handle = cli.attach_batch(group_id)
     entries: list[dict[str, Any]] = []
     jobs = handle.jobs
+    failed = handle.failures()
+    failed_indices = {job.group_index for job in failed}
     cleaned: list[dict[str, Any]] = [
         {
             "index": index,
@@ -331,11 +334,11 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
             "description": state.describe(),
         }
         for index, state in handle.states()
-        if _cleaned_up(state)
+        if _cleaned_up(state) and index not in failed_indices
     ]
     from kinetic.failure import failure_document, failure_of
 
-    for job in handle.failures():
+    for job in failed:
         state = job.status_detail()
         failure = failure_of(job, state)
         entries.append(
@@ -347,6 +350,7 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
                 "cause": failure.cause.value if failure else None,
                 "failure": failure_document(failure),
                 "logs": job.tail(tail) if tail else "",
+                "cleaned_up": _cleaned_up(state),
             }
         )
     for index, exc in sorted(handle.submission_failures.items()):
@@ -360,6 +364,7 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
                 "failure": None,
                 "error": _error_document(exc),
                 "logs": "",
+                "cleaned_up": False,
             }
         )
     entries.sort(key=lambda e: (e["index"] is None, e["index"] or 0))
@@ -384,7 +389,9 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
             render.echo("    {type}: {message}".format(**entry["error"]))
         for line in entry["logs"].rstrip("\n").splitlines():
             render.echo(f"    {line}")
-        if entry["job_id"]:
+        if entry.get("cleaned_up"):
+            render.echo("    (its last lines, kept with the batch: the child was cleaned up)")
+        elif entry["job_id"]:
             render.echo(f"    (full output: kinetic jobs logs {entry['job_id']})")
 
 

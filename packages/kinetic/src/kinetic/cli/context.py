@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from kinetic.config import ResolvedSettings
     from kinetic.jobs import JobHandle
     from kinetic.outputs import JobOutputs
-    from kinetic_protocol import BackendSettings
+    from kinetic_protocol import BackendSettings, HostSelection
 
 __all__ = ["SHARED_OPTIONS", "CliContext", "accept_shared_options", "pass_cli"]
 
@@ -42,6 +42,13 @@ class CliContext:
 
         self.job_id = job_id
         return kinetic.attach(job_id, self.project, self.cluster, backend=self.backend)
+
+    def stored_output(self, job_id: str, *, tail: int | None, host: "HostSelection") -> str | None:
+        from kinetic.jobs import stored_output
+
+        return stored_output(
+            job_id, self.project, self.cluster, backend=self.backend, tail=tail, host=host
+        )
 
     def job_outputs(self, job_id: str) -> "JobOutputs":
         from kinetic.jobs import job_outputs

@@ -27,7 +27,7 @@ from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import TimedOut
 from kinetic.cli.params import Seconds
-from kinetic_protocol import HostSelection, JobNotFoundError
+from kinetic_protocol import HostSelection, JobNotFoundError, KineticError
 
 if TYPE_CHECKING:
     from kinetic.jobs import JobHandle
@@ -167,9 +167,25 @@ def logs(
     if host is not None and all_hosts:
         raise click.UsageError("--host and --all-hosts each choose whose output; give one.")
     selection: HostSelection = "all" if all_hosts else host
-    job = cli.attach(job_id)
-    if follow:
-        job.logs(follow=True, host=selection)
+    try:
+        job = cli.attach(job_id)
+    except KineticError as exc:
+        if follow:
+            raise
+        # Out of reach (no cluster credentials, no signing key): the output the job kept in
+        # the store needs neither.
+        kept = cli.stored_output(job_id, tail=tail, host=selection)
+        if kept is None:
+            raise
+        click.echo(f"Showing the output job {job_id} kept in the store ({exc})", err=True)
+        if as_json:
+            render.emit_json({"job_id": job_id, "logs": kept})
+        else:
+            render.echo(kept, nl=not kept.endswith("\n"))
+        return
+    if follow:  # shown as every other store text is (the kept output, once the pod is gone)
+        for line in job.follow_lines(host=selection):
+            render.echo(line, nl=False)
         return
     text = job.tail(tail, host=selection) if tail is not None else (job.logs(host=selection) or "")
     if as_json:

@@ -1,0 +1,110 @@
+"""A job's output as the runtime kept it in the store, and the reads that fall back to it.
+
+The backend's own log (the pod's, the local job's file) is read first: it is complete and
+live. Once it is gone (the pod deleted, the local directory removed), or out of this reader's
+reach (no cluster credentials), the copy the runtime kept in the store stands in for it: the
+tail of each host's output, per run (see :mod:`kinetic_runtime.keeper`).
+"""
+
+from kinetic._context import store_for
+from kinetic_protocol import (
+    Backend,
+    CorruptRecordError,
+    HostSelection,
+    JobRecord,
+    KeptOutput,
+    KineticError,
+    ObjectNotFoundError,
+    ObjectStore,
+    layout,
+)
+from kinetic_protocol.records import decode_json
+
+__all__ = ["kept_text", "read_output", "runs_by_host", "stored_text"]
+
+
+def runs_by_host(store: ObjectStore, job_id: str) -> dict[int, list[KeptOutput]]:
+    """Every kept run of the job, by host, oldest first (one LIST, one read per run)."""
+    found: dict[int, list[KeptOutput]] = {}
+    for key in store.list(layout.kept_output_prefix(job_id)):
+        where = layout.parse_kept_output_key(key)
+        if where is None:
+            continue
+        try:
+            kept = decode_json(store.read(key), KeptOutput, what=f"{store.uri}/{key}")
+        except (ObjectNotFoundError, CorruptRecordError):
+            continue  # deleted while listed, or not a kept output: nothing to show
+        found.setdefault(where[0], []).append(kept)
+    for runs in found.values():
+        runs.sort(key=lambda kept: kept.run)
+    return found
+
+
+def _host_text(runs: list[KeptOutput]) -> str:
+    """One host's kept output: each run after the first begins with a line naming it, and a
+    run whose start was dropped to stay within the bound says so first."""
+    parts = []
+    for number, kept in enumerate(runs):
+        if number:
+            parts.append(f"[kinetic] --- run {number + 1} of this job ({kept.run}) ---\n")
+        if kept.dropped:
+            parts.append(
+                f"[kinetic] ({kept.dropped} bytes of earlier output were not kept; the store "
+                "keeps the tail of each run)\n"
+            )
+        parts.append(kept.text if kept.text.endswith("\n") or not kept.text else kept.text + "\n")
+    return "".join(parts)
+
+
+def _last(text: str, tail: int | None) -> str:
+    if tail is None:
+        return text
+    return "".join(text.splitlines(keepends=True)[-tail:]) if tail > 0 else ""
+
+
+def kept_text(
+    record: JobRecord, *, tail: int | None = None, host: HostSelection = None
+) -> str | None:
+    """The kept output of the selected host (the leader's by default; every host's, each line
+    prefixed ``[host i]``, with ``"all"``), its last ``tail`` lines; None if none was kept."""
+    return stored_text(store_for(record), record.job_id, tail=tail, host=host)
+
+
+def stored_text(
+    store: ObjectStore, job_id: str, *, tail: int | None = None, host: HostSelection = None
+) -> str | None:
+    """:func:`kept_text` by job id alone: it needs no job record, so no signing key (the kept
+    output is display text, and not signed), and no cluster."""
+    runs = runs_by_host(store, job_id)
+    hosts = sorted(runs) if host == "all" else [i for i in [host or 0] if i in runs]
+    if not hosts:
+        return None
+    if host != "all":
+        return _last(_host_text(runs[hosts[0]]), tail)
+    return "".join(
+        f"[host {i}] {line}"
+        for i in hosts
+        for line in _last(_host_text(runs[i]), tail).splitlines(keepends=True)
+    )
+
+
+def read_output(
+    backend: Backend, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
+) -> str:
+    """The job's output: the backend's while it has any, else the kept copy.
+
+    ``host`` is passed to the backend only when it is not None (as only backends with
+    per-host logs take it). A backend that cannot be read (its resource out of reach) gives
+    way to the kept copy; with none kept, its error stands.
+    """
+    options = {} if host is None else {"host": host}
+    try:
+        text = backend.logs(record, tail=tail, **options)
+    except KineticError:
+        kept = kept_text(record, tail=tail, host=host)
+        if kept is None:
+            raise
+        return kept
+    if text or (tail is not None and tail <= 0):
+        return text
+    return kept_text(record, tail=tail, host=host) or text
