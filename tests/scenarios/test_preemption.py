@@ -142,8 +142,9 @@ def test_a_preempted_child_runs_again_without_spending_retries(
     wait_until(lambda: held.status() is JobStatus.RUNNING, "the second child to run", timeout=120)
     preempter.preempt(held)
     wait_until(
-        lambda: (state := held.status_detail()).preemptions == 1
-        and state.status is JobStatus.RUNNING,
+        lambda: (
+            (state := held.status_detail()).preemptions == 1 and state.status is JobStatus.RUNNING
+        ),
         "the preempted child to run again",
         timeout=120,
     )
