@@ -18,10 +18,12 @@ from typing import Any
 import gke_userfuncs
 import pytest
 import retry_userfuncs as uf
+from click.testing import CliRunner
 from scenario_support import ScenarioBackend, run_script, wait_until
 
 import kinetic
 from kinetic import BatchError, FailureCause, JobStatus
+from kinetic.cli import cli
 from kinetic_protocol import ObjectNotFoundError, layout
 from kinetic_runtime.local.supervisor import read_state
 from kinetic_runtime.stores import open_store
@@ -107,6 +109,9 @@ def test_a_preempted_job_runs_again_and_resumes_from_its_checkpoint_with_no_clie
     state = job.status_detail()
     assert (state.status, state.preemptions) == (JobStatus.SUCCEEDED, 2)
     assert job.attempt == 0 and job.failure() is None
+    shown = CliRunner().invoke(cli, ["--backend", kinetic_backend.name, "jobs", "status", job_id])
+    assert shown.exit_code == 0, shown.output
+    assert "2 time(s), run again each time" in shown.output
 
 
 def test_a_job_preempted_past_its_budget_fails_with_cause_preempted(
