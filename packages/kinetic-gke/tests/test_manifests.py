@@ -119,12 +119,31 @@ def test_the_job_runs_once_and_kubernetes_removes_it_a_finite_time_after_it_ends
     record: RecordFactory,
 ) -> None:
     manifest = job_manifest(record())
-    assert manifest["spec"]["backoffLimit"] == 0, "Kinetic, not Kubernetes, retries"
     assert _pod(manifest)["restartPolicy"] == "Never"
     ttl = manifest["spec"]["ttlSecondsAfterFinished"]
     assert ttl == DEFAULT_TTL_SECONDS
     assert 0 < ttl <= 30 * 24 * 3600
     assert job_manifest(record(), ttl_seconds=60)["spec"]["ttlSecondsAfterFinished"] == 60
+
+
+@pytest.mark.parametrize("version", GKE_VERSIONS)
+def test_only_a_preempted_pod_runs_again_and_only_within_its_budget(
+    record: RecordFactory, version: str
+) -> None:
+    """Kubernetes runs a disrupted pod again up to ``preemption_retries`` times (``Count``
+    against ``backoffLimit``, so the budget holds); any non-zero exit fails the Job at once."""
+    manifest = job_manifest(record(preemption_retries=2))
+    spec = manifest["spec"]
+    assert spec["backoffLimit"] == 2
+    assert spec["podFailurePolicy"]["rules"] == [
+        {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {
+            "action": "FailJob",
+            "onExitCodes": {"containerName": "kinetic", "operator": "NotIn", "values": [0]},
+        },
+    ]
+    assert job_manifest(record(preemption_retries=0))["spec"]["backoffLimit"] == 0
+    kubernetes_validate.validate(manifest, version, strict=True)
 
 
 @pytest.mark.parametrize("version", GKE_VERSIONS)

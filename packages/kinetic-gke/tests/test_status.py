@@ -455,3 +455,66 @@ def test_a_gated_pod_names_its_gates() -> None:
              "spec": {"schedulingGates": [{"name": "example.com/quota"}]},
              "status": {"phase": "Pending"}}  # fmt: skip
     assert state(job(), gated).detail == "scheduling gated by example.com/quota"
+
+
+# -- a preempted pod that Kubernetes runs again ------------------------------------------------
+
+_POLICY = {"podFailurePolicy": {"rules": []}, "backoffLimit": 2}
+
+
+def _preempted_pod(created_ago: float) -> Obj:
+    return pod(
+        "Failed",
+        terminated(143, "Error"),
+        _cond("DisruptionTarget", reason="TerminationByKubelet"),
+        created_ago=created_ago,
+        reason="Terminated",
+    )
+
+
+def _with_policy(job_obj: Obj) -> Obj:
+    return {**job_obj, "spec": dict(_POLICY)}
+
+
+def test_a_preempted_pod_within_the_budget_is_pending_not_failed() -> None:
+    """The Job runs it again in a new pod: reading FAILED here would end the job for a client
+    (and be remembered as final) while Kubernetes is still running it."""
+    result = state(_with_policy(job(active=0, failed=1)), _preempted_pod(30))
+    assert result.status is JobStatus.PENDING
+    assert "spot preemption" in result.detail and "runs it again" in result.detail
+    assert result.preemptions == 1
+
+
+def test_the_new_pod_after_a_preemption_explains_the_job_and_counts_it() -> None:
+    running = pod("Running", {"running": {"startedAt": _stamp(5)}}, created_ago=5)
+    result = state(_with_policy(job(active=1, failed=2)), _preempted_pod(60), running)
+    assert (result.status, result.preemptions) == (JobStatus.RUNNING, 2)
+
+
+def test_a_preemption_past_the_budget_is_a_failure_even_before_the_job_says_so() -> None:
+    pods = [_preempted_pod(90), _preempted_pod(60), _preempted_pod(30)]
+    result = state(_with_policy(job(active=0, failed=2)), *pods)
+    assert (result.status, result.cause) == (JobStatus.FAILED, FailureCause.PREEMPTED)
+
+
+def test_a_job_failed_after_its_preemptions_counts_the_ones_run_again() -> None:
+    failed_job = _with_policy(
+        job(_cond("Failed", reason="PodFailurePolicy", message="exit 1"), failed=3)
+    )
+    last = pod("Failed", terminated(1, "Error"), created_ago=5)
+    result = state(failed_job, _preempted_pod(90), _preempted_pod(60), last)
+    assert (result.status, result.cause, result.preemptions) == (
+        JobStatus.FAILED,
+        FailureCause.EXIT,
+        2,
+    )
+
+
+def test_a_job_without_a_pod_failure_policy_reads_a_preempted_pod_as_failed() -> None:
+    """Jobs of an older Kinetic (``backoffLimit`` 0) are never run again."""
+    result = state(job(active=0), _preempted_pod(30))
+    assert (result.status, result.cause, result.preemptions) == (
+        JobStatus.FAILED,
+        FailureCause.PREEMPTED,
+        0,
+    )

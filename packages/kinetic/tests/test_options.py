@@ -39,6 +39,9 @@ def test_volumes_need_absolute_mount_paths_and_data_objects() -> None:
         ({"volumes": {3: "x"}}, "volumes key 3 must be a str"),
         ({"timeout": "60"}, "timeout must be a number of seconds .* str '60'"),
         ({"timeout": True}, "timeout must be a number of seconds .* bool True"),
+        ({"preemption_retries": "3"}, "preemption_retries must be a non-negative int .* '3'"),
+        ({"preemption_retries": 1.0}, "preemption_retries must be a non-negative int .* 1.0"),
+        ({"preemption_retries": True}, "preemption_retries must be a non-negative int .* True"),
     ],
 )
 def test_a_wrong_type_is_a_type_error(options: dict[str, object], message: str) -> None:
@@ -82,6 +85,16 @@ def test_a_timeout_that_is_not_a_positive_finite_number_is_refused_at_decoration
 ) -> None:
     with pytest.raises(ConfigError, match=r"timeout=.* must be a positive, finite number"):
         kinetic.run(accelerator="cpu", timeout=bad)
+
+
+def test_a_negative_preemption_budget_is_refused_at_decoration() -> None:
+    with pytest.raises(ConfigError, match=r"preemption_retries=-1 must be 0 or more"):
+        kinetic.run(accelerator="cpu", preemption_retries=-1)
+
+
+def test_the_preemption_budget_defaults_to_three_and_zero_is_allowed() -> None:
+    assert kinetic.run(accelerator="cpu")(len).options.preemption_retries == 3
+    assert kinetic.run(accelerator="cpu", preemption_retries=0)(len).options.preemption_retries == 0
 
 
 def test_a_timeout_is_kept_as_seconds() -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "RUNTIME_COMMAND",
     "PodOptions",
     "job_manifest",
+    "pod_failure_policy",
     "security_context",
 ]
 
@@ -54,6 +55,31 @@ def security_context(options: PodOptions) -> tuple[dict[str, Any], dict[str, Any
     return pod, container
 
 
+def pod_failure_policy() -> dict[str, Any]:
+    """Let Kubernetes itself run a preempted attempt again, so no client needs to be alive.
+
+    A pod the cluster took away (``DisruptionTarget``: spot reclaim or node shutdown,
+    eviction, preemption by the scheduler, a lost node) counts against ``backoffLimit``, which
+    is the job's ``preemption_retries``; the job controller starts a new pod of the same Job
+    (same job id, same ``KINETIC_OUTPUT_DIR``). Any other failure, a non-zero exit of the
+    container (the function raised, out of memory, past its deadline), fails the Job at once:
+    those are Kinetic's to judge, never retried by Kubernetes. ``Count``, not ``Ignore``, so
+    the budget holds: ``Ignore`` would run a job that is preempted again and again forever.
+    """
+    return {
+        "rules": [
+            {
+                "action": "Count",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            },
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": "kinetic", "operator": "NotIn", "values": [0]},
+            },
+        ]
+    }
+
+
 def job_manifest(
     record: JobRecord,
     *,
@@ -63,7 +89,8 @@ def job_manifest(
     extra_env: dict[str, str] | None = None,
     env_secret: str | None = None,
 ) -> dict[str, Any]:
-    """A batch/v1 Job that runs ``record`` once; Kinetic, not Kubernetes, does retries.
+    """A batch/v1 Job that runs ``record``: once, or again in a new pod after a preemption
+    (see :func:`pod_failure_policy`); a batch's ``retries`` are Kinetic's, not the Job's.
 
     ``env_secret`` names the Secret holding the job's captured variables (their values never
     appear in the manifest); Kinetic's own variables take precedence over them."""
@@ -135,7 +162,8 @@ def job_manifest(
             "annotations": {"kinetic.dev/func": record.func_name[:250]},
         },
         "spec": {
-            "backoffLimit": 0,
+            "backoffLimit": record.preemption_retries,
+            "podFailurePolicy": pod_failure_policy(),
             "ttlSecondsAfterFinished": ttl_seconds,
             "template": {"metadata": template_metadata, "spec": pod_spec},
         },

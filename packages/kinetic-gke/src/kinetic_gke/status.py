@@ -13,6 +13,8 @@ PENDING in between.
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from kinetic_protocol import FailureCause, JobState, JobStatus
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "needs_pods",
     "parse_time",
     "pod_state",
+    "preemptions_of",
     "succeeded",
     "termination_cause",
     "terminated_reason",
@@ -79,15 +82,16 @@ def failed(job: Obj) -> bool:
     """The job controller has recorded failure, in its first write or its second.
 
     FailureTarget comes alone when the controller fails a Job before counting any pod (past
-    its ``activeDeadlineSeconds`` with no pod created); ours come with a pod uid uncounted."""
+    its ``activeDeadlineSeconds`` with no pod created); ours come with a pod uid uncounted.
+    A Job that runs preempted pods again (a pod failure policy) has failed pods while it goes
+    on: only its conditions say it failed."""
     status = job.get("status", {})
     uncounted = status.get("uncountedTerminatedPods") or {}
-    return bool(
-        _condition(job, "Failed")
-        or _condition(job, "FailureTarget")
-        or status.get("failed")
-        or uncounted.get("failed")
-    )
+    if _condition(job, "Failed") or _condition(job, "FailureTarget"):
+        return True
+    if job.get("spec", {}).get("podFailurePolicy"):
+        return False
+    return bool(status.get("failed") or uncounted.get("failed"))
 
 
 def needs_pods(job: Obj) -> bool:
@@ -175,17 +179,61 @@ def job_state(
     nothing. ``events`` are the Job's ``FailedCreate`` events, read when it has no pod."""
     if job is None or job.get("metadata", {}).get("deletionTimestamp"):
         return JobState(status=JobStatus.NOT_FOUND)
+    state = _state_now(job, pods or [], unschedulable_timeout, now, events or [])
+    preemptions = preemptions_of(job)
+    if preemptions:
+        return msgspec.structs.replace(state, preemptions=preemptions)
+    return state
+
+
+def _state_now(
+    job: Obj, pods: list[Obj], unschedulable_timeout: float, now: datetime | None, events: list[Obj]
+) -> JobState:
     if succeeded(job):
         return JobState(status=JobStatus.SUCCEEDED)
-    pod = _newest(pods or [])
+    pod = _newest(pods)
     if failed(job):
         return _failed_state(job, pod)
     if job.get("status", {}).get("ready"):
         return JobState(status=JobStatus.RUNNING)
     now = now or datetime.now(UTC)
     if pod is None:
-        return _no_pod_state(job, events or [], unschedulable_timeout, now)
+        return _no_pod_state(job, events, unschedulable_timeout, now)
+    if _runs_again(job, pod, pods):
+        detail, _ = terminated_reason(pod)
+        return JobState(
+            status=JobStatus.PENDING, detail=f"{detail}; Kubernetes runs it again in a new pod"
+        )
     return pod_state(pod, unschedulable_timeout, now)
+
+
+def preemptions_of(job: Obj) -> int:
+    """How many pods of the Job were preempted and replaced by a new one: every failure the
+    Job counts while it has not failed is a disruption (any other fails the Job at once; see
+    ``manifests.pod_failure_policy``); the one that failed the Job was not replaced."""
+    status = job.get("status", {})
+    counted = int(status.get("failed") or 0)
+    counted += len((status.get("uncountedTerminatedPods") or {}).get("failed") or [])
+    if failed(job) and counted:
+        counted -= 1
+    return counted if job.get("spec", {}).get("podFailurePolicy") else 0
+
+
+def _disrupted(pod: Obj) -> bool:
+    return pod.get("status", {}).get("phase") == "Failed" and any(
+        condition.get("type") == "DisruptionTarget" and condition.get("status") == "True"
+        for condition in pod.get("status", {}).get("conditions") or []
+    )
+
+
+def _runs_again(job: Obj, pod: Obj, pods: list[Obj]) -> bool:
+    """The newest pod was taken away by the cluster, and the Job's pod failure policy has it
+    start a new one: the budget (``backoffLimit``) is not spent yet. Read as the Job's own
+    next attempt coming, not as a failure (the Job says so itself once the budget is spent)."""
+    if not job.get("spec", {}).get("podFailurePolicy") or not _disrupted(pod):
+        return False
+    limit = int(job.get("spec", {}).get("backoffLimit") or 0)
+    return sum(1 for other in pods if _disrupted(other)) <= limit
 
 
 def _no_pod_state(job: Obj, events: list[Obj], timeout: float, now: datetime) -> JobState:
@@ -232,7 +280,8 @@ def _failed_state(job: Obj, pod: Obj | None) -> JobState:
             cause = FailureCause.TIMEOUT
         return JobState(status=JobStatus.FAILED, detail=detail, exit_code=code, cause=cause)
     if reason in ("", "BackoffLimitExceeded"):
-        # backoffLimit is 0, so the one pod failed; had it ended on its own, it would be here.
+        # Only disruptions count against backoffLimit (any other failure fails the Job by its
+        # pod failure policy), and a pod that ended on its own would still be here.
         return JobState(status=JobStatus.FAILED, detail=_POD_GONE, cause=FailureCause.PREEMPTED)
     message = (condition.get("message") or "").strip()[:_MESSAGE_LIMIT]
     cause = FailureCause.TIMEOUT if reason == DEADLINE_EXCEEDED else FailureCause.EXIT

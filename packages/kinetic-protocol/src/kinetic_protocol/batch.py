@@ -70,6 +70,9 @@ class BatchManifest(msgspec.Struct, kw_only=True):
     name: str | None = None
     tags: dict[str, str] = msgspec.field(default_factory=dict)
     retries: int = 0
+    retry_on: list[str] | None = None
+    """The causes ``retries`` apply to (``FailureCause`` values); None: the default
+    (``causes.retry_causes``)."""
     max_concurrent: int | None = None
     fail_fast: bool = False
     cancel_running_on_fail: bool = False

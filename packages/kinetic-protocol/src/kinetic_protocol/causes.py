@@ -6,12 +6,22 @@ phase before it failed). The human reason text stays beside the cause, unchanged
 """
 
 import enum
+from collections.abc import Iterable
 
 import msgspec
 
-from kinetic_protocol.records import SCHEMA_VERSION
+from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES, SCHEMA_VERSION
 
-__all__ = ["BACKEND_DECIDED", "AttemptFailure", "FailureCause", "JobCancelled"]
+__all__ = [
+    "BACKEND_DECIDED",
+    "DEFAULT_PREEMPTION_RETRIES",
+    "NOT_RETRIED_BY_DEFAULT",
+    "RETRYABLE",
+    "AttemptFailure",
+    "FailureCause",
+    "JobCancelled",
+    "retry_causes",
+]
 
 
 class FailureCause(enum.StrEnum):
@@ -43,6 +53,24 @@ BACKEND_DECIDED = frozenset({
 })  # fmt: skip
 """Causes a backend sees for itself; they stand whatever the stored result says (a function
 killed at its deadline may still have stored an error on the way out)."""
+
+
+NOT_RETRIED_BY_DEFAULT = frozenset({FailureCause.UNSCHEDULABLE, FailureCause.IMAGE})
+"""Causes a batch's ``retries`` leave alone unless ``retry_on`` names them: running the same
+attempt again would meet the same missing capacity or the same image, so it is not retried
+blindly."""
+
+RETRYABLE = frozenset(FailureCause) - {FailureCause.CANCELLED}
+"""Causes ``retry_on`` may name: a cancelled attempt is never run again."""
+
+
+def retry_causes(names: Iterable[str] | None) -> frozenset[FailureCause]:
+    """The causes a batch's ``retries`` apply to: ``names`` as stored (unknown values, from a
+    newer Kinetic, are left out), or the default when None."""
+    if names is None:
+        return RETRYABLE - NOT_RETRIED_BY_DEFAULT
+    known = {cause.value for cause in RETRYABLE}
+    return frozenset(FailureCause(name) for name in names if name in known)
 
 
 class AttemptFailure(msgspec.Struct, frozen=True, kw_only=True):

@@ -41,6 +41,12 @@ SCHEMA_VERSION = 1
 """The schema version this package writes. Readers accept this or older."""
 
 
+DEFAULT_PREEMPTION_RETRIES = 3
+"""How many times a preempted attempt of a job is run again, in place (same job id, same
+``KINETIC_OUTPUT_DIR``), before the job fails with cause ``preempted``. Separate from a
+batch's ``retries``, which such runs do not spend."""
+
+
 class JobRecord(msgspec.Struct, kw_only=True):
     """The durable handle of one job, stored at ``layout.job_record_key``.
 
@@ -79,6 +85,9 @@ class JobRecord(msgspec.Struct, kw_only=True):
     timeout: float | None = None
     """``timeout=`` of the decorator: seconds each attempt may run before the backend stops
     it (cause ``timeout``); None: no limit."""
+    preemption_retries: int = DEFAULT_PREEMPTION_RETRIES
+    """``preemption_retries=`` of the decorator: how many times the backend runs a preempted
+    attempt again in place (same job id and output directory) before the job fails."""
     mounts: list[Mount] = msgspec.field(default_factory=list)
     """Directories a Kubernetes backend mounts in the pod for the call's ``Data`` (volumes,
     FUSE); set per call at submission, so a batch's template carries none."""

@@ -36,6 +36,9 @@ class JobState(msgspec.Struct, frozen=True, kw_only=True):
     cause: FailureCause | None = None
     """For FAILED: why, as far as the backend can tell (``exit`` when all it saw was the
     process ending; the client tells a function that raised from that)."""
+    preemptions: int = 0
+    """How many earlier attempts of this job the backend ran again, in place, after they were
+    preempted (a Job's new pod; the local supervisor's new run)."""
 
     def reason(self) -> str:
         """The reason alone: ``OOMKilled, exit 137`` (empty when there is none)."""

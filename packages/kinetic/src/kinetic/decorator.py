@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from kinetic.data import Data
 from kinetic.options import RunOptions
+from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES
 
 if TYPE_CHECKING:
     from kinetic.batch import BatchHandle
@@ -64,8 +65,15 @@ class RemoteFunction(Generic[P, R]):
         cancel_running_on_fail: bool = False,
         name: str | None = None,
         tags: dict[str, str] | None = None,
+        retry_on: "Iterable[str] | None" = None,
     ) -> "BatchHandle":
-        """Submit one job per input and return a :class:`~kinetic.BatchHandle` at once."""
+        """Submit one job per input and return a :class:`~kinetic.BatchHandle` at once.
+
+        ``retry_on`` names the causes (``FailureCause`` values, e.g. ``["oom", "exit"]``) that
+        ``retries`` apply to; by default every cause but ``unschedulable``, ``image`` and
+        ``cancelled``. Preempted attempts are run again within ``preemption_retries`` of the
+        decorator first, without spending ``retries``.
+        """
         from kinetic.batch import run_map
 
         return run_map(
@@ -78,6 +86,7 @@ class RemoteFunction(Generic[P, R]):
             cancel_running_on_fail=cancel_running_on_fail,
             name=name,
             tags=tags,
+            retry_on=retry_on,
         )
 
     def __get__(self, instance: object, owner: type | None = None) -> "RemoteFunction[..., R]":
@@ -118,6 +127,7 @@ def run(
     *,
     isolate: bool = False,
     timeout: float | None = None,
+    preemption_retries: int = DEFAULT_PREEMPTION_RETRIES,
 ) -> Callable[[Callable[P, R]], RemoteFunction[P, R]]:
     """Run the decorated function remotely on ``accelerator``.
 
@@ -139,6 +149,12 @@ def run(
     keeps its output (``logs()``). Locally the supervisor enforces it from the moment the job
     starts running; on ``gke`` the pod's ``activeDeadlineSeconds`` does, from when the pod
     starts on its node (image pull included); on ``pathways`` the runtime on each host does.
+
+    ``preemption_retries`` (a non-negative int, default 3) is how many times an attempt that
+    was preempted (spot capacity taken back, evicted, its node lost) is run again as the same
+    job, with the same ``KINETIC_OUTPUT_DIR``, so a job that checkpoints there resumes from its
+    last checkpoint. The backend does it where the job runs (on ``gke``, Kubernetes itself),
+    so no client needs to be alive; a batch's ``retries`` are not spent on it.
     """
     if callable(accelerator):  # ``@kinetic.run`` above a def: the function came as accelerator
         name = getattr(accelerator, "__name__", repr(accelerator))
@@ -163,6 +179,7 @@ def run(
         debug=debug,
         isolate=isolate,
         timeout=timeout,
+        preemption_retries=preemption_retries,
     )
 
     def decorate(fn: Callable[P, R]) -> RemoteFunction[P, R]:

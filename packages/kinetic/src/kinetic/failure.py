@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "USER_PHASES",
+    "cause_of",
     "failed_attempt",
     "failure_document",
     "failure_of",
@@ -55,6 +56,14 @@ def failure_of(job: "JobHandle", state: JobState) -> AttemptFailure | None:
     if state.status is JobStatus.NOT_FOUND:
         return _cancelled(job) or _kept_failure(job)
     return None
+
+
+def cause_of(job: "JobHandle", state: JobState) -> FailureCause:
+    """The cause a batch's retry decision goes by, for a terminal ``state`` that is not
+    success: a child gone for no recorded reason counts as ``exit`` (it ended without a
+    result), which ``retries`` cover as the spec says."""
+    failure = failure_of(job, state)
+    return FailureCause.EXIT if failure is None else failure.cause
 
 
 def failed_attempt(job: "JobHandle", state: JobState) -> AttemptFailure:

@@ -8,6 +8,7 @@ from kinetic.data import Data
 from kinetic.env_capture import check_patterns
 from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
 from kinetic_protocol.data import check_volume_path
+from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES
 
 __all__ = ["RunOptions"]
 
@@ -32,6 +33,8 @@ class RunOptions:
     isolate: bool = False
     timeout: float | None = None
     """Seconds each attempt may run (validated: a positive finite number)."""
+    preemption_retries: int = DEFAULT_PREEMPTION_RETRIES
+    """Times a preempted attempt is run again in place (validated: a non-negative int)."""
 
     @classmethod
     def build(
@@ -58,6 +61,7 @@ class RunOptions:
             _check_output_dir(output_dir)
         if rest.get("timeout") is not None:
             rest["timeout"] = _checked_timeout(rest["timeout"])
+        _check_preemption_retries(rest.get("preemption_retries", DEFAULT_PREEMPTION_RETRIES))
         return cls(
             accelerator=parse_accelerator(accelerator),
             capture_env_vars=patterns,
@@ -102,6 +106,20 @@ def _checked_timeout(timeout: object) -> float:
             "is stopped after that long); leave it unset (None) for no limit."
         )
     return float(timeout)
+
+
+def _check_preemption_retries(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"preemption_retries must be a non-negative int (how many times a preempted "
+            f"attempt is run again), got {type(value).__name__} {value!r}."
+        )
+    if value < 0:
+        raise ConfigError(
+            f"preemption_retries={value!r} must be 0 or more: how many times a preempted "
+            f"attempt is run again before the job fails (default {DEFAULT_PREEMPTION_RETRIES}; "
+            "0 never runs it again)."
+        )
 
 
 def _check_output_dir(output_dir: object) -> None:

@@ -61,6 +61,34 @@ def test_retries_must_be_a_non_negative_int(
 
 
 @pytest.mark.parametrize(
+    ("value", "error", "named"),
+    [
+        (["preemptd"], ConfigError, "'preemptd'"),
+        (["oom", "cancelled"], ConfigError, "'cancelled'"),
+        ([3], ConfigError, "3"),
+        ("oom", TypeError, "str 'oom'"),
+        (5, TypeError, "int 5"),
+    ],
+    ids=repr,
+)
+def test_retry_on_must_name_causes_retries_can_apply_to(
+    remote: Remote, nothing_resolved: None, value: Any, error: type[Exception], named: str
+) -> None:
+    """Refused before anything is resolved or stored, naming the bad value and the valid ones."""
+    with pytest.raises(error, match="retry_on") as info:
+        remote.run_async_map([1], retries=1, retry_on=value)
+    message = str(info.value)
+    assert named in message
+    assert "exit, image, infrastructure, oom, preempted, timeout, unschedulable, user" in message
+
+
+def test_retry_on_is_stored_with_the_batch(remote: Remote, fake_backend: FakeBackend) -> None:
+    batch = remote.run_async_map([1], retries=1, retry_on=[kinetic.FailureCause.OOM, "exit"])
+    assert batch.results(timeout=30) == [1]
+    assert batch._manifest.retry_on == ["exit", "oom"]
+
+
+@pytest.mark.parametrize(
     "tags", [{"team": 1}, {1: "team"}, {"team": None}, ["team"], "team=ml"], ids=repr
 )
 def test_tags_must_map_str_to_str(remote: Remote, nothing_resolved: None, tags: Any) -> None:

@@ -11,8 +11,9 @@ manages::
                   any): read, then deleted once the job has started
     supervisor.pid   the supervisor's pid (written by the client once it started it: until
                   then the submission may still fail, so the supervisor waits for it)
-    state.json    phase, pids, exit code, and ``cause: timeout`` for a job stopped past its
-                  ``timeout`` (written atomically)
+    state.json    phase, pids, exit code, ``preemptions`` (runs started again), and ``cause``:
+                  ``timeout`` for a job stopped past its ``timeout``, ``preempted`` for one
+                  preempted past its ``preemption_retries`` (written atomically)
     output.log    the job's stdout and stderr (host 0's on a multi-host job)
     output-host<i>.log   host i's, on a multi-host job
     cancelled     marker: the job is being deleted, do not start it
@@ -23,6 +24,11 @@ Every file is 0600 and every directory 0700 (``kinetic_runtime.private_files``).
 A job with a ``timeout`` in ``launch.json`` is stopped that many seconds after its runtimes
 started: they get SIGTERM, then SIGKILL after a grace, and every other process of the job's
 group (what the function started) is killed; the log stays.
+
+A runtime ended by a SIGTERM Kinetic did not send is the local analogue of a spot preemption
+(a machine shutting down sends it, as a kubelet does to a pod on a reclaimed node): the
+supervisor runs the job again, in the same directory with a fresh working directory, up to
+``preemption_retries`` times (``launch.json``), then records ``cause: preempted``.
 
 A multi-host job (``hosts`` > 1 in ``launch.json``) is one job: it holds one slot and runs one
 runtime per host, each told its place through ``KINETIC_NUM_HOSTS``, ``KINETIC_HOST_INDEX``,
@@ -35,6 +41,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -385,6 +392,8 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
         return 0
     started_at = time.time()
 
+    preemptions = 0
+
     def running(pids: list[int]) -> None:
         _forget_captured_env(job_dir)  # the runtimes have the values: no copy stays behind
         write_state(
@@ -394,9 +403,19 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
             pid=pids[0],
             pids=pids,
             started_at=started_at,
+            preemptions=preemptions,
         )
 
-    ended, pids = _run_hosts(launch, job_dir, slot, start, running)
+    budget = int(launch.get("preemption_retries") or 0)
+    while True:
+        ended, pids = _run_hosts(launch, job_dir, slot, start, running)
+        preempted = _preempted(ended, job_dir)
+        if not preempted or preemptions >= budget:
+            break
+        preemptions += 1
+        _run_again(launch, job_dir, ended, preemptions, budget)
+        started_at = time.time()
+    cause = "timeout" if ended.timed_out else "preempted" if preempted else None
     write_state(
         job_dir,
         phase="SUCCEEDED" if ended.code == 0 else "FAILED",
@@ -405,10 +424,35 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
         exit_code=ended.code,
         detail=ended.detail,
         finished_at=time.time(),
-        **({"cause": "timeout"} if ended.timed_out else {}),
+        preemptions=preemptions,
+        **({"cause": cause} if cause else {}),
     )
     os.close(slot)
     return 0
+
+
+def _preempted(ended: _Ended, job_dir: Path) -> bool:
+    """Locally, what a spot reclaim or a node shutdown does to a pod: a runtime ended by a
+    SIGTERM that Kinetic did not send (not its timeout, not a cancel), as a shutting-down
+    machine or ``kill PID`` sends it."""
+    if ended.timed_out or (job_dir / CANCEL_MARKER).exists():
+        return False
+    return ended.code in (-signal.SIGTERM, 128 + signal.SIGTERM)
+
+
+def _run_again(
+    launch: dict[str, Any], job_dir: Path, ended: _Ended, preemptions: int, budget: int
+) -> None:
+    """Start over as a new pod would: a fresh working directory (what the job keeps is in
+    ``KINETIC_OUTPUT_DIR``), its log appended, saying why."""
+    for host in range(int(launch.get("hosts", 1))):
+        shutil.rmtree(workdir({**launch, "host": host}, job_dir), ignore_errors=True)
+    with _open_log(job_dir / log_name(0)) as log:
+        log.write(
+            f"[kinetic] job {launch['job_id']}: preempted ({ended.detail}); running it again "
+            f"({preemptions} of {budget} preemption retries)\n".encode()
+        )
+    write_state(job_dir, phase="PENDING", supervisor_pid=os.getpid(), preemptions=preemptions)
 
 
 if __name__ == "__main__":

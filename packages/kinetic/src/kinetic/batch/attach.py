@@ -26,6 +26,7 @@ from kinetic_protocol import (
     SchemaVersionError,
     layout,
 )
+from kinetic_protocol.causes import retry_causes
 from kinetic_protocol.signing import peek_json
 
 __all__ = ["BatchSummary", "attach_batch", "list_batches"]
@@ -145,7 +146,12 @@ def attach_batch(
     records = BatchRecords(store, group_id, BatchSeal.of_record(manifest.job_template))
     listing = records.listing(manifest.total_expected, retries=manifest.retries)
     total = manifest.total_expected
-    state = BatchState(total=total, retries=manifest.retries, jobs=[None] * total)
+    state = BatchState(
+        total=total,
+        retries=manifest.retries,
+        jobs=[None] * total,
+        retry_on=retry_causes(manifest.retry_on),
+    )
     complete = _follow(state, manifest, records, listing)
     state.more_attempts_possible = lambda: not state.submission_done.is_set()
     if _known(listing) < total:

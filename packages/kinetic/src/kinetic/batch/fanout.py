@@ -30,6 +30,7 @@ from kinetic.submission import (
     resolve_target,
 )
 from kinetic_protocol import BatchManifest, ConfigError, KineticError, layout
+from kinetic_protocol.causes import RETRYABLE, retry_causes
 
 if TYPE_CHECKING:
     from kinetic.decorator import RemoteFunction
@@ -81,6 +82,27 @@ def _check_arguments(
     return dict(tags)
 
 
+def _checked_retry_on(retry_on: object) -> list[str] | None:
+    """``retry_on`` as the sorted cause values to store; refuses a name that is not a cause."""
+    if retry_on is None:
+        return None
+    valid = ", ".join(sorted(cause.value for cause in RETRYABLE))
+    if isinstance(retry_on, str) or not isinstance(retry_on, Iterable):
+        raise TypeError(
+            f"retry_on must be a list of failure causes (any of {valid}), got "
+            f"{type(retry_on).__name__} {retry_on!r}."
+        )
+    names: set[str] = set()
+    for item in retry_on:
+        if not isinstance(item, str) or item not in {cause.value for cause in RETRYABLE}:
+            raise ConfigError(
+                f"retry_on names {item!r}, which is not a cause retries can apply to; valid "
+                f"causes are {valid} (a cancelled attempt is never retried)."
+            )
+        names.add(str(item))  # a FailureCause is a str: store its plain value
+    return sorted(names)
+
+
 def run_map(
     remote: "RemoteFunction[..., Any]",
     inputs: Iterable[Any],
@@ -92,9 +114,11 @@ def run_map(
     cancel_running_on_fail: bool = False,
     name: str | None = None,
     tags: dict[str, str] | None = None,
+    retry_on: Iterable[str] | None = None,
 ) -> BatchHandle:
     """Fan ``remote`` out over ``inputs``; see ``RemoteFunction.run_async_map``."""
     checked_tags = _check_arguments(max_concurrent, retries, tags, name)
+    retry_names = _checked_retry_on(retry_on)
     items = list(inputs)
     calls = to_call_arguments(items, input_mode)
     if max_concurrent is None and len(items) > _UNBOUNDED_WARNING:
@@ -120,6 +144,7 @@ def run_map(
         name=name,
         tags=checked_tags,
         retries=retries,
+        retry_on=retry_names,
         max_concurrent=max_concurrent,
         fail_fast=fail_fast,
         cancel_running_on_fail=cancel_running_on_fail,
@@ -137,7 +162,12 @@ def run_map(
         with contextlib.suppress(KineticError):
             target.store.delete_prefix(layout.group_prefix(group_id))
         raise
-    state = BatchState(total=len(items), retries=retries, jobs=[None] * len(items))
+    state = BatchState(
+        total=len(items),
+        retries=retries,
+        jobs=[None] * len(items),
+        retry_on=retry_causes(retry_names),
+    )
     policy = FailurePolicy(state, fail_fast=fail_fast, cancel_running=cancel_running_on_fail)
     handle = BatchHandle(
         manifest=manifest, state=state, backend=target.backend, records=records, policy=policy

@@ -37,6 +37,7 @@ from kinetic_protocol import (
     JobStatus,
     layout,
 )
+from kinetic_protocol.causes import retry_causes
 from kinetic_protocol.signing import open_json
 
 __all__ = ["BatchHandle"]
@@ -386,7 +387,12 @@ class BatchHandle(BatchViews):
             self._records.store.delete(layout.completion_key(self.group_id))
         plan = plan_resume(self._manifest, self._records, self._backend)
         self._state.detached.set()  # an attached handle stops following the dead submitter
-        state = BatchState(total=self._state.total, retries=self._manifest.retries, jobs=plan.jobs)
+        state = BatchState(
+            total=self._state.total,
+            retries=self._manifest.retries,
+            jobs=plan.jobs,
+            retry_on=retry_causes(self._manifest.retry_on),
+        )
         state.submission_errors.update(self._state.submission_errors)
         policy = FailurePolicy(
             state,

@@ -9,6 +9,7 @@ backend takes a repeated create as success); a failed child is retried only with
 from dataclasses import dataclass, field
 
 from kinetic.batch.records import BatchRecords
+from kinetic.batch.state import retryable
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     Backend,
@@ -20,6 +21,7 @@ from kinetic_protocol import (
     ResultEnvelope,
     Succeeded,
 )
+from kinetic_protocol.causes import retry_causes
 
 __all__ = ["ResumePlan", "plan_resume"]
 
@@ -64,6 +66,7 @@ def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend
     total = manifest.total_expected
     listing = records.listing(total, retries=manifest.retries)
     collected = records.collected()
+    retry_on = retry_causes(manifest.retry_on)
     plan = ResumePlan(jobs=[None] * total)
     latest = {
         index: JobHandle.from_record(manifest.child_record(index, attempt))
@@ -91,7 +94,7 @@ def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend
         elif status is JobStatus.NOT_FOUND and outcome is None:
             plan.queue.append((index, job.attempt))  # recorded, never created: same id
             plan.recreated += 1
-        elif job.attempt < manifest.retries:
+        elif job.attempt < manifest.retries and retryable(job, states[job.job_id], retry_on):
             plan.retired.append(job)
             plan.queue.append((index, job.attempt + 1))
         else:

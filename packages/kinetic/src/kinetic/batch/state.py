@@ -11,7 +11,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kinetic.handle import JobHandle
-from kinetic_protocol import IntegrityError, JobState, JobStatus, ObjectNotFoundError, Succeeded
+from kinetic_protocol import (
+    FailureCause,
+    IntegrityError,
+    JobState,
+    JobStatus,
+    ObjectNotFoundError,
+    Succeeded,
+)
+from kinetic_protocol.causes import retry_causes
 
 __all__ = [
     "CLEANED_UP",
@@ -20,6 +28,7 @@ __all__ = [
     "child_state",
     "effective_state",
     "is_cleaned_up",
+    "retryable",
 ]
 
 CLEANED_UP = "collected and cleaned up"
@@ -72,6 +81,14 @@ def is_cleaned_up(state: JobState) -> bool:
     return state.status is JobStatus.NOT_FOUND and state.detail == CLEANED_UP
 
 
+def retryable(handle: JobHandle, state: JobState, retry_on: frozenset[FailureCause]) -> bool:
+    """Whether ``retries`` apply to how ``handle``'s attempt ended (``retry_on``). A preempted
+    attempt reaches here only once the backend's own ``preemption_retries`` are spent."""
+    from kinetic.failure import cause_of
+
+    return cause_of(handle, state) in retry_on
+
+
 @dataclass
 class BatchState:
     """Everything about a batch that changes while it runs; guarded by ``lock``."""
@@ -79,6 +96,8 @@ class BatchState:
     total: int
     retries: int
     jobs: list[JobHandle | None]
+    retry_on: frozenset[FailureCause] = field(default_factory=lambda: retry_causes(None))
+    """The causes ``retries`` apply to (the manifest's ``retry_on``)."""
     lock: threading.RLock = field(default_factory=threading.RLock)
     submission_errors: dict[int, Exception] = field(default_factory=dict)
     states: dict[int, JobState] = field(default_factory=dict)
@@ -133,6 +152,8 @@ class BatchState:
             return Decision.FAILED  # settled: its outcome was kept when it was collected
         stopping = self.stopping.is_set()
         may_retry = handle.attempt < self.retries and not stopping
+        if may_retry:  # only then is the cause read (a FAILED child's stored result, at most)
+            may_retry = retryable(handle, state, self.retry_on)
         if may_retry and self.submitter_retries:
             return Decision.RETRY
         # Another process submits this batch: it may still retry the child, and since a child

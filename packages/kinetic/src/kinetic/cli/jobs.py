@@ -46,7 +46,8 @@ def jobs() -> None:
 def _job_document(
     job: "JobHandle", state: "JobState | None", failure: "AttemptFailure | None" = None
 ) -> dict[str, Any]:
-    """The handle's fields, its state, and (once it ended without a value) its ``failure``:
+    """The handle's fields, its state (``preemptions``: runs started again after a
+    preemption), and (once it ended without a value) its ``failure``:
     ``{"cause", "reason", "attempt", "phase", "exit_code"}``."""
     document = job.to_dict()
     if state is not None:
@@ -57,6 +58,7 @@ def _job_document(
             status_detail=state.detail,
             exit_code=state.exit_code,
             description=state.describe(),
+            preemptions=state.preemptions,
             failure=failure_document(failure),
         )
     return document
@@ -127,6 +129,8 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
     }
     if job.group_id:
         pairs["Batch"] = f"{job.group_id} (input {job.group_index})"
+    if state.preemptions:
+        pairs["Preempted"] = f"{state.preemptions} time(s), run again each time"
     if failure is not None:
         phase = f", phase {failure.phase}" if failure.phase else ""
         pairs["Cause"] = f"{failure.cause.value} (attempt {failure.attempt}{phase})"

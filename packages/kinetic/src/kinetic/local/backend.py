@@ -234,6 +234,7 @@ class LocalBackend:
             "slots": local_slots(),
             "hosts": parse_accelerator(record.accelerator).hosts,
             "timeout": record.timeout,
+            "preemption_retries": record.preemption_retries,
             "submitter": process_identity(os.getpid()),
             "env": inherited,
         }
@@ -319,14 +320,16 @@ class LocalBackend:
         if state is None:  # a published job always has a state: this one is being removed
             return JobState(status=S.NOT_FOUND)
         phase = S(state["phase"])
+        preemptions = int(state.get("preemptions") or 0)
         if phase.is_terminal:
             return JobState(
                 status=phase,
                 detail=state.get("detail", ""),
                 exit_code=state.get("exit_code"),
                 cause=_cause(state) if phase is S.FAILED else None,
+                preemptions=preemptions,
             )
-        state_now = JobState(status=phase)
+        state_now = JobState(status=phase, preemptions=preemptions)
         pid = self._supervisor_pid(job_dir)
         if pid is None:
             abandoned = self._abandoned(job_dir)

@@ -53,6 +53,7 @@ def job_record(
         backend_data=dict(target.backend_data),
         output_dir=options.output_dir or "",
         timeout=options.timeout,
+        preemption_retries=options.preemption_retries,
     )
 
 
