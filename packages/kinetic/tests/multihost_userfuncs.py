@@ -5,7 +5,7 @@ import os
 import time
 from pathlib import Path
 
-__all__ = ["fail_on_host", "hang_unless_failing", "host_and_count", "say_lines"]
+__all__ = ["fail_on_host", "gpu_view", "hang_unless_failing", "host_and_count", "say_lines"]
 
 
 def _host() -> int:
@@ -14,6 +14,13 @@ def _host() -> int:
 
 def host_and_count() -> tuple[str, str]:
     return os.environ["KINETIC_HOST_INDEX"], os.environ["KINETIC_NUM_HOSTS"]
+
+
+def gpu_view() -> tuple[str | None, str | None]:
+    """What this host was given of the machine's GPUs, printed to its log and returned."""
+    view = os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("JAX_PLATFORMS")
+    print(f"host {_host()} sees CUDA_VISIBLE_DEVICES={view[0]!r} JAX_PLATFORMS={view[1]!r}")
+    return view
 
 
 def fail_on_host(host: int) -> str:

@@ -173,3 +173,30 @@ def test_a_single_host_job_keeps_one_log_and_one_process() -> None:
         backend.logs(job.record, host=1)
     assert len(_state(job)["pids"]) == 1
     job.cleanup()
+
+
+def test_each_host_gets_its_own_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two hosts on one CUDA device make NCCL refuse the collective: each gets its own."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5,7")
+    job = _submit(uf.gpu_view)
+    assert _finished(job) is JobStatus.SUCCEEDED, job.tail(50)
+    assert job.result(cleanup=False) == ("3", None)
+    host1 = job.logs(host=1) or ""
+    assert "host 1 sees CUDA_VISIBLE_DEVICES='5' JAX_PLATFORMS=None" in host1
+    assert "host 1 of 2 uses GPU 5 of this machine's 3" in host1
+    assert "1 left unused" in host1
+    job.cleanup()
+
+
+def test_hosts_that_cannot_each_have_a_gpu_run_on_the_cpu_saying_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    job = _submit(uf.gpu_view)
+    assert _finished(job) is JobStatus.SUCCEEDED, job.tail(50)
+    assert job.result(cleanup=False) == ("", "cpu")
+    for host in (0, 1):
+        log = job.logs(host=host) or ""
+        assert "2 hosts but 1 GPU(s) on this machine" in log
+        assert f"host {host} sees CUDA_VISIBLE_DEVICES='' JAX_PLATFORMS='cpu'" in log
+    job.cleanup()

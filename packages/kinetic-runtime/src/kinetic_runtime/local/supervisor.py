@@ -51,6 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from kinetic_runtime.local.gpus import HostDevices, host_devices, visible_gpus
 from kinetic_runtime.local.processes import die_with_parent, kill_group_members, wait_children
 from kinetic_runtime.private_files import (
     make_private_dirs,
@@ -247,10 +248,14 @@ def _free_port() -> int:
     return port
 
 
-def _host_launch(launch: dict[str, Any], host: int, coordinator: str) -> dict[str, Any]:
-    """``launch`` for one host: the variables ``SliceHost.from_env`` reads, and its workdir."""
+def _host_launch(
+    launch: dict[str, Any], host: int, coordinator: str, devices: HostDevices
+) -> dict[str, Any]:
+    """``launch`` for one host: the variables ``SliceHost.from_env`` reads, its share of this
+    machine's GPUs, and its workdir."""
     env = {
         **launch.get("env", {}),
+        **devices.env,
         "KINETIC_NUM_HOSTS": str(launch["hosts"]),
         "KINETIC_HOST_INDEX": str(host),
         "KINETIC_COORDINATOR_ADDRESS": coordinator,
@@ -331,12 +336,18 @@ def _run_hosts(
     gets their pids, in host order. Returns how they ended, and the pids."""
     count = int(launch.get("hosts", 1))
     coordinator = f"127.0.0.1:{_free_port()}" if count > 1 else ""
+    gpus = visible_gpus(launch.get("env", {})) if count > 1 else []
     running: dict[int, int] = {}
     with contextlib.ExitStack() as logs:
         try:
             for host in range(count):
                 log = logs.enter_context(_open_log(job_dir / log_name(host)))
-                host_launch = _host_launch(launch, host, coordinator) if count > 1 else launch
+                host_launch = launch
+                if count > 1:
+                    devices = host_devices(gpus, count, host, launch.get("env", {}))
+                    if devices.notice:
+                        log.write(f"[kinetic] job {launch['job_id']}: {devices.notice}\n".encode())
+                    host_launch = _host_launch(launch, host, coordinator, devices)
                 pid = start(host_launch, job_dir, log, slot)
                 running[pid] = host
         except BaseException:
