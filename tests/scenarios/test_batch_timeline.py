@@ -16,7 +16,7 @@ import kinetic
 from kinetic.batch.timeline import BatchTimeline, Outcome
 from kinetic.batch.timeline_plot import PENDING_TRACE, SUBMISSION_FAILED_TRACE
 from kinetic.cli import cli
-from kinetic_protocol import ConfigError, JobStatus
+from kinetic_protocol import ConfigError, FailureCause, JobStatus
 
 
 @pytest.fixture
@@ -78,30 +78,38 @@ def test_the_timeline_shows_retries_failures_submission_failures_and_cancellatio
     assert by_key[1, 1].submitted_at >= by_key[1, 0].finished_at, "a retry follows its failure"
     assert by_key[4, 0].reason == "the batch was cancelled"
     assert "BatchUserError: always broken" in by_key[2, 1].reason
+    causes = {key: a.cause for key, a in by_key.items()}
+    user, cancelled_by = FailureCause.USER, FailureCause.CANCELLED
+    assert causes == {
+        (0, 0): None, (1, 0): user, (1, 1): None, (2, 0): user, (2, 1): user, (4, 0): cancelled_by
+    }  # fmt: skip
 
     figure = timeline.figure()
     rows = lambda trace: list(trace.y)  # noqa: E731
     assert rows(_trace(figure, "succeeded")) == ["input 0", "input 1"]
-    assert rows(_trace(figure, "failed, retried")) == ["input 1", "input 2"]
-    assert rows(_trace(figure, "failed")) == ["input 2"]
+    assert rows(_trace(figure, "failed, retried: user")) == ["input 1", "input 2"]
+    assert rows(_trace(figure, "failed: user")) == ["input 2"]
     assert rows(_trace(figure, "cancelled")) == ["input 4"]
     assert rows(_trace(figure, SUBMISSION_FAILED_TRACE)) == ["input 3"]
     assert len(_trace(figure, PENDING_TRACE).y) == 6, "every attempt waited, however briefly"
     assert {trace.name for trace in figure.data} == {
-        "succeeded", "failed, retried", "failed", "cancelled", SUBMISSION_FAILED_TRACE,
+        "succeeded", "failed, retried: user", "failed: user", "cancelled", SUBMISSION_FAILED_TRACE,
         PENDING_TRACE,
     }  # fmt: skip
     cancelled = _trace(figure, "cancelled")
     assert cancelled.customdata[0][0] == by_key[4, 0].job_id
     assert by_key[4, 0].job_id in cancelled.hovertext[0]
     assert "the batch was cancelled" in cancelled.hovertext[0]
-    failed = _trace(figure, "failed")
+    failed = _trace(figure, "failed: user")
     assert "always broken" in failed.hovertext[0] and "ran " in failed.hovertext[0]
+    assert "cause: user" in failed.hovertext[0]
     assert all(width >= 0 for trace in figure.data if trace.type == "bar" for width in trace.x)
     summary = timeline.summary()
     assert summary.attempts == 6 and summary.wall_seconds > 0
     assert summary.run_p50 is not None and summary.run_p95 is not None
     assert 0 < summary.busy_fraction <= 1
+    assert summary.causes == {user: 3, cancelled_by: 1}
+    assert "ended without a value: 3 user, 1 cancelled" in summary.describe()
     assert summary.describe() in figure.layout.title.text
 
     # A reattached handle draws the same picture from the store alone.

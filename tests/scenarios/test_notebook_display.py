@@ -60,7 +60,13 @@ def test_job_and_batch_handles_render_a_compact_html_summary(
     assert "3/3 finished (2 done, 0 running, 0 pending, 1 failed)" in text
     assert page.progress["aria-valuenow"] == "3" and page.progress["aria-valuemax"] == "3"
     assert f"kinetic batch logs {batch.group_id} --follow" in text
-    assert re.search(r"input 1: +FAILED \(exit 1\)", text), "a failure shows with its reason"
+    assert re.search(r"input 1: +user +\S*BatchUserError: no", text), text
+
+    failed = batch.jobs[1]
+    assert failed is not None
+    page = _Page(failed._repr_html_())
+    text = " ".join(page.text)
+    assert "FAILED" in text and re.search(r"cause +user +\S*BatchUserError: no", text)
 
 
 def test_watch_without_a_terminal_prints_a_line_per_change_and_returns_the_counts(

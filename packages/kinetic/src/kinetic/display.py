@@ -1,7 +1,8 @@
 """Compact HTML summaries of job and batch handles for Jupyter (``_repr_html_``).
 
-Each summary costs one status call; a backend that cannot answer is shown as such instead of
-breaking the notebook cell.
+Each summary costs one status call, plus a read of what a failed job stored to say why it
+failed (for a batch, of the first few failed children only); a backend that cannot answer is
+shown as such instead of breaking the notebook cell.
 """
 
 from html import escape
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from kinetic.batch.handle import BatchHandle
     from kinetic.batch.tally import Polled, Tally
     from kinetic.handle import JobHandle
-    from kinetic_protocol import JobState
+    from kinetic_protocol import AttemptFailure, JobState
 
 __all__ = ["batch_html", "job_html"]
 
@@ -43,16 +44,28 @@ def _code(command: str) -> str:
     return f"<code>{escape(command)}</code>"
 
 
+def _cause(failure: "AttemptFailure") -> str:
+    """A failure's cause as a badge, with its reason beside it."""
+    return f"{_badge(failure.cause.value, 'FAILED')} {escape(failure.reason)}"
+
+
 def job_html(job: "JobHandle") -> str:
-    """Id, status with its reason, accelerator, and the commands that show its logs."""
+    """Id, status with its reason, why it failed, accelerator, and the commands that show its
+    logs."""
+    from kinetic.failure import failure_of
+
+    cause = ""
     try:
         state = job.status_detail()
         status = _badge(state.describe(), state.status.value)
+        failure = failure_of(job, state)
+        cause = _row("cause", _cause(failure)) if failure is not None else ""
     except KineticError as error:
         status = f"<i>status unavailable: {escape(str(error))}</i>"
     rows = [
         _row("job", _code(job.job_id)),
         _row("status", status),
+        *([cause] if cause else []),
         _row("function", escape(job.func_name)),
         _row("accelerator", escape(f"{job.accelerator} on {job.backend}")),
         _row("created", escape(job.created_at)),
@@ -85,12 +98,18 @@ def _progress_bar(counts: "Tally") -> str:
     )
 
 
-def _failures(states: "dict[int, JobState]", limit: int = 5) -> str:
-    """The first failed inputs with their reasons, one per line."""
-    failed = [(i, state) for i, state in sorted(states.items()) if state.status.value == "FAILED"]
-    shown = [f"input {i}: {_badge(state.describe(), 'FAILED')}" for i, state in failed[:limit]]
-    if len(failed) > limit:
-        shown.append(f"... and {len(failed) - limit} more")
+def _failures(batch: "BatchHandle", states: "dict[int, JobState]", limit: int = 5) -> str:
+    """The first failed inputs, each with its cause and reason, one per line."""
+    ended = [(i, state) for i, state in sorted(states.items()) if state.status.value == "FAILED"]
+    if not ended:
+        return ""
+    failures = batch._failures_among(ended[:limit])
+    shown = [
+        f"input {i}: {_cause(failures[i]) if i in failures else _badge(state.describe(), 'FAILED')}"
+        for i, state in ended[:limit]
+    ]
+    if len(ended) > limit:
+        shown.append(f"... and {len(ended) - limit} more (batch.cause_counts() counts them all)")
     return "<br>".join(shown)
 
 
@@ -117,8 +136,9 @@ def batch_html(batch: "BatchHandle", polled: "Polled | None" = None) -> str:
         _row("function", escape(batch.func_name)),
         _row("progress", summary),
     ]
-    if _failures(states):
-        rows.append(_row("failed", _failures(states)))
+    failed = _failures(batch, states)
+    if failed:
+        rows.append(_row("failed", failed))
     rows += [
         _row("created", escape(batch.created_at)),
         _row("logs", _code(f"kinetic batch logs {batch.group_id} --follow")),

@@ -2,6 +2,7 @@
 batch is in tests/scenarios/test_batch_timeline.py)."""
 
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from kinetic.batch.timeline import Attempt, BatchTimeline, Outcome
 from kinetic.batch.timeline_plot import PENDING_TRACE
-from kinetic_protocol import KineticError
+from kinetic_protocol import FailureCause, KineticError
 
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
@@ -124,3 +125,28 @@ def test_hover_text_shows_store_text_as_text_not_html() -> None:
         assert raw not in shown
     assert "&lt;a href=&quot;http://evil&quot;&gt;click&lt;/a&gt;" in shown
     assert "job-&lt;b&gt;0&lt;/b&gt;" in shown and "&lt;script&gt;x&lt;/script&gt;" in shown
+
+
+def test_failed_attempts_are_coloured_by_cause_and_retried_ones_hatched() -> None:
+    pytest.importorskip("plotly")
+    from kinetic.batch.timeline_plot import CAUSE_COLOURS
+
+    preempted, oom = FailureCause.PREEMPTED, FailureCause.OOM
+    drawn = timeline(
+        replace(attempt(0, Outcome.RETRIED, 0, 1, 5), cause=preempted),
+        replace(attempt(0, Outcome.RETRIED, 6, 7, 9), attempt=1, cause=preempted),
+        replace(attempt(1, Outcome.FAILED, 0, 1, 4), cause=oom),
+        attempt(2, Outcome.SUCCEEDED, 0, 1, 3),
+    )
+    figure = drawn.figure()
+    traces = {trace.name: trace for trace in figure.data}
+    retried = traces["failed, retried: preempted"]
+    assert list(retried.y) == ["input 0", "input 0"]
+    assert retried.marker.color == CAUSE_COLOURS[preempted]
+    assert retried.marker.pattern.shape == "/"
+    failed = traces["failed: oom"]
+    assert failed.marker.color == CAUSE_COLOURS[oom] and not failed.marker.pattern.shape
+    assert "cause: oom" in failed.hovertext[0]
+    assert len(set(CAUSE_COLOURS.values())) == len(FailureCause), "one colour per cause"
+    assert drawn.summary().causes == {preempted: 2, oom: 1}
+    assert "ended without a value: 2 preempted, 1 oom" in drawn.summary().describe()

@@ -8,9 +8,10 @@ unsettled; nothing here needs the process that submitted the batch. Drawing is i
 
 import enum
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from kinetic_protocol import (
     CollectedOutcome,
     CorruptRecordError,
     Failed,
+    FailureCause,
     HostStart,
     IntegrityError,
     JobState,
@@ -33,6 +35,7 @@ from kinetic_protocol import (
     Succeeded,
     layout,
 )
+from kinetic_protocol.causes import BACKEND_DECIDED
 from kinetic_protocol.records import decode_json
 
 if TYPE_CHECKING:
@@ -59,7 +62,9 @@ class Attempt:
     """One attempt of one input: submitted, then (maybe) started, then (maybe) finished.
 
     ``finished_at`` is ``None`` while it runs; ``started_at`` is ``None`` for an attempt that
-    never began running (cancelled while pending, or still pending).
+    never began running (cancelled while pending, or still pending). ``cause`` says why an
+    attempt that ended without a value did (see ``JobHandle.failure()``); it is ``None`` for
+    the others, and for one gone with nothing recorded.
     """
 
     index: int
@@ -70,6 +75,7 @@ class Attempt:
     submitted_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    cause: FailureCause | None = None
 
     @property
     def run_seconds(self) -> float | None:
@@ -109,16 +115,22 @@ class TimelineSummary:
     run_p95: float | None
     attempts: int
     peak_running: int
+    causes: dict[FailureCause, int] = field(default_factory=dict)
+    """Attempts that ended without a value (retried ones too), by cause."""
 
     def describe(self) -> str:
         def seconds(value: float | None) -> str:
             return "n/a" if value is None else f"{value:.1f}s"
 
-        return (
+        line = (
             f"wall {seconds(self.wall_seconds)}, busy {self.busy_fraction:.0%} "
             f"(peak {self.peak_running} running), run time p50 {seconds(self.run_p50)} "
             f"p95 {seconds(self.run_p95)}, {self.attempts} attempts"
         )
+        if self.causes:
+            counts = ", ".join(f"{count} {cause.value}" for cause, count in self.causes.items())
+            line += f"; ended without a value: {counts}"
+        return line
 
 
 def _parse(stamp: str) -> datetime | None:
@@ -185,6 +197,7 @@ class BatchTimeline:
             run_p95=_percentile(sorted(runs), 0.95),
             attempts=len(self.attempts),
             peak_running=peak,
+            causes=dict(Counter(a.cause for a in self.attempts if a.cause is not None)),
         )
 
     def figure(self) -> Any:
@@ -256,6 +269,7 @@ class _Reader:
         latest = _latest(children)
         cancelled = self.records.cancelled_children()
         kept = self.records.collected()
+        summaries = self.records.collected_failures()
         jobs = {
             (c.index, c.attempt): JobHandle.from_record(
                 self.manifest.child_record(c.index, c.attempt)
@@ -277,6 +291,13 @@ class _Reader:
             job, envelope = jobs[key], envelopes[key]
             state = states.get(job.job_id, JobState(status=JobStatus.NOT_FOUND))
             stopped = cancelled.get(key)
+            summary = summaries.get(child.index)
+            if summary is not None and summary.job_id == job.job_id and envelope is None:
+                # killed before it stored a result, then cleaned up: its batch kept why
+                failure = summary.failure
+                state = JobState(
+                    status=JobStatus.FAILED, detail=failure.reason, cause=failure.cause
+                )
             attempts.append(
                 self.attempt(
                     child,
@@ -347,6 +368,7 @@ class _Reader:
         if started is not None and finished is None and outcome not in _LIVE:
             finished = started  # ended with no record of when: a zero-length mark
         return Attempt(
+            cause=_cause(outcome, envelope, state),
             index=child.index,
             attempt=child.attempt,
             job_id=job.job_id,
@@ -359,6 +381,25 @@ class _Reader:
 
 
 _LIVE = frozenset({Outcome.RUNNING, Outcome.PENDING})
+
+
+def _cause(
+    outcome: Outcome, envelope: ResultEnvelope | None, state: JobState
+) -> FailureCause | None:
+    """Why an attempt ended without a value, by the rules of ``JobHandle.failure()``: what the
+    backend saw outright, else the stored result (the function's or a phase's failure), else
+    an exit without a result."""
+    from kinetic.failure import from_envelope
+
+    if outcome is Outcome.CANCELLED:
+        return FailureCause.CANCELLED
+    if outcome not in (Outcome.FAILED, Outcome.RETRIED):
+        return None
+    if state.cause in BACKEND_DECIDED:
+        return state.cause
+    if isinstance(envelope, Failed):
+        return from_envelope(envelope, 0).cause
+    return state.cause or FailureCause.EXIT
 
 
 def read_timeline(

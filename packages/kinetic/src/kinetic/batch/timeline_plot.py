@@ -1,7 +1,8 @@
 """Draws a :class:`~kinetic.batch.timeline.BatchTimeline` with plotly (``kinetic[plot]``).
 
 One row per input, one bar per attempt: a pale bar while it waited (submitted to started), a
-bar coloured by its outcome while it ran, and an ``x`` where a submission failed.
+bar coloured by its outcome while it ran, and an ``x`` where a submission failed. An attempt
+that failed is coloured by its cause (user, oom, preempted, ...), hatched when it was retried.
 
 Hover text is plotly's small HTML dialect (links included), so every string read from the store
 (job ids, reasons, error messages, the batch's name) goes through :func:`_text` first.
@@ -13,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from kinetic.batch.timeline import Attempt, BatchTimeline, Outcome
-from kinetic_protocol import ConfigError, KineticError
+from kinetic_protocol import ConfigError, FailureCause, KineticError
 
 __all__ = [
+    "CAUSE_COLOURS",
     "COLOURS",
     "PENDING_TRACE",
     "SUBMISSION_FAILED_TRACE",
@@ -33,6 +35,20 @@ COLOURS = {
     Outcome.RUNNING: "#1565c0",
     Outcome.PENDING: "#90a4ae",
 }
+CAUSE_COLOURS = {
+    FailureCause.USER: "#c62828",
+    FailureCause.EXIT: "#ad1457",
+    FailureCause.OOM: "#4e342e",
+    FailureCause.PREEMPTED: "#ef6c00",
+    FailureCause.UNSCHEDULABLE: "#827717",
+    FailureCause.IMAGE: "#00838f",
+    FailureCause.TIMEOUT: "#f9a825",
+    FailureCause.CANCELLED: "#6a1b9a",
+    FailureCause.INFRASTRUCTURE: "#37474f",
+}
+"""A failed attempt's colour, by cause: every cause its own, so a picture of a batch on spot
+capacity shows preemptions apart from the function's own errors."""
+_BY_CAUSE = frozenset({Outcome.FAILED, Outcome.RETRIED})
 PENDING_TRACE = "waiting (submitted, not started)"
 SUBMISSION_FAILED_TRACE = "submission failed"
 _FORMATS = (".html", ".svg", ".png")
@@ -71,12 +87,22 @@ def _hover(item: Attempt) -> str:
         f"<b>input {item.index}, attempt {item.attempt}</b>",
         f"job {_text(item.job_id)}",
         f"{item.outcome.value}" + (f": {_text(item.reason)}" if item.reason else ""),
+        *([f"cause: {item.cause.value}"] if item.cause is not None else []),
         f"waited {_seconds(item.pending_seconds)}, ran {_seconds(item.run_seconds)}",
     ]
     return "<br>".join(lines)
 
 
-def _bars(go: Any, name: str, colour: str, spans: list[tuple[Attempt, datetime, datetime]]) -> Any:
+def _bars(
+    go: Any,
+    name: str,
+    colour: str,
+    spans: list[tuple[Attempt, datetime, datetime]],
+    hatched: bool = False,
+) -> Any:
+    marker: dict[str, Any] = {"color": colour, "line": {"color": "white", "width": 1}}
+    if hatched:
+        marker["pattern"] = {"shape": "/", "fgcolor": "white", "solidity": 0.3}
     return go.Bar(
         name=name,
         orientation="h",
@@ -86,29 +112,37 @@ def _bars(go: Any, name: str, colour: str, spans: list[tuple[Attempt, datetime, 
         customdata=[[item.job_id, item.attempt] for item, _, _ in spans],
         hovertext=[_hover(item) for item, _, _ in spans],
         hovertemplate="%{hovertext}<extra></extra>",
-        marker={"color": colour, "line": {"color": "white", "width": 1}},
+        marker=marker,
     )
 
 
+def _trace_order(entry: tuple[tuple[Outcome, FailureCause | None], Any]) -> tuple[int, int]:
+    (outcome, cause), _ = entry
+    return list(Outcome).index(outcome), -1 if cause is None else list(FailureCause).index(cause)
+
+
 def build_figure(timeline: BatchTimeline) -> Any:
-    """The figure: traces are named after :class:`Outcome` values, :data:`PENDING_TRACE` and
+    """The figure: traces are named after :class:`Outcome` values (``failed: preempted``,
+    ``failed, retried: user``, ...: failed attempts by cause), :data:`PENDING_TRACE` and
     :data:`SUBMISSION_FAILED_TRACE`."""
     go = _plotly()
     now = timeline.taken_at
     waiting = []
-    by_outcome: dict[Outcome, list[tuple[Attempt, datetime, datetime]]] = {}
+    spans: dict[tuple[Outcome, FailureCause | None], list[tuple[Attempt, datetime, datetime]]]
+    spans = {}
     for item in timeline.attempts:
         waited_until = item.started_at or item.finished_at or now
         waiting.append((item, item.submitted_at, waited_until))
         if item.started_at is not None:
+            cause = item.cause if item.outcome in _BY_CAUSE else None
             span = (item, item.started_at, item.finished_at or now)
-            by_outcome.setdefault(item.outcome, []).append(span)
+            spans.setdefault((item.outcome, cause), []).append(span)
     traces = [_bars(go, PENDING_TRACE, COLOURS[Outcome.PENDING], waiting)] if waiting else []
-    traces += [
-        _bars(go, outcome.value, COLOURS[outcome], by_outcome[outcome])
-        for outcome in Outcome
-        if outcome in by_outcome
-    ]
+    for (outcome, cause), drawn in sorted(spans.items(), key=_trace_order):
+        name, colour = outcome.value, COLOURS[outcome]
+        if cause is not None:
+            name, colour = f"{outcome.value}: {cause.value}", CAUSE_COLOURS[cause]
+        traces.append(_bars(go, name, colour, drawn, hatched=outcome is Outcome.RETRIED))
     failures = timeline.submission_failures
     if failures:
         traces.append(

@@ -2,7 +2,7 @@
 display and its notebook summary. Mixed into :class:`~kinetic.batch.handle.BatchHandle`."""
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from kinetic.batch.state import BatchState
     from kinetic.batch.tally import Tally
     from kinetic.batch.timeline import BatchTimeline
-    from kinetic_protocol import Backend, BatchManifest
+    from kinetic_protocol import AttemptFailure, Backend, BatchManifest, JobState
 
 __all__ = ["BatchViews"]
 
@@ -30,6 +30,15 @@ class BatchViews:
         from kinetic.display import batch_html
 
         return batch_html(cast("BatchHandle", self))
+
+    def _failures_among(
+        self, states: Sequence[tuple[int, "JobState"]]
+    ) -> dict[int, "AttemptFailure"]:
+        """Why each of these children (``(index, state)``) ended without a value, if it did:
+        the reads :meth:`child_failures` makes, for these children only."""
+        from kinetic.batch.causes import child_failures
+
+        return child_failures(cast("BatchHandle", self).jobs, states, self._records)
 
     def timeline(self) -> "BatchTimeline":
         """Every attempt of every input as time spans (submitted, started, finished), with
