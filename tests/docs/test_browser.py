@@ -50,10 +50,14 @@ class _Page:
             lambda message: self.errors.append(message.text) if message.type == "error" else None,
         )
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
-        self.page.on(
-            "requestfailed",
-            lambda request: self.errors.append(f"{request.url}: {request.failure}"),
-        )
+        self.page.on("requestfailed", self._request_failed)
+
+    def _request_failed(self, request: Any) -> None:
+        # ERR_ABORTED is the browser dropping a request of a page it navigates away from (the
+        # search worker can start after "networkidle" on a loaded machine), not a site fault:
+        # a missing file is a 404, which the console reports.
+        if "ERR_ABORTED" not in str(request.failure):
+            self.errors.append(f"{request.url}: {request.failure}")
 
     def screenshot(self, tmp_path: Path, name: str) -> None:
         self.page.screenshot(path=str(tmp_path / name), full_page=True)
