@@ -11,3 +11,16 @@ def noop() -> None:
 
 def square(x: int) -> int:
     return x * x
+
+
+def chatty(seconds: float, fails: bool = False) -> int:
+    """A line every half second for ``seconds``: a job whose output is worth keeping."""
+    import time
+
+    lines = int(seconds * 2)
+    for line in range(lines):
+        print(f"line {line}", flush=True)
+        time.sleep(0.5)
+    if fails:
+        raise RuntimeError(f"failed after {lines} lines")
+    return lines

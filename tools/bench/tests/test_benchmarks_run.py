@@ -171,3 +171,22 @@ def test_batch_bookkeeping_reports_writes_and_verification_per_child(tmp_path: P
     assert_figures(report["listing_s"], "signed_first", "signed_again", "plain_names_only")
     assert_figures(report["in_memory_us"], "seal", "verify")
     assert_figures(report, "verify_us_per_child")
+
+
+def test_attempt_cost_counts_api_and_store_requests_on_the_session_cluster(
+    tmp_path: Path, real_k8s: ControlPlane, k8s_namespace: str
+) -> None:
+    """On this session's control plane, with a fake-gcs-server of its own (it counts the
+    requests of every process, the job's pod included)."""
+    report = run_benchmark(
+        "attempt_cost.py", "--seconds", "1", "--kubeconfig", str(real_k8s.kubeconfig),
+        "--context", real_k8s.context, "--namespace", k8s_namespace, tmp_path=tmp_path,
+    )  # fmt: skip
+    assert_about_this_machine(report)
+    for case in ("kept", "not_kept", "failed"):
+        section = report[case]
+        assert section["client_api"].get("POST", 0) >= 1, "the Job was created"
+        assert section["pod_store"].get("upload", 0) >= 1, "the pod stored its result"
+        assert_figures(section, "wall_s")
+    added = report["added_by_kept_output"]["pod_store"]
+    assert added.get("upload", 0) >= 1, "keeping the output writes it at least once"

