@@ -48,6 +48,7 @@ from kinetic_protocol import (
     ObjectNotFoundError,
     layout,
 )
+from kinetic_protocol.optional import PortForwarding
 from kinetic_protocol.records import decode_json
 
 if TYPE_CHECKING:
@@ -322,13 +323,12 @@ def debug_attach(
     backend = backend_for(record)
     proc: DebugProcess
     if backend.capabilities.debug_port_forward:
-        build = getattr(backend, "port_forward_command", None)
-        if not callable(build):
+        if not isinstance(backend, PortForwarding):
             raise ConfigError(
                 f"Backend {record.backend!r} declares debug_port_forward but has no "
                 "port_forward_command(record, local_port, remote_port) method."
             )
-        command: list[str] = build(record, local_port, debug.port)
+        command = backend.port_forward_command(record, local_port, debug.port)
         log.debug("starting port-forward", job_id=record.job_id, command=command)
         proc = start_port_forward(command)
         host, port = "127.0.0.1", local_port

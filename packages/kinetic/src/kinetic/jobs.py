@@ -26,6 +26,7 @@ from kinetic_protocol import (
     layout,
     parse_child_job_id,
 )
+from kinetic_protocol.optional import SharesJobs
 from kinetic_protocol.signing import peek_json
 
 if TYPE_CHECKING:
@@ -220,7 +221,7 @@ def _listed_job_ids(chosen: Backend, settings: ResolvedSettings, *, explicit: bo
 
     ids = set(chosen.list_job_ids())
     if not explicit:
-        for name in getattr(chosen, "related_backends", ()):
+        for name in chosen.related_backends if isinstance(chosen, SharesJobs) else ():
             if name in available_backends():
                 ids.update(get_backend(name, settings.backend_settings()).list_job_ids())
     return sorted(ids)

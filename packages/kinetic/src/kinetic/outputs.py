@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from kinetic._context import open_store
 from kinetic_protocol import ConfigError, JobRecord, layout
 from kinetic_protocol.data import parse_gcs_uri
+from kinetic_protocol.optional import BucketStore
 from kinetic_runtime.data import transfer
-from kinetic_runtime.stores import GCSStore
 
 if TYPE_CHECKING:
     from google.cloud.storage import Client
@@ -91,7 +91,7 @@ class JobOutputs:
 
     def _client(self) -> "Client":
         store = open_store(self.store_uri)
-        if isinstance(store, GCSStore):
+        if isinstance(store, BucketStore):
             return store.client()
         from kinetic_runtime.stores.gcs import make_client
 

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING
 from kinetic_protocol import CallDescriptor, ObjectStore, Volume
 from kinetic_protocol.data import DataSpec, GcsLocation, fuse_argument_path, parse_gcs_uri
 from kinetic_protocol.errors import DataUnavailableError
+from kinetic_protocol.optional import BucketStore
 from kinetic_runtime.data import namespace, transfer
 from kinetic_runtime.data.hf import load_hf_dataset
-from kinetic_runtime.stores import GCSStore, LocalStore
+from kinetic_runtime.stores import LocalStore
 
 if TYPE_CHECKING:
     from google.cloud.storage import Client
@@ -84,7 +85,7 @@ class _Stager:
 
     def _gcs_client(self) -> "Client":
         if self._client is None:
-            if isinstance(self.store, GCSStore):
+            if isinstance(self.store, BucketStore):
                 self._client = self.store.client()
             else:
                 from kinetic_runtime.stores.gcs import make_client
@@ -95,7 +96,7 @@ class _Stager:
     def _gcs_location(self, spec: DataSpec) -> GcsLocation:
         if spec.source == "gcs":
             return parse_gcs_uri(spec.uri)
-        assert isinstance(self.store, GCSStore)
+        assert isinstance(self.store, BucketStore)
         name = self.store.prefix + spec.uri + ("" if spec.is_dir else spec.name)
         return GcsLocation(self.store.bucket_name, name)
 

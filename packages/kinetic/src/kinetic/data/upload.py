@@ -17,9 +17,9 @@ from kinetic import _log, session
 from kinetic.data.hashing import Snapshot
 from kinetic.data.progress import transfer_progress
 from kinetic_protocol import DataManifest, ObjectStore, PreconditionFailedError, layout
+from kinetic_protocol.optional import BucketStore
 from kinetic_protocol.records import encode_json
 from kinetic_runtime.data import transfer
-from kinetic_runtime.stores import GCSStore
 
 __all__ = ["upload_snapshot"]
 
@@ -32,7 +32,7 @@ def _send(store: ObjectStore, snapshot: Snapshot, label: str) -> None:
     prefix = layout.data_files_prefix(snapshot.content_hash)
     files = [(item.path, prefix + item.relative) for item in snapshot.files]
     with transfer_progress(f"Uploading {label}", snapshot.total_bytes) as progress:
-        if isinstance(store, GCSStore):
+        if isinstance(store, BucketStore):
             named = [(path, store.prefix + key) for path, key in files]
             transfer.upload_files(store.client(), store.bucket_name, named, progress=progress)
             return
