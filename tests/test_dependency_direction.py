@@ -98,6 +98,7 @@ def test_the_local_supervisor_loads_only_the_standard_library() -> None:
     own = {
         "kinetic_runtime",
         "kinetic_runtime.local",
+        "kinetic_runtime.local.gpus",  # standard library only, too
         "kinetic_runtime.local.processes",
         "kinetic_runtime.local.supervisor",
         "kinetic_runtime.private_files",  # standard library only, too

@@ -108,6 +108,7 @@ def test_debug_attach_waits_for_the_debug_server_and_prints_the_launch_config(
     funcs, gate, capsys
 ) -> None:
     job = _debug_job(funcs, gate)
+    _running(job)  # so that the end can show the connection left it running
     timer = threading.Timer(0.5, _write_debug, args=(job,))
     timer.start()
     proc = job.debug_attach(local_port=PORT, working_dir="/home/me/project", timeout=30)
@@ -180,6 +181,7 @@ def test_debug_attach_on_local_honours_the_local_port_it_was_given(funcs, gate, 
     """launch.json names the port passed as local_port; the job's server took another one:
     the port is relayed to the server, and ending the connection ends the relay whole."""
     job = _debug_job(funcs, gate)
+    _running(job)  # so that the end can show the relay left it running
     with _echo_server() as server:
         server_port = server.getsockname()[1]
         _write_debug(job, port=server_port)

@@ -7,13 +7,10 @@ split exists: the hosts then run on the CPU, and each host's log says so and why
 """
 
 import os
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 __all__ = ["HostDevices", "host_devices", "visible_gpus"]
-
-_DEVICE_FILE = re.compile(r"nvidia(\d+)")
 
 
 def visible_gpus(env: Mapping[str, str], dev: str = "/dev") -> list[str]:
@@ -31,16 +28,16 @@ def visible_gpus(env: Mapping[str, str], dev: str = "/dev") -> list[str]:
         names = os.listdir(dev)
     except OSError:
         return []
-    numbers = sorted(int(m.group(1)) for m in map(_DEVICE_FILE.fullmatch, names) if m)
+    numbers = sorted(int(n[6:]) for n in names if n.startswith("nvidia") and n[6:].isdigit())
     return [str(n) for n in numbers]
 
 
-@dataclass(frozen=True)
-class HostDevices:
+class HostDevices(NamedTuple):
     """What one host of a slice is given: variables for its environment, and a line for its log
-    (empty when there is nothing to say)."""
+    (empty when there is nothing to say). The supervisor imports this module: standard library
+    only, and light."""
 
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = {}  # noqa: RUF012 (a NamedTuple's default is never mutated here)
     notice: str = ""
 
 
