@@ -5,7 +5,14 @@ import os
 import time
 from pathlib import Path
 
-__all__ = ["fail_on_host", "gpu_view", "hang_unless_failing", "host_and_count", "say_lines"]
+__all__ = [
+    "fail_on_host",
+    "gpu_memory_view",
+    "gpu_view",
+    "hang_unless_failing",
+    "host_and_count",
+    "say_lines",
+]
 
 
 def _host() -> int:
@@ -21,6 +28,13 @@ def gpu_view() -> tuple[str | None, str | None]:
     view = os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ.get("JAX_PLATFORMS")
     print(f"host {_host()} sees CUDA_VISIBLE_DEVICES={view[0]!r} JAX_PLATFORMS={view[1]!r}")
     return view
+
+
+def gpu_memory_view() -> tuple[str | None, str | None]:
+    """How the frameworks in this job would take GPU memory."""
+    return os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"), os.environ.get(
+        "TF_FORCE_GPU_ALLOW_GROWTH"
+    )
 
 
 def fail_on_host(host: int) -> str:

@@ -4,13 +4,22 @@ Each host of a local slice is its own process with its own framework runtime. Tw
 one CUDA device make NCCL refuse the collective ("Duplicate GPU detected"), so each host gets
 devices of its own through ``CUDA_VISIBLE_DEVICES``. With fewer devices than hosts no such
 split exists: the hosts then run on the CPU, and each host's log says so and why.
+
+Local jobs also share this machine's GPUs with each other (a batch runs several at once) and
+with the submitter's own process. JAX takes 75% of a GPU's memory when it starts, and
+TensorFlow all of it, so the second job on a GPU ran out of memory: local jobs allocate as they
+go instead (:data:`ON_DEMAND_MEMORY`), unless the job's environment says otherwise.
 """
 
 import os
 from collections.abc import Mapping
 from typing import NamedTuple
 
-__all__ = ["HostDevices", "host_devices", "visible_gpus"]
+__all__ = ["ON_DEMAND_MEMORY", "HostDevices", "host_devices", "visible_gpus"]
+
+ON_DEMAND_MEMORY = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+"""A local job's defaults on a machine with GPUs: memory taken as needed, not all at start
+(a captured variable of the same name wins). PyTorch allocates as it goes already."""
 
 
 def visible_gpus(env: Mapping[str, str], dev: str = "/dev") -> list[str]:

@@ -51,7 +51,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kinetic_runtime.local.gpus import HostDevices, host_devices, visible_gpus
+from kinetic_runtime.local.gpus import (
+    ON_DEMAND_MEMORY,
+    HostDevices,
+    host_devices,
+    visible_gpus,
+)
 from kinetic_runtime.local.processes import die_with_parent, kill_group_members, wait_children
 from kinetic_runtime.private_files import (
     make_private_dirs,
@@ -397,6 +402,8 @@ def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
 def _run(job_dir: Path, start: StartRuntime) -> int:
     launch = json.loads((job_dir / LAUNCH_FILE).read_text())
     launch["env"] = {**launch.get("env", {}), **_take_captured_env(job_dir)}
+    if visible_gpus(launch["env"]):  # shared with other jobs and the submitter
+        launch["env"] = {**ON_DEMAND_MEMORY, **launch["env"]}
     write_state(job_dir, phase="PENDING", supervisor_pid=os.getpid())
     slot = _acquire_slot(Path(launch["slots_dir"]), int(launch["slots"]), job_dir)
     if slot is None or (job_dir / CANCEL_MARKER).exists():
