@@ -83,10 +83,18 @@ def is_cleaned_up(state: JobState) -> bool:
 
 def retryable(handle: JobHandle, state: JobState, retry_on: frozenset[FailureCause]) -> bool:
     """Whether ``retries`` apply to how ``handle``'s attempt ended (``retry_on``). A preempted
-    attempt reaches here only once the backend's own ``preemption_retries`` are spent."""
+    attempt reaches here only once the backend's own ``preemption_retries`` are spent.
+
+    A child cancelled through its own handle is gone from under its batch: the spec retries a
+    child that reached NOT_FOUND, so it counts as one that ended without a result (``exit``).
+    Only the batch's own cancellation (``cancel()``, fail-fast) is final."""
+    from kinetic.batch.kept import batch_cancelled
     from kinetic.failure import cause_of
 
-    return cause_of(handle, state) in retry_on
+    cause = cause_of(handle, state)
+    if cause is FailureCause.CANCELLED and batch_cancelled(handle.record) is None:
+        cause = FailureCause.EXIT
+    return cause in retry_on
 
 
 @dataclass
