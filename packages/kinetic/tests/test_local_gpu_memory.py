@@ -16,8 +16,10 @@ import multihost_userfuncs as uf
 pytestmark = pytest.mark.usefixtures("clean_kinetic_env")
 
 
-def _memory_view(**options: object) -> tuple[str | None, str | None]:
-    remote = kinetic.run(accelerator="cpu", backend="local", **options)(uf.gpu_memory_view)  # type: ignore[call-overload]
+def _memory_view(captured: list[str] | None = None) -> tuple[str | None, str | None]:
+    remote = kinetic.run(accelerator="cpu", backend="local", capture_env_vars=captured)(
+        uf.gpu_memory_view
+    )
     view: tuple[str | None, str | None] = remote()
     return view
 
@@ -32,7 +34,7 @@ def test_on_a_machine_with_gpus_jobs_take_memory_as_they_go(
 def test_a_setting_the_job_captured_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "true")
-    assert _memory_view(capture_env_vars=["XLA_PYTHON_CLIENT_PREALLOCATE"]) == ("true", "true")
+    assert _memory_view(["XLA_PYTHON_CLIENT_PREALLOCATE"]) == ("true", "true")
 
 
 def test_without_gpus_nothing_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
