@@ -1,5 +1,6 @@
 """Helpers shared by the batch scenarios (imported by plain name, like the other helpers)."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from kinetic_protocol import layout
 __all__ = [
     "SCENARIOS_DIR",
     "private_project",
+    "rounds_from_env",
     "start_script",
     "batch_thread_ends",
     "batch_threads",
@@ -24,6 +26,24 @@ __all__ = [
     "join_batch_thread",
     "stored_job_ids",
 ]
+
+
+def rounds_from_env(name: str, default: int) -> int:
+    """How many rounds a fault test runs: ``default`` in the suite, more when ``name`` is set
+    (a long soak is a benchmark-sized run, not every run's cost)."""
+    raw = os.environ.get(name, "")
+    if not raw:
+        return default
+    try:
+        rounds = int(raw)
+    except ValueError:
+        rounds = 0
+    if rounds < 1:
+        raise pytest.UsageError(
+            f"{name}={raw!r} is not a positive number of rounds; unset it for the suite's "
+            f"{default}, or give a count such as 20"
+        )
+    return rounds
 
 
 @pytest.fixture(autouse=True)

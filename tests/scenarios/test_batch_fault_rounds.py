@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from batch_support import private_project, start_script
+from batch_support import private_project, rounds_from_env, start_script
 from scenario_support import ScenarioBackend, wait_until
 
 import kinetic
 from kinetic.batch import SkippedInputError
 from kinetic_protocol import layout
 
-ROUNDS = int(os.environ.get("KINETIC_FAULT_ROUNDS", "3"))
+ROUNDS = rounds_from_env("KINETIC_FAULT_ROUNDS", 3)
 INPUTS = 6
 FAULTS = ["kill -9", "frozen past its lease", "full disk for a moment"]
 

@@ -8,6 +8,7 @@ import pytest
 import scenario_funcs as uf
 from scenario_support import ScenarioBackend, client_only, run_script
 
+from kinetic.packaging.bundle import bundle_root
 from kinetic_testing.signed import read_call
 
 
@@ -157,3 +158,10 @@ def test_an_explicit_output_dir_is_passed_to_the_job(
     where = remote.run_async("a.txt", "A").result()
     assert where["output_dir"] == str(out)
     assert (out / "a.txt").read_text() == "A"
+
+
+def test_the_scenario_jobs_ship_the_scenarios_directory_not_the_whole_repository() -> None:
+    """Every scenario job unpacks its bundle: the repository's 500-odd files cost each job
+    about 0.4 s of CPU, for nothing the scenarios use (``setup.cfg`` here marks the root)."""
+    here = Path(__file__).resolve().parent
+    assert bundle_root(Path(uf.__file__).resolve().parent) == here

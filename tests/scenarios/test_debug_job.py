@@ -19,7 +19,8 @@ from kinetic_protocol import DebugState, ObjectStore, layout
 from kinetic_testing.dap import DapClient
 from kinetic_testing.sockets import free_port, own_tcp_sockets
 
-_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_PROJECT_ROOT = Path(__file__).resolve().parent
+"""The root of the scenario jobs' code bundle (this directory's ``setup.cfg`` marks it)."""
 
 
 def _debug_state(store: ObjectStore, job_id: str) -> DebugState | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kinetic_testing.bytecode import precompile_workspace
 from kinetic_testing.client_fixtures import clean_kinetic_env, kinetic_session
 from kinetic_testing.controlplane.fixtures import (
     MARKER,
@@ -58,7 +59,10 @@ _ALREADY_RUN = pytest.StashKey[dict[Path, str]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Resolve the directories that already ran once, not for every path collected."""
+    """Resolve the directories that already ran once, not for every path collected; compile
+    the workspace's packages once (the controlling process, before any worker starts)."""
+    if not hasattr(config, "workerinput"):
+        precompile_workspace(config.rootpath)
     entries = filter(None, os.environ.get(ALREADY_RUN_ENV, "").split(os.pathsep))
     config.stash[_ALREADY_RUN] = {(config.rootpath / e).resolve(): e for e in entries}
 
