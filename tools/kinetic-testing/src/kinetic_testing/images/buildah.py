@@ -74,7 +74,7 @@ class Buildah:
         done = subprocess.run(
             self.command(
                 "inspect", "--type", "image", "--format",
-                f'{{{{index .ImageAnnotations "{key}"}}}}{{{{index .OCIv1.Config.Labels "{key}"}}}}',
+                f'{{{{index .OCIv1.Config.Labels "{key}"}}}}',
                 name,
             ),
             capture_output=True, text=True, check=False,

@@ -55,6 +55,8 @@ _FORMAT = "kinetic-standin/1"
 _SUITE = "bookworm"
 _DEFAULT_MIRROR = "http://deb.debian.org/debian"
 _PYTHON = "3.11"
+_DEBIAN_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+_BASE_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 _UV_VERSION = "0.9.5"
 _UV_IMAGE = f"ghcr.io/astral-sh/uv:{_UV_VERSION}"
 """Kept equal to ``kinetic_gke.images.dockerfile.UV_IMAGE`` (a test checks it): this package
@@ -76,13 +78,21 @@ class StandIn:
 def standins(python: str = _PYTHON) -> tuple[StandIn, StandIn]:
     """The Python base and the ``uv`` image, for ``python`` (``major.minor``)."""
     packages = f"python{python},ca-certificates"
+    trust = hashlib.sha256(_trust_bundle().read_bytes()).hexdigest()[:16]
     return (
         StandIn(
             f"docker.io/library/python:{python}-slim",
-            f"debootstrap minbase {_SUITE} include={packages} link=/usr/local/bin/python{python}",
+            f"debootstrap minbase {_SUITE} include={packages} link=/usr/local/bin/python{python}"
+            f" trust={trust}",
         ),
         StandIn(_UV_IMAGE, f"uv wheel {_UV_VERSION} /uv /uvx from scratch"),
     )
+
+
+def _trust_bundle() -> Path:
+    """This machine's CA bundle: a build reaches the package index only through the proxies
+    and CAs this machine trusts, so the Python stand-in carries the same bundle."""
+    return Path(os.environ.get("SSL_CERT_FILE") or _DEBIAN_BUNDLE)
 
 
 def cache_root() -> Path:
@@ -139,7 +149,9 @@ class _Progress:
         self._start = time.monotonic()
 
     def say(self, text: str) -> None:
-        self._out.write(f"[kinetic stand-in images {time.monotonic() - self._start:5.0f}s] {text}\n")
+        self._out.write(
+            f"[kinetic stand-in images {time.monotonic() - self._start:5.0f}s] {text}\n"
+        )
         self._out.flush()
 
 
@@ -164,8 +176,11 @@ def _build_python_base(buildah: Buildah, image: StandIn, python: str, progress: 
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(f"/usr/bin/python{python}")
         shutil.rmtree(rootfs / "var/cache/apt/archives", ignore_errors=True)
+        shutil.copyfile(_trust_bundle(), rootfs / _DEBIAN_BUNDLE.lstrip("/"))
         progress.say(f"committing {image.name}")
-        _commit_directory(buildah, rootfs, image, cmd=f'["python{python}"]')
+        _commit_directory(
+            buildah, rootfs, image, cmd=f'["python{python}"]', env={"SSL_CERT_FILE": _DEBIAN_BUNDLE}
+        )
     progress.say(f"built {image.name}")
 
 
@@ -193,7 +208,7 @@ def _build_uv_image(buildah: Buildah, image: StandIn, progress: _Progress) -> No
                 raise ImageCommandError(f"uv=={_UV_VERSION}'s wheel has no bin/{name}")
             shutil.copy2(found, rootfs / name)
             (rootfs / name).chmod(0o755)
-        _commit_directory(buildah, rootfs, image, cmd='["/uv"]')
+        _commit_directory(buildah, rootfs, image, cmd='["/uv"]', env={})
     progress.say(f"built {image.name}")
 
 
@@ -204,16 +219,17 @@ def _uv_command() -> list[str]:
     return [found] if found else ["python3", "-m", "uv"]
 
 
-def _commit_directory(buildah: Buildah, rootfs: Path, image: StandIn, *, cmd: str) -> None:
+def _commit_directory(
+    buildah: Buildah, rootfs: Path, image: StandIn, *, cmd: str, env: dict[str, str]
+) -> None:
     """Commit ``rootfs`` as one layer ``FROM scratch`` named ``image.name``, labelled."""
     container = buildah.run("from", "scratch").strip()
     try:
         buildah.run("copy", container, f"{rootfs}/", "/")
+        settings = [f"--env={key}={value}" for key, value in {**_BASE_ENV, **env}.items()]
         buildah.run(
-            "config", "--label", f"{KEY_LABEL}={image.key}", "--cmd", cmd,
-            "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            container,
-        )  # fmt: skip
+            "config", "--label", f"{KEY_LABEL}={image.key}", "--cmd", cmd, *settings, container
+        )
         buildah.run("commit", "--rm", container, image.name)
     except BaseException:
         subprocess.run(buildah.command("rm", container), capture_output=True, check=False)
