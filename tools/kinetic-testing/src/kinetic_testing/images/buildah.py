@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["Buildah", "ImageToolMissing", "ImageCommandError", "require_tools"]
+__all__ = ["Buildah", "ImageCommandError", "ImageToolMissing", "build_files", "require_tools"]
 
 _TOOLS = ("buildah", "debootstrap")
 _OUTPUT_TAIL = 4000
@@ -103,11 +103,13 @@ class Buildah:
         *,
         user: str = "",
         env: dict[str, str] | None = None,
+        volumes: dict[Path, str] | None = None,
         timeout: float | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run ``argv`` in a new container of ``image`` (host network), then remove it.
 
-        The image's own ``ENV``, ``WORKDIR`` and ``USER`` apply; ``user`` overrides the user.
+        The image's own ``ENV``, ``WORKDIR`` and ``USER`` apply; ``user`` overrides the user;
+        ``volumes`` bind-mounts host directories (read-only) at container paths.
         """
         container = self.run("from", "--pull=never", image).strip()
         try:
@@ -116,9 +118,22 @@ class Buildah:
                 args += ["--user", user]
             for key, value in (env or {}).items():
                 args += ["--env", f"{key}={value}"]
+            for source, target in (volumes or {}).items():
+                args += ["--volume", f"{source}:{target}:ro"]
             return subprocess.run(
                 self.command(*args, container, "--", *argv),
                 capture_output=True, text=True, check=False, timeout=timeout,
             )  # fmt: skip
         finally:
             self.run("rm", container)
+
+
+def build_files(buildah: Buildah, files: dict[str, bytes], tag: str, *, workdir: Path) -> None:
+    """Lay out a build context (relative path -> bytes, as Kinetic generates it) under
+    ``workdir`` and build it as ``tag``; the build log is ``workdir/build.log``."""
+    context = workdir / "context"
+    for relative, data in files.items():
+        path = context / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    buildah.build(context, tag, log=workdir / "build.log")

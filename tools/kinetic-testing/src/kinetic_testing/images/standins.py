@@ -130,6 +130,7 @@ def ensure_standins(python: str = _PYTHON, *, out: TextIO | None = None) -> Buil
             _build_python_base(buildah, python_base, python, progress)
         if buildah.label(uv_image.name, KEY_LABEL) != uv_image.key:
             _build_uv_image(buildah, uv_image, progress)
+        buildah.run("rmi", "--prune")  # what a rebuilt stand-in replaced
     return buildah
 
 
