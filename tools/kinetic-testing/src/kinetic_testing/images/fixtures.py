@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,10 +75,12 @@ class ImageBuilds:
         self.buildah = buildah
         self._workdir = workdir
         self._built: dict[str, str] = {}
+        self._session = uuid.uuid4().hex[:8]
+        """In every tag: sessions sharing the cache never remove each other's images."""
 
     def build(self, files: dict[str, bytes], content_hash: str, category: str) -> str:
         """The local tag of the image of ``files`` (built now unless built this session)."""
-        tag = f"localhost/kinetic-test/{category}:{content_hash[:16]}"
+        tag = f"localhost/kinetic-test-{self._session}/{category}:{content_hash[:16]}"
         if tag not in self._built:
             where = Path(tempfile.mkdtemp(prefix=f"{category}-", dir=self._workdir))
             build_files(self.buildah, files, tag, workdir=where)

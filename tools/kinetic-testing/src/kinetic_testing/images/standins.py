@@ -126,11 +126,14 @@ def ensure_standins(python: str = _PYTHON, *, out: TextIO | None = None) -> Buil
     progress = _Progress(out or sys.stderr)
     with _lock(root):
         python_base, uv_image = standins(python)
-        if buildah.label(python_base.name, KEY_LABEL) != python_base.key:
+        stale = [image for image in (python_base, uv_image)
+                 if buildah.label(image.name, KEY_LABEL) != image.key]  # fmt: skip
+        if python_base in stale:
             _build_python_base(buildah, python_base, python, progress)
-        if buildah.label(uv_image.name, KEY_LABEL) != uv_image.key:
+        if uv_image in stale:
             _build_uv_image(buildah, uv_image, progress)
-        buildah.run("rmi", "--prune")  # what a rebuilt stand-in replaced
+        if stale:
+            buildah.run("rmi", "--prune")  # the stand-ins these replaced
     return buildah
 
 
