@@ -81,6 +81,14 @@ class BucketJobs:
         self.store.write(layout.call_key(job_id), seal_json(self.keyring, "call", job_id, call))
         return job_id
 
+    def run_result(self, job_id: str) -> ResultEnvelope | None:
+        """The job's result envelope, checked as the client checks it (None if none)."""
+        key = layout.result_key(job_id)
+        if not self.store.exists(key):
+            return None
+        body = open_blob(self.keyring, "result", job_id, self.store.read(key), key=key)
+        return decode_result(body, what=key)
+
     def run_in(self, builds: ImageBuilds, image: str, job_id: str) -> ImageRun:
         """``python -m kinetic_runtime`` for ``job_id`` in ``image``, as the pods' user, with
         the keys mounted as a pod's Secret volume is."""
@@ -93,12 +101,7 @@ class BucketJobs:
             volumes={self.keys_dir: KEYS_IN_CONTAINER},
             timeout=RUN_TIMEOUT_S,
         )  # fmt: skip
-        envelope = None
-        key = layout.result_key(job_id)
-        if self.store.exists(key):
-            body = open_blob(self.keyring, "result", job_id, self.store.read(key), key=key)
-            envelope = decode_result(body, what=key)
-        return ImageRun(done.returncode, done.stdout + done.stderr, envelope)
+        return ImageRun(done.returncode, done.stdout + done.stderr, self.run_result(job_id))
 
 
 class BuildahImageBuilder(ImageBuilder):
