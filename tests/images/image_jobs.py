@@ -31,6 +31,28 @@ KEYS_IN_CONTAINER = MOUNT_PATH.replace("/var/run/", "/run/", 1)
 """Where pods get the signing keys; ``/var/run`` links to ``/run`` in the image, and buildah
 mounts a volume at a path that goes through that link under its own ``/run``, unseen."""
 RUN_TIMEOUT_S = 600.0
+IMAGE_SITE = "/opt/venv/lib/python3.11/site-packages"
+
+PROBE = """
+def probe():
+    import hashlib, importlib.metadata, importlib.util, os, sys
+    from pathlib import Path
+
+    import kinetic_runtime
+
+    runtime = Path(kinetic_runtime.__file__).parent
+    six = importlib.util.find_spec("six")
+    return {
+        "uid": os.getuid(),
+        "gid": os.getgid(),
+        "python": sys.executable,
+        "runtime": str(runtime),
+        "runtime_version": importlib.metadata.version("kinetic-runtime"),
+        "runtime_main": hashlib.sha256((runtime / "main.py").read_bytes()).hexdigest(),
+        "six": six.origin if six else None,
+    }
+"""
+"""A job reporting who runs it and where its interpreter, runtime and ``six`` come from."""
 
 
 def job_function(source: str, name: str) -> Callable[..., Any]:

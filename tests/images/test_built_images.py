@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from image_jobs import BucketJobs, BuildahImageBuilder, job_function
+from image_jobs import IMAGE_SITE, PROBE, BucketJobs, BuildahImageBuilder, job_function
 
 import kinetic_runtime
 from kinetic_gke.images import build_base_images, kinetic_version, resolve_image
@@ -24,27 +24,6 @@ pytestmark = [pytest.mark.images, pytest.mark.gcs, pytest.mark.slow]
 
 USER_REQUIREMENT = "six==1.16.0"
 """A small real package from PyPI that nothing of Kinetic's depends on."""
-IMAGE_SITE = "/opt/venv/lib/python3.11/site-packages"
-
-PROBE = """
-def probe():
-    import hashlib, importlib.metadata, importlib.util, os, sys
-    from pathlib import Path
-
-    import kinetic_runtime
-
-    runtime = Path(kinetic_runtime.__file__).parent
-    six = importlib.util.find_spec("six")
-    return {
-        "uid": os.getuid(),
-        "gid": os.getgid(),
-        "python": sys.executable,
-        "runtime": str(runtime),
-        "runtime_version": importlib.metadata.version("kinetic-runtime"),
-        "runtime_main": hashlib.sha256((runtime / "main.py").read_bytes()).hexdigest(),
-        "six": six.origin if six else None,
-    }
-"""
 
 
 @pytest.fixture

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from image_jobs import BucketJobs, BuildahImageBuilder, job_function
+from image_jobs import IMAGE_SITE, PROBE, BucketJobs, BuildahImageBuilder, job_function
 from kubernetes import client
-from test_built_images import IMAGE_SITE, PROBE
 
 from kinetic_gke.images import build_base_images
 from kinetic_gke.k8s.signing import MOUNT_PATH
