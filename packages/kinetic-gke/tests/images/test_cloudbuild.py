@@ -4,7 +4,10 @@ import base64
 import gzip
 import hashlib
 import io
+import os
+import subprocess
 import tarfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +19,8 @@ from kinetic_gke.images import (
     build_base_images,
     build_context,
 )
+from kinetic_gke.images.cloudbuild import INLINE_CHUNK
+from kinetic_gke.images.local_wheels import local_runtime_wheels
 from kinetic_protocol.errors import BackendError, ConfigError
 from kinetic_protocol.requirements import Requirements
 from kinetic_testing.cloudbuild_fake import BuildOutcome, FakeCloudBuild
@@ -244,7 +249,7 @@ def test_an_uploaded_context_replaces_the_inline_step(
 
 
 def test_an_oversized_context_asks_for_another_route(builder: ImageBuilder) -> None:
-    digests = (hashlib.sha256(str(i).encode()).hexdigest() for i in range(2000))
+    digests = (hashlib.sha256(str(i).encode()).hexdigest() for i in range(10000))
     huge = tuple(f"package-{i}==1.0 --hash=sha256:{d}" for i, d in enumerate(digests))
     with pytest.raises(ConfigError, match="prebuilt"):
         builder.build(_ctx(*huge), URI)
@@ -268,7 +273,7 @@ def test_an_unreachable_registry_is_a_backend_error() -> None:
 
 
 def test_build_base_images_publishes_one_image_per_category(
-    builder: ImageBuilder, fake_cloudbuild: FakeCloudBuild
+    builder: ImageBuilder, fake_cloudbuild: FakeCloudBuild, tmp_path: Path
 ) -> None:
     uris = build_base_images(["cpu", "gpu"], "us-docker.pkg.dev/proj/base", "3.12", builder)
     from kinetic_gke.images import kinetic_version
@@ -279,11 +284,44 @@ def test_build_base_images_publishes_one_image_per_category(
         f"us-docker.pkg.dev/proj/base/kinetic-gpu:{version}-py312",
     ]
     assert all(fake_cloudbuild.has_image(u) for u in uris)
+    wheels = local_runtime_wheels()  # this workspace's runtime is a source checkout
+    assert wheels
     for request in fake_cloudbuild.create_requests:
-        env = request["steps"][0]["env"][0].partition("=")[2]
-        files = _untar(base64.b64decode(env))
-        assert set(files) == {"Dockerfile"}
-        assert f"kinetic-runtime[gcs,debug]=={version}" in files["Dockerfile"].decode()
+        files = _unpack_step(request["steps"][0], tmp_path / request["images"][0])
+        assert set(files) == {"Dockerfile", *(f"wheels/{name}" for name in wheels)}
+        runtime = next(name for name in wheels if name.startswith("kinetic_runtime-"))
+        assert (
+            f"'kinetic-runtime[gcs,debug] @ file:///opt/kinetic/wheels/{runtime}'"
+            in files["Dockerfile"].decode()
+        )
+
+
+def _unpack_step(step: dict[str, Any], where: Path) -> dict[str, bytes]:
+    """Run the unpack step's script with bash in ``where``, as Cloud Build would (``$$`` is
+    its escape for ``$``), and read back what it unpacked."""
+    where.mkdir(parents=True)
+    env = dict(item.partition("=")[::2] for item in step["env"])
+    script = step["args"][1].replace("$$", "$")
+    subprocess.run(["bash", "-c", script], cwd=where, env={**os.environ, **env}, check=True)
+    return {
+        path.relative_to(where).as_posix(): path.read_bytes()
+        for path in where.rglob("*")
+        if path.is_file()
+    }
+
+
+def test_a_context_larger_than_one_variable_travels_in_pieces(
+    builder: ImageBuilder, fake_cloudbuild: FakeCloudBuild, tmp_path: Path
+) -> None:
+    ctx = build_context(
+        Requirements(lines=(), source=""), category="cpu", kinetic_version="1.0",
+        runtime_wheels={"kinetic_runtime-1.0-py3-none-any.whl": os.urandom(INLINE_CHUNK)},
+    )  # fmt: skip
+    builder.build(ctx, URI)
+    [request] = fake_cloudbuild.create_requests
+    unpack = request["steps"][0]
+    assert len(unpack["env"]) == 2
+    assert _unpack_step(unpack, tmp_path / "unpacked") == ctx.files
 
 
 def test_build_base_images_rejects_unknown_categories(builder: ImageBuilder) -> None:

@@ -16,6 +16,7 @@ from kinetic_gke.images import (
     resolve_image,
 )
 from kinetic_gke.images.dockerfile import LIBTPU_FIND_LINKS, Category
+from kinetic_gke.images.local_wheels import local_runtime_wheels
 from kinetic_protocol.accelerators import parse_accelerator
 from kinetic_protocol.errors import ConfigError
 from kinetic_protocol.requirements import Requirements
@@ -60,7 +61,10 @@ def test_default_and_bundled_build_a_hash_tagged_image(
     write(tmp_path, {"requirements.txt": "numpy\n"})
     resolved = _resolve(tmp_path, choice, accelerator="gpu-l4", builder=builder)
     expected = build_context(
-        discover_requirements(tmp_path), category="gpu", kinetic_version=kinetic_version()
+        discover_requirements(tmp_path),
+        category="gpu",
+        kinetic_version=kinetic_version(),
+        runtime_wheels=local_runtime_wheels(),
     ).content_hash[:16]
     assert resolved == ResolvedImage(
         uri=f"us-central1-docker.pkg.dev/proj/kinetic/gpu:{expected}",

@@ -26,6 +26,8 @@ from kinetic_testing.controlplane.fixtures import (
     uses_real_k8s,
 )
 from kinetic_testing.fake_gcs import FakeGcsServer
+from kinetic_testing.images import fixtures as image_tier
+from kinetic_testing.images.fixtures import image_builds, oci_images
 from kinetic_testing.project_files import write
 from kinetic_testing.users import shared_dir
 
@@ -33,10 +35,12 @@ __all__ = [
     "clean_kinetic_env",
     "fake_gcs",
     "gcs_bucket",
+    "image_builds",
     "k8s_binaries",
     "k8s_namespace",
     "kinetic_session",
     "node_agent",
+    "oci_images",
     "real_k8s",
     "shared_dir",
     "write",
@@ -47,6 +51,7 @@ __all__ = [
 os.environ.setdefault("NO_GCE_CHECK", "true")
 
 _skipped_real_k8s: list[str] = []
+_skipped_images: list[str] = []
 
 ALREADY_RUN_ENV = "KINETIC_TESTS_ALREADY_RUN"
 """Test directories (``os.pathsep``-separated, relative to the root) that this run leaves out
@@ -87,6 +92,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the real control plane before any selected test of its tier runs (never under a
     test's timeout, never for a collection alone), or skip the tier with one line where it
     cannot be built (no Go toolchain)."""
+    _prepare_image_tier(session)
     tier = [item for item in session.items if item.get_closest_marker(MARKER)]
     if not tier:
         return
@@ -100,6 +106,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         item.add_marker(pytest.mark.skip(reason=problem))
 
 
+def _prepare_image_tier(session: pytest.Session) -> None:
+    """Build the stand-in base images before any test of the image tier runs, or skip the
+    tier with one line where buildah or debootstrap is missing."""
+    tier = [item for item in session.items if image_tier.uses_images(item)]
+    if not tier:
+        return
+    problem = image_tier.prepare(session.config, build=not session.config.option.collectonly)
+    if problem is None:
+        return
+    if image_tier.required():
+        raise pytest.UsageError(f"{image_tier.REQUIRE_ENV} is set, but: {problem}")
+    _skipped_images.append(problem)
+    for item in tier:
+        item.add_marker(pytest.mark.skip(reason=problem))
+
+
 def _summary_lines() -> list[str]:
     lines = [f"{entry}: not run again here, it ran already ({ALREADY_RUN_ENV})"
              for entry in sorted(_left_out)]  # fmt: skip
@@ -107,6 +129,7 @@ def _summary_lines() -> list[str]:
         f"{reason} (install Go 1.26+ and rerun: the binaries build once, cached)"
         for reason in _skipped_real_k8s
     ]
+    lines += [f"{reason} ({image_tier.ENABLE_HINT})" for reason in _skipped_images]
     return lines
 
 

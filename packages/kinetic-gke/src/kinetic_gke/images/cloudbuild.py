@@ -6,8 +6,9 @@ tests run the real client against a local fake: the Cloud Build client, the regi
 the function that reads a build's log (Cloud Build writes it to ``{logs_bucket}/log-{id}.txt``)
 and, optionally, a function that uploads the build context to GCS.
 
-Without an uploader the build context (a Dockerfile and a requirements file, a few KiB) travels
-inside the build request: a first step unpacks it from an environment variable. That needs no
+Without an uploader the build context (a Dockerfile and a requirements file, a few KiB; with an
+unpublished Kinetic also its wheels, about 110 KiB) travels inside the build request: a first
+step unpacks it from environment variables. That needs no
 bucket and no extra permissions; contexts over :data:`MAX_INLINE_CONTEXT` need an uploader.
 """
 
@@ -28,6 +29,7 @@ from kinetic_protocol.errors import BackendError, ConfigError
 
 __all__ = [
     "DOCKER_BUILDER",
+    "INLINE_CHUNK",
     "MAX_INLINE_CONTEXT",
     "ImageBuildError",
     "ImageBuilder",
@@ -41,8 +43,13 @@ __all__ = [
 _log = structlog.wrap_logger(logging.getLogger(__name__))
 
 DOCKER_BUILDER = "gcr.io/cloud-builders/docker"
-MAX_INLINE_CONTEXT = 96 * 1024
-"""Largest base64 context sent inside the request (one environment variable must fit)."""
+INLINE_CHUNK = 96 * 1024
+"""Largest piece of the base64 context in one environment variable of the unpack step (Linux
+limits one variable to 128 KiB)."""
+MAX_INLINE_CONTEXT = 4 * INLINE_CHUNK
+"""Largest base64 context sent inside the request, in pieces of :data:`INLINE_CHUNK`: enough
+for requirements and the wheels of an unpublished Kinetic (about 150 KiB encoded)."""
+_CONTEXT_VARIABLE = "KINETIC_BUILD_CONTEXT"
 _TERMINAL_FAILURES = {"FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CANCELLED", "EXPIRED"}
 
 LogFetcher = Callable[[str, str], str]
@@ -128,14 +135,17 @@ def build_request(
                 f"the {MAX_INLINE_CONTEXT} that fit in a build request. Shorten the "
                 "requirements, or use container_image='prebuilt'."
             )
+        pieces = [encoded[i : i + INLINE_CHUNK] for i in range(0, len(encoded), INLINE_CHUNK)]
+        names = [_CONTEXT_VARIABLE + (f"_{i}" if i else "") for i in range(len(pieces))]
+        # "$$" is Cloud Build's escape for a literal "$"; printf joins the pieces in order.
+        joined = " ".join(f'"$${name}"' for name in names)
         steps.append(
             {
                 "id": "unpack-context",
                 "name": DOCKER_BUILDER,
                 "entrypoint": "bash",
-                # "$$" is Cloud Build's escape for a literal "$".
-                "args": ["-c", 'printf %s "$$KINETIC_BUILD_CONTEXT" | base64 -d | tar -xzf -'],
-                "env": [f"KINETIC_BUILD_CONTEXT={encoded}"],
+                "args": ["-c", f"printf %s {joined} | base64 -d | tar -xzf -"],
+                "env": [f"{name}={piece}" for name, piece in zip(names, pieces, strict=True)],
             }
         )
     else:

@@ -32,6 +32,7 @@ from kinetic_gke.images.dockerfile import (
     python_minor,
     runtime_requirement,
 )
+from kinetic_gke.images.local_wheels import local_runtime_wheels
 from kinetic_gke.images.registry import parse_image_reference
 from kinetic_gke.settings import BASE_IMAGE_REPO
 from kinetic_protocol.accelerators import Accelerator
@@ -156,6 +157,7 @@ def resolve_image(
             category=category,
             kinetic_version=kinetic_version(),
             runtime_extras=runtime_extras,
+            runtime_wheels=local_runtime_wheels(),
         )
         uri = bundled_image_uri(project, zone, category, context.content_hash)
         builder = builder or ImageBuilder(
@@ -231,6 +233,7 @@ def build_base_images(
             category=category,
             kinetic_version=version_,
             python_version=python_version,
+            runtime_wheels=local_runtime_wheels(),
         )
         uri = prebuilt_image_uri(
             resolve_base_image_repo(repo),

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, Self
+from typing import TYPE_CHECKING, Literal, Self
 
 from kubernetes import client
 
@@ -29,6 +29,9 @@ from .kubelet import Kubelet
 from .logserver import LogServer
 from .nodes import NodeSpec, default_nodes, ready_condition
 from .scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from kinetic_testing.images.pods import LocalImages
 
 __all__ = ["NodeAgent"]
 
@@ -49,6 +52,7 @@ class NodeAgent(FaultMethods):
         host_env: Mapping[str, str] | None = None,
         *,
         pod_gc: PodGc = "agent",
+        images: LocalImages | None = None,
     ) -> None:
         # A factory gives each thread its own client (a watch holds a connection); a shared
         # client is the caller's to close.
@@ -62,6 +66,8 @@ class NodeAgent(FaultMethods):
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="kinetic-nodeagent-"))
         self.host_env = dict(host_env) if host_env is not None else base_host_env()
         self.pod_gc: PodGc = pod_gc
+        self.images = images
+        """Locally built images: a pod naming one runs inside it (``kinetic_testing.images``)."""
         self.errors: list[str] = []
         self.faults = FaultRegistry()
         self._lost: set[str] = set()
@@ -109,7 +115,13 @@ class NodeAgent(FaultMethods):
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._main = self._kube()
         self.kubelet = Kubelet(
-            self._main, self.workdir, self.host_env, self.faults, self._lose_node, self._error
+            self._main,
+            self.workdir,
+            self.host_env,
+            self.faults,
+            self._lose_node,
+            self._error,
+            self.images,
         )
         self.scheduler = Scheduler(self._main, self.nodes, self.is_alive, self._error)
         self.logs = LogServer(

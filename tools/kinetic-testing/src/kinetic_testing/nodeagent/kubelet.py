@@ -1,6 +1,8 @@
 """The kubelet role: run each pod bound to our nodes as a local process and report its status.
 
-Only the first container runs (its ``command + args``); the image is ignored. Everything here
+Only the first container runs (its ``command + args``): inside its image when that image was
+built locally in this session (``images``: see :mod:`kinetic_testing.images.pods`), otherwise
+with this machine's Python, the image ignored. Everything here
 runs on the agent's single reconcile thread, so runtimes need no lock; only the log index,
 read by the log server's threads, is guarded.
 """
@@ -13,17 +15,23 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kubernetes.client.exceptions import ApiException
 
+from kinetic_testing.images.pods import enter_image_argv, home_of, user_ids
+
 from . import statuses as st
 from .api import Kube, Obj, describe, is_gone, now_rfc3339
-from .env import EnvError, container_argv, container_env, field_value
+from .env import EnvError, container_argv, container_env, expand, field_value
 from .faults import FaultKind, FaultRegistry
 from .logserver import LogSource, rotate_log
 from .processes import PodProcess
 from .runtime import PodRuntime, container_names
-from .volumes import MountError, mount_plan, wrap_argv
+from .volumes import MountError, fs_group, mount_plan, wrap_argv
+
+if TYPE_CHECKING:
+    from kinetic_testing.images.pods import LocalImages
 
 __all__ = ["Kubelet"]
 
@@ -43,6 +51,7 @@ class Kubelet:
         faults: FaultRegistry,
         on_node_loss: Callable[[str], None],
         report: Callable[[str], None],
+        images: LocalImages | None = None,
     ) -> None:
         self._kube = kube
         self._workdir = workdir
@@ -50,6 +59,7 @@ class Kubelet:
         self._faults = faults
         self._on_node_loss = on_node_loss
         self._report = report
+        self._images = images
         self._runtimes: dict[str, PodRuntime] = {}
         self._logs: dict[tuple[str, str], PodRuntime] = {}
         self._logs_lock = threading.Lock()
@@ -82,6 +92,7 @@ class Kubelet:
             return
         if rt.process is not None:
             rt.process.reap(timeout=0.5)
+        self._remove_container(rt)
         with self._logs_lock:
             if self._logs.get(rt.key) is rt:
                 del self._logs[rt.key]
@@ -110,6 +121,13 @@ class Kubelet:
             process.kill()
         for process in processes:
             process.reap(timeout=0.2)
+        for rt in self._runtimes.values():
+            self._remove_container(rt)
+
+    def _remove_container(self, rt: PodRuntime) -> None:
+        if rt.image_container is not None and self._images is not None:
+            container, rt.image_container = rt.image_container, None
+            self._images.remove(container)
 
     def log_source(self, namespace: str, name: str, container: str) -> LogSource | None:
         with self._logs_lock:
@@ -174,6 +192,10 @@ class Kubelet:
             self._image_pull_failure(rt, container.get("image", ""), fault.reason, fault.message)
             return
         rt.retry_at = time.monotonic() + 1.0  # whatever goes wrong below, retry calmly
+        local_tag = self._images.get(container.get("image", "")) if self._images else None
+        if local_tag is not None:
+            self._start_in_image(rt, container, local_tag)
+            return
         pod_env = {"TMPDIR": str(rt.directory / "tmp"), **self._kube.service_env()}
         view = {**pod, "status": {**(pod.get("status") or {}), "podIP": rt.pod_ip}}
         try:
@@ -201,6 +223,53 @@ class Kubelet:
                 rt.waiting_reason = "ContainerCreating"
                 self._patch(rt, st.waiting(pod, rt.waiting_reason, str(exc), now_rfc3339()))
             return
+        self._launch(rt, argv, env)
+
+    def _start_in_image(self, rt: PodRuntime, container: Obj, local_tag: str) -> None:
+        """Run the container in its locally built image: the image's ``ENV`` under the pod's
+        own, its ``WORKDIR``, the user of the ``securityContext``, the pod's volumes."""
+        assert self._images is not None
+        pod = rt.pod
+        config = self._images.config(local_tag)
+        if rt.image_container is None:
+            rt.image_container = self._images.create(
+                local_tag, f"kinetic-pod-{rt.pod['metadata']['uid']}"
+            )
+        uid, gid = user_ids(pod, container, config.user)
+        base = {**config.env, "HOME": home_of(rt.image_container.rootfs, uid)}
+        for key in ("STORAGE_EMULATOR_HOST",):  # how this machine reaches "GCS"
+            if key in self._host_env:
+                base[key] = self._host_env[key]
+        view = {**pod, "status": {**(pod.get("status") or {}), "podIP": rt.pod_ip}}
+        try:
+            env = container_env(
+                view, container, base, self._kube.service_env(), self._kube.secret_value,
+                self._kube.config_map_value, self._kube.config_map_data,
+            )  # fmt: skip
+            argv = [expand(str(a), env) for a in (container.get("command") or [])]
+            argv += [expand(str(a), env) for a in (container.get("args") or [])]
+            if not argv:
+                raise EnvError("container has no command: the node agent runs no image entrypoint")
+        except EnvError as exc:
+            if rt.waiting_reason != "CreateContainerConfigError":
+                rt.waiting_reason = "CreateContainerConfigError"
+                self._patch(rt, st.waiting(pod, rt.waiting_reason, str(exc), now_rfc3339()))
+            return
+        try:
+            binds = mount_plan(pod, container, rt.directory, self._secret_data, self._projected)
+        except MountError as exc:
+            if rt.waiting_reason != "ContainerCreating":
+                rt.waiting_reason = "ContainerCreating"
+                self._patch(rt, st.waiting(pod, rt.waiting_reason, str(exc), now_rfc3339()))
+            return
+        argv = enter_image_argv(
+            rt.image_container, argv, binds=binds, uid=uid, gid=gid, workdir=config.workdir,
+            groups=[group] if (group := fs_group(pod)) is not None else [],
+        )  # fmt: skip
+        self._launch(rt, argv, env)
+
+    def _launch(self, rt: PodRuntime, argv: list[str], env: dict[str, str]) -> None:
+        pod = rt.pod
         now = now_rfc3339()
         rt.waiting_reason = None
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import statuses as st
 from .api import Obj
@@ -33,6 +34,9 @@ class PodRuntime:
     outcome: st.Outcome | None = None
     finished: bool = False
     confirmed: bool = False
+    image_container: Any = None
+    """The pod's working container (``kinetic_testing.images.pods.PodContainer``) when it runs
+    in a locally built image."""
     admitted_mono: float = field(default_factory=time.monotonic)
     """When this kubelet took the pod on (its ``status.startTime``): what
     ``activeDeadlineSeconds`` counts from, image pull included."""

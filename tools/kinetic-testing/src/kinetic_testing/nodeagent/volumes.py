@@ -5,9 +5,9 @@ An ``emptyDir`` is a directory of the pod's own (under the agent's pod directory
 at each of the container's ``mountPath``s in a private mount namespace of the pod's process
 (the runtime's :mod:`kinetic_runtime.data.namespace`, the code local jobs use for their
 volumes), so the process sees ``/data`` while nothing is written to this machine's ``/``. A
-``secret`` volume is a directory of the Secret's keys as files (``defaultMode``), made when the
-container starts and mounted read-only; a missing Secret keeps the pod ``ContainerCreating``
-with the kubelet's message, until it exists.
+``secret`` volume is a directory of the Secret's keys as files (``defaultMode``, group-owned by
+the pod's ``fsGroup``), made when the container starts and mounted read-only; a missing Secret
+keeps the pod ``ContainerCreating`` with the kubelet's message, until it exists.
 
 No CSI driver is registered with this kubelet, so a pod with a CSI volume (GCS FUSE) stays
 ``ContainerCreating`` with the message a kubelet without that driver gives; tests of FUSE
@@ -17,12 +17,13 @@ check the manifests the API server accepted, not a mount.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MountError", "mount_plan", "wrap_argv"]
+__all__ = ["MountError", "fs_group", "mount_plan", "wrap_argv"]
 
 Obj = dict[str, Any]
 
@@ -48,11 +49,21 @@ def _secret_files(pod: Obj, name: str, source: Obj, directory: Path, secrets: Se
     target = directory / "volumes" / name
     target.mkdir(parents=True, exist_ok=True)
     mode = int(source.get("defaultMode", 0o644))
+    group = fs_group(pod)
     for key, value in data.items():
         path = target / key
         path.write_text(value)
         path.chmod(mode)
+        if group is not None:  # the kubelet gives the pod's fsGroup the volume's files
+            os.chown(path, -1, group)
     return target
+
+
+def fs_group(pod: Obj) -> int | None:
+    """The pod's ``fsGroup``, where this kubelet can apply it (as root; a pod run as a local
+    process by an unprivileged agent keeps the agent's group)."""
+    group = (pod["spec"].get("securityContext") or {}).get("fsGroup")
+    return int(group) if group is not None and os.geteuid() == 0 else None
 
 
 def _projected_files(name: str, files: dict[str, str], directory: Path) -> Path:

@@ -1,0 +1,68 @@
+"""Where buildah and debootstrap are missing, the image tier is skipped with one line saying
+how to enable it, or, with ``KINETIC_REQUIRE_IMAGES=1`` (CI), the run fails saying so.
+
+Each case runs pytest in a subprocess whose ``PATH`` holds only its Python.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+_INI = """\
+[pytest]
+addopts = -p kinetic_testing.pytest_plugin -p no:cacheprovider
+markers =
+    images: the image tier
+"""
+_TEST = """
+import pytest
+
+@pytest.mark.images
+def test_builds_an_image(oci_images):
+    pass
+
+def test_other():
+    pass
+"""
+
+
+def _run(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pytest.ini").write_text(_INI)
+    (project / "test_tier.py").write_text(textwrap.dedent(_TEST))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KINETIC_")}
+    env.update(
+        PATH=str(Path(sys.executable).parent),
+        KINETIC_IMAGES_CACHE=str(tmp_path / "cache"),
+        **extra,
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-rs"], cwd=project, env=env, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_without_buildah_the_tier_is_skipped_with_one_line_saying_how_to_enable_it(
+    tmp_path: Path,
+) -> None:
+    done = _run(tmp_path)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "1 passed, 1 skipped" in output
+    summary = [line for line in output.splitlines() if line.startswith("image tier skipped")]
+    assert len(summary) == 1, output
+    assert "buildah and debootstrap not found" in summary[0]
+    assert "apt-get install -y buildah debootstrap" in summary[0]
+    assert not (tmp_path / "cache").exists()  # nothing was built or prepared
+
+
+def test_ci_requiring_the_tier_fails_instead_of_skipping(tmp_path: Path) -> None:
+    done = _run(tmp_path, KINETIC_REQUIRE_IMAGES="1")
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert (
+        "KINETIC_REQUIRE_IMAGES is set, but: image tier skipped: buildah and debootstrap" in output
+    )
