@@ -11,20 +11,19 @@ keeps two concurrent test sessions from building at once.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
+
+from kinetic_testing.cached_build import Progress, build_lock
 
 from .versions import PINS, Pins, bin_dir, cache_root
 
@@ -41,7 +40,6 @@ __all__ = [
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "lws-controller")
 LWS_CRD = "lws-crd.yaml"
 _MIN_GO = (1, 26)
-_HEARTBEAT_S = 20.0
 _LOG_TAIL_LINES = 30
 
 
@@ -119,53 +117,15 @@ def ensure_built(pins: Pins = PINS, *, out: TextIO | None = None) -> Built:
     go = go_toolchain()
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    with _build_lock(root):
+    with build_lock(root):
         done = built(pins)  # another session may have finished it while we waited
         if done is not None:
             return done
-        return _Builder(go, root, pins, _Progress(out or sys.stderr)).run()
-
-
-@contextmanager
-def _build_lock(root: Path) -> Iterator[None]:
-    with (root / "build.lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-class _Progress:
-    def __init__(self, out: TextIO) -> None:
-        self._out = out
-        self._start = time.monotonic()
-
-    def say(self, text: str) -> None:
-        elapsed = time.monotonic() - self._start
-        self._out.write(f"[k8s control plane {elapsed:5.0f}s] {text}\n")
-        self._out.flush()
-
-    @contextmanager
-    def step(self, text: str) -> Iterator[None]:
-        self.say(f"{text}...")
-        stop = threading.Event()
-
-        def heartbeat() -> None:
-            while not stop.wait(_HEARTBEAT_S):
-                self.say(f"still {text[0].lower()}{text[1:]}")
-
-        thread = threading.Thread(target=heartbeat, name="k8s-build-progress", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            thread.join()
+        return _Builder(go, root, pins, Progress("k8s control plane", out or sys.stderr)).run()
 
 
 class _Builder:
-    def __init__(self, go: str, root: Path, pins: Pins, progress: _Progress) -> None:
+    def __init__(self, go: str, root: Path, pins: Pins, progress: Progress) -> None:
         self.go = go
         self.root = root
         self.pins = pins

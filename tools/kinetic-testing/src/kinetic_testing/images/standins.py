@@ -23,19 +23,17 @@ differs is rebuilt. The storage lives under ``$KINETIC_IMAGES_CACHE`` (default
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
+
+from kinetic_testing.cached_build import Progress, build_lock
 
 from .buildah import Buildah, ImageCommandError, require_tools
 
@@ -123,8 +121,8 @@ def ensure_standins(python: str = _PYTHON, *, out: TextIO | None = None) -> Buil
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     buildah = Buildah(root)
-    progress = _Progress(out or sys.stderr)
-    with _lock(root):
+    progress = Progress("kinetic stand-in images", out or sys.stderr)
+    with build_lock(root):
         python_base, uv_image = standins(python)
         stale = [image for image in (python_base, uv_image)
                  if buildah.label(image.name, KEY_LABEL) != image.key]  # fmt: skip
@@ -137,29 +135,7 @@ def ensure_standins(python: str = _PYTHON, *, out: TextIO | None = None) -> Buil
     return buildah
 
 
-@contextmanager
-def _lock(root: Path) -> Iterator[None]:
-    with (root / "build.lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-class _Progress:
-    def __init__(self, out: TextIO) -> None:
-        self._out = out
-        self._start = time.monotonic()
-
-    def say(self, text: str) -> None:
-        self._out.write(
-            f"[kinetic stand-in images {time.monotonic() - self._start:5.0f}s] {text}\n"
-        )
-        self._out.flush()
-
-
-def _build_python_base(buildah: Buildah, image: StandIn, python: str, progress: _Progress) -> None:
+def _build_python_base(buildah: Buildah, image: StandIn, python: str, progress: Progress) -> None:
     mirror = debian_mirror()
     progress.say(f"building {image.name}: debootstrap {_SUITE} from {mirror} (about 1.5 min)")
     with tempfile.TemporaryDirectory(prefix="standin-rootfs-", dir=buildah.root) as scratch:
@@ -188,7 +164,7 @@ def _build_python_base(buildah: Buildah, image: StandIn, python: str, progress: 
     progress.say(f"built {image.name}")
 
 
-def _build_uv_image(buildah: Buildah, image: StandIn, progress: _Progress) -> None:
+def _build_uv_image(buildah: Buildah, image: StandIn, progress: Progress) -> None:
     progress.say(f"building {image.name} from uv's PyPI wheel")
     with tempfile.TemporaryDirectory(prefix="standin-uv-", dir=buildah.root) as scratch:
         target = Path(scratch) / "wheel"
