@@ -210,18 +210,14 @@ class Kubelet:
             )
             argv = container_argv(container, env)
         except EnvError as exc:
-            if rt.waiting_reason != "CreateContainerConfigError":
-                rt.waiting_reason = "CreateContainerConfigError"
-                self._patch(rt, st.waiting(pod, rt.waiting_reason, str(exc), now_rfc3339()))
+            self._wait(rt, "CreateContainerConfigError", str(exc))
             return
         try:
             secrets = self._secret_data
             plan = mount_plan(pod, container, rt.directory, secrets, self._projected)
             argv = wrap_argv(argv, plan, rt.directory)
         except MountError as exc:
-            if rt.waiting_reason != "ContainerCreating":
-                rt.waiting_reason = "ContainerCreating"
-                self._patch(rt, st.waiting(pod, rt.waiting_reason, str(exc), now_rfc3339()))
+            self._wait(rt, "ContainerCreating", str(exc))
             return
         self._launch(rt, argv, env)
 
@@ -251,22 +247,24 @@ class Kubelet:
             if not argv:
                 raise EnvError("container has no command: the node agent runs no image entrypoint")
         except EnvError as exc:
-            if rt.waiting_reason != "CreateContainerConfigError":
-                rt.waiting_reason = "CreateContainerConfigError"
-                self._patch(rt, st.waiting(pod, rt.waiting_reason, str(exc), now_rfc3339()))
+            self._wait(rt, "CreateContainerConfigError", str(exc))
             return
         try:
             binds = mount_plan(pod, container, rt.directory, self._secret_data, self._projected)
         except MountError as exc:
-            if rt.waiting_reason != "ContainerCreating":
-                rt.waiting_reason = "ContainerCreating"
-                self._patch(rt, st.waiting(pod, rt.waiting_reason, str(exc), now_rfc3339()))
+            self._wait(rt, "ContainerCreating", str(exc))
             return
         argv = enter_image_argv(
             rt.image_container, argv, binds=binds, uid=uid, gid=gid, workdir=config.workdir,
             groups=[group] if (group := fs_group(pod)) is not None else [],
         )  # fmt: skip
         self._launch(rt, argv, env)
+
+    def _wait(self, rt: PodRuntime, reason: str, message: str) -> None:
+        """The container waits for ``reason``; said once, as a kubelet reports it."""
+        if rt.waiting_reason != reason:
+            rt.waiting_reason = reason
+            self._patch(rt, st.waiting(rt.pod, reason, message, now_rfc3339()))
 
     def _launch(self, rt: PodRuntime, argv: list[str], env: dict[str, str]) -> None:
         pod = rt.pod
