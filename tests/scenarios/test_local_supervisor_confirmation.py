@@ -98,6 +98,7 @@ def test_a_job_submitted_again_runs_when_the_killed_submitters_supervisor_starts
     job_id, first = submitter.stdout.readline().split()
     os.kill(submitter.pid, signal.SIGKILL)  # by pid only: its supervisor has its own session
     submitter.communicate(timeout=60)
+    assert not pid_gone(int(first)), "the supervisor died with its submitter"
     job = kinetic.attach(job_id, backend="local")
     state = job.status_detail()
     assert state.status is JobStatus.NOT_FOUND and "never started" in state.detail
