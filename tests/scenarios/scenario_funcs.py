@@ -141,6 +141,16 @@ def exit_process(code: int) -> None:
     os._exit(code)
 
 
+def exit_on_a_follower(code: int, gate: str) -> None:
+    """Every host but the leader says so and exits with ``code`` at once; the leader waits
+    for ``gate``, so a slice stopped at its first failure stops it before it says anything."""
+    if os.environ.get("KINETIC_HOST_INDEX", "0") == "0":
+        _wait_for(gate)
+        print("the leader passed its gate", flush=True)
+        return
+    exit_process(code)
+
+
 def _refuse_to_load() -> None:
     raise RuntimeError("this argument cannot be loaded inside the job")
 

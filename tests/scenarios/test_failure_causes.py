@@ -4,6 +4,7 @@ preemption, eviction, image pull) are in ``test_gke_client``; timeouts in ``test
 """
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from scenario_support import ScenarioBackend, wait_until
 
 from kinetic import FailureCause, JobFailedError, JobStatus
 from kinetic.cli import cli
+from kinetic_protocol import parse_accelerator, valid_accelerator_names
 
 
 def test_a_function_that_raises_ends_with_cause_user(kinetic_backend: ScenarioBackend) -> None:
@@ -44,7 +46,41 @@ def test_a_process_that_ends_without_a_result_ends_with_cause_exit(
     assert failure.cause is FailureCause.EXIT
     assert failure.exit_code == 5
     assert "exit 5" in failure.reason
-    assert "leaving with status 5" in job.tail(5)
+    # The host that failed said why. On a slice that is not always the leader: the first host
+    # to fail stops the others, under load before the leader has run the function at all.
+    assert "leaving with status 5" in job.tail(5, host=_failed_host(failure.reason))
+
+
+@pytest.mark.backends("local", "pathways")
+def test_the_host_that_failed_a_slice_keeps_its_last_lines_though_the_leader_said_nothing(
+    kinetic_backend: ScenarioBackend, tmp_path: Path
+) -> None:
+    """A follower fails while the leader has not got to the function: the failure names the
+    follower, whose output says why, read from the store once the job is cleaned up."""
+    gate = tmp_path / "never-opened"
+    accelerator = _TWO_HOSTS if kinetic_backend.name == "local" else kinetic_backend.accelerator
+    remote = kinetic_backend.decorate(accelerator=accelerator)(uf.exit_on_a_follower)
+    try:
+        job = remote.run_async(5, str(gate))
+        with pytest.raises(JobFailedError):
+            job.result()  # cleans up: what is read next comes from the store
+        failure = job.failure()
+        assert failure is not None
+        assert (failure.cause, failure.exit_code) == (FailureCause.EXIT, 5)
+        assert failure.reason.startswith("host 1 of 2: "), failure.reason
+        assert "leaving with status 5" in job.tail(5, host=_failed_host(failure.reason))
+        assert "leaving with status 5" not in job.tail(5), "the leader never ran it"
+    finally:
+        gate.touch()
+
+
+_TWO_HOSTS = next(n for n in valid_accelerator_names() if parse_accelerator(n).hosts == 2)
+
+
+def _failed_host(reason: str) -> int | None:
+    """The host a multi-host job's failure names (``host 1 of 2: exit 5``); None for one host."""
+    named = re.match(r"host (\d+) of \d+: ", reason)
+    return int(named.group(1)) if named else None
 
 
 def test_a_job_that_fails_before_its_function_runs_names_the_phase(

@@ -138,7 +138,12 @@ def serve(socket_path: Path, idle: float = IDLE_SECONDS) -> int:
                 conn, _ = server.accept()
             except TimeoutError:
                 return 0
-            _handle(conn, server)
+            try:
+                _handle(conn, server)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                # One client's trouble (killed while it waited for the answer, or a request
+                # that is not one) ends its request, not the launcher every later job uses.
+                print(f"launcher: a request was not answered: {exc!r}", file=sys.stderr)
     finally:
         with contextlib.suppress(FileNotFoundError):
             if socket_path.stat().st_ino == identity:

@@ -191,7 +191,8 @@ def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: in
 
 
 def _claim(job_dir: Path) -> bool:
-    """Only one supervisor may ever run a job, however it was started."""
+    """Only one supervisor may ever run a job, however it was started (the confirmed one;
+    this guards against a job directory confirmed twice)."""
     try:
         os.close(open_private(job_dir / "claimed", os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
@@ -391,7 +392,12 @@ def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
     # Everything the job writes (its workdir, staged data, outputs in a local store) is
     # private, whatever the submitter's umask: the runtimes inherit this one.
     os.umask(PRIVATE_UMASK)
-    if not _claim(job_dir) or not _confirmed(job_dir):
+    # Confirmation first: the supervisor the client recorded is the one that runs. A claim
+    # first let a supervisor that started late (under load: one whose submitter was killed
+    # before confirming it, found in the directory of the job's next submission; or the
+    # launcher's, after its answer timed out and the client started another) take the job
+    # and then give it up to the recorded one, which could no longer claim it: nothing ran.
+    if not _confirmed(job_dir) or not _claim(job_dir):
         return 0
     try:
         return _run(job_dir, start)
