@@ -81,6 +81,7 @@ _RECORD = JobRecord(
     backend_data={"python": "/home/me/.kinetic/venvs/3f2a/bin/python"},
     output_dir="gs://my-bucket/runs/sweep",
     timeout=3600.0,
+    preemption_retries=5,
     mounts=[
         Mount(path="/data", kind="scratch"),
         Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),
@@ -188,6 +189,7 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         name="sweep",
         tags={"team": "research"},
         retries=2,
+        retry_on=["exit", "oom"],
         max_concurrent=16,
         fail_fast=True,
         cancel_running_on_fail=True,
