@@ -37,7 +37,11 @@ def test_a_job_keeps_its_artifacts_in_the_bucket_and_cleanup_removes_them(
     assert job.bucket_name == gcs_store.removeprefix("gs://")
     job.wait()
     prefix = layout.job_prefix(job.job_id)
-    assert _blob_names(gcs_store, prefix) == sorted(
+    names = _blob_names(gcs_store, prefix)
+    kept = [name for name in names if name.startswith(layout.kept_output_prefix(job.job_id))]
+    parsed = layout.parse_kept_output_key(kept[0]) if len(kept) == 1 else None
+    assert parsed is not None and parsed[0] == 0, f"host 0's output of its one run: {names}"
+    assert sorted(set(names) - set(kept)) == sorted(
         [
             layout.call_key(job.job_id),
             layout.job_record_key(job.job_id),

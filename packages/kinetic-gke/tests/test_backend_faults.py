@@ -177,7 +177,7 @@ def test_a_disrupted_running_job_fails_with_the_reason(
     exit_code: int | None,
 ) -> None:
     backend = make_backend(command=HOLD)
-    job = record("victim")
+    job = record("victim", preemption_retries=0)  # no budget: the disruption ends the job
     backend.submit(job)
     _running(backend, job)
     getattr(agent, fault)(cluster.namespace, selector=job_selector("victim"))
@@ -231,7 +231,7 @@ def test_a_job_whose_pod_was_deleted_under_it_fails_saying_so(
     remove: object,
 ) -> None:
     backend = make_backend(command=HOLD)
-    job = record("gone")
+    job = record("gone", preemption_retries=0)  # no budget: the deletion ends the job
     backend.submit(job)
     _running(backend, job)
     remove(cluster, agent, _only_pod(cluster, job))  # type: ignore[operator]

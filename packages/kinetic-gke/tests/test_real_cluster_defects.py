@@ -233,7 +233,7 @@ def test_the_first_terminal_reason_is_kept_after_the_pod_is_deleted(
     fault: str,
 ) -> None:
     backend = make_backend(command=HOLD)
-    job = record("kept")
+    job = record("kept", preemption_retries=0)  # no budget: the disruption ends the job
     backend.submit(job)
     wait_state(backend, job, JobStatus.RUNNING)
     getattr(agent, fault)(cluster.namespace, selector=job_selector("kept"))
