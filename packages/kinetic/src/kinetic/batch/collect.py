@@ -5,6 +5,7 @@ records (``collected/``) before any child's copy is deleted, in groups as childr
 collection killed halfway, or a second one from another process, still finds every outcome.
 """
 
+import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -19,6 +20,7 @@ from kinetic.trust import OutcomeKind, SealedOutcome, open_outcome
 from kinetic_protocol import (
     CollectedFailure,
     CollectedOutcome,
+    HostSelection,
     JobFailedError,
     JobNotFoundError,
     JobState,
@@ -26,6 +28,7 @@ from kinetic_protocol import (
     KineticError,
     Succeeded,
     layout,
+    parse_accelerator,
 )
 
 __all__ = ["Collector"]
@@ -218,12 +221,30 @@ def _failure_summary(job: JobHandle, state: BatchState, index: int) -> Collected
     if failure is None:
         return None
     try:
-        lines = read_output(backend_for(job.record), job.record, tail=_FAILURE_LINES)
+        lines = read_output(
+            backend_for(job.record),
+            job.record,
+            tail=_FAILURE_LINES,
+            host=_failed_host(job, failure.reason),
+        )
     except KineticError:
         lines = ""
     return CollectedFailure(
         index=index, job_id=job.job_id, failure=failure, last_lines=lines[-_FAILURE_BYTES:]
     )
+
+
+_NAMED_HOST = re.compile(r"\bhost (\d+) of \d+\b")
+
+
+def _failed_host(job: JobHandle, reason: str) -> HostSelection:
+    """Whose lines a failed multi-host child keeps: the host its failure names (the slice
+    stops the others, and the leader may never have run the function), else every host's.
+    None for a one-host job."""
+    if parse_accelerator(job.accelerator).hosts == 1:
+        return None
+    named = _NAMED_HOST.search(reason)
+    return int(named.group(1)) if named else "all"
 
 
 class _Keeper:
