@@ -41,7 +41,7 @@ def test_a_fresh_interpreter_that_writes_no_bytecode_compiles_nothing_it_imports
     compiled = json.loads(done.stdout.strip().splitlines()[-1])
     assert compiled == [], (
         f"{len(compiled)} modules compiled from source, e.g. {compiled[:5]}: site-packages "
-        "are compiled by `uv sync` (compile-bytecode), the workspace by the test plugin"
+        "and the workspace are compiled by the test plugin (kinetic_testing.bytecode)"
     )
 
 
