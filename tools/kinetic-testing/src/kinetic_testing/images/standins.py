@@ -140,18 +140,13 @@ def _build_python_base(buildah: Buildah, image: StandIn, python: str, progress: 
     progress.say(f"building {image.name}: debootstrap {_SUITE} from {mirror} (about 1.5 min)")
     with tempfile.TemporaryDirectory(prefix="standin-rootfs-", dir=buildah.root) as scratch:
         rootfs = Path(scratch) / "rootfs"
-        done = subprocess.run(
+        _run_or_raise(
             [
                 "debootstrap", "--variant=minbase", f"--include=python{python},ca-certificates",
                 _SUITE, str(rootfs), mirror,
             ],
-            capture_output=True, text=True, check=False,
+            f"debootstrap of {_SUITE} from {mirror}",
         )  # fmt: skip
-        if done.returncode != 0:
-            raise ImageCommandError(
-                f"debootstrap of {_SUITE} from {mirror} exited {done.returncode}:\n"
-                f"{(done.stdout + done.stderr)[-4000:]}"
-            )
         link = rootfs / "usr/local/bin" / f"python{python}"
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(f"/usr/bin/python{python}")
@@ -164,22 +159,26 @@ def _build_python_base(buildah: Buildah, image: StandIn, python: str, progress: 
     progress.say(f"built {image.name}")
 
 
+def _run_or_raise(argv: list[str], what: str) -> None:
+    """Run a build step; its failure is an ImageCommandError quoting the end of its output."""
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise ImageCommandError(
+            f"{what} exited {done.returncode}:\n{(done.stdout + done.stderr)[-4000:]}"
+        )
+
+
 def _build_uv_image(buildah: Buildah, image: StandIn, progress: Progress) -> None:
     progress.say(f"building {image.name} from uv's PyPI wheel")
     with tempfile.TemporaryDirectory(prefix="standin-uv-", dir=buildah.root) as scratch:
         target = Path(scratch) / "wheel"
-        done = subprocess.run(
+        _run_or_raise(
             [
                 *_uv_command(), "pip", "install", "--quiet", "--no-deps", "--python",
                 sys.executable, "--target", str(target), f"uv=={_UV_VERSION}",
             ],
-            capture_output=True, text=True, check=False,
+            f"installing uv=={_UV_VERSION} from PyPI",
         )  # fmt: skip
-        if done.returncode != 0:
-            raise ImageCommandError(
-                f"installing uv=={_UV_VERSION} from PyPI exited {done.returncode}:\n"
-                f"{(done.stdout + done.stderr)[-4000:]}"
-            )
         rootfs = Path(scratch) / "rootfs"
         rootfs.mkdir()
         for name in ("uv", "uvx"):
