@@ -16,6 +16,7 @@ from kinetic_testing.bytecode import precompile_workspace
 from kinetic_testing.client_fixtures import clean_kinetic_env, kinetic_session
 from kinetic_testing.controlplane.fixtures import (
     MARKER,
+    NAMESPACE,
     REQUIRE_ENV,
     k8s_binaries,
     k8s_namespace,
@@ -25,6 +26,7 @@ from kinetic_testing.controlplane.fixtures import (
     required,
     uses_real_k8s,
 )
+from kinetic_testing.controlplane.snapshot import namespace_snapshot
 from kinetic_testing.fake_gcs import FakeGcsServer
 from kinetic_testing.images import fixtures as image_tier
 from kinetic_testing.images.fixtures import image_builds, oci_images
@@ -180,10 +182,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Attach the control plane's component logs to a failing test of that tier."""
+    """Attach what the test's namespace held, and the control plane's component logs, to a
+    failing test of that tier."""
     report = yield
-    plane = getattr(item, "funcargs", {}).get("real_k8s")
-    if report.failed and plane is not None:
+    if not report.failed:
+        return report
+    used = item.stash.get(NAMESPACE, None)
+    if used is not None:
+        report.sections.append(("namespace", namespace_snapshot(*used)))
+    plane = used[0] if used is not None else getattr(item, "funcargs", {}).get("real_k8s")
+    if plane is not None:
         report.sections.append(("control plane logs", plane.log_tails()))
     return report
 

@@ -2,6 +2,7 @@
 the controllers and webhooks we depend on are serving."""
 
 from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.controlplane.snapshot import namespace_snapshot
 from kinetic_testing.controlplane.versions import PINS
 
 
@@ -32,3 +33,37 @@ def test_every_component_keeps_a_log_for_failure_reports(real_k8s: ControlPlane)
         "etcd", "kube-apiserver", "kube-controller-manager", "lws-controller",
     }  # fmt: skip
     assert "--- kube-apiserver" in real_k8s.log_tails(lines=1)
+
+
+def test_a_failure_report_shows_the_jobs_and_pods_of_the_tests_namespace(
+    real_k8s: ControlPlane, k8s_namespace: str
+) -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "stuck"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox", "command": ["true"]}],
+                }
+            }
+        },
+    }
+    real_k8s.request("POST", f"/apis/batch/v1/namespaces/{k8s_namespace}/jobs", job)
+    shown = namespace_snapshot(real_k8s, k8s_namespace).splitlines()
+    assert shown[0] == f"namespace {k8s_namespace}:"
+    assert "Jobs (1):" in shown
+    assert any(line.startswith("  stuck: ") for line in shown), shown
+    assert "LeaderWorkerSets (0):" in shown
+
+
+def test_a_snapshot_of_a_cluster_that_cannot_be_read_says_why_instead_of_raising() -> None:
+    class Unreachable:
+        def request(self, method: str, path: str) -> object:
+            raise ConnectionRefusedError("connection refused")
+
+    shown = namespace_snapshot(Unreachable(), "ns").splitlines()
+    assert shown[1] == "Jobs: could not list (ConnectionRefusedError: connection refused)"
+    assert len(shown) == 5

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MARKER",
+    "NAMESPACE",
     "REQUIRE_ENV",
     "k8s_binaries",
     "k8s_namespace",
@@ -40,6 +41,11 @@ _BINARIES = pytest.StashKey["Built | None"]()
 """The build found (or made) for this session, resolved once, before any test changes the
 environment (the scenario suite's isolation removes every ``KINETIC_*`` variable, among them
 ``KINETIC_K8S_CACHE``)."""
+
+
+NAMESPACE = pytest.StashKey[tuple[ControlPlane, str]]()
+"""The control plane and namespace a test used, on its item: its failure report shows what the
+namespace held (set by ``k8s_namespace``, which a scenario may reach dynamically)."""
 
 
 def uses_real_k8s(item: pytest.Item) -> bool:
@@ -102,6 +108,7 @@ def real_k8s(
 def k8s_namespace(real_k8s: ControlPlane, request: pytest.FixtureRequest) -> Iterator[str]:
     """A namespace of this test's own; deleted afterwards without waiting for it to go."""
     name = real_k8s.create_namespace(request.node.name)
+    request.node.stash[NAMESPACE] = (real_k8s, name)
     yield name
     real_k8s.delete_namespace(name)
 
