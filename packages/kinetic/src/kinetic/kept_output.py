@@ -62,11 +62,24 @@ def _last(text: str, tail: int | None) -> str:
     return "".join(text.splitlines(keepends=True)[-tail:]) if tail > 0 else ""
 
 
+def _first_failed_host(runs: dict[int, list[KeptOutput]]) -> int:
+    """The host shown by default: the leader, unless another host's run failed first. That
+    host's failure stopped the slice, and the leader, stopped with it, may have said nothing
+    (or not yet started the function)."""
+    failed = [
+        (last.updated_at, host)
+        for host, host_runs in runs.items()
+        if (last := host_runs[-1]).final and last.ended not in ("", "exit 0")
+    ]
+    return min(failed)[1] if failed else 0
+
+
 def kept_text(
     record: JobRecord, *, tail: int | None = None, host: HostSelection = None
 ) -> str | None:
-    """The kept output of the selected host (the leader's by default; every host's, each line
-    prefixed ``[host i]``, with ``"all"``), its last ``tail`` lines; None if none was kept."""
+    """The kept output of the selected host (by default the leader's, or that of the host
+    whose failure ended the job; every host's, each line prefixed ``[host i]``, with
+    ``"all"``), its last ``tail`` lines; None if none was kept."""
     return stored_text(store_for(record), record.job_id, tail=tail, host=host)
 
 
@@ -76,10 +89,11 @@ def stored_text(
     """:func:`kept_text` by job id alone: it needs no job record, so no signing key (the kept
     output is display text, and not signed), and no cluster."""
     runs = runs_by_host(store, job_id)
-    hosts = sorted(runs) if host == "all" else [i for i in [host or 0] if i in runs]
+    chosen = _first_failed_host(runs) if host is None else host
+    hosts = sorted(runs) if chosen == "all" else [i for i in [chosen] if i in runs]
     if not hosts:
         return None
-    if host != "all":
+    if chosen != "all":
         return _last(_host_text(runs[hosts[0]]), tail)
     return "".join(
         f"[host {i}] {line}"

@@ -64,6 +64,25 @@ def test_a_snapshot_of_a_cluster_that_cannot_be_read_says_why_instead_of_raising
         def request(self, method: str, path: str) -> object:
             raise ConnectionRefusedError("connection refused")
 
+        def get_text(self, path: str) -> str:
+            raise ConnectionRefusedError("connection refused")
+
     shown = namespace_snapshot(Unreachable(), "ns").splitlines()
     assert shown[1] == "Jobs: could not list (ConnectionRefusedError: connection refused)"
     assert len(shown) == 5
+
+
+def test_a_deleted_namespaces_pods_are_gone_at_once_even_with_no_kubelet(
+    real_k8s: ControlPlane,
+) -> None:
+    name = real_k8s.create_namespace("pods-outlive")
+    pod = {
+        "metadata": {"name": "bound"},
+        "spec": {
+            "nodeName": "a-node-no-agent-runs",  # so no kubelet ever confirms its end
+            "containers": [{"name": "main", "image": "busybox"}],
+        },
+    }
+    real_k8s.request("POST", f"/api/v1/namespaces/{name}/pods", pod)
+    real_k8s.delete_namespace(name)
+    assert real_k8s.request("GET", f"/api/v1/namespaces/{name}/pods")["items"] == []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.nodeagent import NodeAgent
 
 pytestmark = pytest.mark.realk8s
@@ -168,3 +169,19 @@ def test_a_dropped_watch_is_resumed(agent: NodeAgent, h) -> None:
     response.shutdown()
     h.create_job("after", "print(2)")
     h.wait(lambda: h.job_condition("after", "Complete"), what="Job Complete after re-list")
+
+
+def test_a_failure_report_shows_each_pods_last_lines_and_restarts(
+    agent: NodeAgent, h, real_k8s: ControlPlane
+) -> None:
+    from kinetic_testing.controlplane.snapshot import namespace_snapshot
+
+    h.create_job("talks", "print('the last words of the pod')")
+    h.wait(lambda: h.job_condition("talks", "Complete"), what="Job Complete")
+    pod = h.only_pod("talks", "Succeeded")
+    shown = namespace_snapshot(real_k8s, h.ns).splitlines()
+    line = next(
+        i for i, text in enumerate(shown) if text.startswith(f"  {pod['metadata']['name']}")
+    )
+    assert "terminated(Completed) exit 0 restarts=0" in shown[line], shown[line]
+    assert shown[line + 1] == "    | the last words of the pod"

@@ -14,12 +14,15 @@ __all__ = ["namespace_snapshot"]
 
 _LWS = "/apis/leaderworkerset.x-k8s.io/v1/namespaces/{ns}/leaderworkersets"
 _EVENTS_SHOWN = 40
+_LOG_LINES = 8
 
 
 class _Readable(Protocol):
     """What the snapshot needs of a cluster (``ControlPlane`` has it)."""
 
     def request(self, method: str, path: str) -> Any: ...
+
+    def get_text(self, path: str) -> str: ...
 
 
 def namespace_snapshot(plane: _Readable, namespace: str) -> str:
@@ -39,8 +42,25 @@ def namespace_snapshot(plane: _Readable, namespace: str) -> str:
         if title == "Events":
             items = sorted(items, key=_event_time)[-_EVENTS_SHOWN:]
         lines.append(f"{title} ({len(items)}):")
-        lines.extend(f"  {describe(item)}" for item in items)
+        for item in items:
+            lines.append(f"  {describe(item)}")
+            if title == "Pods":
+                lines.extend(f"    | {line}" for line in _log_tail(plane, namespace, item))
     return "\n".join(lines)
+
+
+def _log_tail(plane: _Readable, namespace: str, pod: dict[str, Any]) -> list[str]:
+    """The pod's last lines, through the API server (from its node's log server)."""
+    name = (pod.get("metadata") or {}).get("name")
+    if not (pod.get("spec") or {}).get("nodeName"):
+        return []
+    try:
+        text = plane.get_text(
+            f"/api/v1/namespaces/{namespace}/pods/{name}/log?tailLines={_LOG_LINES}"
+        )
+    except Exception as error:  # a report must not fail the hook
+        return [f"(no log: {type(error).__name__}: {error})"]
+    return text.splitlines()[-_LOG_LINES:]
 
 
 def _name(obj: dict[str, Any]) -> str:
@@ -90,9 +110,12 @@ def _pod_line(pod: dict[str, Any]) -> str:
         (kind, detail), *_ = state.items() if state else [("unknown", {})]
         reason = (detail or {}).get("reason") or ""
         code = (detail or {}).get("exitCode")
+        last = ((c.get("lastState") or {}).get("terminated") or {}).get("exitCode")
         containers.append(
             f"{c.get('name')}:{kind}{f'({reason})' if reason else ''}"
             + (f" exit {code}" if code is not None else "")
+            + f" restarts={c.get('restartCount', 0)}"
+            + (f" last-exit {last}" if last is not None else "")
         )
     return (
         f"{_name(pod)}: phase={status.get('phase')} node={spec.get('nodeName') or '-'} "
