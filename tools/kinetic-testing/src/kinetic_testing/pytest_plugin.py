@@ -15,6 +15,7 @@ import pytest
 from kinetic_testing.bytecode import precompile_workspace
 from kinetic_testing.client_fixtures import clean_kinetic_env, kinetic_session
 from kinetic_testing.controlplane.fixtures import (
+    AGENT,
     MARKER,
     NAMESPACE,
     REQUIRE_ENV,
@@ -190,6 +191,11 @@ def pytest_runtest_makereport(
     used = item.stash.get(NAMESPACE, None)
     if used is not None:
         report.sections.append(("namespace", namespace_snapshot(*used)))
+    agent = item.stash.get(AGENT, None)
+    if agent is not None and report.when == "call":
+        from kinetic_testing.nodeagent.stacks import process_stacks
+
+        report.sections.append(("pod process stacks", process_stacks(agent.kubelet.running())))
     plane = used[0] if used is not None else getattr(item, "funcargs", {}).get("real_k8s")
     if plane is not None:
         report.sections.append(("control plane logs", plane.log_tails()))

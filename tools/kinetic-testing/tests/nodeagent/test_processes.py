@@ -25,3 +25,30 @@ def test_a_process_not_reaped_within_the_wait_is_reaped_later_and_never_warns(
         del process, popen
         gc.collect()
     assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+def test_a_hung_pods_processes_show_the_line_they_wait_on(tmp_path: Path) -> None:
+    from kinetic_testing.nodeagent.stacks import process_stacks
+
+    script = tmp_path / "hangs.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "def wait_for_ever():\n"
+        "    sys.stdout.write('ready\\n'); sys.stdout.flush()\n"
+        "    time.sleep(600)\n"
+        "if os.fork() == 0:\n"  # a second process in the pod's group, as the output keeper
+        "    wait_for_ever()\n"
+        "wait_for_ever()\n"
+    )
+    log = tmp_path / "log"
+    process = PodProcess([sys.executable, str(script)], {}, tmp_path, log)
+    try:
+        with open(log) as reader:  # both processes are in the function once both said so
+            said = 0
+            while said < 2:
+                said += reader.readline() == "ready\n"
+        shown = process_stacks({"ns/hung": process.pid})
+    finally:
+        process.reap(timeout=5)
+    assert shown.count("--- pod ns/hung, pid ") == 2, shown
+    assert shown.count("wait_for_ever (hangs.py:4)") == 2, shown

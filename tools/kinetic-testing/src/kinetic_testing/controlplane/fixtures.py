@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from kinetic_testing.nodeagent import NodeAgent
 
 __all__ = [
+    "AGENT",
     "MARKER",
     "NAMESPACE",
     "REQUIRE_ENV",
@@ -44,6 +45,9 @@ environment (the scenario suite's isolation removes every ``KINETIC_*`` variable
 
 
 NAMESPACE = pytest.StashKey[tuple[ControlPlane, str]]()
+AGENT = pytest.StashKey["NodeAgent"]()
+"""The node agent a test used: its failure report shows where each running pod's processes
+are stuck."""
 """The control plane and namespace a test used, on its item: its failure report shows what the
 namespace held (set by ``k8s_namespace``, which a scenario may reach dynamically)."""
 
@@ -114,7 +118,9 @@ def k8s_namespace(real_k8s: ControlPlane, request: pytest.FixtureRequest) -> Ite
 
 
 @pytest.fixture
-def node_agent(real_k8s: ControlPlane, tmp_path: Path) -> Iterator[NodeAgent]:
+def node_agent(
+    real_k8s: ControlPlane, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[NodeAgent]:
     """The default GKE-like nodes, running pods as local processes with a small host
     environment; fails the test if the agent recorded an error."""
     from kinetic_testing.nodeagent import NodeAgent, base_host_env
@@ -122,6 +128,7 @@ def node_agent(real_k8s: ControlPlane, tmp_path: Path) -> Iterator[NodeAgent]:
     with NodeAgent(
         real_k8s.api_client, workdir=tmp_path / "nodes", host_env=base_host_env(os.environ)
     ) as agent:
+        request.node.stash[AGENT] = agent
         yield agent
         errors = list(agent.errors)
     assert errors == [], f"the node agent failed: {errors}"

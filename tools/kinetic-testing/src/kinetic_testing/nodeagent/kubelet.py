@@ -105,6 +105,15 @@ class Kubelet:
             except Exception as exc:
                 self._report(f"kubelet {rt.key[0]}/{rt.key[1]}: {describe(exc)}")
 
+    def running(self) -> dict[str, int]:
+        """``namespace/name`` of each pod whose process runs, and that process's pid (the
+        leader of its process group)."""
+        return {
+            f"{rt.key[0]}/{rt.key[1]}": rt.process.pid
+            for rt in list(self._runtimes.values())
+            if rt.process is not None and rt.process.exit_code is None
+        }
+
     def drop_node(self, node: str) -> list[Obj]:
         """The node's VM is gone: kill its processes, forget its pods; returns their last pods."""
         lost = [rt for rt in self._runtimes.values() if rt.node == node]
