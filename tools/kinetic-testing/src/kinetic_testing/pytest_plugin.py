@@ -133,7 +133,7 @@ def _summary_lines() -> list[str]:
         for reason in _skipped_real_k8s
     ]
     lines += [f"{reason} ({image_tier.ENABLE_HINT})" for reason in _skipped_images]
-    return lines
+    return lines + image_tier.BUILD_LINES
 
 
 _WORKER_LINES = "kinetic_summary_lines"
