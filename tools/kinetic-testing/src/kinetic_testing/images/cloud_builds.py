@@ -28,6 +28,8 @@ from .pods import LocalImages
 __all__ = ["BuildahCloudBuilds", "inline_context"]
 
 _PIECE = re.compile(r"^KINETIC_BUILD_CONTEXT(?:_(\d+))?=(.*)$", re.DOTALL)
+_HASH_TAG = re.compile(r"^kinetic-([0-9a-f]{16})$")
+"""The build tag with the context's content hash (``build_request`` adds it)."""
 _STEP_FAILED = (
     'ERROR: build step 1 "gcr.io/cloud-builders/docker" failed: '
     "step exited with non-zero status: 1\n"
@@ -71,7 +73,13 @@ class BuildahCloudBuilds:
             )  # fmt: skip
         [uri] = build.get("images") or [""]
         category = uri.rsplit("/", 1)[-1].partition(":")[0] or "image"
-        digest = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()
+        # Kinetic's content hash, as the image tier's direct builds use it: one image for both.
+        tagged = [m.group(1) for t in build.get("tags") or [] if (m := _HASH_TAG.match(str(t)))]
+        digest = (
+            tagged[0]
+            if tagged
+            else hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()
+        )
         try:
             local_tag = self._builds.build(files, digest, category)
         except ImageCommandError as error:
