@@ -42,6 +42,7 @@ def probe():
 
     runtime = Path(kinetic_runtime.__file__).parent
     six = importlib.util.find_spec("six")
+    datasets = importlib.util.find_spec("datasets")
     return {
         "uid": os.getuid(),
         "gid": os.getgid(),
@@ -50,9 +51,11 @@ def probe():
         "runtime_version": importlib.metadata.version("kinetic-runtime"),
         "runtime_main": hashlib.sha256((runtime / "main.py").read_bytes()).hexdigest(),
         "six": six.origin if six else None,
+        "datasets": datasets.origin if datasets else None,
     }
 """
-"""A job reporting who runs it and where its interpreter, runtime and ``six`` come from."""
+"""A job reporting who runs it and where its interpreter, runtime, ``six`` and ``datasets``
+(the runtime's ``hf`` extra) come from."""
 
 
 def job_function(source: str, name: str) -> Callable[..., Any]:

@@ -92,3 +92,28 @@ def test_the_prebuilt_base_installs_the_users_requirement_when_the_pod_starts(
     found = _probe(jobs, image_builds, image, requirements=[USER_REQUIREMENT])
     assert (found["uid"], found["gid"]) == (1000, 1000)
     assert found["six"] == f"{IMAGE_SITE}/six.py"  # installed as uid 1000 into the image's venv
+
+
+def test_a_prebuilt_image_of_an_unpublished_kinetic_installs_a_runtime_extra_at_pod_start(
+    image_builds: ImageBuilds, jobs: BucketJobs, tmp_path: Path
+) -> None:
+    """A call with ``hf://`` data on a prebuilt image installs ``kinetic-runtime[...,hf]==V``
+    when the pod starts, and this workspace's version V is on no index. It still works: the
+    image's own runtime (from the context's wheels) satisfies the pin, so uv installs only the
+    extra's requirements and keeps that runtime (this source's)."""
+    builder = BuildahImageBuilder(image_builds)
+    [uri] = build_base_images(["cpu"], "kinetic", None, builder)
+    project = tmp_path / "project"
+    project.mkdir()
+    resolved = resolve_image(
+        container_image="prebuilt", base_image_repo="kinetic",
+        accelerator=parse_accelerator("cpu"), project_root=project, project="test",
+        zone="us-central1-a", runtime_extras=("hf",),
+    )  # fmt: skip
+    assert resolved.uri == uri
+    job_id = jobs.stage(job_function(PROBE, "probe"), requirements=resolved.requirements)
+    run = jobs.run_in(image_builds, builder.local_tags[uri], job_id)
+    found = run.value()
+    assert str(found["datasets"]).startswith(f"{IMAGE_SITE}/datasets/"), run.output
+    assert found["runtime_main"] == _this_runtime()
+    assert found["runtime_version"] == kinetic_version()

@@ -62,9 +62,9 @@ POD_MEMORY = SettingSpec(
 
 GCP_API_ENDPOINT = SettingSpec(
     "gcp_api_endpoint", "KINETIC_GCP_API_ENDPOINT",
-    "Send Google Cloud API calls (GKE, Artifact Registry, IAM, Service Usage, Compute; not "
-    "Cloud Storage) to this endpoint instead of Google's; an http:// one gets no credentials "
-    "(emulators, tests).",
+    "Send Google Cloud API calls (GKE, Artifact Registry and its image tags, Cloud Build, IAM, "
+    "Service Usage, Compute; not Cloud Storage) to this endpoint instead of Google's; an "
+    "http:// one gets no credentials (emulators, tests).",
     _OWNER,
 )  # fmt: skip
 

@@ -360,3 +360,18 @@ def test_a_build_service_account_without_a_logs_bucket_is_refused_before_any_bui
     with pytest.raises(ConfigError, match="needs a logs bucket"):
         builder.build(_ctx(), URI)
     assert fake_cloudbuild.create_calls == 0
+
+
+def test_the_default_builder_follows_the_api_endpoint_setting_for_builds_and_tags(
+    fake_cloudbuild: FakeCloudBuild, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``KINETIC_GCP_API_ENDPOINT`` sends Cloud Build and the registry's tag check to the
+    endpoint, anonymously for ``http://`` (how a bundled job reaches an emulator: the image
+    tier's buildah-backed fake)."""
+    monkeypatch.setenv("KINETIC_GCP_API_ENDPOINT", fake_cloudbuild.url)
+    builder = ImageBuilder(project="proj", location="us-central1", poll_interval=(0.01, 0.05))
+    ctx = _ctx("six==1.16.0")
+    assert builder.ensure(ctx, URI) == URI
+    assert builder.ensure(ctx, URI) == URI  # the registry has the tag: no second build
+    assert fake_cloudbuild.create_calls == 1
+    assert fake_cloudbuild.manifest_requests == 2

@@ -17,17 +17,30 @@ scripted for it (success by default). A successful build "pushes" its ``images``
 answer ``GET /v2/{path}/manifests/{tag}`` with 200, so a second resolution sees the tag. Log
 text lives in the fake and is read through :meth:`FakeCloudBuild.read_log`, standing in for
 the log object in the real logs bucket. Only the standard library is used.
+
+With a ``runner`` the fake builds for real instead of following a script: each created build
+is handed to the runner on a thread of its own (:mod:`kinetic_testing.images.cloud_builds`
+runs it with buildah) and stays ``WORKING`` until the runner returns; its log then goes to
+``log_sink`` (the logs bucket, where the client reads a failed build's tail) before the build
+ends, as Cloud Build writes the log before it reports the end.
 """
 
 import re
 import threading
+import traceback
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from kinetic_testing.cloudbuild_state import ApiError, BuildOutcome, FakeBuildState, image_key
 from kinetic_testing.gcp_fake.server import JsonHttpServer, error_body
 
-__all__ = ["BuildOutcome", "FakeCloudBuild"]
+__all__ = ["BuildOutcome", "BuildRunner", "FakeCloudBuild", "LogSink"]
+
+BuildRunner = Callable[[dict[str, Any]], BuildOutcome]
+"""Builds what a ``Build`` request (its JSON body) describes; how it ended, with its log."""
+LogSink = Callable[[str, str, str], None]
+"""``(logs_bucket, build_id, text)``: store a build's log where the client reads it."""
 
 _LOC = r"projects/(?P<project>[^/]+)(?:/locations/(?P<location>[^/]+))?"
 _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
@@ -48,9 +61,17 @@ class FakeCloudBuild(JsonHttpServer):
     :attr:`url` (``http://127.0.0.1:<port>``) is both the API and the registry endpoint.
     """
 
-    def __init__(self, *, polls_until_done: int = 1) -> None:
+    def __init__(
+        self,
+        *,
+        polls_until_done: int = 1,
+        runner: BuildRunner | None = None,
+        log_sink: LogSink | None = None,
+    ) -> None:
         super().__init__()
         self.state = FakeBuildState(polls_until_done=polls_until_done)
+        self._runner = runner
+        self._log_sink = log_sink
         self._errors: deque[ApiError | None] = deque()
         self._registry_errors: deque[int] = deque()
         self._lock = threading.Lock()
@@ -113,6 +134,23 @@ class FakeCloudBuild(JsonHttpServer):
                 raise FileNotFoundError(f"{logs_bucket}/log-{build_id}.txt")
             return self.state.logs[build_id]
 
+    def _run(self, runner: BuildRunner, build_id: str, body: dict[str, Any]) -> None:
+        """Build on this thread; store the log, then end the build."""
+        try:
+            outcome = runner(body)
+        except Exception:  # a defect of the runner: the build fails with its traceback
+            outcome = BuildOutcome("INTERNAL_ERROR", log=traceback.format_exc())
+        with self._lock:
+            text = self.state.final_log(build_id, outcome)
+            bucket = self.state.builds[build_id]["logsBucket"]
+        if self._log_sink is not None:
+            try:
+                self._log_sink(bucket, build_id, text)
+            except Exception:  # the build still ends; the client says it could not read the log
+                traceback.print_exc()
+        with self._lock:
+            self.state.finish(build_id, outcome)
+
     # -- request handling (called from server threads) ------------------------------------
     def respond(
         self, method: str, path: str, query: dict[str, list[str]], body: Any
@@ -155,7 +193,15 @@ class FakeCloudBuild(JsonHttpServer):
         if action == "create":
             if not isinstance(body, dict):
                 raise ApiError(400, "INVALID_ARGUMENT", "Request body must be a Build")
-            return 200, state.create(groups["project"], location, body, self.url)
+            operation = state.create(groups["project"], location, body, self.url)
+            if self._runner is not None:
+                build_id = operation["metadata"]["build"]["id"]
+                state.running.add(build_id)
+                threading.Thread(
+                    target=self._run, args=(self._runner, build_id, body),
+                    name=f"cloudbuild-{build_id[:8]}", daemon=True,
+                ).start()  # fmt: skip
+            return 200, operation
         if action == "list":
             size = int(query.get("pageSize", ["0"])[0] or 0)
             token = query.get("pageToken", [""])[0]

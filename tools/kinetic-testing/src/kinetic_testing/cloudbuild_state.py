@@ -65,6 +65,8 @@ class FakeBuildState:
     images: set[str] = field(default_factory=set)
     create_requests: list[dict[str, Any]] = field(default_factory=list)
     manifest_requests: int = 0
+    running: set[str] = field(default_factory=set)
+    """Builds a runner is building: they stay WORKING until :meth:`finish` ends them."""
 
     def create(
         self, project: str, location: str, body: dict[str, Any], base_url: str
@@ -113,40 +115,52 @@ class FakeBuildState:
         if build["status"] in _TERMINAL:
             return build
         self.polls[build_id] += 1
-        if self.polls[build_id] < self.polls_until_done:
+        if build_id in self.running or self.polls[build_id] < self.polls_until_done:
             build.setdefault("startTime", _now())
             build["status"] = "WORKING"
             return build
         self._finish(build, self.scripted[build_id])
         return build
 
+    def finish(self, build_id: str, outcome: BuildOutcome) -> None:
+        """End a build a runner built (a cancelled one stays cancelled)."""
+        self.running.discard(build_id)
+        build = self.builds[build_id]
+        if build["status"] not in _TERMINAL:
+            self._finish(build, outcome)
+
+    def final_log(self, build_id: str, outcome: BuildOutcome) -> str:
+        """The whole log text of the build once it ends with ``outcome``."""
+        log = self.logs[build_id]
+        if outcome.status == "SUCCESS":
+            pushed = "".join(
+                f"Pushing {image}\n" for image in self.builds[build_id].get("images") or []
+            )
+            return log + pushed + "DONE\n" + outcome.log
+        return log + (
+            outcome.log
+            or 'ERROR: build step 1 "gcr.io/cloud-builders/docker" failed: '
+            "step exited with non-zero status: 1\n"
+        )
+
     def _finish(self, build: dict[str, Any], outcome: BuildOutcome) -> None:
         build_id = build["id"]
         build["status"] = outcome.status
         build["finishTime"] = _now()
         build.setdefault("startTime", build["finishTime"])
-        log = self.logs[build_id]
+        self.logs[build_id] = self.final_log(build_id, outcome)
         if outcome.status == "SUCCESS":
             pushed = []
             for image in build.get("images") or []:
                 self.images.add(image_key(image))
                 pushed.append({"name": image, "digest": "sha256:" + "0" * 64})
-                log += f"Pushing {image}\n"
             build["results"] = {"images": pushed}
-            log += "DONE\n"
         else:
-            log += outcome.log or (
-                'ERROR: build step 1 "gcr.io/cloud-builders/docker" failed: '
-                "step exited with non-zero status: 1\n"
-            )
             build["statusDetail"] = outcome.failure_detail or "Build step failure"
             build["failureInfo"] = {
                 "type": "USER_BUILD_STEP",
                 "detail": build["statusDetail"],
             }
-        if outcome.status == "SUCCESS" and outcome.log:
-            log += outcome.log
-        self.logs[build_id] = log
 
     def cancel(self, build_id: str) -> dict[str, Any]:
         build = self.builds[build_id]

@@ -30,11 +30,13 @@ from kinetic_testing.controlplane.fixtures import (
 from kinetic_testing.controlplane.snapshot import namespace_snapshot
 from kinetic_testing.fake_gcs import FakeGcsServer
 from kinetic_testing.images import fixtures as image_tier
+from kinetic_testing.images.build_api import buildah_cloud_build, local_images
 from kinetic_testing.images.fixtures import image_builds, oci_images
 from kinetic_testing.project_files import write
 from kinetic_testing.users import shared_dir
 
 __all__ = [
+    "buildah_cloud_build",
     "clean_kinetic_env",
     "fake_gcs",
     "gcs_bucket",
@@ -42,6 +44,7 @@ __all__ = [
     "k8s_binaries",
     "k8s_namespace",
     "kinetic_session",
+    "local_images",
     "node_agent",
     "oci_images",
     "real_k8s",
@@ -133,7 +136,7 @@ def _summary_lines() -> list[str]:
         for reason in _skipped_real_k8s
     ]
     lines += [f"{reason} ({image_tier.ENABLE_HINT})" for reason in _skipped_images]
-    return lines
+    return lines + image_tier.BUILD_LINES
 
 
 _WORKER_LINES = "kinetic_summary_lines"

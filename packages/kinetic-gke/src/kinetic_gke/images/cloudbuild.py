@@ -191,7 +191,7 @@ class ImageBuilder:
         Build's default."""
         self.logs_bucket = logs_bucket
         self._client = client
-        self.registry = registry or RegistryClient()
+        self.registry = registry or RegistryClient.from_settings()
         self._log_fetcher = log_fetcher
         self._source_uploader = source_uploader
         self._timeout = timeout
@@ -200,13 +200,17 @@ class ImageBuilder:
 
     @property
     def client(self) -> Any:
-        """The Cloud Build client; created on first use with default credentials."""
+        """The Cloud Build client; created on first use with default credentials, over REST
+        to ``KINETIC_GCP_API_ENDPOINT`` when that is set (as every Google client Kinetic
+        makes)."""
         if self._client is None:
             from google.auth.exceptions import DefaultCredentialsError
             from google.cloud.devtools.cloudbuild_v1 import CloudBuildClient
 
+            from kinetic_gke.gcp import client_kwargs
+
             try:
-                self._client = CloudBuildClient()
+                self._client = CloudBuildClient(**client_kwargs())
             except DefaultCredentialsError as exc:
                 raise ConfigError(
                     "No Google Cloud credentials for Cloud Build. Run "

@@ -107,6 +107,17 @@ class RegistryClient:
         self._token = token
         self._timeout = timeout
 
+    @classmethod
+    def from_settings(cls) -> "RegistryClient":
+        """Google's registries with Application Default Credentials, or the endpoint of
+        ``KINETIC_GCP_API_ENDPOINT`` (anonymous when it is ``http://``: an emulator)."""
+        from kinetic_gke import settings
+
+        endpoint = settings.GCP_API_ENDPOINT.from_env()
+        if endpoint and endpoint.startswith("http://"):
+            return cls(endpoint=endpoint, token=lambda: None)
+        return cls(endpoint=endpoint or None)
+
     def manifest_url(self, image: ImageReference) -> str:
         base = self._endpoint or f"https://{image.host}"
         return f"{base}/v2/{image.path}/manifests/{image.digest or image.tag or 'latest'}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from .buildah import Buildah, ImageCommandError, ImageToolMissing, build_files, 
 from .standins import ensure_standins
 
 __all__ = [
+    "BUILD_LINES",
     "ENABLE_HINT",
     "MARKER",
     "REQUIRE_ENV",
@@ -35,6 +37,8 @@ MARKER = "images"
 REQUIRE_ENV = "KINETIC_REQUIRE_IMAGES"
 ENABLE_HINT = "apt-get install -y buildah debootstrap, as root, and rerun: the bases build once"
 _BUILDAH = pytest.StashKey[Buildah]()
+BUILD_LINES: list[str] = []
+"""What the session's image builds cost, one line, for the terminal summary."""
 
 
 def prepare(config: pytest.Config, *, build: bool = True) -> str | None:
@@ -75,6 +79,7 @@ class ImageBuilds:
         self.buildah = buildah
         self._workdir = workdir
         self._built: dict[str, str] = {}
+        self._seconds: dict[str, float] = {}
         self._session = uuid.uuid4().hex[:8]
         """In every tag: sessions sharing the cache never remove each other's images."""
 
@@ -83,12 +88,23 @@ class ImageBuilds:
         tag = f"localhost/kinetic-test-{self._session}/{category}:{content_hash[:16]}"
         if tag not in self._built:
             where = Path(tempfile.mkdtemp(prefix=f"{category}-", dir=self._workdir))
-            build_files(self.buildah, files, tag, workdir=where)
+            started = time.monotonic()
+            try:
+                build_files(self.buildah, files, tag, workdir=where)
+            finally:  # a failed build (a test of failures) costs time too
+                self._seconds[tag] = time.monotonic() - started
             self._built[tag] = content_hash
         return tag
 
     def built(self) -> list[str]:
         return list(self._built)
+
+    def cost_line(self) -> str:
+        """How many images this session built (or tried to) and the seconds each took."""
+        each = ", ".join(
+            f"{tag.rsplit('/', 1)[-1]} {seconds:.0f} s" for tag, seconds in self._seconds.items()
+        )
+        return f"image tier: {len(self._seconds)} image builds ({each or 'none'})"
 
     def remove_all(self) -> None:
         for tag in self._built:
@@ -104,6 +120,7 @@ def image_builds(
     try:
         yield builds
     finally:
+        BUILD_LINES.append(builds.cost_line())
         builds.remove_all()
 
 

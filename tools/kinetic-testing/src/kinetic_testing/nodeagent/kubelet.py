@@ -1,8 +1,8 @@
 """The kubelet role: run each pod bound to our nodes as a local process and report its status.
 
 Only the first container runs (its ``command + args``): inside its image when that image was
-built locally in this session (``images``: see :mod:`kinetic_testing.images.pods`), otherwise
-with this machine's Python, the image ignored. Everything here
+built locally in this session (``images``: see :mod:`.in_image`), otherwise with this
+machine's Python, the image ignored. Everything here
 runs on the agent's single reconcile thread, so runtimes need no lock; only the log index,
 read by the log server's threads, is guarded.
 """
@@ -17,18 +17,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kubernetes.client.exceptions import ApiException
-
-from kinetic_testing.images.pods import enter_image_argv, home_of, user_ids
-
 from . import statuses as st
 from .api import Kube, Obj, describe, is_gone, now_rfc3339
-from .env import EnvError, container_argv, container_env, expand, field_value
+from .env import EnvError, container_argv, container_env
 from .faults import FaultKind, FaultRegistry
+from .in_image import InImageStarts
 from .logserver import LogSource, rotate_log
 from .processes import PodProcess
 from .runtime import PodRuntime, container_names
-from .volumes import MountError, fs_group, mount_plan, wrap_argv
+from .volume_sources import ApiVolumeSources
+from .volumes import MountError, mount_plan, wrap_argv
 
 if TYPE_CHECKING:
     from kinetic_testing.images.pods import LocalImages
@@ -59,7 +57,13 @@ class Kubelet:
         self._faults = faults
         self._on_node_loss = on_node_loss
         self._report = report
-        self._images = images
+        sources = ApiVolumeSources(kube)
+        self._secret_data, self._projected = sources.secret_data, sources.projected
+        self._in_image = (
+            InImageStarts(images, kube, host_env, self._secret_data, self._projected)
+            if images is not None
+            else None
+        )
         self._runtimes: dict[str, PodRuntime] = {}
         self._logs: dict[tuple[str, str], PodRuntime] = {}
         self._logs_lock = threading.Lock()
@@ -134,9 +138,8 @@ class Kubelet:
             self._remove_container(rt)
 
     def _remove_container(self, rt: PodRuntime) -> None:
-        if rt.image_container is not None and self._images is not None:
-            container, rt.image_container = rt.image_container, None
-            self._images.remove(container)
+        if self._in_image is not None:
+            self._in_image.remove(rt)
 
     def log_source(self, namespace: str, name: str, container: str) -> LogSource | None:
         with self._logs_lock:
@@ -201,7 +204,7 @@ class Kubelet:
             self._image_pull_failure(rt, container.get("image", ""), fault.reason, fault.message)
             return
         rt.retry_at = time.monotonic() + 1.0  # whatever goes wrong below, retry calmly
-        local_tag = self._images.get(container.get("image", "")) if self._images else None
+        local_tag = self._in_image.local_tag(container) if self._in_image else None
         if local_tag is not None:
             self._start_in_image(rt, container, local_tag)
             return
@@ -231,42 +234,15 @@ class Kubelet:
         self._launch(rt, argv, env)
 
     def _start_in_image(self, rt: PodRuntime, container: Obj, local_tag: str) -> None:
-        """Run the container in its locally built image: the image's ``ENV`` under the pod's
-        own, its ``WORKDIR``, the user of the ``securityContext``, the pod's volumes."""
-        assert self._images is not None
-        pod = rt.pod
-        config = self._images.config(local_tag)
-        if rt.image_container is None:
-            rt.image_container = self._images.create(
-                local_tag, f"kinetic-pod-{rt.pod['metadata']['uid']}"
-            )
-        uid, gid = user_ids(pod, container, config.user)
-        base = {**config.env, "HOME": home_of(rt.image_container.rootfs, uid)}
-        for key in ("STORAGE_EMULATOR_HOST",):  # how this machine reaches "GCS"
-            if key in self._host_env:
-                base[key] = self._host_env[key]
-        view = {**pod, "status": {**(pod.get("status") or {}), "podIP": rt.pod_ip}}
+        assert self._in_image is not None
         try:
-            env = container_env(
-                view, container, base, self._kube.service_env(), self._kube.secret_value,
-                self._kube.config_map_value, self._kube.config_map_data,
-            )  # fmt: skip
-            argv = [expand(str(a), env) for a in (container.get("command") or [])]
-            argv += [expand(str(a), env) for a in (container.get("args") or [])]
-            if not argv:
-                raise EnvError("container has no command: the node agent runs no image entrypoint")
+            argv, env = self._in_image.command(rt, container, local_tag)
         except EnvError as exc:
             self._wait(rt, "CreateContainerConfigError", str(exc))
             return
-        try:
-            binds = mount_plan(pod, container, rt.directory, self._secret_data, self._projected)
         except MountError as exc:
             self._wait(rt, "ContainerCreating", str(exc))
             return
-        argv = enter_image_argv(
-            rt.image_container, argv, binds=binds, uid=uid, gid=gid, workdir=config.workdir,
-            groups=[group] if (group := fs_group(pod)) is not None else [],
-        )  # fmt: skip
         self._launch(rt, argv, env)
 
     def _wait(self, rt: PodRuntime, reason: str, message: str) -> None:
@@ -292,34 +268,6 @@ class Kubelet:
             return
         rt.started_at, rt.started_mono = now, time.monotonic()
         self._patch(rt, st.running(pod, now, rt.pod_ip, rt.restarts, rt.last_state))
-
-    def _projected(self, pod: Obj, volume: Obj) -> dict[str, str]:
-        """A projected volume's files: a token for the pod's service account (bound to the
-        pod, from the API server), ConfigMap keys and downward-API fields."""
-        files: dict[str, str] = {}
-        ns = pod["metadata"]["namespace"]
-        for source in volume.get("sources") or []:
-            if "serviceAccountToken" in source:
-                token = source["serviceAccountToken"]
-                account = pod["spec"].get("serviceAccountName") or "default"
-                try:
-                    files[token["path"]] = self._kube.service_account_token(
-                        ns, account, pod, int(token.get("expirationSeconds") or 3607)
-                    )
-                except ApiException as exc:  # e.g. the namespace is being deleted
-                    raise MountError(f"failed to fetch token: {exc.reason}") from exc
-            for item in (source.get("configMap") or {}).get("items") or []:
-                value = self._kube.config_map_value(ns, source["configMap"]["name"], item["key"])
-                if value is None:
-                    name = source["configMap"]["name"]
-                    raise MountError(f'configmap "{name}" not found')
-                files[item["path"]] = value
-            for item in (source.get("downwardAPI") or {}).get("items") or []:
-                files[item["path"]] = field_value(pod, item["fieldRef"]["fieldPath"])
-        return files
-
-    def _secret_data(self, namespace: str, name: str) -> dict[str, str] | None:
-        return self._kube.config_map_data(namespace, name, secret=True)
 
     def _image_pull_failure(self, rt: PodRuntime, image: str, reason: str, message: str) -> None:
         """ErrImagePull, then ImagePullBackOff a second later (or a fault's own reason, once)."""
