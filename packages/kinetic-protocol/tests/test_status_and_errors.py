@@ -112,3 +112,19 @@ def test_the_type_checkers_imports_name_exactly_the_lazy_exports() -> None:
         module = node.module.removeprefix("kinetic_protocol.")
         imported.setdefault(module, set()).update(alias.name for alias in node.names)
     assert imported == {m: set(names) for m, names in kinetic_protocol._EXPORTS.items()}
+
+
+@pytest.mark.parametrize(
+    ("state", "host"),
+    [
+        (JobState(status=JobStatus.FAILED, detail="host 1 of 2: exit 5"), 1),
+        (JobState(status=JobStatus.FAILED, detail="host 3 of 4"), 3),
+        (JobState(status=JobStatus.FAILED, detail="exit 5"), None),  # one host
+        (JobState(status=JobStatus.PENDING, detail="host 1 of 2: waiting for its pod"), None),
+        (JobState(status=JobStatus.FAILED, detail="the host 1 of 2 said"), None),
+    ],
+)
+def test_the_failed_host_is_read_from_a_failure_that_names_it(
+    state: JobState, host: int | None
+) -> None:
+    assert state.failed_host == host

@@ -150,10 +150,11 @@ class PathwaysBackend(GKEBackend):
     def _pod_for(self, record: JobRecord, host: int) -> Obj | None:
         return self._pods_by_host(record).get(host)
 
-    def _host_logs(self, record: JobRecord, hosts: list[int], tail: int | None) -> dict[int, str]:
+    def _host_logs(
+        self, record: JobRecord, hosts: list[int], tail: int | None, lws: Obj | None
+    ) -> dict[int, str]:
         """Each host's output: once the slice is stopped (its pods going or gone), the end of
-        it recorded on the LeaderWorkerSet; before, its pod's. One read of each kind."""
-        lws = self.workload.get(self.connection, record.k8s_name)
+        it recorded on ``lws`` (its LeaderWorkerSet, as read); before, its pod's."""
         if lws is not None and recorded_state(lws) is not None:
             recorded = {host: (recorded_log(lws, host) or "") for host in hosts}
             return {
@@ -171,10 +172,11 @@ class PathwaysBackend(GKEBackend):
     def logs(
         self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
     ) -> str:
-        hosts = self._hosts(record, host)
+        lws = self.workload.get(self.connection, record.k8s_name)
+        hosts = self._hosts(record, _failed_host(lws) if host is None else host)
         if tail is not None and tail <= 0:
             return ""
-        texts = self._host_logs(record, hosts, tail)
+        texts = self._host_logs(record, hosts, tail, lws)
         if host != "all":
             return texts[hosts[0]]
         return "".join(
@@ -200,7 +202,8 @@ class PathwaysBackend(GKEBackend):
             streamed = True
             yield line
         if not streamed:
-            yield from self._host_logs(record, [host], None)[host].splitlines(keepends=True)
+            lws = self.workload.get(self.connection, record.k8s_name)
+            yield from self._host_logs(record, [host], None, lws)[host].splitlines(keepends=True)
 
     def _follow_all(self, record: JobRecord, hosts: list[int]) -> Iterator[str]:
         """Every host's lines as they come, prefixed, until the job has ended."""
@@ -222,3 +225,9 @@ class PathwaysBackend(GKEBackend):
                 running -= 1
             else:
                 yield line
+
+
+def _failed_host(lws: Obj | None) -> int | None:
+    """The host whose failure stopped the slice, as recorded on it (None while it runs)."""
+    state = None if lws is None else recorded_state(lws)
+    return None if state is None else state.failed_host

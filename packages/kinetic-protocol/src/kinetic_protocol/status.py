@@ -1,6 +1,7 @@
 """Job status as every backend reports it."""
 
 import enum
+import re
 
 import msgspec
 
@@ -25,6 +26,7 @@ class JobStatus(enum.Enum):
 
 
 TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.NOT_FOUND})
+_NAMED_HOST = re.compile(r"host (\d+) of \d+\b")
 
 
 class JobState(msgspec.Struct, frozen=True, kw_only=True):
@@ -39,6 +41,16 @@ class JobState(msgspec.Struct, frozen=True, kw_only=True):
     preemptions: int = 0
     """How many earlier attempts of this job the backend ran again, in place, after they were
     preempted (a Job's new pod; the local supervisor's new run)."""
+
+    @property
+    def failed_host(self) -> int | None:
+        """For a multi-host job that FAILED on one host: that host (the detail of such a
+        failure begins ``host i of N:``, on every backend). A job's output is that host's by
+        default: the others, stopped with it, may have said nothing."""
+        if self.status is not JobStatus.FAILED:
+            return None
+        named = _NAMED_HOST.match(self.detail)
+        return int(named.group(1)) if named else None
 
     def reason(self) -> str:
         """The reason alone: ``OOMKilled, exit 137`` (empty when there is none)."""

@@ -197,8 +197,9 @@ class JobHandle:
         return failure_of(self, self.status_detail())
 
     def tail(self, n: int = 100, *, host: HostSelection = None) -> str:
-        """The last ``n`` lines of the job's output (of the leader, of host ``host``, or of
-        every host with ``host="all"``, on a multi-host job).
+        """The last ``n`` lines of the job's output (on a multi-host job: of the leader, or of
+        the host whose failure ended the job; of host ``host``; of every host with
+        ``host="all"``).
 
         Once the backend's own log is gone (its pod or local directory), or out of reach, the
         output the job kept in the store stands in for it: the tail of each run, up to
@@ -208,7 +209,8 @@ class JobHandle:
     def logs(self, follow: bool = False, *, host: HostSelection = None) -> str | None:
         """The job's output so far; with ``follow``, print it until the job ends instead.
 
-        On a multi-host job: the leader's by default, host ``i``'s with ``host=i``, every
+        On a multi-host job: the leader's by default (or, once the job failed on one host,
+        that host's: the others may have said nothing), host ``i``'s with ``host=i``, every
         host's with ``host="all"`` (each line prefixed ``[host i]``). Read as :meth:`tail`
         reads it: the backend's log, else the output kept in the store. Following streams
         the backend's log while the job runs; a job whose log is gone prints its kept output.

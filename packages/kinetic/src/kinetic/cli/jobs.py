@@ -163,8 +163,8 @@ def logs(
     all_hosts: bool,
     as_json: bool,
 ) -> None:
-    """Print the output of JOB_ID (stdout and stderr of the job; the leader's on a multi-host
-    job unless --host or --all-hosts)."""
+    """Print the output of JOB_ID (stdout and stderr of the job; on a multi-host job the
+    leader's, or that of the host whose failure ended it, unless --host or --all-hosts)."""
     if follow and (tail is not None or as_json):
         raise click.UsageError("--follow streams the output; it cannot be combined with "
                                "--tail or --json.")  # fmt: skip

@@ -393,8 +393,9 @@ class LocalBackend:
         count = self._host_count(record)
         if host == "all":
             hosts = list(range(count))
-        elif host is None:
-            hosts = [0]
+        elif host is None:  # the leader, or the host whose failure ended the job
+            failed = self._state(record.job_id, record.store_uri).failed_host if count > 1 else None
+            hosts = [failed or 0]
         elif isinstance(host, int) and not isinstance(host, bool) and 0 <= host < count:
             hosts = [host]
         else:
