@@ -88,6 +88,7 @@ class JobHandle:
     output_dir: str = dataclasses.field(default="", kw_only=True)
     timeout: float | None = dataclasses.field(default=None, kw_only=True)
     mounts: list[Mount] = dataclasses.field(default_factory=list, kw_only=True)
+    in_array: bool = dataclasses.field(default=False, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
         _record: JobRecord = dataclasses.field(init=False)
 
