@@ -18,7 +18,7 @@ import durability_userfuncs as duf
 import pytest
 from batch_support import private_project, start_script
 from kubernetes import client
-from scenario_support import ScenarioBackend, run_script
+from scenario_support import ScenarioBackend, pid_gone, run_script, wait_until
 
 import kinetic
 from kinetic import BatchError, FailureCause, JobStatus
@@ -63,7 +63,7 @@ def test_a_batch_is_one_indexed_job_and_each_index_a_job(
     [job] = jobs.all()
     spec = job.spec
     assert (spec.completion_mode, spec.completions, spec.parallelism) == ("Indexed", 3, 2)
-    assert spec.backoff_limit_per_index == 1 + 3  # retries, and the default preemption budget
+    assert spec.backoff_limit_per_index == 1  # the batch's retries
     store = kinetic_backend.store()
     assert store.list(layout.children_prefix(batch.group_id)) == []  # no per-child records
     assert store.list(layout.leases_prefix(batch.group_id)) == []  # and no submitter lease
@@ -142,6 +142,48 @@ def test_fail_fast_that_lets_running_children_finish_is_one_job_per_input(
     names = sorted(job.metadata.name for job in jobs.all())
     assert names == sorted(job.job_id for job in batch.jobs if job is not None)
     assert all(job.spec.completion_mode != "Indexed" for job in jobs.all())
+
+
+def test_cancel_from_any_handle_deletes_the_job_and_stops_every_running_index(
+    kinetic_backend: ScenarioBackend, jobs: Jobs, tmp_path: Path
+) -> None:
+    step = kinetic_backend.decorate()(uf.step)
+    never = str(tmp_path / "never")
+    markers = [tmp_path / "started-0", tmp_path / "started-1"]
+    batch = step.run_async_map(
+        [{"value": i, "create": str(markers[i]), "wait_for": never} for i in range(2)]
+        + [{"value": 2}],
+        max_concurrent=2,
+    )
+    pids = [int(wait_until(lambda m=m: m.exists() and m.read_text(), m.name)) for m in markers]
+    kinetic.attach_batch(batch.group_id, backend="gke").cancel()  # from any handle
+    assert all(pid_gone(pid) for pid in pids), "a cancelled child's process is still alive"
+    assert jobs.all() == []
+    assert [status for _, status in batch.statuses()] == [JobStatus.NOT_FOUND] * 3
+    outcomes = batch.results(return_exceptions=True, timeout=60)
+    assert all(isinstance(outcome, Exception) for outcome in outcomes), outcomes
+    assert (
+        kinetic.attach_batch(batch.group_id, backend="gke").resume().endswith("nothing to resume.")
+    )
+
+
+def test_a_child_whose_pod_is_deleted_runs_again_in_place(
+    kinetic_backend: ScenarioBackend, tmp_path: Path
+) -> None:
+    """The array's counterpart of a vanished child being retried: the job controller starts
+    a deleted pod's index again (within its budget), with the same job id."""
+    traced = kinetic_backend.decorate()(duf.traced)
+    runs = _runs(tmp_path)
+    gate = tmp_path / "gate"
+    batch = traced.run_async_map([{"index": 0, "runs": str(runs), "wait_for": str(gate)}])
+    wait_until((runs / "0").exists, "the first run to start")
+    child = batch.jobs[0]
+    assert child is not None
+    child.delete_resource(timeout=60, poll_interval=0.2)  # its pod goes, the Job stays
+    wait_until(lambda: (runs / "0").read_text().count("\n") == 2, "a second run of input 0")
+    gate.touch()
+    assert batch.results(timeout=120) == [0]
+    assert (runs / "0").read_text() == f"{child.job_id}\n" * 2
 
 
 SUBMIT_AND_DIE = """

@@ -37,7 +37,7 @@ def test_the_array_job_is_valid_and_runs_each_index_as_its_own_job(record: Recor
     )
     spec = job["spec"]
     assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 5, 2)
-    assert spec["backoffLimitPerIndex"] == 1 + manifest.job_template.preemption_retries
+    assert spec["backoffLimitPerIndex"] == 1  # the batch's retries: exactly that many reruns
     assert spec["maxFailedIndexes"] == 0
     container = spec["template"]["spec"]["containers"][0]
     assert container["args"][container["args"].index("--job") + 1] == (
@@ -52,6 +52,7 @@ def test_without_a_limit_every_input_runs_and_without_fail_fast_no_index_stops_t
 ) -> None:
     spec = arrays.array_job_manifest(_manifest(record))["spec"]
     assert spec["parallelism"] == 5
+    assert spec["backoffLimitPerIndex"] == record().preemption_retries  # preemptions only
     assert "maxFailedIndexes" not in spec
 
 

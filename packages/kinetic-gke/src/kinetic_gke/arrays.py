@@ -97,6 +97,13 @@ def _retry_rules(manifest: BatchManifest) -> dict[str, Any]:
     return pod_failure_policy(failed_attempt="FailIndex", retried_codes=retried)
 
 
+def _budget(manifest: BatchManifest) -> int:
+    """How many more runs an index may have. The Job counts every failure against one limit,
+    so the batch's ``retries`` are it when given (a preemption spends one too); without them,
+    only preemptions run again, within the job's ``preemption_retries`` as for one job."""
+    return manifest.retries or manifest.job_template.preemption_retries
+
+
 def array_job_manifest(
     manifest: BatchManifest,
     *,
@@ -117,8 +124,7 @@ def array_job_manifest(
         "completionMode": "Indexed",
         "completions": manifest.total_expected,
         "parallelism": manifest.max_concurrent or manifest.total_expected,
-        # One budget per index: the batch's retries, and the preemptions a job may have.
-        "backoffLimitPerIndex": manifest.retries + record.preemption_retries,
+        "backoffLimitPerIndex": _budget(manifest),
         "podFailurePolicy": _retry_rules(manifest),
         "ttlSecondsAfterFinished": ttl_seconds,
         "template": template,
