@@ -167,23 +167,27 @@ def test_cancel_from_any_handle_deletes_the_job_and_stops_every_running_index(
     )
 
 
-def test_a_child_whose_pod_is_deleted_runs_again_in_place(
-    kinetic_backend: ScenarioBackend, tmp_path: Path
+def test_cancelling_one_child_without_retries_stops_its_index_for_good(
+    kinetic_backend: ScenarioBackend, jobs: Jobs, tmp_path: Path
 ) -> None:
-    """The array's counterpart of a vanished child being retried: the job controller starts
-    a deleted pod's index again (within its budget), with the same job id."""
-    traced = kinetic_backend.decorate()(duf.traced)
-    runs = _runs(tmp_path)
-    gate = tmp_path / "gate"
-    batch = traced.run_async_map([{"index": 0, "runs": str(runs), "wait_for": str(gate)}])
-    wait_until((runs / "0").exists, "the first run to start")
+    """Its pod is deleted; without retries the Job fails that index (any non-zero exit is
+    final) and runs the others on."""
+    step = kinetic_backend.decorate()(uf.step)
+    started = tmp_path / "started"
+    batch = step.run_async_map(
+        [{"value": 0, "create": str(started), "wait_for": str(tmp_path / "never")},
+         {"value": 1, "wait_for": str(started)}],
+    )  # fmt: skip
+    pid = int(wait_until(lambda: started.exists() and started.read_text(), "input 0 to run"))
     child = batch.jobs[0]
     assert child is not None
-    child.delete_resource(timeout=60, poll_interval=0.2)  # its pod goes, the Job stays
-    wait_until(lambda: (runs / "0").read_text().count("\n") == 2, "a second run of input 0")
-    gate.touch()
-    assert batch.results(timeout=120) == [0]
-    assert (runs / "0").read_text() == f"{child.job_id}\n" * 2
+    child.cancel()
+    assert pid_gone(pid), "the cancelled child's process is still alive"
+    outcomes = batch.results(return_exceptions=True, timeout=120)
+    assert isinstance(outcomes[0], Exception) and outcomes[1] == 1
+    assert child.status() is JobStatus.NOT_FOUND
+    [job] = jobs.all()
+    assert job.status.failed_indexes == "0"
 
 
 SUBMIT_AND_DIE = """
