@@ -31,7 +31,7 @@ from kinetic_protocol import (
     layout,
     parse_accelerator,
 )
-from kinetic_protocol.records import SCHEMA_VERSION
+from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -87,6 +87,7 @@ class JobHandle:
     backend_data: dict[str, str] = dataclasses.field(default_factory=dict, kw_only=True)
     output_dir: str = dataclasses.field(default="", kw_only=True)
     timeout: float | None = dataclasses.field(default=None, kw_only=True)
+    preemption_retries: int = dataclasses.field(default=DEFAULT_PREEMPTION_RETRIES, kw_only=True)
     mounts: list[Mount] = dataclasses.field(default_factory=list, kw_only=True)
     in_array: bool = dataclasses.field(default=False, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
