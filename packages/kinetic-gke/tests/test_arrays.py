@@ -157,13 +157,28 @@ def test_a_settled_index_without_pods_was_cleaned_up_and_a_gone_job_holds_nothin
     assert gone[0].status is JobStatus.NOT_FOUND
 
 
-def test_an_array_job_lists_every_index_as_a_job() -> None:
+def test_an_array_job_lists_each_index_that_has_a_pod_as_a_job() -> None:
     job = {
-        "metadata": {"annotations": {arrays.JOB_ID_PREFIX: "train-0a1b2c3d"}},
+        "metadata": {
+            "name": "train-0a1b2c3d",
+            "annotations": {arrays.JOB_ID_PREFIX: "train-0a1b2c3d"},
+        },
         "spec": {"completionMode": "Indexed", "completions": 3},
     }
-    assert arrays.index_job_ids(job) == [f"train-0a1b2c3d-{i}" for i in range(3)]
-    assert arrays.index_job_ids({"metadata": {}, "spec": {}}) == []
+    pods = [_pod(0, "Running"), _pod(2, "Succeeded"), _pod(1, "Running")]
+    pods[0]["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "train-0a1b2c3d"
+    pods[1]["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "train-0a1b2c3d"
+    pods[2]["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "another-job"
+    assert arrays.index_job_ids(job, pods) == ["train-0a1b2c3d-0", "train-0a1b2c3d-2"]
+    assert arrays.index_job_ids({"metadata": {}, "spec": {}}, pods) == []
+
+
+def test_an_index_is_settled_once_the_job_recorded_it_or_stopped_them_all() -> None:
+    assert arrays.index_settled(_job(completedIndexes="0-1"), 1)
+    assert arrays.index_settled(_job(failedIndexes="3"), 3)
+    assert not arrays.index_settled(_job(completedIndexes="0"), 1)
+    stopped = _job(conditions=[{"type": "Failed", "status": "True", "reason": "x"}])
+    assert arrays.index_settled(stopped, 1)
 
 
 @pytest.mark.parametrize("index", [0, 4])

@@ -42,6 +42,7 @@ __all__ = [
     "delete_index_pods",
     "expressible",
     "index_job_ids",
+    "index_settled",
     "index_states",
     "parse_indexes",
 ]
@@ -50,6 +51,8 @@ INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 """The label the job controller puts on each pod of an Indexed Job: its index."""
 INDEX_VARIABLE = "JOB_COMPLETION_INDEX"
 """The variable the job controller sets in each container of an Indexed Job: its index."""
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+"""The label the job controller puts on each pod of a Job: the Job's name."""
 JOB_ID_PREFIX = "kinetic.dev/job-id-prefix"
 """Annotation of an array Job: its indexes' job ids are ``<prefix>-<index>``."""
 JOBS = JobWorkload()
@@ -283,9 +286,22 @@ def delete_index_pods(connection: ClusterConnection, selector: str) -> list[Obj]
     return left
 
 
-def index_job_ids(job: Obj) -> list[str]:
-    """The job ids of an array Job's indexes (none for any other Job)."""
+def index_job_ids(job: Obj, pods: Iterable[Obj]) -> list[str]:
+    """The job ids of an array Job's indexes that still have a pod (an index cleaned up, or
+    not started yet, has none), given pods of any Jobs; none for any other Job."""
     prefix = (job.get("metadata", {}).get("annotations") or {}).get(JOB_ID_PREFIX)
     if not prefix or job.get("spec", {}).get("completionMode") != "Indexed":
         return []
-    return [f"{prefix}-{index}" for index in range(int(job["spec"].get("completions") or 0))]
+    name = job["metadata"].get("name")
+    own = [p for p in pods if (p["metadata"].get("labels") or {}).get(JOB_NAME_LABEL) == name]
+    return [f"{prefix}-{index}" for index in sorted(pods_by_index(own))]
+
+
+def index_settled(job: Obj, index: int) -> bool:
+    """Whether the Job has recorded the outcome of ``index`` (or stopped every index): its
+    pods may go without the index being read as waiting for one."""
+    job_status = job.get("status", {})
+    done = parse_indexes(job_status.get("completedIndexes")) | parse_indexes(
+        job_status.get("failedIndexes")
+    )
+    return index in done or _job_failure(job) is not None

@@ -527,15 +527,27 @@ class GKEBackend:
         ``docs/batches.md`` says what that means for cancelling one child).
         """
         if record.in_array:
-            selector = self._pods_selector(record)
-            self._await_gone(
-                lambda: bool(arrays.delete_index_pods(self.connection, selector)),
-                f"the pods of index {record.group_index} of Job {record.k8s_name}",
-                selector, timeout=timeout, poll_interval=poll_interval,
-            )  # fmt: skip
+            self._delete_index(record, timeout=timeout, poll_interval=poll_interval)
             return
         self._delete_confirmed(
             record, job_selector(record.job_id, self.app), workload=self.workload,
+            timeout=timeout, poll_interval=poll_interval,
+        )  # fmt: skip
+
+    def _delete_index(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
+        """Delete an index's pods, and confirm the Job has recorded the index's outcome: until
+        it has, an index without pods would read as one waiting for its pod."""
+        connection, selector = self.connection, self._pods_selector(record)
+        index = int(record.group_index or 0)
+
+        def present() -> bool:
+            if arrays.delete_index_pods(connection, selector):
+                return True
+            job = arrays.JOBS.get(connection, record.k8s_name)
+            return job is not None and not arrays.index_settled(job, index)
+
+        self._await_gone(
+            present, f"the pods of index {index} of Job {record.k8s_name}", selector,
             timeout=timeout, poll_interval=poll_interval,
         )  # fmt: skip
 
@@ -591,6 +603,11 @@ class GKEBackend:
         objects = self.workload.list_matching(self.connection, f"{APP}={self.app}")
         live = [obj for obj in objects if not obj["metadata"].get("deletionTimestamp")]
         ids = {obj["metadata"].get("labels", {}).get(JOB_ID, "") for obj in live}
-        for obj in live:
-            ids.update(arrays.index_job_ids(obj))
+        arrays_live = [
+            obj for obj in live if obj["metadata"].get("annotations", {}).get(arrays.JOB_ID_PREFIX)
+        ]
+        if arrays_live:  # an index is listed while it has a pod, as a job while it has a Job
+            pods = self.connection.list_pods(f"{APP}={self.app},{arrays.INDEX_LABEL}")
+            for obj in arrays_live:
+                ids.update(arrays.index_job_ids(obj, pods))
         return sorted(ids - {""})
