@@ -16,11 +16,13 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from kinetic_gke import status
 from kinetic_gke.k8s.connection import ClusterConnection, Obj
 from kinetic_gke.k8s.errors import NotFound
 from kinetic_gke.k8s.jobs import JobWorkload
-from kinetic_gke.labels import APP, ATTEMPT, GROUP_ID
+from kinetic_gke.labels import APP, ATTEMPT, COMPLETION_INDEX, GROUP_ID
 from kinetic_gke.manifests import (
     DEFAULT_TTL_SECONDS,
     RUNTIME_COMMAND,
@@ -47,8 +49,7 @@ __all__ = [
     "parse_indexes",
 ]
 
-INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-"""The label the job controller puts on each pod of an Indexed Job: its index."""
+INDEX_LABEL = COMPLETION_INDEX
 INDEX_VARIABLE = "JOB_COMPLETION_INDEX"
 """The variable the job controller sets in each container of an Indexed Job: its index."""
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
@@ -265,9 +266,20 @@ def index_states(
     by_index = pods_by_index(pods)
     moment = now or datetime.now(UTC)
     return {
-        index: _index_state(index, by_index.get(index, []), done, unschedulable_timeout, moment)
+        index: _with_preemptions(
+            _index_state(index, by_index.get(index, []), done, unschedulable_timeout, moment),
+            by_index.get(index, []),
+        )
         for index in wanted
     }
+
+
+def _with_preemptions(state: JobState, pods: list[Obj]) -> JobState:
+    """How many runs of the index the cluster took away (and the Job ran again)."""
+    preempted = sum(1 for pod in pods if status.disrupted(pod))
+    if state.status is JobStatus.FAILED and preempted:
+        preempted -= 1  # the last one was not run again: it failed the index
+    return msgspec.structs.replace(state, preemptions=preempted) if preempted else state
 
 
 def delete_index_pods(connection: ClusterConnection, selector: str) -> list[Obj]:

@@ -26,7 +26,14 @@ from kinetic_gke.k8s import (
     kube_context_name,
 )
 from kinetic_gke.k8s.env_secrets import create_with_env, delete_env_secret, env_secret_name
-from kinetic_gke.labels import APP, JOB_ID, group_selector, job_labels, job_selector
+from kinetic_gke.labels import (
+    APP,
+    JOB_ID,
+    group_selector,
+    job_labels,
+    job_selector,
+    pod_selector,
+)
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_protocol import (
     NO_ENV,
@@ -431,11 +438,7 @@ class GKEBackend:
         return f"{APP}={self.app}"
 
     def _pods_selector(self, record: JobRecord) -> str:
-        """The pods of one job: its own, or its index's of its batch's array Job."""
-        if record.in_array:
-            index_label = f"{arrays.INDEX_LABEL}={record.group_index}"
-            return f"{group_selector(str(record.group_id), self.app)},{index_label}"
-        return job_selector(record.job_id, self.app)
+        return pod_selector(record, self.app)
 
     def _newest_pod(self, record: JobRecord) -> Obj | None:
         pods = self.connection.list_pods(self._pods_selector(record))
