@@ -19,7 +19,7 @@ import gke_userfuncs
 import pytest
 import retry_userfuncs as uf
 from click.testing import CliRunner
-from scenario_support import ScenarioBackend, per_child_only, run_script, wait_until
+from scenario_support import ScenarioBackend, run_script, wait_until
 
 import kinetic
 from kinetic import BatchError, FailureCause, JobStatus
@@ -161,7 +161,7 @@ def test_a_preempted_child_runs_again_without_spending_retries(
     assert batch.cause_counts() == {}
 
 
-@per_child_only
+@pytest.mark.backends("local")  # per-child attempts: gke's batches retry in place
 def test_retry_on_restricts_the_causes_retries_apply_to(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
