@@ -46,6 +46,11 @@ def jobs(real_k8s: ControlPlane, k8s_namespace: str) -> Iterator[Jobs]:
     api.close()
 
 
+def _published_pid(path: Path) -> int:
+    """The pid a job wrote to ``path`` (``batch_userfuncs.step(create=...)``)."""
+    return int(wait_until(lambda: path.exists() and path.read_text(), f"a pid in {path.name}"))
+
+
 def _runs(tmp_path: Path) -> Path:
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -155,7 +160,7 @@ def test_cancel_from_any_handle_deletes_the_job_and_stops_every_running_index(
         + [{"value": 2}],
         max_concurrent=2,
     )
-    pids = [int(wait_until(lambda m=m: m.exists() and m.read_text(), m.name)) for m in markers]
+    pids = [_published_pid(marker) for marker in markers]
     kinetic.attach_batch(batch.group_id, backend="gke").cancel()  # from any handle
     assert all(pid_gone(pid) for pid in pids), "a cancelled child's process is still alive"
     assert jobs.all() == []
@@ -178,7 +183,7 @@ def test_cancelling_one_child_without_retries_stops_its_index_for_good(
         [{"value": 0, "create": str(started), "wait_for": str(tmp_path / "never")},
          {"value": 1, "wait_for": str(started)}],
     )  # fmt: skip
-    pid = int(wait_until(lambda: started.exists() and started.read_text(), "input 0 to run"))
+    pid = _published_pid(started)
     child = batch.jobs[0]
     assert child is not None
     child.cancel()
