@@ -1,5 +1,7 @@
 """Batch submission on the gke backend: what one child costs the client, against the real
-kube-apiserver of the test tier and fake-gcs-server, beside the local backend.
+kube-apiserver of the test tier and fake-gcs-server, beside the local backend. On gke both
+paths are measured: the array path (one Indexed Job per batch, ``"gke"``) and the per-child
+path (one Job per input, ``"gke_per_child"``, as a backend without array batches takes it).
 
 No node agent runs, so every pod stays Pending and only submission is measured: Job creates,
 store writes and the client's own CPU. By default the benchmark starts its own control plane
@@ -12,9 +14,12 @@ Prints one JSON object (a section left out with ``--skip`` is absent)::
      "local": {"n": 1000, "submit_wall_s": ..., "submissions_per_s": ...,
                "client_cpu_ms_per_child": ..., "store_writes": {"<kind of key>": count},
                "store_writes_per_child": ..., "attach_batch_s": ...},
-     "gke":   {the same keys, and "status_poll_s": ..., "api_calls_per_poll": ...}}
+     "gke":   {the same keys, and "k8s_writes": ..., "status_poll_s": ...,
+               "api_calls_per_poll": ...},
+     "gke_per_child": {the same keys as "gke"}}
 
-``api_calls_per_poll`` counts the Kubernetes API requests the client sends for one
+``k8s_writes`` counts the Kubernetes API requests that change something (not GET) during
+``run_async_map``; ``api_calls_per_poll`` the requests the client sends for one
 ``statuses()`` of the whole batch.
 
     python -m uv run tools/bench/batch_gke.py --n 1000
@@ -101,14 +106,30 @@ def counted_api_calls() -> Iterator[list[str]]:
         client_class.request = real
 
 
+@contextmanager
+def per_child_path() -> Iterator[None]:
+    """The gke backend as one without array batches: one Job per input."""
+    import msgspec
+
+    from kinetic_gke import GKEBackend
+
+    arrays = GKEBackend.capabilities
+    GKEBackend.capabilities = msgspec.structs.replace(arrays, array_batches=0)
+    try:
+        yield
+    finally:
+        GKEBackend.capabilities = arrays
+
+
 def bench_gke(n: int, square: Any) -> dict[str, Any]:
     """Submit, attach and poll one batch with the cluster and store in the environment."""
     import kinetic
     from kinetic_runtime.stores.gcs import GCSStore
 
     remote = kinetic.run(accelerator="cpu", backend="gke", container_image="python:3.11")(square)
-    remote.run_async_map([0], max_concurrent=None)  # warm up: bundle, clients, discovery
-    batch, report = submit(remote, n, GCSStore)
+    with counted_api_calls() as calls:
+        batch, report = submit(remote, n, GCSStore)
+    report["k8s_writes"] = sum(1 for call in calls if not call.startswith("GET "))
     attached, report["attach_batch_s"] = timed(
         lambda: kinetic.attach_batch(batch.group_id, backend="gke")
     )
@@ -116,6 +137,17 @@ def bench_gke(n: int, square: Any) -> dict[str, Any]:
     with counted_api_calls() as calls:
         _, report["status_poll_s"] = timed(attached.statuses)
     report["api_calls_per_poll"] = len(calls)
+    return report
+
+
+def bench_both_gke_paths(n: int, square: Any) -> dict[str, Any]:
+    import kinetic
+
+    remote = kinetic.run(accelerator="cpu", backend="gke", container_image="python:3.11")(square)
+    remote.run_async_map([0], max_concurrent=None)  # warm up: bundle, clients, discovery
+    report = {"gke": bench_gke(n, square)}
+    with per_child_path():
+        report["gke_per_child"] = bench_gke(n, square)
     return report
 
 
@@ -185,7 +217,7 @@ def main() -> None:
             report["local"] = bench_local(options.n, square)
         if "gke" not in options.skip:
             with cluster_and_store(options, Path(tmp)):
-                report["gke"] = bench_gke(options.n, square)
+                report |= bench_both_gke_paths(options.n, square)
     print(json.dumps(report, indent=2))
 
 

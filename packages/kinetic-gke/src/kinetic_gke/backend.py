@@ -10,10 +10,10 @@ import re
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import ClassVar
 
-from kinetic_gke import gcp
+from kinetic_gke import arrays, gcp
 from kinetic_gke import settings as declared
 from kinetic_gke.capacity import CapacityCheck, ClusterRef
 from kinetic_gke.k8s import (
@@ -26,13 +26,21 @@ from kinetic_gke.k8s import (
     kube_context_name,
 )
 from kinetic_gke.k8s.env_secrets import create_with_env, delete_env_secret, env_secret_name
-from kinetic_gke.labels import APP, JOB_ID, group_selector, job_labels, job_selector
+from kinetic_gke.labels import (
+    APP,
+    JOB_ID,
+    group_selector,
+    job_labels,
+    job_selector,
+    pod_selector,
+)
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_protocol import (
     NO_ENV,
     Accelerator,
     BackendError,
     BackendSettings,
+    BatchManifest,
     Capabilities,
     ConfigError,
     HostSelection,
@@ -96,7 +104,11 @@ class GKEBackend:
 
     name = "gke"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        container_image=True, volumes=True, fuse=True, debug_port_forward=True
+        container_image=True,
+        volumes=True,
+        fuse=True,
+        debug_port_forward=True,
+        array_batches=arrays.MAX_INDEXES,
     )
     declared_settings: ClassVar[tuple[SettingSpec, ...]] = declared.SETTINGS
     related_backends: ClassVar[tuple[str, ...]] = ("pathways",)
@@ -285,7 +297,78 @@ class GKEBackend:
             env=env,
         )
 
+    def submit_array(self, manifest: BatchManifest, *, env: Mapping[str, str] = NO_ENV) -> None:
+        """Create the batch's one Indexed Job (see :mod:`kinetic_gke.arrays`); with captured
+        ``env``, first the Secret every index reads the values from."""
+        record = manifest.child_record(0, 0)
+        if not record.image_uri:
+            raise ConfigError(f"Batch {manifest.group_id} has no container image to run on GKE.")
+        if not arrays.expressible(manifest):
+            raise ConfigError(
+                f"Batch {manifest.group_id} cannot be one Indexed Job (fail_fast that lets "
+                f"running children finish, or {manifest.total_expected} inputs, more than "
+                f"{arrays.MAX_INDEXES}); submit it one job per input."
+            )
+        self.check_accelerator(parse_accelerator(record.accelerator))
+        if any(mount.kind == "gcsfuse" for mount in record.mounts):
+            self.check_fuse_driver()
+        self.signing_keys(create=True)
+        create_with_env(
+            self.connection,
+            arrays.JOBS,
+            manifest.array_job,
+            lambda secret: arrays.array_job_manifest(
+                manifest, options=self.pod_options, command=self._command, env_secret=secret
+            ),
+            labels=arrays.array_labels(manifest, self.app),
+            env=env,
+        )
+
+    def delete_array(
+        self, manifest: BatchManifest, *, timeout: float, poll_interval: float
+    ) -> None:
+        """Delete the batch's Indexed Job and every pod of it; confirm they are gone."""
+        record = manifest.child_record(0, 0)
+        self._delete_confirmed(
+            record, group_selector(manifest.group_id, self.app), workload=arrays.JOBS,
+            timeout=timeout, poll_interval=poll_interval,
+        )  # fmt: skip
+
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
+        in_arrays = [record for record in records if record.in_array]
+        found = self._array_statuses(in_arrays) if in_arrays else {}
+        if len(in_arrays) < len(records):
+            found |= self._job_statuses([record for record in records if not record.in_array])
+        return found
+
+    def _array_statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
+        """Indexes of array Jobs: one LIST of the batch's Jobs and one of its pods per batch."""
+        by_group: dict[str, list[JobRecord]] = defaultdict(list)
+        for record in records:
+            by_group[str(record.group_id)].append(record)
+        found: dict[str, JobState] = {}
+        for group_id, members in by_group.items():
+            selector = group_selector(group_id, self.app)
+            jobs = {
+                obj["metadata"]["name"]: obj
+                for obj in arrays.JOBS.list_matching(self.connection, selector)
+            }
+            pods = self.connection.list_pods(selector)
+            by_job: dict[str, list[JobRecord]] = defaultdict(list)
+            for record in members:
+                by_job[record.k8s_name].append(record)
+            for name, wanted in by_job.items():
+                states = arrays.index_states(
+                    jobs.get(name),
+                    pods,
+                    [int(record.group_index or 0) for record in wanted],
+                    unschedulable_timeout=self._unschedulable_timeout,
+                )
+                for record in wanted:
+                    found[record.job_id] = states[int(record.group_index or 0)]
+        return found
+
+    def _job_statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         if not records:
             return {}
         connection, workload = self.connection, self.workload
@@ -354,8 +437,11 @@ class GKEBackend:
             return group_selector(str(groups.pop()), self.app)
         return f"{APP}={self.app}"
 
+    def _pods_selector(self, record: JobRecord) -> str:
+        return pod_selector(record, self.app)
+
     def _newest_pod(self, record: JobRecord) -> Obj | None:
-        pods = self.connection.list_pods(job_selector(record.job_id, self.app))
+        pods = self.connection.list_pods(self._pods_selector(record))
         return max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
 
     def port_forward_command(
@@ -439,28 +525,92 @@ class GKEBackend:
     def delete(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
         """Delete the job's object and its pods (foreground) and confirm both are gone.
 
-        A finished job usually goes within a moment, so the confirmation polls start at the
-        short poll bound and double, never more than ``poll_interval`` apart.
+        One index of an array Job loses only its pods: the Job, which its siblings share,
+        keeps the index's outcome (a running index is started again by the job controller;
+        ``docs/batches.md`` says what that means for cancelling one child).
         """
-        connection, kind = self.connection, self.workload.kind
-        self.workload.delete(connection, record.k8s_name)
+        if record.in_array:
+            self._delete_index(record, timeout=timeout, poll_interval=poll_interval)
+            return
+        self._delete_confirmed(
+            record, job_selector(record.job_id, self.app), workload=self.workload,
+            timeout=timeout, poll_interval=poll_interval,
+        )  # fmt: skip
+
+    def _delete_index(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
+        """Delete an index's pods, and confirm the Job has recorded the index's outcome: until
+        it has, an index without pods would read as one waiting for its pod."""
+        connection, selector = self.connection, self._pods_selector(record)
+        index = int(record.group_index or 0)
+
+        def present() -> bool:
+            if arrays.delete_index_pods(connection, selector):
+                return True
+            job = arrays.JOBS.get(connection, record.k8s_name)
+            return job is not None and not arrays.index_settled(job, index)
+
+        self._await_gone(
+            present, f"the pods of index {index} of Job {record.k8s_name}", selector,
+            timeout=timeout, poll_interval=poll_interval,
+        )  # fmt: skip
+
+    def _delete_confirmed(
+        self,
+        record: JobRecord,
+        pods: str,
+        *,
+        workload: Workload,
+        timeout: float,
+        poll_interval: float,
+    ) -> None:
+        connection = self.connection
+        workload.delete(connection, record.k8s_name)
         delete_env_secret(connection, env_secret_name(record.k8s_name))
+        self._await_gone(
+            lambda: workload.get(connection, record.k8s_name) is not None
+            or bool(connection.list_pods(pods)),
+            f"{workload.kind} {record.k8s_name}",
+            pods, timeout=timeout, poll_interval=poll_interval,
+            kind=workload.kind.lower(),
+        )  # fmt: skip
+
+    def _await_gone(
+        self,
+        present: Callable[[], bool],
+        what: str,
+        pods: str,
+        *,
+        timeout: float,
+        poll_interval: float,
+        kind: str = "",
+    ) -> None:
+        """Poll until ``present()`` is False. A finished job usually goes within a moment, so
+        the polls start at the short poll bound and double, never more than ``poll_interval``
+        apart."""
+        namespace = self.connection.namespace
         deadline = time.monotonic() + timeout
         delay = min(self.poll_bounds[0], poll_interval)
-        while self.workload.get(connection, record.k8s_name) is not None or connection.list_pods(
-            job_selector(record.job_id, self.app)
-        ):
+        while present():
             if time.monotonic() >= deadline:
+                kinds = f"{kind},pods" if kind else "pods"
                 raise BackendError(
-                    f"{kind} {record.k8s_name} in namespace {connection.namespace} was still "
-                    f"present {timeout:g}s after its deletion; check it with `kubectl get "
-                    f"{kind.lower()},pods -n {connection.namespace} "
-                    f"-l {job_selector(record.job_id, self.app)}`."
+                    f"{what} in namespace {namespace} was still present {timeout:g}s after "
+                    f"its deletion; check it with `kubectl get {kinds} -n {namespace} "
+                    f"-l {pods}`."
                 )
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, poll_interval)
 
     def list_job_ids(self) -> list[str]:
+        """Every job with an object: its own, or an index of a batch's array Job."""
         objects = self.workload.list_matching(self.connection, f"{APP}={self.app}")
         live = [obj for obj in objects if not obj["metadata"].get("deletionTimestamp")]
-        return sorted({obj["metadata"].get("labels", {}).get(JOB_ID, "") for obj in live} - {""})
+        ids = {obj["metadata"].get("labels", {}).get(JOB_ID, "") for obj in live}
+        arrays_live = [
+            obj for obj in live if obj["metadata"].get("annotations", {}).get(arrays.JOB_ID_PREFIX)
+        ]
+        if arrays_live:  # an index is listed while it has a pod, as a job while it has a Job
+            pods = self.connection.list_pods(f"{APP}={self.app},{arrays.INDEX_LABEL}")
+            for obj in arrays_live:
+                ids.update(arrays.index_job_ids(obj, pods))
+        return sorted(ids - {""})

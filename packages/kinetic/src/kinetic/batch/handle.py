@@ -373,6 +373,8 @@ class BatchHandle(BatchViews):
         if self._state.submitter is not None and self._state.submitter.is_alive():
             return f"Batch {self.group_id} is being submitted by this process already."
         completion = self._records.completion()
+        if self._manifest.array_job:
+            return self._resume_array(completion is not None)
         if completion is not None and not stopped_on_its_own_error(completion):
             return (
                 f"Batch {self.group_id} finished submitting at {completion.finished_at} "
@@ -415,6 +417,26 @@ class BatchHandle(BatchViews):
         submitter.start_background()
         return f"Resumed batch {self.group_id}: {plan.describe(self._state.total)}."
 
+    def _resume_array(self, complete: bool) -> str:
+        """An array batch is complete once its object exists: there is nothing to finish,
+        unless its submitter died between storing the batch and creating the object."""
+        if complete:
+            return (
+                f"Batch {self.group_id} is one array object ({self._manifest.array_job}) that "
+                "its backend runs and retries itself; nothing to resume."
+            )
+        if self._records.cancel_requested():
+            return f"Batch {self.group_id} was cancelled; nothing to resume."
+        from kinetic.backends import array_backend_for
+        from kinetic.batch.fanout import submit_array
+
+        backend = array_backend_for(self._manifest.job_template)
+        submit_array(backend, self._manifest, self._records, self._recaptured_env())
+        return (
+            f"Resumed batch {self.group_id}: created its array object "
+            f"{self._manifest.array_job} (all {self._state.total} inputs), if it was missing."
+        )
+
     def _recaptured_env(self) -> dict[str, str]:
         """The stored call names the variables the batch captured, never their values: a
         resumed submitter takes them from its own environment (warning about missing ones)."""
@@ -456,6 +478,11 @@ class BatchHandle(BatchViews):
         self._records.request_cancel()
         with self._state.lock:
             self._state.stopped_because = "the batch was cancelled"
+        if self._manifest.array_job:
+            from kinetic.batch.cleanup import delete_array
+
+            delete_array(self._manifest)  # every index that still runs stops with it
+            return
         self._stop_submitting(wait=False)
         self._cancel_running()  # first what runs now, without waiting on slow submissions
         self._stop_submitting(wait=True)

@@ -102,10 +102,20 @@ def read_manifest(store: ObjectStore, group_id: str) -> BatchManifest:
 class BatchRecords:
     """Reads and writes the records of one batch in one store, signed with ``seal``."""
 
-    def __init__(self, store: ObjectStore, group_id: str, seal: BatchSeal) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        group_id: str,
+        seal: BatchSeal,
+        *,
+        array: BatchManifest | None = None,
+    ) -> None:
         self.store = store
         self.group_id = group_id
         self.seal = seal
+        self.array = array if array is not None and array.array_job else None
+        """The manifest of an array batch, whose every input has its one attempt by
+        construction (the backend's array object): no child records to read."""
         self._warned: set[str] = set()
         self._verified_children: set[str] = set()
         """Child records verified once: never rewritten, so never read again."""
@@ -183,8 +193,27 @@ class BatchRecords:
                 found[record.index, record.attempt] = record
         return found
 
+    def _array_children(self) -> list[BatchChild]:
+        """An array batch's attempts: each input's one, submitted with its array object
+        (which the completion record follows at once)."""
+        assert self.array is not None
+        done = self.completion()
+        submitted_at = done.finished_at if done is not None else self.array.created_at
+        return [
+            BatchChild(
+                group_id=self.group_id,
+                index=index,
+                attempt=0,
+                job_id=self.array.child_job_id(index, 0),
+                submitted_at=submitted_at,
+            )
+            for index in range(self.array.total_expected)
+        ]
+
     def children(self) -> list[BatchChild]:
         """Every attempt's record, in ``(index, attempt)`` order; strays are warned about."""
+        if self.array is not None:
+            return self._array_children()
         prefix = layout.children_prefix(self.group_id)
         keys = []
         for key in sorted(self.store.list(prefix)):
@@ -312,6 +341,9 @@ class BatchRecords:
         20-digit attempt would otherwise hold it for ever.
         """
         listing = BatchListing(complete=self.completion())
+        if self.array is not None:
+            listing.latest_attempts = dict.fromkeys(range(self.array.total_expected), 0)
+            return listing
         prefix = layout.children_prefix(self.group_id)
         candidates: list[tuple[str, int, int]] = []
         for key in self.store.list(prefix):
@@ -344,6 +376,8 @@ class BatchRecords:
     def attempt_keys(self) -> list[tuple[int, int]]:
         """``(index, attempt)`` of every child record by its name alone, verified or not:
         what cleanup deletes (deleting needs no trust in what it deletes)."""
+        if self.array is not None:
+            return [(index, 0) for index in range(self.array.total_expected)]
         prefix = layout.children_prefix(self.group_id)
         parsed = (parse_child_name(key, prefix) for key in self.store.list(prefix))
         return sorted(found for found in parsed if found is not None)
