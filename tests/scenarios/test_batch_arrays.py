@@ -82,18 +82,40 @@ def test_a_batch_is_one_indexed_job_and_each_index_a_job(
         assert again.result() == index * index
 
 
-def test_a_failed_index_runs_again_in_place(
+def test_a_failed_index_runs_again_as_its_next_attempt(
     kinetic_backend: ScenarioBackend, jobs: Jobs, tmp_path: Path
 ) -> None:
+    """The job controller reruns the index; the rerun is attempt 1 with the id a per-child
+    retry has (``-r1``): its own result, its own record, its own line in the timeline."""
     traced = kinetic_backend.decorate()(duf.traced)
     runs = _runs(tmp_path)
     inputs = [{"index": i, "runs": str(runs), "fail_first": i == 1} for i in range(3)]
     batch = traced.run_async_map(inputs, retries=1)
-    assert batch.results(timeout=120) == [0, 1, 4]
-    child = batch.jobs[1]
-    assert child is not None
-    assert (runs / "1").read_text() == f"{child.job_id}\n" * 2  # two runs, one job id
-    assert len(jobs.all()) == 1
+    assert batch.results(timeout=120, cleanup=False) == [0, 1, 4]
+    [job] = jobs.all()
+    first_id = f"{job.metadata.name}-1"
+    assert (runs / "1").read_text() == f"{first_id}\n{first_id}-r1\n"
+    assert [child.attempt for child in batch.jobs if child is not None] == [0, 1, 0]
+    retried = batch.jobs[1]
+    assert retried is not None and retried.job_id == f"{first_id}-r1"
+    # The retry wrote its own child record (attempt 0 has none: it exists by construction).
+    store = kinetic_backend.store()
+    assert store.list(layout.children_prefix(batch.group_id)) == [
+        layout.child_key(batch.group_id, 1, 1)
+    ]
+    first = kinetic.attach(first_id, backend="gke")
+    assert (first.attempt, first.status()) == (0, JobStatus.FAILED)
+    with pytest.raises(duf.DurabilityUserError):
+        first.result(cleanup=False)
+    attached = kinetic.attach_batch(batch.group_id, backend="gke")
+    assert [child.job_id for child in attached.jobs if child is not None] == [
+        child.job_id for child in batch.jobs if child is not None
+    ]
+    lines = [(a.index, a.attempt, a.job_id) for a in batch.timeline().attempts]
+    assert sorted(lines) == [
+        (0, 0, f"{job.metadata.name}-0"), (1, 0, first_id), (1, 1, f"{first_id}-r1"),
+        (2, 0, f"{job.metadata.name}-2"),
+    ]  # fmt: skip
 
 
 def test_without_retries_a_failed_index_is_final(

@@ -236,7 +236,7 @@ def test_an_api_failure_on_submit_is_a_backend_error_and_leaves_nothing_behind(
 # -- a batch -----------------------------------------------------------------------------------
 
 
-def test_a_batch_retries_a_child_the_cluster_killed_in_place(
+def test_a_batch_retries_a_child_the_cluster_killed_as_its_next_attempt(
     gke_scenario_env: NodeAgent,
     k8s_namespace: str,
     gcs_bucket: str,
@@ -244,7 +244,7 @@ def test_a_batch_retries_a_child_the_cluster_killed_in_place(
     tmp_path: Path,
 ) -> None:
     """An OOM kill spends a retry (a preemption does not: ``test_preemption``); the batch's
-    Indexed Job runs the index again, as the same job (``test_batch_arrays``)."""
+    Indexed Job runs the index again as attempt 1, which records itself."""
     armed = gke_scenario_env.oom_kill(k8s_namespace, selector=f"{COMPLETION_INDEX}=1", times=1)
     gate = tmp_path / "gate"
     opener = _open_when(lambda: armed.hits, gate)
@@ -255,13 +255,16 @@ def test_a_batch_retries_a_child_the_cluster_killed_in_place(
     assert batch.results(timeout=120) == [1, 4, 9]
     opener.join()
     retried = batch.jobs[1]
-    assert retried is not None and retried.attempt == 0
+    assert retried is not None and retried.attempt == 1
+    first_attempt = retried.job_id.removesuffix("-r1")
     (hit,) = armed.hits
-    assert hit.startswith(f"{k8s_namespace}/{retried.job_id}-"), "the index's first pod"
+    assert hit.startswith(f"{k8s_namespace}/{first_attempt}-"), "the index's first pod"
     (job,) = jobs.names()
     assert (jobs.get(job) or {})["status"]["completedIndexes"] == "0-2"
     store = open_store(gcs_bucket)
+    assert store.exists(layout.child_key(batch.group_id, 1, 1)), "the retry recorded itself"
     assert store.exists(layout.group_call_key(batch.group_id))
+    assert [job.attempt for job in batch.jobs if job is not None] == [0, 1, 0]
 
 
 def test_a_batch_without_retries_reports_the_killed_child(

@@ -66,7 +66,6 @@ def test_a_failed_attempts_output_is_readable_after_its_pod_or_directory_is_gone
     assert "leaving with status 5" in shown.stdout, shown.stdout + shown.stderr
 
 
-@pytest.mark.backends("local", "pathways")  # a new attempt per retry: gke's retry in place
 def test_a_retried_batch_childs_first_attempt_keeps_its_output(
     kinetic_backend: ScenarioBackend,
 ) -> None:

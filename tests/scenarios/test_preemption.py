@@ -161,7 +161,6 @@ def test_a_preempted_child_runs_again_without_spending_retries(
     assert batch.cause_counts() == {}
 
 
-@pytest.mark.backends("local")  # per-child attempts: gke's batches retry in place
 def test_retry_on_restricts_the_causes_retries_apply_to(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:

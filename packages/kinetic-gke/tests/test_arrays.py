@@ -45,6 +45,18 @@ def test_the_array_job_is_valid_and_runs_each_index_as_its_own_job(record: Recor
     )
     assert container["args"][container["args"].index("--index") + 1] == "$(JOB_COMPLETION_INDEX)"
     assert "KINETIC_JOB_ID" not in {env["name"] for env in container["env"]}
+    # Each run learns its attempt from the failure counts the job controller writes on its pod.
+    from_pod = {
+        env["name"]: env["valueFrom"]["fieldRef"]["fieldPath"]
+        for env in container["env"]
+        if "valueFrom" in env
+    }
+    assert from_pod == {
+        "KINETIC_INDEX_FAILURES": f"metadata.annotations['{arrays.FAILURE_COUNT}']",
+        "KINETIC_INDEX_PREEMPTIONS": f"metadata.annotations['{arrays.IGNORED_COUNT}']",
+    }
+    preemptions = {env["name"]: env.get("value") for env in container["env"]}
+    assert preemptions["KINETIC_PREEMPTION_RETRIES"] == str(record().preemption_retries)
 
 
 def test_without_a_limit_every_input_runs_and_without_fail_fast_no_index_stops_the_rest(
@@ -52,7 +64,7 @@ def test_without_a_limit_every_input_runs_and_without_fail_fast_no_index_stops_t
 ) -> None:
     spec = arrays.array_job_manifest(_manifest(record))["spec"]
     assert spec["parallelism"] == 5
-    assert spec["backoffLimitPerIndex"] == record().preemption_retries  # preemptions only
+    assert spec["backoffLimitPerIndex"] == 0  # preemptions are not counted: no retries
     assert "maxFailedIndexes" not in spec
 
 
@@ -60,7 +72,7 @@ def test_without_retries_any_failed_exit_is_final_and_preemptions_run_again(
     record: RecordFactory,
 ) -> None:
     rules = _rules(arrays.array_job_manifest(_manifest(record)))
-    assert rules[0]["action"] == "Count"
+    assert rules[0]["action"] == "Ignore"  # the same attempt again; the runtime keeps the budget
     assert rules[0]["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}]
     assert rules[1]["action"] == "FailIndex"
     assert rules[1]["onExitCodes"]["operator"] == "NotIn"
@@ -79,7 +91,7 @@ def test_retry_on_says_which_exit_codes_run_again(record: RecordFactory) -> None
         arrays.array_job_manifest(_manifest(record, retries=2, retry_on=["exit", "oom"]))
     )
     assert but_user[1]["onExitCodes"]["operator"] == "In"
-    assert but_user[1]["onExitCodes"]["values"] == [1, 2, 4]
+    assert but_user[1]["onExitCodes"]["values"] == [1, 2, 4, arrays.EXIT_PREEMPTIONS_SPENT]
 
 
 def test_fail_fast_that_lets_running_children_finish_is_not_an_array(
@@ -97,15 +109,37 @@ def test_index_sets_are_read_as_intervals() -> None:
     assert arrays.parse_indexes(None) == set()
 
 
-def _pod(index: int, phase: str, *, created: str = "2026-01-01T00:00:00Z", code: int = 0) -> Any:
+def _pod(
+    index: int,
+    phase: str,
+    *,
+    created: str = "2026-01-01T00:00:00Z",
+    code: int = 0,
+    attempt: int = 0,
+    preempted: bool = False,
+) -> Any:
     status: dict[str, Any] = {"phase": phase}
     if phase in ("Succeeded", "Failed"):
         status["containerStatuses"] = [{"state": {"terminated": {"exitCode": code}}}]
+    if preempted:
+        status["conditions"] = [{"type": "DisruptionTarget", "status": "True"}]
     return {
-        "metadata": {"labels": {arrays.INDEX_LABEL: str(index)}, "creationTimestamp": created},
+        "metadata": {
+            "labels": {arrays.INDEX_LABEL: str(index)},
+            "annotations": {arrays.FAILURE_COUNT: str(attempt)},
+            "creationTimestamp": created,
+        },
         "spec": {"nodeName": "node"},
         "status": status,
     }
+
+
+def _states(job: Any, pods: list[Any], indexes: Any) -> dict[int, Any]:
+    """Attempt 0 of each of ``indexes``, by index."""
+    found = arrays.attempt_states(
+        job, pods, [(i, 0) for i in indexes], unschedulable_timeout=60, now=NOW
+    )
+    return {index: state for (index, _), state in found.items()}
 
 
 def _job(**status: Any) -> dict[str, Any]:
@@ -115,7 +149,7 @@ def _job(**status: Any) -> dict[str, Any]:
 def test_each_index_reads_its_own_outcome() -> None:
     job = _job(completedIndexes="0", failedIndexes="1")
     pods = [_pod(0, "Succeeded"), _pod(1, "Failed", code=1), _pod(2, "Running")]
-    states = arrays.index_states(job, pods, range(4), unschedulable_timeout=60, now=NOW)
+    states = _states(job, pods, range(4))
     assert states[0].status is JobStatus.SUCCEEDED
     assert (states[1].status, states[1].exit_code) == (JobStatus.FAILED, 1)
     assert states[2].status is JobStatus.RUNNING
@@ -127,9 +161,43 @@ def test_a_failed_run_the_job_has_not_settled_is_run_again_not_failed() -> None:
         _pod(0, "Failed", code=1, created="2026-01-01T00:00:00Z"),
         _pod(0, "Pending", created="2026-01-01T00:00:05Z"),
     ]
-    [state] = arrays.index_states(_job(), pods[:1], [0], unschedulable_timeout=60).values()
+    [state] = _states(_job(), pods[:1], [0]).values()
     assert state.status is JobStatus.PENDING
     assert "runs it again" in state.detail
+
+
+def test_an_attempt_the_job_ran_again_failed_and_names_the_attempt_that_follows() -> None:
+    pods = [
+        _pod(0, "Failed", code=1, created="2026-01-01T00:00:00Z"),
+        _pod(0, "Failed", code=1, created="2026-01-01T00:00:05Z", attempt=1),
+        _pod(0, "Running", created="2026-01-01T00:00:09Z", attempt=2),
+    ]
+    states = arrays.attempt_states(
+        _job(), pods, [(0, 0), (0, 1), (0, 2)], unschedulable_timeout=60, now=NOW
+    )
+    first, second, third = states[0, 0], states[0, 1], states[0, 2]
+    assert (first.status, first.exit_code, first.next_attempt) == (JobStatus.FAILED, 1, 2)
+    assert (second.status, second.next_attempt) == (JobStatus.FAILED, 2)
+    assert (third.status, third.next_attempt) == (JobStatus.RUNNING, None)
+
+
+def test_a_preempted_run_is_the_same_attempt_until_its_preemptions_are_spent() -> None:
+    pods = [
+        _pod(0, "Failed", code=137, preempted=True, created="2026-01-01T00:00:00Z"),
+        _pod(0, "Running", created="2026-01-01T00:00:05Z"),
+    ]
+    [running] = _states(_job(), pods, [0]).values()
+    assert (running.status, running.preemptions, running.next_attempt) == (
+        JobStatus.RUNNING, 1, None,
+    )  # fmt: skip
+    spent = [
+        *pods[:1],
+        _pod(0, "Failed", code=137, preempted=True, created="2026-01-01T00:00:05Z"),
+        _pod(0, "Failed", code=arrays.EXIT_PREEMPTIONS_SPENT, created="2026-01-01T00:00:09Z"),
+    ]
+    [failed] = _states(_job(failedIndexes="0"), spent, [0]).values()
+    assert (failed.status, failed.cause) == (JobStatus.FAILED, FailureCause.PREEMPTED)
+    assert failed.preemptions == 1  # the second preemption was not run again
 
 
 def test_a_job_stopped_by_fail_fast_cancels_its_unfinished_indexes() -> None:
@@ -141,7 +209,7 @@ def test_a_job_stopped_by_fail_fast_cancels_its_unfinished_indexes() -> None:
         ],
     )
     pods = [_pod(0, "Running"), _pod(1, "Failed", code=1), _pod(2, "Succeeded")]
-    states = arrays.index_states(job, pods, range(3), unschedulable_timeout=60, now=NOW)
+    states = _states(job, pods, range(3))
     assert (states[0].status, states[0].cause) == (JobStatus.FAILED, FailureCause.CANCELLED)
     assert "MaxFailedIndexesExceeded" in states[0].detail
     assert states[1].status is JobStatus.FAILED
@@ -150,10 +218,8 @@ def test_a_job_stopped_by_fail_fast_cancels_its_unfinished_indexes() -> None:
 
 def test_a_settled_index_without_pods_was_cleaned_up_and_a_gone_job_holds_nothing() -> None:
     job = _job(completedIndexes="0")
-    assert arrays.index_states(job, [], [0], unschedulable_timeout=60)[0].status is (
-        JobStatus.NOT_FOUND
-    )
-    gone = arrays.index_states(None, [_pod(0, "Running")], [0], unschedulable_timeout=60)
+    assert _states(job, [], [0])[0].status is JobStatus.NOT_FOUND
+    gone = _states(None, [_pod(0, "Running")], [0])
     assert gone[0].status is JobStatus.NOT_FOUND
 
 
@@ -165,11 +231,15 @@ def test_an_array_job_lists_each_index_that_has_a_pod_as_a_job() -> None:
         },
         "spec": {"completionMode": "Indexed", "completions": 3},
     }
-    pods = [_pod(0, "Running"), _pod(2, "Succeeded"), _pod(1, "Running")]
-    pods[0]["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "train-0a1b2c3d"
-    pods[1]["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "train-0a1b2c3d"
-    pods[2]["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "another-job"
-    assert arrays.index_job_ids(job, pods) == ["train-0a1b2c3d-0", "train-0a1b2c3d-2"]
+    pods = [
+        _pod(0, "Running"), _pod(2, "Failed"), _pod(2, "Running", attempt=1), _pod(1, "Running")
+    ]  # fmt: skip
+    for pod in pods[:3]:
+        pod["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "train-0a1b2c3d"
+    pods[3]["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "another-job"
+    assert arrays.index_job_ids(job, pods) == [
+        "train-0a1b2c3d-0", "train-0a1b2c3d-2", "train-0a1b2c3d-2-r1",
+    ]  # fmt: skip
     assert arrays.index_job_ids({"metadata": {}, "spec": {}}, pods) == []
 
 

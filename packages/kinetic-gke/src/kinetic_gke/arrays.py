@@ -8,9 +8,17 @@ does what a per-child batch's submitter does: it keeps ``max_concurrent`` indexe
 (``backoffLimitPerIndex``, by the pod failure policy that a single Job has too) and, with
 fail-fast, fails the Job at the first failed index (``maxFailedIndexes: 0``), stopping the
 rest. Nothing of it needs a client alive.
+
+Each run of an index is told its attempt by the Job's per-index failure counts, which the job
+controller writes on every pod it creates and the pod passes to the runtime (the downward
+API): a run after ``n`` counted failures is attempt ``n``, job id ``<prefix>-<i>-r<n>``, as a
+per-child batch names its retries (:mod:`kinetic_runtime.attempts`). A preempted run is not
+counted (``Ignore``): it runs again as the same attempt, and the runtime ends the index once
+the runs the cluster took away pass the job's ``preemption_retries``.
 """
 
 import contextlib
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -43,10 +51,11 @@ __all__ = [
     "array_labels",
     "delete_index_pods",
     "expressible",
+    "attempt_states",
     "index_job_ids",
     "index_settled",
-    "index_states",
     "parse_indexes",
+    "pod_attempt",
 ]
 
 INDEX_LABEL = COMPLETION_INDEX
@@ -60,15 +69,28 @@ JOBS = JobWorkload()
 """Array Jobs are Jobs, whatever workload a backend's single jobs are."""
 MAX_INDEXES = 100_000
 """The most completions an Indexed Job with a per-index backoff limit may have."""
+FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
+"""Annotation the job controller puts on each pod of a Job with ``backoffLimitPerIndex``: how
+many earlier pods of its index failed and were counted (the run's attempt)."""
+IGNORED_COUNT = "batch.kubernetes.io/job-index-ignored-failure-count"
+"""Its sibling: how many earlier pods of the index failed by a rule that ``Ignore``s them (a
+preemption); absent while there were none."""
+_ATTEMPT_ENV = {
+    "KINETIC_INDEX_FAILURES": FAILURE_COUNT,
+    "KINETIC_INDEX_PREEMPTIONS": IGNORED_COUNT,
+}
+EXIT_PREEMPTIONS_SPENT = 5
+"""The runtime's exit status for a run started after its index's preemptions were spent."""
 _EXIT_CODES = {
     FailureCause.USER: (1,),
     FailureCause.INFRASTRUCTURE: (2,),
     FailureCause.TIMEOUT: (4,),
+    FailureCause.PREEMPTED: (EXIT_PREEMPTIONS_SPENT,),
     FailureCause.OOM: (137,),
 }
 """The exit codes that name a cause: ``kinetic_runtime``'s own (the function raised, a phase
-before it failed, its ``timeout=`` passed) and the kernel's kill of a container out of memory.
-Any other non-zero code is cause ``exit``."""
+before it failed, its ``timeout=`` passed, the index's preemptions were spent) and the
+kernel's kill of a container out of memory. Any other non-zero code is cause ``exit``."""
 
 
 def expressible(manifest: BatchManifest) -> bool:
@@ -89,23 +111,28 @@ def _retry_rules(manifest: BatchManifest) -> dict[str, Any]:
     """The single Job's pod failure policy, with ``FailIndex`` for attempts not retried: a
     preemption, and an exit whose cause ``retry_on`` names while ``retries`` remain, run the
     index again; any other exit fails the index."""
+    policy = functools.partial(pod_failure_policy, disrupted="Ignore", failed_attempt="FailIndex")
     if manifest.retries == 0:
-        return pod_failure_policy(failed_attempt="FailIndex")
+        return policy()
     causes = retry_causes(manifest.retry_on)
     if FailureCause.EXIT in causes:
         final = sorted(
             code for cause, codes in _EXIT_CODES.items() if cause not in causes for code in codes
         )
-        return pod_failure_policy(failed_attempt="FailIndex", final_codes=final)
+        return policy(final_codes=final)
     retried = [code for cause in causes for code in _EXIT_CODES.get(cause, ())]
-    return pod_failure_policy(failed_attempt="FailIndex", retried_codes=retried)
+    return policy(retried_codes=retried)
 
 
-def _budget(manifest: BatchManifest) -> int:
-    """How many more runs an index may have. The Job counts every failure against one limit,
-    so the batch's ``retries`` are it when given (a preemption spends one too); without them,
-    only preemptions run again, within the job's ``preemption_retries`` as for one job."""
-    return manifest.retries or manifest.job_template.preemption_retries
+def _attempt_env() -> list[dict[str, Any]]:
+    """The variables that tell each run its attempt, from its pod's failure counts."""
+    return [
+        {
+            "name": name,
+            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{annotation}']"}},
+        }
+        for name, annotation in _ATTEMPT_ENV.items()
+    ]
 
 
 def array_job_manifest(
@@ -123,12 +150,14 @@ def array_job_manifest(
     template = pod_template(
         record, options=options or PodOptions(), labels=labels, args=args, command=command,
         env_secret=env_secret,
+        extra_env={"KINETIC_PREEMPTION_RETRIES": str(record.preemption_retries)},
     )  # fmt: skip
+    template["spec"]["containers"][0]["env"] += _attempt_env()
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": manifest.total_expected,
         "parallelism": manifest.max_concurrent or manifest.total_expected,
-        "backoffLimitPerIndex": _budget(manifest),
+        "backoffLimitPerIndex": manifest.retries,
         "podFailurePolicy": _retry_rules(manifest),
         "ttlSecondsAfterFinished": ttl_seconds,
         "template": template,
@@ -195,10 +224,30 @@ def _job_failure(job: Obj) -> str | None:
     return None
 
 
+def pod_attempt(pod: Obj) -> int:
+    """The attempt a pod of an array Job runs: its index's counted failures before it."""
+    value = (pod.get("metadata", {}).get("annotations") or {}).get(FAILURE_COUNT, "0")
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
+
+
+def _exit_code(pod: Obj) -> int | None:
+    for container in pod.get("status", {}).get("containerStatuses") or []:
+        code = ((container.get("state") or {}).get("terminated") or {}).get("exitCode")
+        if isinstance(code, int):
+            return code
+    return None
+
+
 def _ended(pod: Obj, phase: str) -> JobState:
     detail, code = status.terminated_reason(pod)
     if phase == "Succeeded":
         return JobState(status=JobStatus.SUCCEEDED)
+    if _exit_code(pod) == EXIT_PREEMPTIONS_SPENT:
+        return JobState(
+            status=JobStatus.FAILED, exit_code=EXIT_PREEMPTIONS_SPENT,
+            cause=FailureCause.PREEMPTED,
+            detail="preempted more often than its preemption_retries allow",
+        )  # fmt: skip
     return JobState(
         status=JobStatus.FAILED, detail=detail, exit_code=code, cause=status.termination_cause(pod)
     )
@@ -244,17 +293,28 @@ def _unfinished_state(newest: Obj | None, unschedulable_timeout: float, now: dat
     return status.pod_state(newest, unschedulable_timeout, now)
 
 
-def index_states(
+def _followed(pods: list[Obj], latest: int) -> JobState:
+    """An attempt the Job has run again as attempt ``latest``: it failed."""
+    newest = _newest(pods)
+    if newest is not None and newest.get("status", {}).get("phase") == "Failed":
+        ended = _ended(newest, "Failed")
+    else:
+        ended = JobState(status=JobStatus.FAILED, detail="its pod failed")
+    return msgspec.structs.replace(ended, next_attempt=latest)
+
+
+def attempt_states(
     job: Obj | None,
     pods: Iterable[Obj],
-    indexes: Iterable[int],
+    attempts: Iterable[tuple[int, int]],
     *,
     unschedulable_timeout: float,
     now: datetime | None = None,
-) -> dict[int, JobState]:
-    """The state of each of ``indexes`` of the array Job ``job`` (None: it is gone), from
-    the Job's completed and failed index sets and one listing of its pods."""
-    wanted = list(indexes)
+) -> dict[tuple[int, int], JobState]:
+    """The state of each ``(index, attempt)`` of the array Job ``job`` (None: it is gone),
+    from the Job's completed and failed index sets and one listing of its pods. An attempt
+    whose index has a later attempt's pod failed, and names it (``next_attempt``)."""
+    wanted = list(attempts)
     if job is None or job.get("metadata", {}).get("deletionTimestamp"):
         return dict.fromkeys(wanted, JobState(status=JobStatus.NOT_FOUND))
     job_status = job.get("status", {})
@@ -265,21 +325,27 @@ def index_states(
     )
     by_index = pods_by_index(pods)
     moment = now or datetime.now(UTC)
-    return {
-        index: _with_preemptions(
-            _index_state(index, by_index.get(index, []), done, unschedulable_timeout, moment),
-            by_index.get(index, []),
-        )
-        for index in wanted
-    }
+    found: dict[tuple[int, int], JobState] = {}
+    for index, attempt in wanted:
+        index_pods = by_index.get(index, [])
+        latest = max((pod_attempt(pod) for pod in index_pods), default=0)
+        own = [pod for pod in index_pods if pod_attempt(pod) == attempt]
+        if latest > attempt:
+            state = _followed(own, latest)
+        else:
+            state = _index_state(index, own, done, unschedulable_timeout, moment)
+        found[index, attempt] = _with_preemptions(state, own)
+    return found
 
 
 def _with_preemptions(state: JobState, pods: list[Obj]) -> JobState:
-    """How many runs of the index the cluster took away (and the Job ran again)."""
-    preempted = sum(1 for pod in pods if status.disrupted(pod))
-    if state.status is JobStatus.FAILED and preempted:
-        preempted -= 1  # the last one was not run again: it failed the index
-    return msgspec.structs.replace(state, preemptions=preempted) if preempted else state
+    """How many runs of the attempt the cluster took away and the Job ran again (not a run
+    that only found the attempt's preemptions spent)."""
+    newest = _newest(pods)
+    preempted = sum(1 for pod in pods if pod is not newest and status.disrupted(pod))
+    if newest is not None and _exit_code(newest) == EXIT_PREEMPTIONS_SPENT:
+        preempted -= 1  # the last preemption was not run again: it ended the index
+    return msgspec.structs.replace(state, preemptions=preempted) if preempted > 0 else state
 
 
 def delete_index_pods(connection: ClusterConnection, selector: str) -> list[Obj]:
@@ -299,14 +365,22 @@ def delete_index_pods(connection: ClusterConnection, selector: str) -> list[Obj]
 
 
 def index_job_ids(job: Obj, pods: Iterable[Obj]) -> list[str]:
-    """The job ids of an array Job's indexes that still have a pod (an index cleaned up, or
+    """The job ids of an array Job's attempts that still have a pod (an index cleaned up, or
     not started yet, has none), given pods of any Jobs; none for any other Job."""
     prefix = (job.get("metadata", {}).get("annotations") or {}).get(JOB_ID_PREFIX)
     if not prefix or job.get("spec", {}).get("completionMode") != "Indexed":
         return []
     name = job["metadata"].get("name")
     own = [p for p in pods if (p["metadata"].get("labels") or {}).get(JOB_NAME_LABEL) == name]
-    return [f"{prefix}-{index}" for index in sorted(pods_by_index(own))]
+    attempts = {
+        (index, pod_attempt(pod))
+        for index, pods_of in pods_by_index(own).items()
+        for pod in pods_of
+    }
+    return [
+        f"{prefix}-{index}" + (f"-r{attempt}" if attempt else "")
+        for index, attempt in sorted(attempts)
+    ]
 
 
 def index_settled(job: Obj, index: int) -> bool:

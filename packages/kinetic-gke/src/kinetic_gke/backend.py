@@ -358,14 +358,14 @@ class GKEBackend:
             for record in members:
                 by_job[record.k8s_name].append(record)
             for name, wanted in by_job.items():
-                states = arrays.index_states(
+                states = arrays.attempt_states(
                     jobs.get(name),
                     pods,
-                    [int(record.group_index or 0) for record in wanted],
+                    [(int(record.group_index or 0), record.attempt) for record in wanted],
                     unschedulable_timeout=self._unschedulable_timeout,
                 )
                 for record in wanted:
-                    found[record.job_id] = states[int(record.group_index or 0)]
+                    found[record.job_id] = states[int(record.group_index or 0), record.attempt]
         return found
 
     def _job_statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:

@@ -62,6 +62,7 @@ _DISRUPTED = {"type": "DisruptionTarget", "status": "True"}
 
 def pod_failure_policy(
     *,
+    disrupted: str = "Count",
     failed_attempt: str = "FailJob",
     retried_codes: Sequence[int] = (),
     final_codes: Sequence[int] | None = None,
@@ -77,9 +78,10 @@ def pod_failure_policy(
     exit code is one of ``retried_codes``, which count against the budget too (an array's
     ``retries``). ``final_codes`` instead: only those end it, every other code counts.
     ``Count``, not ``Ignore``, so the budget holds: ``Ignore`` would run a job that is
-    preempted again and again forever.
+    preempted again and again forever (an array's indexes take ``disrupted="Ignore"``: their
+    runtime keeps that budget, see :mod:`kinetic_gke.arrays`).
     """
-    rules: list[dict[str, Any]] = [{"action": "Count", "onPodConditions": [dict(_DISRUPTED)]}]
+    rules: list[dict[str, Any]] = [{"action": disrupted, "onPodConditions": [dict(_DISRUPTED)]}]
     if final_codes is None:
         exits = {"operator": "NotIn", "values": sorted({0, *retried_codes})}
     else:

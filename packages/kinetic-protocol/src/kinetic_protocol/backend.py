@@ -211,8 +211,11 @@ class ArrayBackend(Backend, Protocol):
     """A backend that declares ``array_batches``: a whole batch is one object of its own.
 
     Each input is one index of that object, a Kinetic job all the same: its id is the
-    manifest's ``child_job_id(index, 0)`` and its record ``child_record(index, 0)`` (with
-    ``in_array`` set), so ``statuses``, ``logs`` and ``delete`` answer for it as for any job.
+    manifest's ``child_job_id(index, attempt)`` and its record ``child_record(index,
+    attempt)`` (with ``in_array`` set), so ``statuses``, ``logs`` and ``delete`` answer for it
+    as for any job. The backend runs a failed index again as the next attempt, whose run
+    writes its child record; ``statuses`` names it in the earlier attempt's state
+    (``JobState.next_attempt``).
     """
 
     def submit_array(self, manifest: BatchManifest, *, env: Mapping[str, str] = NO_ENV) -> None:

@@ -103,8 +103,9 @@ class BatchManifest(msgspec.Struct, kw_only=True):
         )
 
     def has_child(self, index: int, attempt: int) -> bool:
-        """Whether an array batch holds this attempt by construction: every input, once
-        (the backend retries an index in place). A per-child batch says so by its records."""
+        """Whether an array batch holds this attempt by construction: attempt 0 of every
+        input. Its retries (which the backend runs itself) and a per-child batch's every
+        attempt say so by their records."""
         return bool(self.array_job) and attempt == 0 and 0 <= index < self.total_expected
 
 

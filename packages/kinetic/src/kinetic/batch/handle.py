@@ -108,15 +108,41 @@ class BatchHandle(BatchViews):
 
     # -- observation -----------------------------------------------------------------------
 
+    def _latest_states(self, jobs: dict[int, JobHandle]) -> dict[int, tuple[JobHandle, JobState]]:
+        """One backend call for ``jobs``: each input's latest attempt and its state.
+
+        The backend of an array batch runs a failed input again itself, as a new attempt
+        that the state of the one before names (``next_attempt``): that attempt takes the
+        input's place in ``jobs``, and one more call reads the attempts so followed.
+        """
+        states = self._backend.statuses([job.record for job in jobs.values()])
+        found = {index: (job, states[job.job_id]) for index, job in jobs.items()}
+        followed: dict[int, JobHandle] = {}
+        for index, (job, state) in found.items():
+            if state.next_attempt is not None and state.next_attempt > job.attempt:
+                later = JobHandle.from_record(
+                    self._manifest.child_record(index, state.next_attempt)
+                )
+                with self._state.lock:
+                    if self._state.jobs[index] is job:
+                        self._state.jobs[index] = later
+                followed[index] = later
+        if followed:
+            again = self._backend.statuses([job.record for job in followed.values()])
+            found |= {index: (job, again[job.job_id]) for index, job in followed.items()}
+        return found
+
     def _observe(self) -> None:
         """One backend call for every unsettled child; settle what is done."""
         pending = self._state.unsettled_jobs()
         if not pending:
             return
-        states = self._backend.statuses([job.record for job in pending.values()])
+        latest = self._latest_states(pending)
         collected = self._collected_once()
-        for index, job in pending.items():
-            state = child_state(job, states[job.job_id], collected)
+        for index, (job, seen) in latest.items():
+            if seen.next_attempt is not None:
+                continue  # a still later attempt runs: the next look follows it
+            state = child_state(job, seen, collected)
             with self._state.lock:
                 self._state.states[index] = state
             decision = self._state.decide(job, state)
@@ -142,12 +168,12 @@ class BatchHandle(BatchViews):
         ``results(cleanup=True)``) is NOT_FOUND with the reason ``collected and cleaned up``:
         it did not fail. Unsubmitted slots are skipped.
         """
-        jobs = [(i, job) for i, job in enumerate(self.jobs) if job is not None]
+        jobs = {i: job for i, job in enumerate(self.jobs) if job is not None}
         if not jobs:
             return []
-        states = self._backend.statuses([job.record for _, job in jobs])
+        latest = self._latest_states(jobs)
         collected = self._collected_once()
-        return [(i, child_state(job, states[job.job_id], collected)) for i, job in jobs]
+        return [(i, child_state(job, state, collected)) for i, (job, state) in latest.items()]
 
     def statuses(self) -> list[tuple[int, JobStatus]]:
         """``(index, status)`` of every submitted child; unsubmitted slots are skipped.
