@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from kinetic_gke import arrays, gcp
 from kinetic_gke import settings as declared
+from kinetic_gke.array_batches import ArrayBatches
 from kinetic_gke.capacity import CapacityCheck, ClusterRef
 from kinetic_gke.k8s import (
     ClusterConnection,
@@ -182,6 +183,10 @@ class GKEBackend:
             )
         return self._connections[key]
 
+    @property
+    def _arrays(self) -> ArrayBatches:
+        return ArrayBatches(self.connection, self.app)
+
     def _context_name(self) -> str:
         settings = self._settings
         return declared.KUBE_CONTEXT.from_env() or kube_context_name(
@@ -313,16 +318,7 @@ class GKEBackend:
         if any(mount.kind == "gcsfuse" for mount in record.mounts):
             self.check_fuse_driver()
         self.signing_keys(create=True)
-        create_with_env(
-            self.connection,
-            arrays.JOBS,
-            manifest.array_job,
-            lambda secret: arrays.array_job_manifest(
-                manifest, options=self.pod_options, command=self._command, env_secret=secret
-            ),
-            labels=arrays.array_labels(manifest, self.app),
-            env=env,
-        )
+        self._arrays.create(manifest, options=self.pod_options, command=self._command, env=env)
 
     def delete_array(
         self, manifest: BatchManifest, *, timeout: float, poll_interval: float
@@ -336,36 +332,13 @@ class GKEBackend:
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         in_arrays = [record for record in records if record.in_array]
-        found = self._array_statuses(in_arrays) if in_arrays else {}
+        found = (
+            self._arrays.statuses(in_arrays, unschedulable_timeout=self._unschedulable_timeout)
+            if in_arrays
+            else {}
+        )
         if len(in_arrays) < len(records):
             found |= self._job_statuses([record for record in records if not record.in_array])
-        return found
-
-    def _array_statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
-        """Indexes of array Jobs: one LIST of the batch's Jobs and one of its pods per batch."""
-        by_group: dict[str, list[JobRecord]] = defaultdict(list)
-        for record in records:
-            by_group[str(record.group_id)].append(record)
-        found: dict[str, JobState] = {}
-        for group_id, members in by_group.items():
-            selector = group_selector(group_id, self.app)
-            jobs = {
-                obj["metadata"]["name"]: obj
-                for obj in arrays.JOBS.list_matching(self.connection, selector)
-            }
-            pods = self.connection.list_pods(selector)
-            by_job: dict[str, list[JobRecord]] = defaultdict(list)
-            for record in members:
-                by_job[record.k8s_name].append(record)
-            for name, wanted in by_job.items():
-                states = arrays.attempt_states(
-                    jobs.get(name),
-                    pods,
-                    [(int(record.group_index or 0), record.attempt) for record in wanted],
-                    unschedulable_timeout=self._unschedulable_timeout,
-                )
-                for record in wanted:
-                    found[record.job_id] = states[int(record.group_index or 0), record.attempt]
         return found
 
     def _job_statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
@@ -530,27 +503,15 @@ class GKEBackend:
         ``docs/batches.md`` says what that means for cancelling one child).
         """
         if record.in_array:
-            self._delete_index(record, timeout=timeout, poll_interval=poll_interval)
+            self._arrays.delete_index(
+                record,
+                lambda present, what, pods: self._await_gone(
+                    present, what, pods, timeout=timeout, poll_interval=poll_interval
+                ),
+            )
             return
         self._delete_confirmed(
             record, job_selector(record.job_id, self.app), workload=self.workload,
-            timeout=timeout, poll_interval=poll_interval,
-        )  # fmt: skip
-
-    def _delete_index(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
-        """Delete an index's pods, and confirm the Job has recorded the index's outcome: until
-        it has, an index without pods would read as one waiting for its pod."""
-        connection, selector = self.connection, self._pods_selector(record)
-        index = int(record.group_index or 0)
-
-        def present() -> bool:
-            if arrays.delete_index_pods(connection, selector):
-                return True
-            job = arrays.JOBS.get(connection, record.k8s_name)
-            return job is not None and not arrays.index_settled(job, index)
-
-        self._await_gone(
-            present, f"the pods of index {index} of Job {record.k8s_name}", selector,
             timeout=timeout, poll_interval=poll_interval,
         )  # fmt: skip
 
@@ -606,11 +567,5 @@ class GKEBackend:
         objects = self.workload.list_matching(self.connection, f"{APP}={self.app}")
         live = [obj for obj in objects if not obj["metadata"].get("deletionTimestamp")]
         ids = {obj["metadata"].get("labels", {}).get(JOB_ID, "") for obj in live}
-        arrays_live = [
-            obj for obj in live if obj["metadata"].get("annotations", {}).get(arrays.JOB_ID_PREFIX)
-        ]
-        if arrays_live:  # an index is listed while it has a pod, as a job while it has a Job
-            pods = self.connection.list_pods(f"{APP}={self.app},{arrays.INDEX_LABEL}")
-            for obj in arrays_live:
-                ids.update(arrays.index_job_ids(obj, pods))
+        ids |= self._arrays.job_ids(live)  # an index is listed while it has a pod
         return sorted(ids - {""})
