@@ -140,6 +140,8 @@ def test_batch_gke_submits_attaches_and_polls_on_the_session_cluster(
     for path in ("gke", "gke_per_child"):
         assert_figures(report[path], "status_poll_s", "api_calls_per_poll", "k8s_writes")
         assert report[path]["api_calls_per_poll"] >= 1
+        assert_figures(report[path], "pods_created_s", "pods_created_per_s")
+        assert report[path]["pods_created"] == 3  # the cluster created every input's pod
     assert report["gke"]["k8s_writes"] < report["gke_per_child"]["k8s_writes"]
     jobs = real_k8s.request("GET", f"/apis/batch/v1/namespaces/{k8s_namespace}/jobs")
     # The warm-up's Indexed Job, the array batch's, and one per input of the per-child batch.
