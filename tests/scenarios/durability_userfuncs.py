@@ -14,13 +14,21 @@ class DurabilityUserError(Exception):
     """The user's own exception for an input's failing first attempt."""
 
 
-def traced(index: int, runs: str, fail_first: bool = False, seconds: float = 0.0) -> int:
-    """Record this run (``<runs>/<index>`` gets the job id), optionally fail the input's first
-    run, and return ``index * index``."""
+def traced(
+    index: int,
+    runs: str,
+    fail_first: bool = False,
+    seconds: float = 0.0,
+    wait_for: str | None = None,
+) -> int:
+    """Record this run (``<runs>/<index>`` gets the job id), wait for the file ``wait_for``
+    if given, optionally fail the input's first run, and return ``index * index``."""
     log = Path(runs) / str(index)
     with log.open("a") as trace:
         trace.write(os.environ.get("KINETIC_JOB_ID", "?") + "\n")
     time.sleep(seconds)
+    while wait_for is not None and not os.path.exists(wait_for):
+        time.sleep(0.01)
     first = Path(runs) / f"{index}.failed-once"
     if fail_first and not first.exists():
         first.touch()

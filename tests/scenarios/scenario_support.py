@@ -21,10 +21,12 @@ from kinetic_runtime.stores import open_store
 
 __all__ = [
     "CLIENT_BACKENDS",
+    "PER_CHILD_BACKENDS",
     "CONTRACT_BACKENDS",
     "ScenarioBackend",
     "backend_params",
     "client_only",
+    "per_child_only",
     "pid_gone",
     "run_script",
     "wait_until",
@@ -48,6 +50,11 @@ _MARKS = {
 
 client_only = pytest.mark.backends(*CLIENT_BACKENDS)
 """Run a scenario on :data:`CLIENT_BACKENDS` instead of every backend."""
+PER_CHILD_BACKENDS = tuple(name for name in CONTRACT_BACKENDS if name != "gke")
+per_child_only = pytest.mark.backends(*PER_CHILD_BACKENDS)
+"""Run a scenario of a batch's per-child path (a job and a record per attempt, client-side
+retries, inputs left unsubmitted) on the backends whose batches take it: ``gke``'s are one
+Indexed Job each (``Capabilities.array_batches``; ``test_batch_arrays.py``)."""
 
 
 def backend_params(*names: str) -> list[Any]:

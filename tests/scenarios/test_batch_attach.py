@@ -14,7 +14,7 @@ from batch_support import (
     join_batch_thread,
     start_script,
 )
-from scenario_support import ScenarioBackend, client_only, run_script, wait_until
+from scenario_support import ScenarioBackend, client_only, per_child_only, run_script, wait_until
 
 import kinetic
 from kinetic import JobFailedError, JobNotFoundError, JobStatus
@@ -113,6 +113,7 @@ def test_attach_mid_submission_sees_the_gaps_then_collects_everything(
             process.communicate()
 
 
+@per_child_only
 def test_cancel_from_another_process_stops_the_original_submitter(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:

@@ -23,7 +23,7 @@ from batch_support import (
     join_batch_thread,
     stored_job_ids,
 )
-from scenario_support import ScenarioBackend, client_only, pid_gone, wait_until
+from scenario_support import ScenarioBackend, client_only, per_child_only, pid_gone, wait_until
 
 import kinetic
 from kinetic import JobFailedError, JobHandle, JobStatus
@@ -68,6 +68,7 @@ def test_fail_fast_stops_submitting_but_lets_running_siblings_finish(
     assert all(isinstance(outcome, SkippedInputError) for outcome in outcomes[2:]), outcomes
 
 
+@per_child_only
 def test_fail_fast_with_cancel_running_on_fail_cancels_running_siblings(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
@@ -126,6 +127,7 @@ def test_cancel_running_on_fail_without_fail_fast_changes_nothing(
     assert isinstance(outcomes[1], uf.BatchUserError)
 
 
+@per_child_only
 def test_cancel_kills_running_children_and_submits_nothing_more(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
@@ -183,6 +185,7 @@ def _is_gone(job: JobHandle | None) -> bool:
     return job is not None and job.status() is JobStatus.NOT_FOUND
 
 
+@per_child_only
 def test_cancel_during_a_submission_leaves_no_child_running(
     kinetic_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -211,6 +214,7 @@ def test_cancel_during_a_submission_leaves_no_child_running(
     assert _live_jobs(kinetic_backend) == [], "a job is still running after cancel()"
 
 
+@per_child_only
 def test_fail_fast_cancels_a_sibling_whose_submission_was_under_way(
     kinetic_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,7 +15,7 @@ from batch_support import (
     join_batch_thread,
     stored_job_ids,
 )
-from scenario_support import ScenarioBackend, client_only, wait_until
+from scenario_support import ScenarioBackend, client_only, per_child_only, wait_until
 
 import kinetic
 from kinetic import JobStatus, SerializationError
@@ -25,6 +25,7 @@ from kinetic.batch.submitter import submit_child
 from kinetic_protocol import JobRecord
 
 
+@per_child_only
 def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
     kinetic_backend: ScenarioBackend, tmp_path: Path
 ) -> None:
@@ -78,6 +79,7 @@ def test_retries_resubmit_a_failed_input_until_it_succeeds_or_attempts_run_out(
     join_batch_thread(batch.group_id)
 
 
+@per_child_only
 def test_a_child_that_vanishes_is_retried(kinetic_backend: ScenarioBackend, tmp_path: Path) -> None:
     """Spec: retries are triggered by FAILED *or* NOT_FOUND. Retries also need a background
     thread, even with ``max_concurrent=None``; it is non-daemon so a script waits for it."""

@@ -43,11 +43,11 @@ class Preempter:
 
     def preempt(self, job: kinetic.JobHandle) -> None:
         if self.backend.name == "gke":
-            from kinetic_gke.labels import job_selector
+            from kinetic_gke.labels import pod_selector
 
             agent = self.request.getfixturevalue("gke_scenario_env")
             namespace = self.request.getfixturevalue("k8s_namespace")
-            fault = agent.preempt_spot(namespace, selector=job_selector(job.job_id))
+            fault = agent.preempt_spot(namespace, selector=pod_selector(job.record))
             wait_until(lambda: fault.hits, f"the spot preemption of {job.job_id}'s pod")
             return
         home: Path = self.request.getfixturevalue("isolated_kinetic")

@@ -1,5 +1,7 @@
 """Batch submission on the gke backend: what one child costs the client, against the real
-kube-apiserver of the test tier and fake-gcs-server, beside the local backend.
+kube-apiserver of the test tier and fake-gcs-server, beside the local backend. On gke both
+paths are measured: the array path (one Indexed Job per batch, ``"gke"``) and the per-child
+path (one Job per input, ``"gke_per_child"``, as a backend without array batches takes it).
 
 No node agent runs, so every pod stays Pending and only submission is measured: Job creates,
 store writes and the client's own CPU. By default the benchmark starts its own control plane
@@ -12,10 +14,20 @@ Prints one JSON object (a section left out with ``--skip`` is absent)::
      "local": {"n": 1000, "submit_wall_s": ..., "submissions_per_s": ...,
                "client_cpu_ms_per_child": ..., "store_writes": {"<kind of key>": count},
                "store_writes_per_child": ..., "attach_batch_s": ...},
-     "gke":   {the same keys, and "status_poll_s": ..., "api_calls_per_poll": ...}}
+     "gke":   {the same keys, and "k8s_writes": ..., "status_poll_s": ...,
+               "api_calls_per_poll": ...},
+     "gke_per_child": {the same keys as "gke"}}
 
-``api_calls_per_poll`` counts the Kubernetes API requests the client sends for one
-``statuses()`` of the whole batch.
+``k8s_writes`` counts the Kubernetes API requests that change something (not GET) during
+``run_async_map``; ``api_calls_per_poll`` the requests the client sends for one
+``statuses()`` of the whole batch. ``pods_created_per_s``: pods the cluster created for the
+batch (its Job controller; Pending, since no node agent runs), over the seconds from the start
+of ``run_async_map`` until all ``n`` existed, or ``--pods-timeout`` passed
+(``pods_created`` says how many did).
+
+``--per-child-submit-only`` measures only the per-child path's submission, pods and one
+status poll (no ``attach_batch``, which reads every child record): its section then says
+``"measured": "submission and one status poll"``.
 
     python -m uv run tools/bench/batch_gke.py --n 1000
 """
@@ -101,21 +113,99 @@ def counted_api_calls() -> Iterator[list[str]]:
         client_class.request = real
 
 
-def bench_gke(n: int, square: Any) -> dict[str, Any]:
-    """Submit, attach and poll one batch with the cluster and store in the environment."""
+@contextmanager
+def per_child_path() -> Iterator[None]:
+    """The gke backend as one without array batches: one Job per input."""
+    import msgspec
+
+    from kinetic_gke import GKEBackend
+
+    arrays = GKEBackend.capabilities
+    GKEBackend.capabilities = msgspec.structs.replace(arrays, array_batches=0)
+    try:
+        yield
+    finally:
+        GKEBackend.capabilities = arrays
+
+
+_METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+"""Ask for the pods' metadata alone: a count of 10,000 pods needs no pod specs. (The server
+counts a list for a label selector itself only when it is not one: ``remainingItemCount``.)"""
+
+
+def count_pods(selector: str) -> int:
+    """Pods matching ``selector`` in the benchmark's namespace: one LIST of their metadata."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(context=os.environ["KINETIC_KUBE_CONTEXT"])
+    try:
+        response = client.CoreV1Api(api).list_namespaced_pod(
+            os.environ["KINETIC_NAMESPACE"], label_selector=selector,
+            _headers={"Accept": _METADATA_ONLY}, _preload_content=False,
+        )  # fmt: skip
+        return len(json.loads(response.data).get("items") or [])
+    finally:
+        api.close()
+
+
+def pods_created(group_id: str, n: int, started: float, timeout: float) -> dict[str, Any]:
+    """How fast the cluster created the batch's pods, counted from ``started``."""
+    from kinetic_gke.labels import group_selector
+
+    selector = group_selector(group_id)
+    deadline = time.perf_counter() + timeout
+    count = count_pods(selector)
+    while count < n and time.perf_counter() < deadline:
+        time.sleep(0.5)  # a benchmark's poll, not a test's synchronisation
+        count = count_pods(selector)
+    elapsed = time.perf_counter() - started
+    return {
+        "pods_created": count,
+        "pods_created_s": round(elapsed, 3),
+        "pods_created_per_s": round(count / elapsed, 1),
+    }
+
+
+def bench_gke(
+    n: int, square: Any, *, pods_timeout: float, submit_only: bool = False
+) -> dict[str, Any]:
+    """Submit, attach and poll one batch with the cluster and store in the environment
+    (``submit_only``: no attach; the poll is the submitting handle's)."""
     import kinetic
     from kinetic_runtime.stores.gcs import GCSStore
 
     remote = kinetic.run(accelerator="cpu", backend="gke", container_image="python:3.11")(square)
-    remote.run_async_map([0], max_concurrent=None)  # warm up: bundle, clients, discovery
-    batch, report = submit(remote, n, GCSStore)
-    attached, report["attach_batch_s"] = timed(
-        lambda: kinetic.attach_batch(batch.group_id, backend="gke")
-    )
-    assert sum(job is not None for job in attached.jobs) == n
+    started = time.perf_counter()
     with counted_api_calls() as calls:
-        _, report["status_poll_s"] = timed(attached.statuses)
+        batch, report = submit(remote, n, GCSStore)
+    report["k8s_writes"] = sum(1 for call in calls if not call.startswith("GET "))
+    report |= pods_created(batch.group_id, n, started, pods_timeout)
+    polled = batch
+    if submit_only:
+        report["measured"] = "submission and one status poll"
+    else:
+        polled, report["attach_batch_s"] = timed(
+            lambda: kinetic.attach_batch(batch.group_id, backend="gke")
+        )
+        assert sum(job is not None for job in polled.jobs) == n
+    with counted_api_calls() as calls:
+        _, report["status_poll_s"] = timed(polled.statuses)
     report["api_calls_per_poll"] = len(calls)
+    return report
+
+
+def bench_both_gke_paths(
+    n: int, square: Any, *, pods_timeout: float, per_child_submit_only: bool
+) -> dict[str, Any]:
+    import kinetic
+
+    remote = kinetic.run(accelerator="cpu", backend="gke", container_image="python:3.11")(square)
+    remote.run_async_map([0], max_concurrent=None)  # warm up: bundle, clients, discovery
+    report = {"gke": bench_gke(n, square, pods_timeout=pods_timeout)}
+    with per_child_path():
+        report["gke_per_child"] = bench_gke(
+            n, square, pods_timeout=pods_timeout, submit_only=per_child_submit_only
+        )
     return report
 
 
@@ -166,6 +256,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--skip", nargs="*", default=[], choices=["gke", "local"])
+    parser.add_argument(
+        "--pods-timeout", type=float, default=120.0,
+        help="seconds to wait for the cluster to create every pod of a gke batch",
+    )  # fmt: skip
+    parser.add_argument(
+        "--per-child-submit-only", action="store_true",
+        help="measure the per-child gke path's submission and one status poll only",
+    )  # fmt: skip
     cluster = parser.add_argument_group("an existing cluster and store, instead of starting them")
     cluster.add_argument("--kubeconfig", type=Path, help="needs --context and --namespace")
     cluster.add_argument("--context")
@@ -185,7 +283,10 @@ def main() -> None:
             report["local"] = bench_local(options.n, square)
         if "gke" not in options.skip:
             with cluster_and_store(options, Path(tmp)):
-                report["gke"] = bench_gke(options.n, square)
+                report |= bench_both_gke_paths(
+                    options.n, square, pods_timeout=options.pods_timeout,
+                    per_child_submit_only=options.per_child_submit_only,
+                )  # fmt: skip
     print(json.dumps(report, indent=2))
 
 

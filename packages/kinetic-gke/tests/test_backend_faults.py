@@ -7,6 +7,7 @@ Python command here (no store is needed); the client-level tests (tests/scenario
 real runtime against fake-gcs-server.
 """
 
+import re
 import signal
 import sys
 
@@ -46,8 +47,9 @@ NO_NODE_ACCELERATOR = "gpu-h100"
 def _running(backend: GKEBackend, job: JobRecord) -> int:
     """Wait until the job runs and its process has started; its pid."""
     wait_state(backend, job, JobStatus.RUNNING)
+    # A whole line: a log read while the pod writes it may end in "started" without the pid.
     log = wait_for(
-        lambda: "started" in (text := backend.logs(job)) and text,
+        lambda: re.search(r"^started \d+\n", text := backend.logs(job), re.M) and text,
         message=f"{job.job_id} to start",
     )
     return pid_in(log)

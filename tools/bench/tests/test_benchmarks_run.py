@@ -130,17 +130,22 @@ def test_batch_gke_submits_attaches_and_polls_on_the_session_cluster(
         tmp_path=tmp_path,
     )  # fmt: skip
     assert_about_this_machine(report)
-    for backend in ("local", "gke"):
+    for backend in ("local", "gke", "gke_per_child"):
         section = report[backend]
         assert_figures(section, *_SUBMISSION)
         assert section["n"] == 3
         writes = section["store_writes"]
         assert writes, section
         assert all(isinstance(k, str) and isinstance(v, int) for k, v in writes.items())
-    assert_figures(report["gke"], "status_poll_s", "api_calls_per_poll")
-    assert report["gke"]["api_calls_per_poll"] >= 1
+    for path in ("gke", "gke_per_child"):
+        assert_figures(report[path], "status_poll_s", "api_calls_per_poll", "k8s_writes")
+        assert report[path]["api_calls_per_poll"] >= 1
+        assert_figures(report[path], "pods_created_s", "pods_created_per_s")
+        assert report[path]["pods_created"] == 3  # the cluster created every input's pod
+    assert report["gke"]["k8s_writes"] < report["gke_per_child"]["k8s_writes"]
     jobs = real_k8s.request("GET", f"/apis/batch/v1/namespaces/{k8s_namespace}/jobs")
-    assert len(jobs["items"]) == 1 + 3  # the warm-up's child and the batch's
+    # The warm-up's Indexed Job, the array batch's, and one per input of the per-child batch.
+    assert len(jobs["items"]) == 1 + 1 + 3
 
 
 _PROGRAM = ("program_s", "first_step_s", "steps_per_s", "final_loss", "call_s")

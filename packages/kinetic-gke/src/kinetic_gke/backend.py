@@ -10,11 +10,12 @@ import re
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import ClassVar
 
-from kinetic_gke import gcp
+from kinetic_gke import arrays, gcp
 from kinetic_gke import settings as declared
+from kinetic_gke.array_batches import ArrayBatches
 from kinetic_gke.capacity import CapacityCheck, ClusterRef
 from kinetic_gke.k8s import (
     ClusterConnection,
@@ -26,13 +27,21 @@ from kinetic_gke.k8s import (
     kube_context_name,
 )
 from kinetic_gke.k8s.env_secrets import create_with_env, delete_env_secret, env_secret_name
-from kinetic_gke.labels import APP, JOB_ID, group_selector, job_labels, job_selector
+from kinetic_gke.labels import (
+    APP,
+    JOB_ID,
+    group_selector,
+    job_labels,
+    job_selector,
+    pod_selector,
+)
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_protocol import (
     NO_ENV,
     Accelerator,
     BackendError,
     BackendSettings,
+    BatchManifest,
     Capabilities,
     ConfigError,
     HostSelection,
@@ -96,7 +105,11 @@ class GKEBackend:
 
     name = "gke"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        container_image=True, volumes=True, fuse=True, debug_port_forward=True
+        container_image=True,
+        volumes=True,
+        fuse=True,
+        debug_port_forward=True,
+        array_batches=arrays.MAX_INDEXES,
     )
     declared_settings: ClassVar[tuple[SettingSpec, ...]] = declared.SETTINGS
     related_backends: ClassVar[tuple[str, ...]] = ("pathways",)
@@ -169,6 +182,10 @@ class GKEBackend:
                 ),
             )
         return self._connections[key]
+
+    @property
+    def _arrays(self) -> ArrayBatches:
+        return ArrayBatches(self.connection, self.app)
 
     def _context_name(self) -> str:
         settings = self._settings
@@ -285,7 +302,46 @@ class GKEBackend:
             env=env,
         )
 
+    def submit_array(self, manifest: BatchManifest, *, env: Mapping[str, str] = NO_ENV) -> None:
+        """Create the batch's one Indexed Job (see :mod:`kinetic_gke.arrays`); with captured
+        ``env``, first the Secret every index reads the values from."""
+        record = manifest.child_record(0, 0)
+        if not record.image_uri:
+            raise ConfigError(f"Batch {manifest.group_id} has no container image to run on GKE.")
+        if not arrays.expressible(manifest):
+            raise ConfigError(
+                f"Batch {manifest.group_id} cannot be one Indexed Job (fail_fast that lets "
+                f"running children finish, or {manifest.total_expected} inputs, more than "
+                f"{arrays.MAX_INDEXES}); submit it one job per input."
+            )
+        self.check_accelerator(parse_accelerator(record.accelerator))
+        if any(mount.kind == "gcsfuse" for mount in record.mounts):
+            self.check_fuse_driver()
+        self.signing_keys(create=True)
+        self._arrays.create(manifest, options=self.pod_options, command=self._command, env=env)
+
+    def delete_array(
+        self, manifest: BatchManifest, *, timeout: float, poll_interval: float
+    ) -> None:
+        """Delete the batch's Indexed Job and every pod of it; confirm they are gone."""
+        record = manifest.child_record(0, 0)
+        self._delete_confirmed(
+            record, group_selector(manifest.group_id, self.app), workload=arrays.JOBS,
+            timeout=timeout, poll_interval=poll_interval,
+        )  # fmt: skip
+
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
+        in_arrays = [record for record in records if record.in_array]
+        found = (
+            self._arrays.statuses(in_arrays, unschedulable_timeout=self._unschedulable_timeout)
+            if in_arrays
+            else {}
+        )
+        if len(in_arrays) < len(records):
+            found |= self._job_statuses([record for record in records if not record.in_array])
+        return found
+
+    def _job_statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         if not records:
             return {}
         connection, workload = self.connection, self.workload
@@ -354,8 +410,11 @@ class GKEBackend:
             return group_selector(str(groups.pop()), self.app)
         return f"{APP}={self.app}"
 
+    def _pods_selector(self, record: JobRecord) -> str:
+        return pod_selector(record, self.app)
+
     def _newest_pod(self, record: JobRecord) -> Obj | None:
-        pods = self.connection.list_pods(job_selector(record.job_id, self.app))
+        pods = self.connection.list_pods(self._pods_selector(record))
         return max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
 
     def port_forward_command(
@@ -439,28 +498,74 @@ class GKEBackend:
     def delete(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
         """Delete the job's object and its pods (foreground) and confirm both are gone.
 
-        A finished job usually goes within a moment, so the confirmation polls start at the
-        short poll bound and double, never more than ``poll_interval`` apart.
+        One index of an array Job loses only its pods: the Job, which its siblings share,
+        keeps the index's outcome (a running index is started again by the job controller;
+        ``docs/batches.md`` says what that means for cancelling one child).
         """
-        connection, kind = self.connection, self.workload.kind
-        self.workload.delete(connection, record.k8s_name)
+        if record.in_array:
+            self._arrays.delete_index(
+                record,
+                lambda present, what, pods: self._await_gone(
+                    present, what, pods, timeout=timeout, poll_interval=poll_interval
+                ),
+            )
+            return
+        self._delete_confirmed(
+            record, job_selector(record.job_id, self.app), workload=self.workload,
+            timeout=timeout, poll_interval=poll_interval,
+        )  # fmt: skip
+
+    def _delete_confirmed(
+        self,
+        record: JobRecord,
+        pods: str,
+        *,
+        workload: Workload,
+        timeout: float,
+        poll_interval: float,
+    ) -> None:
+        connection = self.connection
+        workload.delete(connection, record.k8s_name)
         delete_env_secret(connection, env_secret_name(record.k8s_name))
+        self._await_gone(
+            lambda: workload.get(connection, record.k8s_name) is not None
+            or bool(connection.list_pods(pods)),
+            f"{workload.kind} {record.k8s_name}",
+            pods, timeout=timeout, poll_interval=poll_interval,
+            kind=workload.kind.lower(),
+        )  # fmt: skip
+
+    def _await_gone(
+        self,
+        present: Callable[[], bool],
+        what: str,
+        pods: str,
+        *,
+        timeout: float,
+        poll_interval: float,
+        kind: str = "",
+    ) -> None:
+        """Poll until ``present()`` is False. A finished job usually goes within a moment, so
+        the polls start at the short poll bound and double, never more than ``poll_interval``
+        apart."""
+        namespace = self.connection.namespace
         deadline = time.monotonic() + timeout
         delay = min(self.poll_bounds[0], poll_interval)
-        while self.workload.get(connection, record.k8s_name) is not None or connection.list_pods(
-            job_selector(record.job_id, self.app)
-        ):
+        while present():
             if time.monotonic() >= deadline:
+                kinds = f"{kind},pods" if kind else "pods"
                 raise BackendError(
-                    f"{kind} {record.k8s_name} in namespace {connection.namespace} was still "
-                    f"present {timeout:g}s after its deletion; check it with `kubectl get "
-                    f"{kind.lower()},pods -n {connection.namespace} "
-                    f"-l {job_selector(record.job_id, self.app)}`."
+                    f"{what} in namespace {namespace} was still present {timeout:g}s after "
+                    f"its deletion; check it with `kubectl get {kinds} -n {namespace} "
+                    f"-l {pods}`."
                 )
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, poll_interval)
 
     def list_job_ids(self) -> list[str]:
+        """Every job with an object: its own, or an index of a batch's array Job."""
         objects = self.workload.list_matching(self.connection, f"{APP}={self.app}")
         live = [obj for obj in objects if not obj["metadata"].get("deletionTimestamp")]
-        return sorted({obj["metadata"].get("labels", {}).get(JOB_ID, "") for obj in live} - {""})
+        ids = {obj["metadata"].get("labels", {}).get(JOB_ID, "") for obj in live}
+        ids |= self._arrays.job_ids(live)  # an index is listed while it has a pod
+        return sorted(ids - {""})

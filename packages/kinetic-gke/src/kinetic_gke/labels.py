@@ -11,6 +11,7 @@ __all__ = [
     "group_selector",
     "job_labels",
     "job_selector",
+    "pod_selector",
 ]
 
 APP = "app"
@@ -18,6 +19,8 @@ JOB_ID = "kinetic.dev/job-id"
 GROUP_ID = "kinetic.dev/group-id"
 GROUP_INDEX = "kinetic.dev/group-index"
 ATTEMPT = "kinetic.dev/attempt"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+"""The label the job controller puts on each pod of an Indexed Job: its index."""
 
 
 def job_labels(record: JobRecord, app: str = "kinetic") -> dict[str, str]:
@@ -34,3 +37,13 @@ def job_selector(job_id: str, app: str = "kinetic") -> str:
 
 def group_selector(group_id: str, app: str = "kinetic") -> str:
     return f"{APP}={app},{GROUP_ID}={group_id}"
+
+
+def pod_selector(record: JobRecord, app: str = "kinetic") -> str:
+    """The pods of one job: its own, or, for an index of its batch's array Job
+    (``record.in_array``), that index's."""
+    if record.in_array:
+        return (
+            f"{group_selector(str(record.group_id), app)},{COMPLETION_INDEX}={record.group_index}"
+        )
+    return job_selector(record.job_id, app)

@@ -2,6 +2,7 @@
 unit-tested and schema-validated without a cluster."""
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ __all__ = [
     "PodOptions",
     "job_manifest",
     "pod_failure_policy",
+    "pod_template",
     "security_context",
 ]
 
@@ -55,46 +57,55 @@ def security_context(options: PodOptions) -> tuple[dict[str, Any], dict[str, Any
     return pod, container
 
 
-def pod_failure_policy() -> dict[str, Any]:
+_DISRUPTED = {"type": "DisruptionTarget", "status": "True"}
+
+
+def pod_failure_policy(
+    *,
+    disrupted: str = "Count",
+    failed_attempt: str = "FailJob",
+    retried_codes: Sequence[int] = (),
+    final_codes: Sequence[int] | None = None,
+) -> dict[str, Any]:
     """Let Kubernetes itself run a preempted attempt again, so no client needs to be alive.
 
     A pod the cluster took away (``DisruptionTarget``: spot reclaim or node shutdown,
-    eviction, preemption by the scheduler, a lost node) counts against ``backoffLimit``, which
-    is the job's ``preemption_retries``; the job controller starts a new pod of the same Job
-    (same job id, same ``KINETIC_OUTPUT_DIR``). Any other failure, a non-zero exit of the
-    container (the function raised, out of memory, past its deadline), fails the Job at once:
-    those are Kinetic's to judge, never retried by Kubernetes. ``Count``, not ``Ignore``, so
-    the budget holds: ``Ignore`` would run a job that is preempted again and again forever.
+    eviction, preemption by the scheduler, a lost node) counts against the Job's budget
+    (``backoffLimit``; per index in an array, ``backoffLimitPerIndex``); the job controller
+    starts a new pod with the same job id and ``KINETIC_OUTPUT_DIR``. Any other non-zero exit
+    (the function raised, out of memory, past its deadline) ends the attempt for good with
+    ``failed_attempt`` (``FailJob``; ``FailIndex`` for one index of an array), unless its
+    exit code is one of ``retried_codes``, which count against the budget too (an array's
+    ``retries``). ``final_codes`` instead: only those end it, every other code counts.
+    ``Count``, not ``Ignore``, so the budget holds: ``Ignore`` would run a job that is
+    preempted again and again forever (an array's indexes take ``disrupted="Ignore"``: their
+    runtime keeps that budget, see :mod:`kinetic_gke.arrays`).
     """
-    return {
-        "rules": [
-            {
-                "action": "Count",
-                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
-            },
-            {
-                "action": "FailJob",
-                "onExitCodes": {"containerName": "kinetic", "operator": "NotIn", "values": [0]},
-            },
-        ]
-    }
+    rules: list[dict[str, Any]] = [{"action": disrupted, "onPodConditions": [dict(_DISRUPTED)]}]
+    if final_codes is None:
+        exits = {"operator": "NotIn", "values": sorted({0, *retried_codes})}
+    else:
+        exits = {"operator": "In", "values": sorted(set(final_codes) - {0})}
+    if exits["values"] or exits["operator"] == "NotIn":
+        exits = {"containerName": "kinetic", **exits}
+        rules.append({"action": failed_attempt, "onExitCodes": exits})
+    return {"rules": rules}
 
 
-def job_manifest(
+def pod_template(
     record: JobRecord,
     *,
-    options: PodOptions | None = None,
-    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    options: PodOptions,
+    labels: dict[str, str],
+    args: list[str],
     command: tuple[str, ...] = RUNTIME_COMMAND,
     extra_env: dict[str, str] | None = None,
     env_secret: str | None = None,
 ) -> dict[str, Any]:
-    """A batch/v1 Job that runs ``record``: once, or again in a new pod after a preemption
-    (see :func:`pod_failure_policy`); a batch's ``retries`` are Kinetic's, not the Job's.
+    """The pod every attempt of ``record`` runs in (one job's, or every index's of an array).
 
     ``env_secret`` names the Secret holding the job's captured variables (their values never
     appear in the manifest); Kinetic's own variables take precedence over them."""
-    options = options or PodOptions()
     placed = scheduling_for(
         parse_accelerator(record.accelerator),
         spot=record.spot,
@@ -102,7 +113,6 @@ def job_manifest(
         memory=options.memory,
     )
     pod_security, container_security = security_context(options)
-    labels = job_labels(record)
     env = {
         "KINETIC_STORE": record.store_uri,
         "KINETIC_JOB_ID": record.job_id,
@@ -111,11 +121,13 @@ def job_manifest(
         "PYTHONUNBUFFERED": "1",
         **(extra_env or {}),
     }
+    if record.in_array:
+        del env["KINETIC_JOB_ID"]  # each index's is its own; the runtime sets it from --job
     container: dict[str, Any] = {
         "name": "kinetic",
         "image": record.image_uri,
         "command": list(command),
-        "args": runtime_args(record),
+        "args": args,
         "env": [{"name": name, "value": value} for name, value in env.items()],
         "resources": {"limits": placed.limits, "requests": placed.requests},
         "securityContext": container_security,
@@ -152,6 +164,26 @@ def job_manifest(
     template_metadata: dict[str, Any] = {"labels": labels}
     if pod_annotations:
         template_metadata["annotations"] = pod_annotations
+    return {"metadata": template_metadata, "spec": pod_spec}
+
+
+def job_manifest(
+    record: JobRecord,
+    *,
+    options: PodOptions | None = None,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    command: tuple[str, ...] = RUNTIME_COMMAND,
+    extra_env: dict[str, str] | None = None,
+    env_secret: str | None = None,
+) -> dict[str, Any]:
+    """A batch/v1 Job that runs ``record``: once, or again in a new pod after a preemption
+    (see :func:`pod_failure_policy`); a per-child batch's ``retries`` are Kinetic's, not the
+    Job's (an array batch's are the Job's: :mod:`kinetic_gke.arrays`)."""
+    labels = job_labels(record)
+    template = pod_template(
+        record, options=options or PodOptions(), labels=labels, args=runtime_args(record),
+        command=command, extra_env=extra_env, env_secret=env_secret,
+    )  # fmt: skip
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -165,6 +197,6 @@ def job_manifest(
             "backoffLimit": record.preemption_retries,
             "podFailurePolicy": pod_failure_policy(),
             "ttlSecondsAfterFinished": ttl_seconds,
-            "template": {"metadata": template_metadata, "spec": pod_spec},
+            "template": template,
         },
     }

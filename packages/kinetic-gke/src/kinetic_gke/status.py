@@ -25,6 +25,7 @@ __all__ = [
     "parse_time",
     "pod_state",
     "preemptions_of",
+    "disrupted",
     "succeeded",
     "termination_cause",
     "terminated_reason",
@@ -217,6 +218,11 @@ def preemptions_of(job: Obj) -> int:
     if failed(job) and counted:
         counted -= 1
     return counted if job.get("spec", {}).get("podFailurePolicy") else 0
+
+
+def disrupted(pod: Obj) -> bool:
+    """The pod failed because the cluster took it away (preempted, evicted, node lost)."""
+    return _disrupted(pod)
 
 
 def _disrupted(pod: Obj) -> bool:

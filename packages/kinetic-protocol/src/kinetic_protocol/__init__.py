@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kinetic_protocol.backend import (
         ENTRY_POINT_GROUP,
         NO_ENV,
+        ArrayBackend,
         Backend,
         BackendFactory,
         BackendSettings,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
         HostSelection,
         Preparation,
         PrepareRequest,
+        array_runtime_args,
         runtime_args,
     )
     from kinetic_protocol.batch import (
@@ -88,6 +90,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "accelerators": ("Accelerator", "parse_accelerator", "valid_accelerator_names"),
     "backend": (
+        "ArrayBackend",
         "Backend",
         "BackendFactory",
         "BackendSettings",
@@ -97,6 +100,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "NO_ENV",
         "Preparation",
         "PrepareRequest",
+        "array_runtime_args",
         "runtime_args",
     ),
     "batch": (
@@ -178,6 +182,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "Accelerator",
     "ArtifactRef",
+    "ArrayBackend",
     "AttemptFailure",
     "Backend",
     "BackendError",
@@ -236,6 +241,7 @@ __all__ = [
     "SubmitterLease",
     "Succeeded",
     "Volume",
+    "array_runtime_args",
     "parse_accelerator",
     "parse_child_job_id",
     "runtime_args",

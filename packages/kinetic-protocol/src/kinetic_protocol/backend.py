@@ -13,6 +13,7 @@ from typing import Literal, Protocol
 import msgspec
 
 from kinetic_protocol.accelerators import Accelerator
+from kinetic_protocol.batch import BatchManifest
 from kinetic_protocol.records import JobRecord
 from kinetic_protocol.settings import SettingSpec
 from kinetic_protocol.signing import Keyring
@@ -24,10 +25,12 @@ __all__ = [
     "Backend",
     "BackendFactory",
     "BackendSettings",
+    "ArrayBackend",
     "Capabilities",
     "HostSelection",
     "Preparation",
     "PrepareRequest",
+    "array_runtime_args",
     "runtime_args",
 ]
 
@@ -89,6 +92,10 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     per_host_logs: bool = False
     provisions_accelerators: bool = True
     """False: jobs run on whatever hardware the backend's machine has (the client says so)."""
+    array_batches: int = 0
+    """The most inputs a batch may hold as one array object (:class:`ArrayBackend`): one
+    create submits them all, and the backend retries each input itself. 0: no arrays, one
+    job per input."""
 
 
 class PrepareRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -200,6 +207,31 @@ class Backend(Protocol):
         ...
 
 
+class ArrayBackend(Backend, Protocol):
+    """A backend that declares ``array_batches``: a whole batch is one object of its own.
+
+    Each input is one index of that object, a Kinetic job all the same: its id is the
+    manifest's ``child_job_id(index, attempt)`` and its record ``child_record(index,
+    attempt)`` (with ``in_array`` set), so ``statuses``, ``logs`` and ``delete`` answer for it
+    as for any job. The backend runs a failed index again as the next attempt, whose run
+    writes its child record; ``statuses`` names it in the earlier attempt's state
+    (``JobState.next_attempt``).
+    """
+
+    def submit_array(self, manifest: BatchManifest, *, env: Mapping[str, str] = NO_ENV) -> None:
+        """Create the batch's array object: every input at once, ``max_concurrent`` running,
+        each retried by the backend within ``retries``; fail-fast stops every index.
+        "Already exists" is success (a resumed submission)."""
+        ...
+
+    def delete_array(
+        self, manifest: BatchManifest, *, timeout: float, poll_interval: float
+    ) -> None:
+        """Stop every index still running and remove the array object; confirm within
+        ``timeout``."""
+        ...
+
+
 BackendFactory = Callable[[BackendSettings], Backend]
 
 
@@ -213,3 +245,15 @@ def runtime_args(record: JobRecord) -> list[str]:
     if record.group_id is not None and record.group_index is not None:
         args += ["--group", record.group_id, "--index", str(record.group_index)]
     return args
+
+
+def array_runtime_args(manifest: BatchManifest, index_variable: str) -> list[str]:
+    """The arguments of ``python -m kinetic_runtime`` for every index of an array batch: the
+    same as each child's own (:func:`runtime_args`), with the index read from the environment
+    variable ``index_variable`` (``$(NAME)``, which Kubernetes expands in a container's args)."""
+    record = manifest.job_template
+    index = f"$({index_variable})"
+    return [
+        "--store", record.store_uri, "--job", f"{manifest.job_id_prefix}-{index}",
+        "--group", manifest.group_id, "--index", index,
+    ]  # fmt: skip

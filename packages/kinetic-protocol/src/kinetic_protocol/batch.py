@@ -77,6 +77,10 @@ class BatchManifest(msgspec.Struct, kw_only=True):
     fail_fast: bool = False
     cancel_running_on_fail: bool = False
     input_mode: str = "auto"
+    array_job: str = ""
+    """The name of the backend's one array object holding every input (the batch was
+    submitted by ``ArrayBackend.submit_array``): no child records, no lease, no client
+    retries. Empty: one job per attempt, each with its child record."""
     signed_records: bool = False
     """Its bookkeeping (child records, submission errors, leases, completion, cancel) is
     signed; False in batches of older Kinetics, whose unsigned records are not acted on."""
@@ -90,12 +94,19 @@ class BatchManifest(msgspec.Struct, kw_only=True):
         return msgspec.structs.replace(
             self.job_template,
             job_id=job_id,
-            k8s_name=job_id,
+            k8s_name=self.array_job or job_id,
             group_id=self.group_id,
             group_kind="map",
             group_index=index,
             attempt=attempt,
+            in_array=bool(self.array_job),
         )
+
+    def has_child(self, index: int, attempt: int) -> bool:
+        """Whether an array batch holds this attempt by construction: attempt 0 of every
+        input. Its retries (which the backend runs itself) and a per-child batch's every
+        attempt say so by their records."""
+        return bool(self.array_job) and attempt == 0 and 0 <= index < self.total_expected
 
 
 def parse_child_job_id(job_id: str) -> tuple[str, int, int] | None:

@@ -91,6 +91,9 @@ class JobRecord(msgspec.Struct, kw_only=True):
     mounts: list[Mount] = msgspec.field(default_factory=list)
     """Directories a Kubernetes backend mounts in the pod for the call's ``Data`` (volumes,
     FUSE); set per call at submission, so a batch's template carries none."""
+    in_array: bool = False
+    """One index (``group_index``) of its batch's array object, ``k8s_name``, which its
+    siblings share (``Capabilities.array_batches``): the backend reads its state there."""
 
     @property
     def store_uri(self) -> str:

@@ -41,6 +41,10 @@ class JobState(msgspec.Struct, frozen=True, kw_only=True):
     preemptions: int = 0
     """How many earlier attempts of this job the backend ran again, in place, after they were
     preempted (a Job's new pod; the local supervisor's new run)."""
+    next_attempt: int | None = None
+    """For an attempt its backend has already run again as a new attempt of the same input
+    (one index of an array batch, ``Capabilities.array_batches``): that attempt's number. The
+    batch follows it instead of settling the input; None for any other job."""
 
     @property
     def failed_host(self) -> int | None:

@@ -4,7 +4,9 @@ Exit status: 0 when the function returned, 1 when it raised, 2 when the job coul
 function at all (a phase before ``run`` failed) or its result could not be stored, and 3 when
 a host of a multi-host job was started again in a new pod after it had begun (see below), and
 4 when it ended its run at the attempt's timeout (``KINETIC_ATTEMPT_TIMEOUT``; see
-``kinetic_runtime.deadline``).
+``kinetic_runtime.deadline``), and 5 when a run of an array batch's index started after the
+index was preempted more often than its ``preemption_retries`` allow (see
+``kinetic_runtime.attempts``).
 
 The function's ``sys.exit`` is an outcome like any other, never the runtime's own exit:
 ``sys.exit()``, ``sys.exit(0)`` and ``sys.exit(None)`` succeed with the value ``None``; any
@@ -48,6 +50,7 @@ from kinetic_protocol import (
 from kinetic_protocol.records import encode_json, encode_result
 from kinetic_protocol.signing import Keyring, SignedKind, seal_blob
 from kinetic_runtime import settings
+from kinetic_runtime.attempts import EXIT_PREEMPTIONS_SPENT, IndexRun, record_attempt
 from kinetic_runtime.calls import (
     BatchInput,
     StoredCall,
@@ -338,10 +341,43 @@ def _record_start(store: ObjectStore, job_id: str) -> None:
         _say(f"job {job_id}: could not record its start time: {exc!r}")
 
 
-def run_job(store_uri: str, job_id: str, workdir: Path, member: BatchInput | None = None) -> int:
+def _start_index_run(
+    store: ObjectStore,
+    keyring: Keyring,
+    job_id: str,
+    member: BatchInput | None,
+    run: IndexRun | None,
+) -> int | None:
+    """Record a retry of an array batch's index; an exit status instead when the index's
+    preemptions are spent (the Job does not count them: this run ends it). Nothing for any
+    other job."""
+    if run is None or member is None:
+        return None
+    if run.preemptions_spent:
+        _say(
+            f"job {job_id}: preempted {run.preemptions} times, more than its "
+            f"preemption_retries ({run.preemption_retries}); not running it again"
+        )
+        return EXIT_PREEMPTIONS_SPENT
+    if run.attempt:
+        try:
+            record_attempt(store, keyring, member.group_id, member.index, run.attempt, job_id)
+        except Exception as exc:
+            _say(f"job {job_id}: could not record its attempt ({exc!r}); it runs all the same")
+    return None
+
+
+def run_job(
+    store_uri: str,
+    job_id: str,
+    workdir: Path,
+    member: BatchInput | None = None,
+    index_run: IndexRun | None = None,
+) -> int:
     """Run ``job_id`` from ``store_uri`` in ``workdir``; return the process exit status.
 
-    ``member``: the job is a batch child, which runs its batch's call with its own input.
+    ``member``: the job is a batch child, which runs its batch's call with its own input;
+    ``index_run``: one run of an index of an array batch (``job_id`` is its attempt's).
     """
     begin = time.monotonic()
     try:
@@ -356,7 +392,11 @@ def run_job(store_uri: str, job_id: str, workdir: Path, member: BatchInput | Non
         return EXIT_INFRA_ERROR
     try:
         host = SliceHost.from_env()
-        early = None if host is None else _start_host(store, job_id, host)
+        early = (
+            _start_index_run(store, keyring, job_id, member, index_run)
+            if host is None
+            else _start_host(store, job_id, host)
+        )
     except Exception as exc:
         _say(f"job {job_id}: cannot start this host of a multi-host job: {exc}")
         return EXIT_INFRA_ERROR
@@ -426,12 +466,17 @@ def main(argv: list[str] | None = None) -> int:
     if (options.group is None) != (options.index is None):
         parser.error("--group and --index go together (a batch child's batch and input)")
     member = None if options.group is None else BatchInput(options.group, options.index)
+    try:
+        index_run = IndexRun.from_env()
+    except ValueError as exc:
+        parser.error(str(exc))
+    job_id = options.job if index_run is None else index_run.job_id(options.job)
     if options.workdir:
         workdir = Path(options.workdir)
     else:
         import tempfile
 
-        workdir = Path(tempfile.mkdtemp(prefix=f"kinetic-{options.job}-"))
-    code = run_job(options.store, options.job, workdir, member)
+        workdir = Path(tempfile.mkdtemp(prefix=f"kinetic-{job_id}-"))
+    code = run_job(options.store, job_id, workdir, member, index_run)
     _leave_a_failed_slice(code)
     return code

@@ -12,12 +12,15 @@ __all__ = [
     "HOME",
     "HOST_INDEX",
     "HOST_INSTANCE",
+    "INDEX_FAILURES",
+    "INDEX_PREEMPTIONS",
     "JAX_DISTRIBUTED",
     "JOB_ID",
     "KEEP_OUTPUT_BYTES",
     "KEEP_OUTPUT_SECONDS",
     "NUM_HOSTS",
     "OUTPUT_DIR",
+    "PREEMPTION_RETRIES",
     "SETTINGS",
     "SIGNING_KEYS",
     "SLICE",
@@ -95,6 +98,23 @@ ATTEMPT_TIMEOUT = SettingSpec(
     "which the runtime ends the attempt (exit status 4, cause timeout).",
     _OWNER, kind="job",
 )  # fmt: skip
+INDEX_FAILURES = SettingSpec(
+    "index_failures", "KINETIC_INDEX_FAILURES",
+    "Inside one index of an array batch: how many earlier runs of the index failed and were run "
+    "again (the Job's per-index failure count); the run's attempt number. Unset outside arrays.",
+    _OWNER, kind="job",
+)  # fmt: skip
+INDEX_PREEMPTIONS = SettingSpec(
+    "index_preemptions", "KINETIC_INDEX_PREEMPTIONS",
+    "Inside one index of an array batch: how many earlier runs of the index the cluster took "
+    "away (preempted, evicted) and the Job ran again without counting them as failures.",
+    _OWNER, kind="job",
+)  # fmt: skip
+PREEMPTION_RETRIES = SettingSpec(
+    "preemption_retries", "KINETIC_PREEMPTION_RETRIES",
+    "Inside one index of an array batch: how many preempted runs it may have; a run started "
+    "after more ends at once (exit status 5, cause preempted).", _OWNER, kind="job",
+)  # fmt: skip
 SLICE_TIMEOUT = SettingSpec(
     "slice_timeout", "KINETIC_SLICE_TIMEOUT",
     "Multi-host jobs: seconds a host waits for every host of its slice to start and join "
@@ -143,7 +163,7 @@ KEEP_OUTPUT_SECONDS = SettingSpec(
 SETTINGS = (
     HOME, STORE, JOB_ID, OUTPUT_DIR, WORKDIR, ENV,
     NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, SLICE, JAX_DISTRIBUTED,
-    SLICE_TIMEOUT,
+    SLICE_TIMEOUT, INDEX_FAILURES, INDEX_PREEMPTIONS, PREEMPTION_RETRIES,
     DATA_DIR, VOLUME_MOUNTS, HF_MIRROR, SIGNING_KEYS, ATTEMPT_TIMEOUT,
     KEEP_OUTPUT_BYTES, KEEP_OUTPUT_SECONDS,
 )  # fmt: skip

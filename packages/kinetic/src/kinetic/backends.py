@@ -1,14 +1,27 @@
 """Find backends through the ``kinetic.backends`` entry-point group and build them once."""
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from kinetic_protocol import ENTRY_POINT_GROUP, Backend, BackendSettings, ConfigError
+from kinetic_protocol import (
+    ENTRY_POINT_GROUP,
+    ArrayBackend,
+    Backend,
+    BackendSettings,
+    ConfigError,
+    JobRecord,
+)
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-__all__ = ["available_backends", "get_backend", "load_factory"]
+__all__ = [
+    "array_backend",
+    "array_backend_for",
+    "available_backends",
+    "get_backend",
+    "load_factory",
+]
 
 _INSTALL_HINTS = {"gke": "kinetic-gke", "pathways": "kinetic-pathways"}
 
@@ -54,3 +67,24 @@ def get_backend(name: str, settings: BackendSettings) -> Backend:
         return backend
 
     return session.current().backend(name, settings, build)
+
+
+def array_backend(backend: Backend, inputs: int) -> ArrayBackend | None:
+    """``backend`` as one that holds a batch of ``inputs`` in one array object, if it can
+    (``Capabilities.array_batches``); None: one job per input."""
+    if 0 < inputs <= backend.capabilities.array_batches:
+        return cast(ArrayBackend, backend)
+    return None
+
+
+def array_backend_for(record: JobRecord) -> ArrayBackend:
+    """The backend of an array batch's child ``record`` (or template)."""
+    from kinetic._context import backend_for
+
+    backend = backend_for(record)
+    if not backend.capabilities.array_batches:
+        raise ConfigError(
+            f"Backend {record.backend!r} holds no array batches, yet batch {record.group_id} "
+            "is one: it was written by another version of that backend."
+        )
+    return cast(ArrayBackend, backend)

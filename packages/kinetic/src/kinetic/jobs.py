@@ -153,7 +153,9 @@ def _stored_record(
     manifest = manifests[group_id]
     if manifest is None or manifest.child_job_id(index, attempt) != job_id:
         return None
-    if not store.exists(layout.child_key(group_id, index, attempt)):
+    if not manifest.has_child(index, attempt) and not store.exists(
+        layout.child_key(group_id, index, attempt)
+    ):
         return None
     return manifest.child_record(index, attempt)
 

@@ -143,12 +143,13 @@ def attach_batch(
             job_id=group_id,
             key=f"{store.uri}/{layout.manifest_key(group_id)}",
         )
-    records = BatchRecords(store, group_id, BatchSeal.of_record(manifest.job_template))
+    seal = BatchSeal.of_record(manifest.job_template)
+    records = BatchRecords(store, group_id, seal, array=manifest)
     listing = records.listing(manifest.total_expected, retries=manifest.retries)
     total = manifest.total_expected
     state = BatchState(
         total=total,
-        retries=manifest.retries,
+        retries=0 if manifest.array_job else manifest.retries,  # an array's: the backend's
         jobs=[None] * total,
         retry_on=retry_causes(manifest.retry_on),
     )

@@ -18,7 +18,7 @@ from kinetic.handle import JobHandle
 from kinetic_protocol import BatchManifest, IntegrityError, ObjectStore, layout
 from kinetic_protocol.signing import peek_json
 
-__all__ = ["cleanup_batch", "delete_batch", "in_parallel", "manifest_for_cleanup"]
+__all__ = ["cleanup_batch", "delete_array", "delete_batch", "in_parallel", "manifest_for_cleanup"]
 
 log = _log.get_logger(__name__)
 _PARALLEL_CLEANUPS = 16
@@ -67,7 +67,15 @@ def cleanup_batch(
     store = open_store(get_backend(settings.backend_name, settings.backend_settings()).store_uri)
     manifest = manifest_for_cleanup(store, group_id)
     seal = BatchSeal.of_record(manifest.job_template)
-    delete_batch(manifest, BatchRecords(store, group_id, seal), k8s=k8s, gcs=gcs)
+    delete_batch(manifest, BatchRecords(store, group_id, seal, array=manifest), k8s=k8s, gcs=gcs)
+
+
+def delete_array(manifest: BatchManifest) -> None:
+    """Delete an array batch's one backend object, every index with it (confirmed)."""
+    from kinetic.backends import array_backend_for
+
+    backend = array_backend_for(manifest.job_template)
+    backend.delete_array(manifest, timeout=60, poll_interval=0.5)
 
 
 def in_parallel(action: Callable[[JobHandle], object], jobs: list[JobHandle]) -> None:
@@ -88,7 +96,9 @@ def delete_batch(manifest: BatchManifest, records: BatchRecords, *, k8s: bool, g
         JobHandle.from_record(manifest.child_record(index, attempt))
         for index, attempt in records.attempt_keys()
     ]
-    if k8s:
+    if k8s and manifest.array_job:
+        delete_array(manifest)
+    elif k8s:
         in_parallel(lambda job: job.delete_resource(timeout=60, poll_interval=0.5), handles)
     if gcs:
         store = records.store

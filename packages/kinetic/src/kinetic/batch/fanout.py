@@ -3,6 +3,12 @@
 The order is what makes a batch survive its submitter: the function and every input are stored
 before the manifest, and the manifest (from then on the batch exists) before the first child,
 so any machine can finish the batch (``resume``) from the store alone.
+
+On a backend with array batches (``Capabilities.array_batches``) the children are one array
+object, created right after the manifest: the batch is then complete, and the backend keeps
+``max_concurrent`` running, retries and applies fail-fast with no client alive. Batches the
+array cannot express (fail-fast that lets running children finish, inputs that could not be
+pickled, more inputs than one array holds) take the per-child path.
 """
 
 import contextlib
@@ -14,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kinetic import _log
+from kinetic.backends import array_backend
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.inputs import to_call_arguments
 from kinetic.batch.lease import LeaseHolder
@@ -22,6 +29,7 @@ from kinetic.batch.sealed import BatchSeal
 from kinetic.batch.state import BatchState
 from kinetic.batch.stored_call import PickledBatch
 from kinetic.batch.submitter import FailurePolicy, Submitter
+from kinetic.handle import JobHandle
 from kinetic.submission import (
     captured_env,
     child_id_prefix,
@@ -29,7 +37,14 @@ from kinetic.submission import (
     job_record,
     resolve_target,
 )
-from kinetic_protocol import BatchManifest, ConfigError, KineticError, layout
+from kinetic_protocol import (
+    ArrayBackend,
+    Backend,
+    BatchManifest,
+    ConfigError,
+    KineticError,
+    layout,
+)
 from kinetic_protocol.causes import RETRYABLE, retry_causes
 
 if TYPE_CHECKING:
@@ -133,12 +148,16 @@ def run_map(
     group_id = new_group_id()
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
     func_name = func_name_of(fn)
+    prefix = child_id_prefix(getattr(fn, "__name__", "job"), group_id)
+    array = None
+    if not pickled.errors and not (fail_fast and not cancel_running_on_fail):
+        array = array_backend(target.backend, len(items))
     template = job_record(target, func_name, "", created_at=created_at)
     manifest = BatchManifest(
         group_id=group_id,
         func_name=func_name,
         total_expected=len(items),
-        job_id_prefix=child_id_prefix(getattr(fn, "__name__", "job"), group_id),
+        job_id_prefix=prefix,
         job_template=msgspec.structs.replace(template, k8s_name="", mounts=data.mounts),
         created_at=created_at,
         name=name,
@@ -149,19 +168,26 @@ def run_map(
         fail_fast=fail_fast,
         cancel_running_on_fail=cancel_running_on_fail,
         input_mode=input_mode,
+        array_job=prefix if array is not None else "",
         signed_records=True,
     )
-    records = BatchRecords(target.store, group_id, BatchSeal.of_backend(target.backend))
+    seal = BatchSeal.of_backend(target.backend)
+    records = BatchRecords(target.store, group_id, seal, array=manifest)
     env = captured_env(target)
     try:
         pickled.write(target, data, group_id, func_name, env_names=list(env))
-        lease = LeaseHolder.first(records)
+        lease = None if array is not None else LeaseHolder.first(records)
         records.write_manifest(manifest, target.backend.signing_keys(create=True))
+        if array is not None:
+            array.submit_array(manifest, env=env)
     except BaseException:
-        # No manifest, no batch: leave nothing of it behind.
+        # No manifest (or no array object), no batch: leave nothing of it behind.
         with contextlib.suppress(KineticError):
             target.store.delete_prefix(layout.group_prefix(group_id))
+            target.store.delete(layout.manifest_key(group_id))
         raise
+    if lease is None:  # an array batch: every child exists now
+        return _array_handle(manifest, target.backend, records)
     state = BatchState(
         total=len(items),
         retries=retries,
@@ -181,3 +207,39 @@ def run_map(
     else:
         submitter.start_background()
     return handle
+
+
+def _array_handle(manifest: BatchManifest, backend: Backend, records: BatchRecords) -> BatchHandle:
+    """The handle of a batch its backend holds as one array object: every child exists.
+
+    The completion record says so to every reader (no lease, nothing to resume); a store that
+    refuses it leaves the batch running, and ``resume`` writes it later.
+    """
+    total = manifest.total_expected
+    try:
+        records.mark_complete(total, cancelled=False)
+    except KineticError as exc:
+        _log.say(
+            f"Batch {manifest.group_id} runs, but its completion record could not be written "
+            f"({exc}); `batch.resume()` writes it."
+        )
+    state = BatchState(
+        total=total,
+        retries=0,  # the backend's own: a failed child is final
+        jobs=[JobHandle.from_record(manifest.child_record(i, 0)) for i in range(total)],
+        retry_on=retry_causes(manifest.retry_on),
+    )
+    state.submission_done.set()
+    policy = FailurePolicy(state, fail_fast=False, cancel_running=False)  # the backend's too
+    return BatchHandle(
+        manifest=manifest, state=state, backend=backend, records=records, policy=policy
+    )
+
+
+def submit_array(
+    backend: ArrayBackend, manifest: BatchManifest, records: BatchRecords, env: dict[str, str]
+) -> None:
+    """Create an array batch's object (again: "already exists" is success) and record that
+    the batch is complete: what ``resume`` does when a submitter died in between."""
+    backend.submit_array(manifest, env=env)
+    records.mark_complete(manifest.total_expected, cancelled=False)

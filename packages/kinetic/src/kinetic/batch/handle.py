@@ -108,15 +108,41 @@ class BatchHandle(BatchViews):
 
     # -- observation -----------------------------------------------------------------------
 
+    def _latest_states(self, jobs: dict[int, JobHandle]) -> dict[int, tuple[JobHandle, JobState]]:
+        """One backend call for ``jobs``: each input's latest attempt and its state.
+
+        The backend of an array batch runs a failed input again itself, as a new attempt
+        that the state of the one before names (``next_attempt``): that attempt takes the
+        input's place in ``jobs``, and one more call reads the attempts so followed.
+        """
+        states = self._backend.statuses([job.record for job in jobs.values()])
+        found = {index: (job, states[job.job_id]) for index, job in jobs.items()}
+        followed: dict[int, JobHandle] = {}
+        for index, (job, state) in found.items():
+            if state.next_attempt is not None and state.next_attempt > job.attempt:
+                later = JobHandle.from_record(
+                    self._manifest.child_record(index, state.next_attempt)
+                )
+                with self._state.lock:
+                    if self._state.jobs[index] is job:
+                        self._state.jobs[index] = later
+                followed[index] = later
+        if followed:
+            again = self._backend.statuses([job.record for job in followed.values()])
+            found |= {index: (job, again[job.job_id]) for index, job in followed.items()}
+        return found
+
     def _observe(self) -> None:
         """One backend call for every unsettled child; settle what is done."""
         pending = self._state.unsettled_jobs()
         if not pending:
             return
-        states = self._backend.statuses([job.record for job in pending.values()])
+        latest = self._latest_states(pending)
         collected = self._collected_once()
-        for index, job in pending.items():
-            state = child_state(job, states[job.job_id], collected)
+        for index, (job, seen) in latest.items():
+            if seen.next_attempt is not None:
+                continue  # a still later attempt runs: the next look follows it
+            state = child_state(job, seen, collected)
             with self._state.lock:
                 self._state.states[index] = state
             decision = self._state.decide(job, state)
@@ -142,12 +168,12 @@ class BatchHandle(BatchViews):
         ``results(cleanup=True)``) is NOT_FOUND with the reason ``collected and cleaned up``:
         it did not fail. Unsubmitted slots are skipped.
         """
-        jobs = [(i, job) for i, job in enumerate(self.jobs) if job is not None]
+        jobs = {i: job for i, job in enumerate(self.jobs) if job is not None}
         if not jobs:
             return []
-        states = self._backend.statuses([job.record for _, job in jobs])
+        latest = self._latest_states(jobs)
         collected = self._collected_once()
-        return [(i, child_state(job, states[job.job_id], collected)) for i, job in jobs]
+        return [(i, child_state(job, state, collected)) for i, (job, state) in latest.items()]
 
     def statuses(self) -> list[tuple[int, JobStatus]]:
         """``(index, status)`` of every submitted child; unsubmitted slots are skipped.
@@ -373,6 +399,8 @@ class BatchHandle(BatchViews):
         if self._state.submitter is not None and self._state.submitter.is_alive():
             return f"Batch {self.group_id} is being submitted by this process already."
         completion = self._records.completion()
+        if self._manifest.array_job:
+            return self._resume_array(completion is not None)
         if completion is not None and not stopped_on_its_own_error(completion):
             return (
                 f"Batch {self.group_id} finished submitting at {completion.finished_at} "
@@ -415,6 +443,26 @@ class BatchHandle(BatchViews):
         submitter.start_background()
         return f"Resumed batch {self.group_id}: {plan.describe(self._state.total)}."
 
+    def _resume_array(self, complete: bool) -> str:
+        """An array batch is complete once its object exists: there is nothing to finish,
+        unless its submitter died between storing the batch and creating the object."""
+        if complete:
+            return (
+                f"Batch {self.group_id} is one array object ({self._manifest.array_job}) that "
+                "its backend runs and retries itself; nothing to resume."
+            )
+        if self._records.cancel_requested():
+            return f"Batch {self.group_id} was cancelled; nothing to resume."
+        from kinetic.backends import array_backend_for
+        from kinetic.batch.fanout import submit_array
+
+        backend = array_backend_for(self._manifest.job_template)
+        submit_array(backend, self._manifest, self._records, self._recaptured_env())
+        return (
+            f"Resumed batch {self.group_id}: created its array object "
+            f"{self._manifest.array_job} (all {self._state.total} inputs), if it was missing."
+        )
+
     def _recaptured_env(self) -> dict[str, str]:
         """The stored call names the variables the batch captured, never their values: a
         resumed submitter takes them from its own environment (warning about missing ones)."""
@@ -456,6 +504,11 @@ class BatchHandle(BatchViews):
         self._records.request_cancel()
         with self._state.lock:
             self._state.stopped_because = "the batch was cancelled"
+        if self._manifest.array_job:
+            from kinetic.batch.cleanup import delete_array
+
+            delete_array(self._manifest)  # every index that still runs stops with it
+            return
         self._stop_submitting(wait=False)
         self._cancel_running()  # first what runs now, without waiting on slow submissions
         self._stop_submitting(wait=True)

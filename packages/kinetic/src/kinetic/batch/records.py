@@ -102,10 +102,21 @@ def read_manifest(store: ObjectStore, group_id: str) -> BatchManifest:
 class BatchRecords:
     """Reads and writes the records of one batch in one store, signed with ``seal``."""
 
-    def __init__(self, store: ObjectStore, group_id: str, seal: BatchSeal) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        group_id: str,
+        seal: BatchSeal,
+        *,
+        array: BatchManifest | None = None,
+    ) -> None:
         self.store = store
         self.group_id = group_id
         self.seal = seal
+        self.array = array if array is not None and array.array_job else None
+        """The manifest of an array batch, whose every input has its attempt 0 by
+        construction (the backend's array object); only its retries have records, which
+        the runs themselves wrote."""
         self._warned: set[str] = set()
         self._verified_children: set[str] = set()
         """Child records verified once: never rewritten, so never read again."""
@@ -183,8 +194,26 @@ class BatchRecords:
                 found[record.index, record.attempt] = record
         return found
 
+    def _array_children(self) -> list[BatchChild]:
+        """Attempt 0 of each input of an array batch, submitted with its array object
+        (which the completion record follows at once): it has no record of its own."""
+        assert self.array is not None
+        done = self.completion()
+        submitted_at = done.finished_at if done is not None else self.array.created_at
+        return [
+            BatchChild(
+                group_id=self.group_id,
+                index=index,
+                attempt=0,
+                job_id=self.array.child_job_id(index, 0),
+                submitted_at=submitted_at,
+            )
+            for index in range(self.array.total_expected)
+        ]
+
     def children(self) -> list[BatchChild]:
-        """Every attempt's record, in ``(index, attempt)`` order; strays are warned about."""
+        """Every attempt's record, in ``(index, attempt)`` order; strays are warned about.
+        An array batch's retries wrote their own (each run of an index, in the cluster)."""
         prefix = layout.children_prefix(self.group_id)
         keys = []
         for key in sorted(self.store.list(prefix)):
@@ -192,7 +221,13 @@ class BatchRecords:
                 self._ignore(key, "not a child record (<index>-<attempt>.json).")
             else:
                 keys.append(key)
-        return [child for child in self._read_all(keys, BatchChild) if child is not None]
+        stored = [child for child in self._read_all(keys, BatchChild) if child is not None]
+        if self.array is None:
+            return stored
+        retries = [child for child in stored if child.attempt > 0]
+        return sorted(
+            [*self._array_children(), *retries], key=lambda child: (child.index, child.attempt)
+        )
 
     def _read_all(self, keys: list[str], record_type: type[_R]) -> list[_R | None]:
         if len(keys) < 2:
@@ -312,6 +347,10 @@ class BatchRecords:
         20-digit attempt would otherwise hold it for ever.
         """
         listing = BatchListing(complete=self.completion())
+        if self.array is not None:
+            # Attempt 0 of every input by construction; retries by the records they wrote.
+            listing.latest_attempts = dict.fromkeys(range(self.array.total_expected), 0)
+            total = self.array.total_expected
         prefix = layout.children_prefix(self.group_id)
         candidates: list[tuple[str, int, int]] = []
         for key in self.store.list(prefix):
@@ -345,7 +384,9 @@ class BatchRecords:
         """``(index, attempt)`` of every child record by its name alone, verified or not:
         what cleanup deletes (deleting needs no trust in what it deletes)."""
         prefix = layout.children_prefix(self.group_id)
-        parsed = (parse_child_name(key, prefix) for key in self.store.list(prefix))
+        parsed = {parse_child_name(key, prefix) for key in self.store.list(prefix)} - {None}
+        if self.array is not None:
+            parsed |= {(index, 0) for index in range(self.array.total_expected)}
         return sorted(found for found in parsed if found is not None)
 
     def delete_all(self) -> None:

@@ -1,0 +1,110 @@
+"""The array half of the gke backend (``kinetic_protocol.ArrayBackend``): a batch's one Indexed
+Job created, each of its attempts read, one index's pods removed, its indexes listed as jobs.
+
+What an Indexed Job is and how each index's state is read off it is :mod:`kinetic_gke.arrays`;
+this is the cluster traffic around it, a few API calls per batch whatever its size.
+"""
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kinetic_gke import arrays
+from kinetic_gke.k8s import ClusterConnection, Obj
+from kinetic_gke.k8s.env_secrets import create_with_env
+from kinetic_gke.labels import APP, group_selector, pod_selector
+from kinetic_gke.manifests import PodOptions
+from kinetic_protocol import BatchManifest, JobRecord, JobState
+
+__all__ = ["ArrayBatches", "AwaitGone"]
+
+AwaitGone = Callable[[Callable[[], bool], str, str], None]
+"""Polls ``present()`` until it is False (``what`` and a pod selector name it in the error
+when it is not, in time): the backend's confirmation of a deletion."""
+
+
+def _annotations(obj: Obj) -> dict[str, str]:
+    return obj["metadata"].get("annotations") or {}
+
+
+@dataclass(frozen=True)
+class ArrayBatches:
+    """A backend's array batches in one cluster connection, for its ``app`` label."""
+
+    connection: ClusterConnection
+    app: str
+
+    def create(
+        self,
+        manifest: BatchManifest,
+        *,
+        options: PodOptions,
+        command: tuple[str, ...],
+        env: Mapping[str, str],
+    ) -> None:
+        """Create the batch's Indexed Job; with captured ``env``, first the Secret every index
+        reads the values from. "Already exists" is success (a resumed submission)."""
+        create_with_env(
+            self.connection,
+            arrays.JOBS,
+            manifest.array_job,
+            lambda secret: arrays.array_job_manifest(
+                manifest, options=options, command=command, env_secret=secret
+            ),
+            labels=arrays.array_labels(manifest, self.app),
+            env=env,
+        )
+
+    def statuses(
+        self, records: Sequence[JobRecord], *, unschedulable_timeout: float
+    ) -> dict[str, JobState]:
+        """Attempts of array Jobs' indexes: one LIST of the batch's Jobs and one of its pods
+        per batch, however many of its children are asked about."""
+        by_group: dict[str, list[JobRecord]] = defaultdict(list)
+        for record in records:
+            by_group[str(record.group_id)].append(record)
+        found: dict[str, JobState] = {}
+        for group_id, members in by_group.items():
+            selector = group_selector(group_id, self.app)
+            jobs = {
+                obj["metadata"]["name"]: obj
+                for obj in arrays.JOBS.list_matching(self.connection, selector)
+            }
+            pods = self.connection.list_pods(selector)
+            by_job: dict[str, list[JobRecord]] = defaultdict(list)
+            for record in members:
+                by_job[record.k8s_name].append(record)
+            for name, wanted in by_job.items():
+                states = arrays.attempt_states(
+                    jobs.get(name),
+                    pods,
+                    [(int(record.group_index or 0), record.attempt) for record in wanted],
+                    unschedulable_timeout=unschedulable_timeout,
+                )
+                for record in wanted:
+                    found[record.job_id] = states[int(record.group_index or 0), record.attempt]
+        return found
+
+    def delete_index(self, record: JobRecord, await_gone: AwaitGone) -> None:
+        """Delete an index's pods (every attempt's), and confirm the Job has recorded the
+        index's outcome: until it has, an index without pods would read as one waiting for
+        its pod. The Job, which the index's siblings share, stays."""
+        connection, selector = self.connection, pod_selector(record, self.app)
+        index = int(record.group_index or 0)
+
+        def present() -> bool:
+            if arrays.delete_index_pods(connection, selector):
+                return True
+            job = arrays.JOBS.get(connection, record.k8s_name)
+            return job is not None and not arrays.index_settled(job, index)
+
+        await_gone(present, f"the pods of index {index} of Job {record.k8s_name}", selector)
+
+    def job_ids(self, objects: Sequence[Obj]) -> set[str]:
+        """The job ids of the attempts of every array Job among ``objects`` that have a pod
+        (one more LIST, only when there is an array Job)."""
+        live = [obj for obj in objects if arrays.JOB_ID_PREFIX in _annotations(obj)]
+        if not live:
+            return set()
+        pods = self.connection.list_pods(f"{APP}={self.app},{arrays.INDEX_LABEL}")
+        return {job_id for obj in live for job_id in arrays.index_job_ids(obj, pods)}

@@ -1,0 +1,261 @@
+"""A batch as one Indexed Job: the manifest (valid, retries and fail-fast said to the Job
+controller) and each index's state read off the Job and its pods."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+import kubernetes_validate
+import msgspec
+import pytest
+from gke_test_support import RecordFactory
+
+from kinetic_gke import arrays
+from kinetic_protocol import BatchManifest, FailureCause, JobStatus
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _manifest(record: RecordFactory, **fields: Any) -> BatchManifest:
+    return BatchManifest(
+        group_id="grp-0a1b2c3d", func_name="train", total_expected=5,
+        job_id_prefix="train-0a1b2c3d", job_template=record(), created_at=NOW.isoformat(),
+        array_job="train-0a1b2c3d", **fields,
+    )  # fmt: skip
+
+
+def _rules(job: dict[str, Any]) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = job["spec"]["podFailurePolicy"]["rules"]
+    return rules
+
+
+def test_the_array_job_is_valid_and_runs_each_index_as_its_own_job(record: RecordFactory) -> None:
+    manifest = _manifest(record, max_concurrent=2, retries=1, fail_fast=True,
+                         cancel_running_on_fail=True)  # fmt: skip
+    job = arrays.array_job_manifest(manifest)
+    kubernetes_validate.validate(
+        job, kubernetes_validate.latest_version().rsplit(".", 1)[0], strict=True
+    )
+    spec = job["spec"]
+    assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 5, 2)
+    assert spec["backoffLimitPerIndex"] == 1  # the batch's retries: exactly that many reruns
+    assert spec["maxFailedIndexes"] == 0
+    container = spec["template"]["spec"]["containers"][0]
+    assert container["args"][container["args"].index("--job") + 1] == (
+        "train-0a1b2c3d-$(JOB_COMPLETION_INDEX)"
+    )
+    assert container["args"][container["args"].index("--index") + 1] == "$(JOB_COMPLETION_INDEX)"
+    assert "KINETIC_JOB_ID" not in {env["name"] for env in container["env"]}
+    # Each run learns its attempt from the failure counts the job controller writes on its pod.
+    from_pod = {
+        env["name"]: env["valueFrom"]["fieldRef"]["fieldPath"]
+        for env in container["env"]
+        if "valueFrom" in env
+    }
+    assert from_pod == {
+        "KINETIC_INDEX_FAILURES": f"metadata.annotations['{arrays.FAILURE_COUNT}']",
+        "KINETIC_INDEX_PREEMPTIONS": f"metadata.annotations['{arrays.IGNORED_COUNT}']",
+    }
+    preemptions = {env["name"]: env.get("value") for env in container["env"]}
+    assert preemptions["KINETIC_PREEMPTION_RETRIES"] == str(record().preemption_retries)
+
+
+def test_without_a_limit_every_input_runs_and_without_fail_fast_no_index_stops_the_rest(
+    record: RecordFactory,
+) -> None:
+    spec = arrays.array_job_manifest(_manifest(record))["spec"]
+    assert spec["parallelism"] == 5
+    assert spec["backoffLimitPerIndex"] == 0  # preemptions are not counted: no retries
+    assert "maxFailedIndexes" not in spec
+
+
+def test_without_retries_any_failed_exit_is_final_and_preemptions_run_again(
+    record: RecordFactory,
+) -> None:
+    rules = _rules(arrays.array_job_manifest(_manifest(record)))
+    assert rules[0]["action"] == "Ignore"  # the same attempt again; the runtime keeps the budget
+    assert rules[0]["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}]
+    assert rules[1]["action"] == "FailIndex"
+    assert rules[1]["onExitCodes"]["operator"] == "NotIn"
+    assert rules[1]["onExitCodes"]["values"] == [0]
+
+
+def test_retry_on_says_which_exit_codes_run_again(record: RecordFactory) -> None:
+    only_oom = _rules(arrays.array_job_manifest(_manifest(record, retries=2, retry_on=["oom"])))
+    assert only_oom[1]["onExitCodes"] == {
+        "containerName": "kinetic", "operator": "NotIn", "values": [0, 137],
+    }  # fmt: skip
+    default = _rules(arrays.array_job_manifest(_manifest(record, retries=2)))
+    # By default every cause but unschedulable/image (no exit code) is retried: none is final.
+    assert len(default) == 1
+    but_user = _rules(
+        arrays.array_job_manifest(_manifest(record, retries=2, retry_on=["exit", "oom"]))
+    )
+    assert but_user[1]["onExitCodes"]["operator"] == "In"
+    assert but_user[1]["onExitCodes"]["values"] == [1, 2, 4, arrays.EXIT_PREEMPTIONS_SPENT]
+
+
+def test_fail_fast_that_lets_running_children_finish_is_not_an_array(
+    record: RecordFactory,
+) -> None:
+    assert not arrays.expressible(_manifest(record, fail_fast=True))
+    assert arrays.expressible(_manifest(record, fail_fast=True, cancel_running_on_fail=True))
+    too_many = msgspec.structs.replace(_manifest(record), total_expected=arrays.MAX_INDEXES + 1)
+    assert not arrays.expressible(too_many)
+
+
+def test_index_sets_are_read_as_intervals() -> None:
+    assert arrays.parse_indexes("0-2,5,7-8") == {0, 1, 2, 5, 7, 8}
+    assert arrays.parse_indexes("") == set()
+    assert arrays.parse_indexes(None) == set()
+
+
+def _pod(
+    index: int,
+    phase: str,
+    *,
+    created: str = "2026-01-01T00:00:00Z",
+    code: int = 0,
+    attempt: int = 0,
+    preempted: bool = False,
+) -> Any:
+    status: dict[str, Any] = {"phase": phase}
+    if phase in ("Succeeded", "Failed"):
+        status["containerStatuses"] = [{"state": {"terminated": {"exitCode": code}}}]
+    if preempted:
+        status["conditions"] = [{"type": "DisruptionTarget", "status": "True"}]
+    return {
+        "metadata": {
+            "labels": {arrays.INDEX_LABEL: str(index)},
+            "annotations": {arrays.FAILURE_COUNT: str(attempt)},
+            "creationTimestamp": created,
+        },
+        "spec": {"nodeName": "node"},
+        "status": status,
+    }
+
+
+def _states(job: Any, pods: list[Any], indexes: Any) -> dict[int, Any]:
+    """Attempt 0 of each of ``indexes``, by index."""
+    found = arrays.attempt_states(
+        job, pods, [(i, 0) for i in indexes], unschedulable_timeout=60, now=NOW
+    )
+    return {index: state for (index, _), state in found.items()}
+
+
+def _job(**status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "train-0a1b2c3d"}, "spec": {}, "status": status}
+
+
+def test_each_index_reads_its_own_outcome() -> None:
+    job = _job(completedIndexes="0", failedIndexes="1")
+    pods = [_pod(0, "Succeeded"), _pod(1, "Failed", code=1), _pod(2, "Running")]
+    states = _states(job, pods, range(4))
+    assert states[0].status is JobStatus.SUCCEEDED
+    assert (states[1].status, states[1].exit_code) == (JobStatus.FAILED, 1)
+    assert states[2].status is JobStatus.RUNNING
+    assert states[3].status is JobStatus.PENDING  # not started yet (max_concurrent)
+
+
+def test_a_failed_run_the_job_has_not_settled_is_run_again_not_failed() -> None:
+    pods = [
+        _pod(0, "Failed", code=1, created="2026-01-01T00:00:00Z"),
+        _pod(0, "Pending", created="2026-01-01T00:00:05Z"),
+    ]
+    [state] = _states(_job(), pods[:1], [0]).values()
+    assert state.status is JobStatus.PENDING
+    assert "runs it again" in state.detail
+
+
+def test_an_attempt_the_job_ran_again_failed_and_names_the_attempt_that_follows() -> None:
+    pods = [
+        _pod(0, "Failed", code=1, created="2026-01-01T00:00:00Z"),
+        _pod(0, "Failed", code=1, created="2026-01-01T00:00:05Z", attempt=1),
+        _pod(0, "Running", created="2026-01-01T00:00:09Z", attempt=2),
+    ]
+    states = arrays.attempt_states(
+        _job(), pods, [(0, 0), (0, 1), (0, 2)], unschedulable_timeout=60, now=NOW
+    )
+    first, second, third = states[0, 0], states[0, 1], states[0, 2]
+    assert (first.status, first.exit_code, first.next_attempt) == (JobStatus.FAILED, 1, 2)
+    assert (second.status, second.next_attempt) == (JobStatus.FAILED, 2)
+    assert (third.status, third.next_attempt) == (JobStatus.RUNNING, None)
+
+
+def test_a_preempted_run_is_the_same_attempt_until_its_preemptions_are_spent() -> None:
+    pods = [
+        _pod(0, "Failed", code=137, preempted=True, created="2026-01-01T00:00:00Z"),
+        _pod(0, "Running", created="2026-01-01T00:00:05Z"),
+    ]
+    [running] = _states(_job(), pods, [0]).values()
+    assert (running.status, running.preemptions, running.next_attempt) == (
+        JobStatus.RUNNING, 1, None,
+    )  # fmt: skip
+    spent = [
+        *pods[:1],
+        _pod(0, "Failed", code=137, preempted=True, created="2026-01-01T00:00:05Z"),
+        _pod(0, "Failed", code=arrays.EXIT_PREEMPTIONS_SPENT, created="2026-01-01T00:00:09Z"),
+    ]
+    [failed] = _states(_job(failedIndexes="0"), spent, [0]).values()
+    assert (failed.status, failed.cause) == (JobStatus.FAILED, FailureCause.PREEMPTED)
+    assert failed.preemptions == 1  # the second preemption was not run again
+
+
+def test_a_job_stopped_by_fail_fast_cancels_its_unfinished_indexes() -> None:
+    job = _job(
+        failedIndexes="1",
+        completedIndexes="2",
+        conditions=[
+            {"type": "FailureTarget", "status": "True", "reason": "MaxFailedIndexesExceeded"}
+        ],
+    )
+    pods = [_pod(0, "Running"), _pod(1, "Failed", code=1), _pod(2, "Succeeded")]
+    states = _states(job, pods, range(3))
+    assert (states[0].status, states[0].cause) == (JobStatus.FAILED, FailureCause.CANCELLED)
+    assert "MaxFailedIndexesExceeded" in states[0].detail
+    assert states[1].status is JobStatus.FAILED
+    assert states[2].status is JobStatus.SUCCEEDED
+
+
+def test_a_settled_index_without_pods_was_cleaned_up_and_a_gone_job_holds_nothing() -> None:
+    job = _job(completedIndexes="0")
+    assert _states(job, [], [0])[0].status is JobStatus.NOT_FOUND
+    gone = _states(None, [_pod(0, "Running")], [0])
+    assert gone[0].status is JobStatus.NOT_FOUND
+
+
+def test_an_array_job_lists_each_index_that_has_a_pod_as_a_job() -> None:
+    job = {
+        "metadata": {
+            "name": "train-0a1b2c3d",
+            "annotations": {arrays.JOB_ID_PREFIX: "train-0a1b2c3d"},
+        },
+        "spec": {"completionMode": "Indexed", "completions": 3},
+    }
+    pods = [
+        _pod(0, "Running"), _pod(2, "Failed"), _pod(2, "Running", attempt=1), _pod(1, "Running")
+    ]  # fmt: skip
+    for pod in pods[:3]:
+        pod["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "train-0a1b2c3d"
+    pods[3]["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "another-job"
+    assert arrays.index_job_ids(job, pods) == [
+        "train-0a1b2c3d-0", "train-0a1b2c3d-2", "train-0a1b2c3d-2-r1",
+    ]  # fmt: skip
+    assert arrays.index_job_ids({"metadata": {}, "spec": {}}, pods) == []
+
+
+def test_an_index_is_settled_once_the_job_recorded_it_or_stopped_them_all() -> None:
+    assert arrays.index_settled(_job(completedIndexes="0-1"), 1)
+    assert arrays.index_settled(_job(failedIndexes="3"), 3)
+    assert not arrays.index_settled(_job(completedIndexes="0"), 1)
+    stopped = _job(conditions=[{"type": "Failed", "status": "True", "reason": "x"}])
+    assert arrays.index_settled(stopped, 1)
+
+
+@pytest.mark.parametrize("index", [0, 4])
+def test_a_child_of_an_array_batch_names_the_shared_job(record: RecordFactory, index: int) -> None:
+    child = _manifest(record).child_record(index, 0)
+    assert (child.job_id, child.k8s_name, child.in_array) == (
+        f"train-0a1b2c3d-{index}",
+        "train-0a1b2c3d",
+        True,
+    )
