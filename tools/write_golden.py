@@ -82,6 +82,7 @@ _RECORD = JobRecord(
     output_dir="gs://my-bucket/runs/sweep",
     timeout=3600.0,
     preemption_retries=5,
+    in_array=True,
     mounts=[
         Mount(path="/data", kind="scratch"),
         Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),
@@ -195,6 +196,7 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         cancel_running_on_fail=True,
         input_mode="kwargs",
         signed_records=True,
+        array_job="train-a1b2c3d4",
     ),
     "batch_child": BatchChild(
         group_id="grp-a1b2c3d4",

@@ -158,6 +158,7 @@ class SubmissionRefused(Exception):
     """What the test makes the submission of one input raise."""
 
 
+@pytest.mark.backends("local")
 def test_fail_fast_cancels_siblings_still_pending(
     kinetic_backend: ScenarioBackend,
     no_room: NoRoom,
@@ -167,7 +168,9 @@ def test_fail_fast_cancels_siblings_still_pending(
     """With ``cancel_running_on_fail``, a failure cancels siblings that are still waiting too.
 
     Input 0 is submitted and left PENDING; only then is input 1's submission let fail (a
-    failure, per the spec, is a submission error as well as a failed job).
+    failure, per the spec, is a submission error as well as a failed job). A gke batch is one
+    Indexed Job, submitted whole, so no input's submission can fail after another's: its
+    fail-fast over pending indexes is ``test_batch_arrays.py``'s.
     """
     fail_now = threading.Event()
 

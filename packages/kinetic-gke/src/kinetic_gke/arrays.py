@@ -38,7 +38,14 @@ from kinetic_gke.manifests import (
     pod_failure_policy,
     pod_template,
 )
-from kinetic_protocol import BatchManifest, FailureCause, JobState, JobStatus, array_runtime_args
+from kinetic_protocol import (
+    EXIT_PREEMPTIONS_SPENT,
+    BatchManifest,
+    FailureCause,
+    JobState,
+    JobStatus,
+    array_runtime_args,
+)
 from kinetic_protocol.causes import retry_causes
 
 __all__ = [
@@ -79,8 +86,6 @@ _ATTEMPT_ENV = {
     "KINETIC_INDEX_FAILURES": FAILURE_COUNT,
     "KINETIC_INDEX_PREEMPTIONS": IGNORED_COUNT,
 }
-EXIT_PREEMPTIONS_SPENT = 5
-"""The runtime's exit status for a run started after its index's preemptions were spent."""
 _EXIT_CODES = {
     FailureCause.USER: (1,),
     FailureCause.INFRASTRUCTURE: (2,),

@@ -45,7 +45,12 @@ if TYPE_CHECKING:
         SubmitterLease,
         parse_child_job_id,
     )
-    from kinetic_protocol.causes import AttemptFailure, FailureCause, JobCancelled
+    from kinetic_protocol.causes import (
+        EXIT_PREEMPTIONS_SPENT,
+        AttemptFailure,
+        FailureCause,
+        JobCancelled,
+    )
     from kinetic_protocol.data import DataSpec, Mount, Volume
     from kinetic_protocol.errors import (
         BackendError,
@@ -117,7 +122,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SubmitterLease",
         "parse_child_job_id",
     ),
-    "causes": ("AttemptFailure", "FailureCause", "JobCancelled"),
+    "causes": ("EXIT_PREEMPTIONS_SPENT", "AttemptFailure", "FailureCause", "JobCancelled"),
     "data": ("DataSpec", "Mount", "Volume"),
     "output": ("KeptOutput",),
     "errors": (
@@ -177,6 +182,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "EXIT_PREEMPTIONS_SPENT",
     "NO_ENV",
     "SCHEMA_VERSION",
     "TERMINAL_STATUSES",

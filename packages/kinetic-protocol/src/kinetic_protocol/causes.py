@@ -15,6 +15,7 @@ from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES, SCHEMA_VERSION
 __all__ = [
     "BACKEND_DECIDED",
     "DEFAULT_PREEMPTION_RETRIES",
+    "EXIT_PREEMPTIONS_SPENT",
     "NOT_RETRIED_BY_DEFAULT",
     "RETRYABLE",
     "AttemptFailure",
@@ -22,6 +23,12 @@ __all__ = [
     "JobCancelled",
     "retry_causes",
 ]
+
+
+EXIT_PREEMPTIONS_SPENT = 86
+"""The runtime's exit status for a run of an array batch's index started after the index's
+preemptions were spent (cause ``preempted``). Unusual on purpose: the backend reads the cause
+from it, and a user's own ``sys.exit(n)`` (small numbers, most often) must not read as one."""
 
 
 class FailureCause(enum.StrEnum):

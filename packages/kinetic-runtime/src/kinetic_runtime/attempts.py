@@ -16,15 +16,17 @@ import contextlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from kinetic_protocol import BatchChild, ObjectStore, PreconditionFailedError, layout
+from kinetic_protocol import (
+    BatchChild,
+    ObjectStore,
+    PreconditionFailedError,
+    layout,
+)
 from kinetic_protocol.settings import SettingSpec
 from kinetic_protocol.signing import Keyring, seal_json
 from kinetic_runtime import settings
 
-__all__ = ["EXIT_PREEMPTIONS_SPENT", "IndexRun", "record_attempt"]
-
-EXIT_PREEMPTIONS_SPENT = 5
-"""Exit status of a run started after its index was preempted more often than allowed."""
+__all__ = ["IndexRun", "record_attempt"]
 
 
 def _count(spec: SettingSpec) -> int:

@@ -37,6 +37,7 @@ from typing import Any, NoReturn
 import cloudpickle
 
 from kinetic_protocol import (
+    EXIT_PREEMPTIONS_SPENT,
     CallDescriptor,
     Failed,
     HostStart,
@@ -50,7 +51,7 @@ from kinetic_protocol import (
 from kinetic_protocol.records import encode_json, encode_result
 from kinetic_protocol.signing import Keyring, SignedKind, seal_blob
 from kinetic_runtime import settings
-from kinetic_runtime.attempts import EXIT_PREEMPTIONS_SPENT, IndexRun, record_attempt
+from kinetic_runtime.attempts import IndexRun, record_attempt
 from kinetic_runtime.calls import (
     BatchInput,
     StoredCall,

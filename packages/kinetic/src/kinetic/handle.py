@@ -305,8 +305,12 @@ class JobHandle:
         return open_outcome(self._record, data, key=key, kind="result")
 
     def _has_record(self) -> bool:
+        """Whether the store says the job was submitted (attempt 0 of an array batch's input
+        has no record of its own: its batch's manifest is)."""
         record = self._record
-        if record.group_id is not None and record.group_index is not None:
+        if record.in_array and record.attempt == 0 and record.group_id is not None:
+            key = layout.manifest_key(record.group_id)
+        elif record.group_id is not None and record.group_index is not None:
             key = layout.child_key(record.group_id, record.group_index, record.attempt)
         else:
             key = layout.job_record_key(self.job_id)

@@ -74,8 +74,24 @@ def cleaned_up_error(record: JobRecord) -> JobNotFoundError:
 
 
 def batch_cancelled(record: JobRecord) -> BatchChildCancelled | None:
-    """The batch's signed record that it cancelled this very attempt of a child, if any."""
+    """The batch's signed record that it cancelled this very attempt of a child, if any.
+
+    An array batch's children have no such record each: cancelling the batch deletes its one
+    array object, and the batch's own cancellation stands for every child it stopped."""
     group_id, index = record.group_id, record.group_index
     if group_id is None or index is None:
         return None
-    return _records(record, group_id).cancelled(index, record.attempt)
+    records = _records(record, group_id)
+    cancelled = records.cancelled(index, record.attempt)
+    if cancelled is not None or not record.in_array:
+        return cancelled
+    request = records.cancel_request()
+    if request is None:
+        return None
+    return BatchChildCancelled(
+        group_id=group_id,
+        index=index,
+        attempt=record.attempt,
+        cancelled_at=request.requested_at,
+        reason="the batch was cancelled",
+    )

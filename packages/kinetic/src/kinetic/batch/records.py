@@ -305,10 +305,13 @@ class BatchRecords:
         record = BatchCancel(group_id=self.group_id, requested_at=_now())
         self._write(layout.cancel_key(self.group_id), record)
 
+    def cancel_request(self) -> BatchCancel | None:
+        """The batch's cancellation, if a process holding its keys cancelled it (a forged
+        request is ignored, with a warning naming its key)."""
+        return self._read_json(layout.cancel_key(self.group_id), BatchCancel)
+
     def cancel_requested(self) -> bool:
-        """Whether a process holding the batch's keys cancelled it (a forged request is
-        ignored, with a warning naming its key)."""
-        return self._read_json(layout.cancel_key(self.group_id), BatchCancel) is not None
+        return self.cancel_request() is not None
 
     def stop_requested(self) -> bool:
         """Cancelled from anywhere, or cleaned up (its manifest is gone)."""
