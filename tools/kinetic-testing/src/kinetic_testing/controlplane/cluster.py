@@ -151,10 +151,7 @@ class ControlPlane:
 
     def get_text(self, path: str) -> str:
         """A raw GET as the admin user whose answer is text (a pod's log)."""
-        request = urllib.request.Request(self.server + path, method="GET")
-        context = self.admin_ssl_context()
-        with urllib.request.urlopen(request, context=context, timeout=30) as response:
-            return str(response.read().decode("utf-8", errors="replace"))
+        return self._send("GET", path, None, {}).decode("utf-8", errors="replace")
 
     def request(self, method: str, path: str, body: Any = None, *, content_type: str = "") -> Any:
         """A raw API call as the admin user; JSON in and out (bytes passed through as is)."""
@@ -164,11 +161,14 @@ class ControlPlane:
         else:
             data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": content_type or "application/json", "Accept": "application/json"}
+        payload = self._send(method, path, data, headers)
+        return json.loads(payload) if payload else None
+
+    def _send(self, method: str, path: str, data: bytes | None, headers: dict[str, str]) -> bytes:
         request = urllib.request.Request(self.server + path, data, headers, method=method)
         context = self.admin_ssl_context()
         with urllib.request.urlopen(request, context=context, timeout=30) as response:
-            payload = response.read()
-        return json.loads(payload) if payload else None
+            return bytes(response.read())
 
     # -- lifecycle ---------------------------------------------------------------------
 
