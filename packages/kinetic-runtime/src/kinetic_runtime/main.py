@@ -368,6 +368,15 @@ def _start_index_run(
     return None
 
 
+def _keep_output(store_uri: str, job_id: str, host: int) -> ObjectStore:
+    """Fork the keeper of this run's output (see :func:`keep_output`); the store this process
+    uses from then on. Never the one opened before the fork: its connection pool's sockets
+    and locks are the parent's too (a 2-host leader hung for minutes on a pool lock copied
+    while held)."""
+    keep_output(store_uri, job_id, host, lambda m: _say(f"job {job_id}: {m}"))
+    return open_store(store_uri)
+
+
 def run_job(
     store_uri: str,
     job_id: str,
@@ -405,7 +414,7 @@ def run_job(
         return early
     # From here on this process runs the job: its output is kept in the store by a parent
     # that outlives it (a restarted host, which only waits, keeps nothing over its first run's).
-    keep_output(store_uri, job_id, host.index if host else 0, lambda m: _say(f"job {job_id}: {m}"))
+    store = _keep_output(store_uri, job_id, host.index if host else 0)
     arm_deadline(job_id)  # only a run that goes on: a restarted host waits instead
     if host is None:
         _record_start(store, job_id)
