@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from kinetic_gke import arrays
 from kinetic_gke.k8s import ClusterConnection, Obj
 from kinetic_gke.k8s.env_secrets import create_with_env
+from kinetic_gke.k8s.pod_states import list_pod_states
 from kinetic_gke.labels import APP, group_selector, pod_selector
 from kinetic_gke.manifests import PodOptions
 from kinetic_protocol import BatchManifest, JobRecord, JobState
@@ -70,7 +71,7 @@ class ArrayBatches:
                 obj["metadata"]["name"]: obj
                 for obj in arrays.JOBS.list_matching(self.connection, selector)
             }
-            pods = self.connection.list_pods(selector)
+            pods = list_pod_states(self.connection, selector)
             by_job: dict[str, list[JobRecord]] = defaultdict(list)
             for record in members:
                 by_job[record.k8s_name].append(record)

@@ -260,13 +260,12 @@ def _ended(pod: Obj, phase: str) -> JobState:
 
 def _index_state(
     index: int,
-    pods: list[Obj],
+    newest: Obj | None,
     done: tuple[set[int], set[int], str | None],
     unschedulable_timeout: float,
     now: datetime,
 ) -> JobState:
     completed, failed, job_failure = done
-    newest = _newest(pods)
     if index in completed or index in failed:
         if newest is None:
             # The Job keeps its outcome, but its pods go only with a cleanup of this child.
@@ -298,14 +297,29 @@ def _unfinished_state(newest: Obj | None, unschedulable_timeout: float, now: dat
     return status.pod_state(newest, unschedulable_timeout, now)
 
 
-def _followed(pods: list[Obj], latest: int) -> JobState:
+def _followed(newest: Obj | None, latest: int) -> JobState:
     """An attempt the Job has run again as attempt ``latest``: it failed."""
-    newest = _newest(pods)
     if newest is not None and newest.get("status", {}).get("phase") == "Failed":
         ended = _ended(newest, "Failed")
     else:
         ended = JobState(status=JobStatus.FAILED, detail="its pod failed")
     return msgspec.structs.replace(ended, next_attempt=latest)
+
+
+class _IndexPods:
+    """One Job's pods grouped once: by ``(index, attempt)``, and each index's latest attempt."""
+
+    def __init__(self, pods: Iterable[Obj]) -> None:
+        self.by_attempt: dict[tuple[int, int], list[Obj]] = defaultdict(list)
+        self.latest: dict[int, int] = {}
+        for pod in pods:
+            index = pod_index(pod)
+            if index is None:
+                continue
+            attempt = pod_attempt(pod)
+            self.by_attempt[index, attempt].append(pod)
+            if attempt > self.latest.get(index, -1):
+                self.latest[index] = attempt
 
 
 def attempt_states(
@@ -328,25 +342,24 @@ def attempt_states(
         parse_indexes(job_status.get("failedIndexes")),
         _job_failure(job),
     )
-    by_index = pods_by_index(pods)
+    grouped = _IndexPods(pods)
     moment = now or datetime.now(UTC)
     found: dict[tuple[int, int], JobState] = {}
     for index, attempt in wanted:
-        index_pods = by_index.get(index, [])
-        latest = max((pod_attempt(pod) for pod in index_pods), default=0)
-        own = [pod for pod in index_pods if pod_attempt(pod) == attempt]
+        own = grouped.by_attempt.get((index, attempt), [])
+        newest = own[0] if len(own) == 1 else _newest(own)
+        latest = grouped.latest.get(index, 0)
         if latest > attempt:
-            state = _followed(own, latest)
+            state = _followed(newest, latest)
         else:
-            state = _index_state(index, own, done, unschedulable_timeout, moment)
-        found[index, attempt] = _with_preemptions(state, own)
+            state = _index_state(index, newest, done, unschedulable_timeout, moment)
+        found[index, attempt] = _with_preemptions(state, own, newest) if len(own) > 1 else state
     return found
 
 
-def _with_preemptions(state: JobState, pods: list[Obj]) -> JobState:
+def _with_preemptions(state: JobState, pods: list[Obj], newest: Obj | None) -> JobState:
     """How many runs of the attempt the cluster took away and the Job ran again (not a run
     that only found the attempt's preemptions spent)."""
-    newest = _newest(pods)
     preempted = sum(1 for pod in pods if pod is not newest and status.disrupted(pod))
     if newest is not None and _exit_code(newest) == EXIT_PREEMPTIONS_SPENT:
         preempted -= 1  # the last preemption was not run again: it ended the index

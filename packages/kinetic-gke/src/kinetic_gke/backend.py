@@ -27,6 +27,7 @@ from kinetic_gke.k8s import (
     kube_context_name,
 )
 from kinetic_gke.k8s.env_secrets import create_with_env, delete_env_secret, env_secret_name
+from kinetic_gke.k8s.pod_states import list_pod_states
 from kinetic_gke.labels import (
     APP,
     JOB_ID,
@@ -356,7 +357,7 @@ class GKEBackend:
         ]  # fmt: skip
         pods_by_job: dict[str, list[Obj]] = defaultdict(list)
         if explained_by_pods:
-            for pod in connection.list_pods(selector):
+            for pod in list_pod_states(connection, selector):
                 pods_by_job[pod["metadata"].get("labels", {}).get(JOB_ID, "")].append(pod)
         podless = {r.k8s_name for r in explained_by_pods if not pods_by_job.get(r.job_id)}
         events = self._failed_create_events(podless) if podless else {}
