@@ -83,6 +83,7 @@ _RECORD = JobRecord(
     timeout=3600.0,
     preemption_retries=5,
     in_array=True,
+    array_offset=3,
     mounts=[
         Mount(path="/data", kind="scratch"),
         Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),
@@ -197,6 +198,7 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         input_mode="kwargs",
         signed_records=True,
         array_job="train-a1b2c3d4",
+        array_part_size=40,
     ),
     "batch_child": BatchChild(
         group_id="grp-a1b2c3d4",

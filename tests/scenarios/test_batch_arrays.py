@@ -33,10 +33,14 @@ class Jobs:
 
     def __init__(self, api: Any, namespace: str) -> None:
         self.batch = client.BatchV1Api(api)
+        self.core = client.CoreV1Api(api)
         self.namespace = namespace
 
     def all(self) -> list[Any]:
         return list(self.batch.list_namespaced_job(self.namespace).items)
+
+    def pods(self) -> list[Any]:
+        return list(self.core.list_namespaced_pod(self.namespace).items)
 
 
 @pytest.fixture
@@ -259,3 +263,61 @@ def test_a_second_process_collects_every_result_of_a_killed_submitter_without_re
     assert json.loads(done.stdout.splitlines()[-1]) == [0, 1, 4, 9]
     assert (runs / "2").read_text().count("\n") == 2  # the retry ran after the kill
     assert "resum" not in done.stderr.lower()
+
+
+@pytest.fixture
+def three_per_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gke backend as if one Indexed Job held 3 inputs (the API's limit is 100,000)."""
+    import msgspec
+
+    from kinetic_gke import GKEBackend
+
+    limited = msgspec.structs.replace(GKEBackend.capabilities, array_batches=3)
+    monkeypatch.setattr(GKEBackend, "capabilities", limited)
+
+
+@pytest.mark.usefixtures("three_per_job")
+def test_a_batch_larger_than_one_job_holds_is_split_into_jobs_each_input_a_job(
+    kinetic_backend: ScenarioBackend, jobs: Jobs, tmp_path: Path
+) -> None:
+    """7 inputs, 3 a Job: Jobs of 3, 3 and 1, input ``i`` index ``i % 3`` of Job ``i // 3``,
+    every input still its own job (id, result, retry, attach), and a cancel or cleanup over
+    all of them."""
+    traced = kinetic_backend.decorate()(duf.traced)
+    runs = _runs(tmp_path)
+    inputs = [{"index": i, "runs": str(runs), "fail_first": i == 4} for i in range(7)]
+    batch = traced.run_async_map(inputs, retries=1, max_concurrent=None)
+    prefix = batch.jobs[0].job_id.rsplit("-", 1)[0]  # type: ignore[union-attr]
+    by_name = {job.metadata.name: job.spec for job in jobs.all()}
+    assert {name: spec.completions for name, spec in by_name.items()} == {
+        prefix: 3, f"{prefix}-p1": 3, f"{prefix}-p2": 1,
+    }  # fmt: skip
+    assert all(spec.completion_mode == "Indexed" for spec in by_name.values())
+    assert batch.results(timeout=180, cleanup=False) == [i * i for i in range(7)]
+    for index in range(7):
+        own = f"{prefix}-{index}"
+        expected = f"{own}\n{own}-r1\n" if index == 4 else f"{own}\n"
+        assert (runs / str(index)).read_text() == expected  # its own id, in its pod
+    retried = batch.jobs[4]
+    assert retried is not None and (retried.job_id, retried.attempt) == (f"{prefix}-4-r1", 1)
+    assert [status for _, status in batch.statuses()] == [JobStatus.SUCCEEDED] * 7
+    again = kinetic.attach(f"{prefix}-6", backend="gke")  # index 0 of the third Job
+    assert (again.status(), again.result(cleanup=False)) == (JobStatus.SUCCEEDED, 36)
+    listed = {job.job_id for job in kinetic.list_jobs(backend="gke")}
+    assert {f"{prefix}-{i}" for i in range(7) if i != 4} | {f"{prefix}-4-r1"} <= listed
+    attached = kinetic.attach_batch(batch.group_id, backend="gke")
+    assert attached.results(timeout=60, cleanup=False) == [i * i for i in range(7)]
+    fifth = attached.jobs[5]
+    assert fifth is not None
+    fifth.cleanup()  # index 2 of the second Job: its pods go, index 2 of the first stays
+    assert {
+        pod.metadata.labels["batch.kubernetes.io/job-name"]
+        for pod in jobs.pods()
+        if pod.metadata.labels["batch.kubernetes.io/job-completion-index"] == "2"
+    } == {prefix}
+    assert [status for _, status in attached.statuses()][4:] == [
+        JobStatus.SUCCEEDED, JobStatus.NOT_FOUND, JobStatus.SUCCEEDED,
+    ]  # fmt: skip
+    attached.cancel()
+    assert jobs.all() == []
+    assert jobs.pods() == []

@@ -1,6 +1,7 @@
 """A batch as one Indexed Job: the manifest (valid, retries and fail-fast said to the Job
 controller) and each index's state read off the Job and its pods."""
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -10,6 +11,8 @@ import pytest
 from gke_test_support import RecordFactory
 
 from kinetic_gke import arrays
+from kinetic_gke.array_batches import ArrayBatches
+from kinetic_gke.labels import pod_selector
 from kinetic_protocol import BatchManifest, FailureCause, JobStatus
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -259,3 +262,130 @@ def test_a_child_of_an_array_batch_names_the_shared_job(record: RecordFactory, i
         "train-0a1b2c3d",
         True,
     )
+
+
+# -- a batch larger than one Job holds -----------------------------------------------------------
+
+
+def _split(record: RecordFactory, **fields: Any) -> BatchManifest:
+    """7 inputs, at most 3 a Job: Jobs of 3, 3 and 1."""
+    return msgspec.structs.replace(_manifest(record, **fields), total_expected=7, array_part_size=3)
+
+
+def test_a_batch_larger_than_a_job_is_split_and_each_input_maps_to_one_job_and_index(
+    record: RecordFactory,
+) -> None:
+    manifest = _split(record)
+    assert manifest.array_parts == 3
+    jobs = [arrays.array_job_manifest(manifest, part) for part in range(3)]
+    assert [job["metadata"]["name"] for job in jobs] == [
+        "train-0a1b2c3d", "train-0a1b2c3d-p1", "train-0a1b2c3d-p2",
+    ]  # fmt: skip
+    assert [job["spec"]["completions"] for job in jobs] == [3, 3, 1]
+    assert [job["metadata"]["annotations"].get(arrays.INDEX_OFFSET) for job in jobs] == [
+        None, "3", "6",
+    ]  # fmt: skip
+    args = [job["spec"]["template"]["spec"]["containers"][0]["args"] for job in jobs]
+    assert "--index-offset" not in args[0]
+    assert args[2][args[2].index("--index-offset") + 1] == "6"
+    for index in range(7):
+        child = manifest.child_record(index, 0)
+        assert child.job_id == f"train-0a1b2c3d-{index}"  # the batch's ids, whatever its Job
+        assert child.k8s_name == manifest.array_part_name(index // 3)
+        assert int(child.group_index or 0) - child.array_offset == index % 3
+    fifth = manifest.child_record(5, 0)
+    assert pod_selector(fifth).endswith(
+        f"{arrays.JOB_NAME_LABEL}=train-0a1b2c3d-p1,{arrays.INDEX_LABEL}=2"
+    )
+
+
+def test_max_concurrent_is_shared_between_the_jobs_of_a_split_batch(
+    record: RecordFactory,
+) -> None:
+    assert [arrays.part_parallelism(_split(record, max_concurrent=6), p) for p in range(3)] == [
+        2, 2, 1,
+    ]  # fmt: skip
+    assert [arrays.part_parallelism(_split(record), p) for p in range(3)] == [3, 3, 1]
+    assert arrays.part_parallelism(_split(record, max_concurrent=2), 0) == 1  # one at least
+
+
+def test_fail_fast_over_several_jobs_is_not_expressible(record: RecordFactory) -> None:
+    """One Job's failed index cannot stop the indexes of another."""
+    fail_fast = {"fail_fast": True, "cancel_running_on_fail": True}
+    assert arrays.expressible(_manifest(record, **fail_fast))
+    assert not arrays.expressible(_split(record, **fail_fast))
+    assert arrays.expressible(_split(record))
+    too_big = msgspec.structs.replace(
+        _split(record),
+        total_expected=arrays.MAX_INDEXES + 2,
+        array_part_size=arrays.MAX_INDEXES + 1,
+    )
+    assert not arrays.expressible(too_big)
+
+
+class _Cluster:
+    """The two LISTs a batch's status reads, answered from ``jobs`` and ``pods``."""
+
+    namespace = "default"
+
+    def __init__(self, jobs: list[Any], pods: list[Any]) -> None:
+        self.jobs, self.pods, self.calls = jobs, pods, 0
+        self.batch = type("Batch", (), {"list_namespaced_job": None})()
+        self.core = type("Core", (), {"list_namespaced_pod": None})()
+
+    def read(self, doing: str, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        return {"items": self.jobs}
+
+    def read_bytes(self, doing: str, *args: Any, **kwargs: Any) -> bytes:
+        self.calls += 1
+        return json.dumps({"items": self.pods}).encode()
+
+
+def _part_pod(job: str, index: int, phase: str, attempt: int = 0) -> Any:
+    pod = _pod(index, phase, attempt=attempt, code=0 if phase == "Succeeded" else 1)
+    pod["metadata"]["labels"][arrays.JOB_NAME_LABEL] = job
+    return pod
+
+
+def test_the_status_of_a_split_batch_reads_each_input_in_its_own_job(
+    record: RecordFactory,
+) -> None:
+    """Index 1 of the first Job failed; index 1 of the second succeeded on its retry: the same
+    local index, two different inputs. Two API calls for all of it."""
+    manifest = _split(record)
+    names = [manifest.array_part_name(part) for part in range(3)]
+    jobs = [
+        {"metadata": {"name": names[0]}, "spec": {}, "status": {"completedIndexes": "0,2",
+                                                                  "failedIndexes": "1"}},
+        {"metadata": {"name": names[1]}, "spec": {}, "status": {"completedIndexes": "0-2"}},
+        {"metadata": {"name": names[2]}, "spec": {}, "status": {}},
+    ]  # fmt: skip
+    pods = [_part_pod(names[0], i, "Failed" if i == 1 else "Succeeded") for i in range(3)]
+    pods += [_part_pod(names[1], i, "Succeeded") for i in range(3)]
+    pods += [_part_pod(names[1], 1, "Failed"), _part_pod(names[1], 1, "Succeeded", attempt=1)]
+    pods[-2]["metadata"]["creationTimestamp"] = "2025-12-31T00:00:00Z"
+    pods += [_part_pod(names[2], 0, "Running")]
+    cluster = _Cluster(jobs, pods)
+    batches = ArrayBatches(cluster, "kinetic")  # type: ignore[arg-type]
+    records = [manifest.child_record(i, 0) for i in range(7)] + [manifest.child_record(4, 1)]
+    found = batches.statuses(records, unschedulable_timeout=60)
+    assert cluster.calls == 2
+    statuses = [found[r.job_id].status for r in records]
+    assert statuses == [
+        JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.SUCCEEDED,
+        JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.SUCCEEDED,
+        JobStatus.RUNNING, JobStatus.SUCCEEDED,
+    ]  # fmt: skip
+    assert found[records[4].job_id].next_attempt == 1  # input 4 ran again as attempt 1
+
+
+def test_each_index_of_a_later_job_is_listed_under_the_batchs_id() -> None:
+    job = {
+        "metadata": {"name": "train-0a1b2c3d-p1",
+                     "annotations": {arrays.JOB_ID_PREFIX: "train-0a1b2c3d",
+                                     arrays.INDEX_OFFSET: "3"}},
+        "spec": {"completionMode": "Indexed"},
+    }  # fmt: skip
+    pods = [_part_pod("train-0a1b2c3d-p1", 0, "Running"), _part_pod("train-0a1b2c3d", 0, "Running")]
+    assert arrays.index_job_ids(job, pods) == ["train-0a1b2c3d-3"]

@@ -1,6 +1,7 @@
 """Job + pods -> JobState: every outcome keeps the reason a user needs, and nothing waits
 forever in PENDING. The dicts are shaped like what a 1.31 API server returns."""
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -518,3 +519,61 @@ def test_a_job_without_a_pod_failure_policy_reads_a_preempted_pod_as_failed() ->
         FailureCause.PREEMPTED,
         0,
     )
+
+
+# -- pods listed for their state alone ---------------------------------------------------------
+
+_OTHER_FIELDS: Obj = {
+    "containers": [{"name": "kinetic", "image": IMAGE, "env": [{"name": "A", "value": "1"}]}],
+    "volumes": [{"name": "keys", "secret": {"secretName": "keys"}}],
+}
+_READ_CASES = {
+    "waiting": (job(), [pod("Pending")]),
+    "image pull": (job(), [pod("Pending", waiting("ImagePullBackOff", "no such image"))]),
+    "unschedulable": (
+        job(),
+        [pod("Pending", None, _cond("PodScheduled", "False", "Unschedulable", "0/3 nodes", 60))],
+    ),
+    "unschedulable past the deadline": (
+        job(),
+        [pod("Pending", None, _cond("PodScheduled", "False", "Unschedulable", "none", 901))],
+    ),
+    "oom": (FAILED_JOB, [pod("Failed", terminated(137, "OOMKilled"))]),
+    "start error": (FAILED_JOB, [pod("Failed", terminated(128, "StartError", "exec: nope"))]),
+    "evicted": (
+        FAILED_JOB,
+        [pod("Failed", None, reason="Evicted", message="The node was low on memory.")],
+    ),
+    "past its deadline": (
+        FAILED_JOB,
+        [pod("Failed", terminated(143, "Error"), reason="DeadlineExceeded", message="too long")],
+    ),
+    "preempted, run again": (_with_policy(job(active=1, failed=1)), [_preempted_pod(30)]),
+    "unknown": (job(), [pod("Unknown", None, _cond("Ready", "False", message="node gone"))]),
+    "not scheduled": (job(), [{"metadata": {"name": "a", "creationTimestamp": _stamp(950)},
+                               "spec": {}, "status": {"phase": "Pending"}}]),
+    "gated": (job(), [{"metadata": {"name": "a", "creationTimestamp": _stamp(30)},
+                       "spec": {"schedulingGates": [{"name": "example.com/quota"}]},
+                       "status": {"phase": "Pending"}}]),
+    "placed": (job(), [{"metadata": {"name": "a", "creationTimestamp": _stamp(950)},
+                        "spec": {"nodeName": "node-1"}, "status": {"phase": "Pending"}}]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(_READ_CASES))
+def test_a_pod_listed_for_its_state_alone_reads_as_the_whole_pod(case: str) -> None:
+    """A batch's poll decodes only the fields a state is read from: whatever else a pod holds
+    (its containers, volumes, managed fields), every state reads the same from that."""
+    from kinetic_gke.k8s.pod_states import decode_pod_list
+
+    job_obj, pods = _READ_CASES[case]
+    whole = [
+        {**p, "metadata": {**p["metadata"], "managedFields": [{"manager": "x"}]},
+         "spec": {**p.get("spec", {}), **_OTHER_FIELDS}}
+        for p in pods
+    ]  # fmt: skip
+    listed = decode_pod_list(json.dumps({"kind": "PodList", "items": whole}).encode())
+    assert "containers" not in listed[0]["spec"]
+    assert "managedFields" not in listed[0]["metadata"]
+    assert state(job_obj, *listed) == state(job_obj, *whole)
+    assert state(job_obj, *listed).status is not JobStatus.NOT_FOUND

@@ -46,3 +46,14 @@ def test_a_retry_records_itself_as_the_client_records_one(jobs: JobStage) -> Non
     written = jobs.store.read(key)
     record_attempt(jobs.store, jobs.keyring, "grp-0a1b2c3d", 3, 1, "train-0a1b2c3d-3-r1")
     assert jobs.store.read(key) == written
+
+
+def test_an_index_of_a_later_array_object_is_counted_from_its_offset() -> None:
+    """A batch split into Jobs of 3: index 1 of the third Job is input 7, job id ``...-7``."""
+    from kinetic_runtime.main import offset_index
+
+    assert offset_index("train-0a1b2c3d-1", 1, 6) == ("train-0a1b2c3d-7", 7)
+    with pytest.raises(ValueError, match=r"--job ending in -<index> \(got --job 'train-2'"):
+        offset_index("train-2", 1, 6)
+    with pytest.raises(ValueError, match="needs --index"):
+        offset_index("train-1", None, 6)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from kinetic_gke import arrays
 from kinetic_gke.k8s import ClusterConnection, Obj
 from kinetic_gke.k8s.env_secrets import create_with_env
+from kinetic_gke.k8s.pod_states import list_pod_states
 from kinetic_gke.labels import APP, group_selector, pod_selector
 from kinetic_gke.manifests import PodOptions
 from kinetic_protocol import BatchManifest, JobRecord, JobState
@@ -25,6 +26,20 @@ when it is not, in time): the backend's confirmation of a deletion."""
 
 def _annotations(obj: Obj) -> dict[str, str]:
     return obj["metadata"].get("annotations") or {}
+
+
+def _local_index(record: JobRecord) -> int:
+    """The index of ``record``'s input in its own array Job."""
+    return int(record.group_index or 0) - record.array_offset
+
+
+def _part_job(
+    manifest: BatchManifest, part: int, options: PodOptions, command: tuple[str, ...]
+) -> Callable[[str | None], Obj]:
+    """Job ``part`` of the batch, given the name of the Secret of captured values (if any)."""
+    return lambda secret: arrays.array_job_manifest(
+        manifest, part, options=options, command=command, env_secret=secret
+    )
 
 
 @dataclass(frozen=True)
@@ -42,24 +57,24 @@ class ArrayBatches:
         command: tuple[str, ...],
         env: Mapping[str, str],
     ) -> None:
-        """Create the batch's Indexed Job; with captured ``env``, first the Secret every index
-        reads the values from. "Already exists" is success (a resumed submission)."""
-        create_with_env(
-            self.connection,
-            arrays.JOBS,
-            manifest.array_job,
-            lambda secret: arrays.array_job_manifest(
-                manifest, options=options, command=command, env_secret=secret
-            ),
-            labels=arrays.array_labels(manifest, self.app),
-            env=env,
-        )
+        """Create the batch's Indexed Jobs (one, unless the batch holds more inputs than a
+        Job); with captured ``env``, first the Secret each Job's indexes read the values from.
+        "Already exists" is success (a resumed submission)."""
+        for part in range(manifest.array_parts):
+            create_with_env(
+                self.connection,
+                arrays.JOBS,
+                manifest.array_part_name(part),
+                _part_job(manifest, part, options, command),
+                labels=arrays.array_labels(manifest, self.app),
+                env=env,
+            )
 
     def statuses(
         self, records: Sequence[JobRecord], *, unschedulable_timeout: float
     ) -> dict[str, JobState]:
         """Attempts of array Jobs' indexes: one LIST of the batch's Jobs and one of its pods
-        per batch, however many of its children are asked about."""
+        per batch, however many of its children (and Jobs) are asked about."""
         by_group: dict[str, list[JobRecord]] = defaultdict(list)
         for record in records:
             by_group[str(record.group_id)].append(record)
@@ -70,19 +85,19 @@ class ArrayBatches:
                 obj["metadata"]["name"]: obj
                 for obj in arrays.JOBS.list_matching(self.connection, selector)
             }
-            pods = self.connection.list_pods(selector)
+            pods_of = arrays.pods_by_job(list_pod_states(self.connection, selector))
             by_job: dict[str, list[JobRecord]] = defaultdict(list)
             for record in members:
                 by_job[record.k8s_name].append(record)
             for name, wanted in by_job.items():
                 states = arrays.attempt_states(
                     jobs.get(name),
-                    pods,
-                    [(int(record.group_index or 0), record.attempt) for record in wanted],
+                    pods_of.get(name, []),
+                    [(_local_index(record), record.attempt) for record in wanted],
                     unschedulable_timeout=unschedulable_timeout,
                 )
                 for record in wanted:
-                    found[record.job_id] = states[int(record.group_index or 0), record.attempt]
+                    found[record.job_id] = states[_local_index(record), record.attempt]
         return found
 
     def delete_index(self, record: JobRecord, await_gone: AwaitGone) -> None:
@@ -90,7 +105,7 @@ class ArrayBatches:
         index's outcome: until it has, an index without pods would read as one waiting for
         its pod. The Job, which the index's siblings share, stays."""
         connection, selector = self.connection, pod_selector(record, self.app)
-        index = int(record.group_index or 0)
+        index = _local_index(record)
 
         def present() -> bool:
             if arrays.delete_index_pods(connection, selector):

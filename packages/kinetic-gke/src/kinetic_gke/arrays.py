@@ -30,7 +30,7 @@ from kinetic_gke import status
 from kinetic_gke.k8s.connection import ClusterConnection, Obj
 from kinetic_gke.k8s.errors import NotFound
 from kinetic_gke.k8s.jobs import JobWorkload
-from kinetic_gke.labels import APP, ATTEMPT, COMPLETION_INDEX, GROUP_ID
+from kinetic_gke.labels import APP, ATTEMPT, COMPLETION_INDEX, GROUP_ID, JOB_NAME
 from kinetic_gke.manifests import (
     DEFAULT_TTL_SECONDS,
     RUNTIME_COMMAND,
@@ -50,6 +50,7 @@ from kinetic_protocol.causes import retry_causes
 
 __all__ = [
     "INDEX_LABEL",
+    "INDEX_OFFSET",
     "INDEX_VARIABLE",
     "JOBS",
     "JOB_ID_PREFIX",
@@ -62,18 +63,23 @@ __all__ = [
     "index_job_ids",
     "index_settled",
     "parse_indexes",
+    "pods_by_job",
+    "part_parallelism",
     "pod_attempt",
 ]
 
 INDEX_LABEL = COMPLETION_INDEX
 INDEX_VARIABLE = "JOB_COMPLETION_INDEX"
 """The variable the job controller sets in each container of an Indexed Job: its index."""
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+JOB_NAME_LABEL = JOB_NAME
 """The label the job controller puts on each pod of a Job: the Job's name."""
 JOB_ID_PREFIX = "kinetic.dev/job-id-prefix"
 """Annotation of an array Job: its indexes' job ids are ``<prefix>-<index>``."""
 JOBS = JobWorkload()
 """Array Jobs are Jobs, whatever workload a backend's single jobs are."""
+INDEX_OFFSET = "kinetic.dev/index-offset"
+"""Annotation of a batch's later array Job (a batch split into several): the input its index
+0 holds. Absent: 0."""
 MAX_INDEXES = 100_000
 """The most completions an Indexed Job with a per-index backoff limit may have."""
 FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
@@ -100,11 +106,22 @@ kernel's kill of a container out of memory. Any other non-zero code is cause ``e
 
 def expressible(manifest: BatchManifest) -> bool:
     """Whether the Job API says what the batch asks for. Not: fail-fast that lets running
-    children finish (``maxFailedIndexes`` stops every index), and more inputs than one Job
-    holds; such a batch takes the per-child path."""
-    if manifest.fail_fast and not manifest.cancel_running_on_fail:
+    children finish (``maxFailedIndexes`` stops every index), fail-fast over a batch split
+    into several Jobs (one Job's failed index cannot stop another Job), and a part of more
+    inputs than one Job holds; such a batch takes the per-child path."""
+    if manifest.fail_fast and (not manifest.cancel_running_on_fail or manifest.array_parts > 1):
         return False
-    return 0 < manifest.total_expected <= MAX_INDEXES
+    largest = len(manifest.array_part_inputs(0))
+    return 0 < largest <= MAX_INDEXES
+
+
+def part_parallelism(manifest: BatchManifest, part: int) -> int:
+    """How many indexes of Job ``part`` run at once: ``max_concurrent`` shared evenly
+    between the batch's Jobs (at least one each), or all of them without a limit."""
+    size = len(manifest.array_part_inputs(part))
+    if manifest.max_concurrent is None:
+        return size
+    return min(size, max(1, manifest.max_concurrent // manifest.array_parts))
 
 
 def array_labels(manifest: BatchManifest, app: str = "kinetic") -> dict[str, str]:
@@ -142,16 +159,19 @@ def _attempt_env() -> list[dict[str, Any]]:
 
 def array_job_manifest(
     manifest: BatchManifest,
+    part: int = 0,
     *,
     options: PodOptions | None = None,
     ttl_seconds: int = DEFAULT_TTL_SECONDS,
     command: tuple[str, ...] = RUNTIME_COMMAND,
     env_secret: str | None = None,
 ) -> dict[str, Any]:
-    """The Indexed Job that runs every input of ``manifest`` (see the module)."""
-    record = manifest.child_record(0, 0)
+    """The Indexed Job that runs the inputs of ``manifest`` that Job ``part`` holds (all of
+    them unless the batch is split; see the module)."""
+    inputs = manifest.array_part_inputs(part)
+    record = manifest.child_record(inputs.start, 0)
     labels = array_labels(manifest)
-    args = array_runtime_args(manifest, INDEX_VARIABLE)
+    args = array_runtime_args(manifest, INDEX_VARIABLE, part)
     template = pod_template(
         record, options=options or PodOptions(), labels=labels, args=args, command=command,
         env_secret=env_secret,
@@ -160,8 +180,8 @@ def array_job_manifest(
     template["spec"]["containers"][0]["env"] += _attempt_env()
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
-        "completions": manifest.total_expected,
-        "parallelism": manifest.max_concurrent or manifest.total_expected,
+        "completions": len(inputs),
+        "parallelism": part_parallelism(manifest, part),
         "backoffLimitPerIndex": manifest.retries,
         "podFailurePolicy": _retry_rules(manifest),
         "ttlSecondsAfterFinished": ttl_seconds,
@@ -173,12 +193,13 @@ def array_job_manifest(
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": manifest.array_job,
+            "name": manifest.array_part_name(part),
             "namespace": record.namespace,
             "labels": labels,
             "annotations": {
                 "kinetic.dev/func": record.func_name[:250],
                 JOB_ID_PREFIX: manifest.job_id_prefix,
+                **({INDEX_OFFSET: str(inputs.start)} if inputs.start else {}),
             },
         },
         "spec": spec,
@@ -203,6 +224,14 @@ def pod_index(pod: Obj) -> int | None:
     if isinstance(value, str) and value.isdigit():
         return int(value)
     return None
+
+
+def pods_by_job(pods: Iterable[Obj]) -> dict[str, list[Obj]]:
+    """Pods by the name of the Job that made them (a split batch's Jobs share its labels)."""
+    found: dict[str, list[Obj]] = defaultdict(list)
+    for pod in pods:
+        found[(pod["metadata"].get("labels") or {}).get(JOB_NAME_LABEL, "")].append(pod)
+    return found
 
 
 def pods_by_index(pods: Iterable[Obj]) -> dict[int, list[Obj]]:
@@ -260,13 +289,12 @@ def _ended(pod: Obj, phase: str) -> JobState:
 
 def _index_state(
     index: int,
-    pods: list[Obj],
+    newest: Obj | None,
     done: tuple[set[int], set[int], str | None],
     unschedulable_timeout: float,
     now: datetime,
 ) -> JobState:
     completed, failed, job_failure = done
-    newest = _newest(pods)
     if index in completed or index in failed:
         if newest is None:
             # The Job keeps its outcome, but its pods go only with a cleanup of this child.
@@ -298,14 +326,29 @@ def _unfinished_state(newest: Obj | None, unschedulable_timeout: float, now: dat
     return status.pod_state(newest, unschedulable_timeout, now)
 
 
-def _followed(pods: list[Obj], latest: int) -> JobState:
+def _followed(newest: Obj | None, latest: int) -> JobState:
     """An attempt the Job has run again as attempt ``latest``: it failed."""
-    newest = _newest(pods)
     if newest is not None and newest.get("status", {}).get("phase") == "Failed":
         ended = _ended(newest, "Failed")
     else:
         ended = JobState(status=JobStatus.FAILED, detail="its pod failed")
     return msgspec.structs.replace(ended, next_attempt=latest)
+
+
+class _IndexPods:
+    """One Job's pods grouped once: by ``(index, attempt)``, and each index's latest attempt."""
+
+    def __init__(self, pods: Iterable[Obj]) -> None:
+        self.by_attempt: dict[tuple[int, int], list[Obj]] = defaultdict(list)
+        self.latest: dict[int, int] = {}
+        for pod in pods:
+            index = pod_index(pod)
+            if index is None:
+                continue
+            attempt = pod_attempt(pod)
+            self.by_attempt[index, attempt].append(pod)
+            if attempt > self.latest.get(index, -1):
+                self.latest[index] = attempt
 
 
 def attempt_states(
@@ -328,25 +371,24 @@ def attempt_states(
         parse_indexes(job_status.get("failedIndexes")),
         _job_failure(job),
     )
-    by_index = pods_by_index(pods)
+    grouped = _IndexPods(pods)
     moment = now or datetime.now(UTC)
     found: dict[tuple[int, int], JobState] = {}
     for index, attempt in wanted:
-        index_pods = by_index.get(index, [])
-        latest = max((pod_attempt(pod) for pod in index_pods), default=0)
-        own = [pod for pod in index_pods if pod_attempt(pod) == attempt]
+        own = grouped.by_attempt.get((index, attempt), [])
+        newest = own[0] if len(own) == 1 else _newest(own)
+        latest = grouped.latest.get(index, 0)
         if latest > attempt:
-            state = _followed(own, latest)
+            state = _followed(newest, latest)
         else:
-            state = _index_state(index, own, done, unschedulable_timeout, moment)
-        found[index, attempt] = _with_preemptions(state, own)
+            state = _index_state(index, newest, done, unschedulable_timeout, moment)
+        found[index, attempt] = _with_preemptions(state, own, newest) if len(own) > 1 else state
     return found
 
 
-def _with_preemptions(state: JobState, pods: list[Obj]) -> JobState:
+def _with_preemptions(state: JobState, pods: list[Obj], newest: Obj | None) -> JobState:
     """How many runs of the attempt the cluster took away and the Job ran again (not a run
     that only found the attempt's preemptions spent)."""
-    newest = _newest(pods)
     preempted = sum(1 for pod in pods if pod is not newest and status.disrupted(pod))
     if newest is not None and _exit_code(newest) == EXIT_PREEMPTIONS_SPENT:
         preempted -= 1  # the last preemption was not run again: it ended the index
@@ -372,13 +414,15 @@ def delete_index_pods(connection: ClusterConnection, selector: str) -> list[Obj]
 def index_job_ids(job: Obj, pods: Iterable[Obj]) -> list[str]:
     """The job ids of an array Job's attempts that still have a pod (an index cleaned up, or
     not started yet, has none), given pods of any Jobs; none for any other Job."""
-    prefix = (job.get("metadata", {}).get("annotations") or {}).get(JOB_ID_PREFIX)
+    annotations = job.get("metadata", {}).get("annotations") or {}
+    prefix = annotations.get(JOB_ID_PREFIX)
     if not prefix or job.get("spec", {}).get("completionMode") != "Indexed":
         return []
+    offset = int(annotations.get(INDEX_OFFSET) or 0)
     name = job["metadata"].get("name")
     own = [p for p in pods if (p["metadata"].get("labels") or {}).get(JOB_NAME_LABEL) == name]
     attempts = {
-        (index, pod_attempt(pod))
+        (offset + index, pod_attempt(pod))
         for index, pods_of in pods_by_index(own).items()
         for pod in pods_of
     }

@@ -27,6 +27,7 @@ from kinetic_gke.k8s import (
     kube_context_name,
 )
 from kinetic_gke.k8s.env_secrets import create_with_env, delete_env_secret, env_secret_name
+from kinetic_gke.k8s.pod_states import list_pod_states
 from kinetic_gke.labels import (
     APP,
     JOB_ID,
@@ -303,16 +304,18 @@ class GKEBackend:
         )
 
     def submit_array(self, manifest: BatchManifest, *, env: Mapping[str, str] = NO_ENV) -> None:
-        """Create the batch's one Indexed Job (see :mod:`kinetic_gke.arrays`); with captured
-        ``env``, first the Secret every index reads the values from."""
+        """Create the batch's Indexed Job (see :mod:`kinetic_gke.arrays`), or Jobs when it
+        holds more inputs than one may; with captured ``env``, first the Secret every index
+        reads the values from."""
         record = manifest.child_record(0, 0)
         if not record.image_uri:
             raise ConfigError(f"Batch {manifest.group_id} has no container image to run on GKE.")
         if not arrays.expressible(manifest):
             raise ConfigError(
-                f"Batch {manifest.group_id} cannot be one Indexed Job (fail_fast that lets "
-                f"running children finish, or {manifest.total_expected} inputs, more than "
-                f"{arrays.MAX_INDEXES}); submit it one job per input."
+                f"Batch {manifest.group_id} cannot be Indexed Jobs (fail_fast that lets "
+                f"running children finish, fail_fast over {manifest.array_parts} Jobs, or "
+                f"{manifest.array_part_size} inputs per Job, more than {arrays.MAX_INDEXES}); "
+                "submit it one job per input."
             )
         self.check_accelerator(parse_accelerator(record.accelerator))
         if any(mount.kind == "gcsfuse" for mount in record.mounts):
@@ -323,10 +326,10 @@ class GKEBackend:
     def delete_array(
         self, manifest: BatchManifest, *, timeout: float, poll_interval: float
     ) -> None:
-        """Delete the batch's Indexed Job and every pod of it; confirm they are gone."""
-        record = manifest.child_record(0, 0)
+        """Delete the batch's Indexed Jobs and every pod of them; confirm they are gone."""
+        names = [manifest.array_part_name(part) for part in range(manifest.array_parts)]
         self._delete_confirmed(
-            record, group_selector(manifest.group_id, self.app), workload=arrays.JOBS,
+            names, group_selector(manifest.group_id, self.app), workload=arrays.JOBS,
             timeout=timeout, poll_interval=poll_interval,
         )  # fmt: skip
 
@@ -356,7 +359,7 @@ class GKEBackend:
         ]  # fmt: skip
         pods_by_job: dict[str, list[Obj]] = defaultdict(list)
         if explained_by_pods:
-            for pod in connection.list_pods(selector):
+            for pod in list_pod_states(connection, selector):
                 pods_by_job[pod["metadata"].get("labels", {}).get(JOB_ID, "")].append(pod)
         podless = {r.k8s_name for r in explained_by_pods if not pods_by_job.get(r.job_id)}
         events = self._failed_create_events(podless) if podless else {}
@@ -511,26 +514,29 @@ class GKEBackend:
             )
             return
         self._delete_confirmed(
-            record, job_selector(record.job_id, self.app), workload=self.workload,
+            [record.k8s_name], job_selector(record.job_id, self.app), workload=self.workload,
             timeout=timeout, poll_interval=poll_interval,
         )  # fmt: skip
 
     def _delete_confirmed(
         self,
-        record: JobRecord,
+        names: Sequence[str],
         pods: str,
         *,
         workload: Workload,
         timeout: float,
         poll_interval: float,
     ) -> None:
+        """Delete the objects ``names`` of ``workload`` (with their Secrets of captured
+        values), then wait until they and the pods ``pods`` selects are gone."""
         connection = self.connection
-        workload.delete(connection, record.k8s_name)
-        delete_env_secret(connection, env_secret_name(record.k8s_name))
+        for name in names:
+            workload.delete(connection, name)
+            delete_env_secret(connection, env_secret_name(name))
         self._await_gone(
-            lambda: workload.get(connection, record.k8s_name) is not None
+            lambda: any(workload.get(connection, name) is not None for name in names)
             or bool(connection.list_pods(pods)),
-            f"{workload.kind} {record.k8s_name}",
+            f"{workload.kind} {', '.join(names)}",
             pods, timeout=timeout, poll_interval=poll_interval,
             kind=workload.kind.lower(),
         )  # fmt: skip

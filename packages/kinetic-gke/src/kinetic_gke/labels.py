@@ -21,6 +21,8 @@ GROUP_INDEX = "kinetic.dev/group-index"
 ATTEMPT = "kinetic.dev/attempt"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 """The label the job controller puts on each pod of an Indexed Job: its index."""
+JOB_NAME = "batch.kubernetes.io/job-name"
+"""The label the job controller puts on each pod of a Job: the Job's name."""
 
 
 def job_labels(record: JobRecord, app: str = "kinetic") -> dict[str, str]:
@@ -41,9 +43,11 @@ def group_selector(group_id: str, app: str = "kinetic") -> str:
 
 def pod_selector(record: JobRecord, app: str = "kinetic") -> str:
     """The pods of one job: its own, or, for an index of its batch's array Job
-    (``record.in_array``), that index's."""
+    (``record.in_array``), that index's (counted in its own Job: a batch may be several)."""
     if record.in_array:
+        index = int(record.group_index or 0) - record.array_offset
         return (
-            f"{group_selector(str(record.group_id), app)},{COMPLETION_INDEX}={record.group_index}"
+            f"{group_selector(str(record.group_id), app)},{JOB_NAME}={record.k8s_name},"
+            f"{COMPLETION_INDEX}={index}"
         )
     return job_selector(record.job_id, app)

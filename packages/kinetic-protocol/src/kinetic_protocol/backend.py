@@ -93,9 +93,10 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     provisions_accelerators: bool = True
     """False: jobs run on whatever hardware the backend's machine has (the client says so)."""
     array_batches: int = 0
-    """The most inputs a batch may hold as one array object (:class:`ArrayBackend`): one
-    create submits them all, and the backend retries each input itself. 0: no arrays, one
-    job per input."""
+    """The most inputs one array object holds (:class:`ArrayBackend`): one create submits
+    them all, and the backend retries each input itself; a larger batch is split into
+    several objects of at most that many (``BatchManifest.array_part_size``). 0: no arrays,
+    one job per input."""
 
 
 class PrepareRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -247,13 +248,17 @@ def runtime_args(record: JobRecord) -> list[str]:
     return args
 
 
-def array_runtime_args(manifest: BatchManifest, index_variable: str) -> list[str]:
-    """The arguments of ``python -m kinetic_runtime`` for every index of an array batch: the
-    same as each child's own (:func:`runtime_args`), with the index read from the environment
-    variable ``index_variable`` (``$(NAME)``, which Kubernetes expands in a container's args)."""
+def array_runtime_args(manifest: BatchManifest, index_variable: str, part: int = 0) -> list[str]:
+    """The arguments of ``python -m kinetic_runtime`` for every index of array object
+    ``part`` of a batch: the same as each child's own (:func:`runtime_args`), with the index
+    read from the environment variable ``index_variable`` (``$(NAME)``, which Kubernetes
+    expands in a container's args). A part after the first adds where its inputs start
+    (``--index-offset``): the runtime adds it to the index, and to the number ending the id."""
     record = manifest.job_template
     index = f"$({index_variable})"
-    return [
+    args = [
         "--store", record.store_uri, "--job", f"{manifest.job_id_prefix}-{index}",
         "--group", manifest.group_id, "--index", index,
     ]  # fmt: skip
+    offset = manifest.array_part_inputs(part).start
+    return [*args, "--index-offset", str(offset)] if offset else args

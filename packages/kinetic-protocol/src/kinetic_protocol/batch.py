@@ -81,6 +81,11 @@ class BatchManifest(msgspec.Struct, kw_only=True):
     """The name of the backend's one array object holding every input (the batch was
     submitted by ``ArrayBackend.submit_array``): no child records, no lease, no client
     retries. Empty: one job per attempt, each with its child record."""
+    array_part_size: int = 0
+    """The most inputs one array object holds (``Capabilities.array_batches`` when the batch
+    was submitted); a larger batch is ``array_parts`` objects, input ``i`` being index
+    ``i % array_part_size`` of part ``i // array_part_size`` (:meth:`array_part_name`).
+    0: one object holds every input."""
     signed_records: bool = False
     """Its bookkeeping (child records, submission errors, leases, completion, cancel) is
     signed; False in batches of older Kinetics, whose unsigned records are not acted on."""
@@ -89,17 +94,39 @@ class BatchManifest(msgspec.Struct, kw_only=True):
     def child_job_id(self, index: int, attempt: int) -> str:
         return f"{self.job_id_prefix}-{index}" + (f"-r{attempt}" if attempt else "")
 
+    @property
+    def array_parts(self) -> int:
+        """How many array objects hold the batch (0 for a batch of one job per input)."""
+        if not self.array_job:
+            return 0
+        size = self.array_part_size or self.total_expected
+        return max(1, -(-self.total_expected // max(size, 1)))
+
+    def array_part_name(self, part: int) -> str:
+        """The name of array object ``part``: the first is ``array_job`` itself."""
+        return self.array_job if part == 0 else f"{self.array_job}-p{part}"
+
+    def array_part_inputs(self, part: int) -> range:
+        """The inputs array object ``part`` holds, its index 0 first."""
+        size = self.array_part_size or self.total_expected
+        return range(part * size, min((part + 1) * size, self.total_expected))
+
     def child_record(self, index: int, attempt: int) -> JobRecord:
         job_id = self.child_job_id(index, attempt)
+        part, offset = 0, 0
+        if self.array_job and self.array_part_size:
+            part = index // self.array_part_size
+            offset = part * self.array_part_size
         return msgspec.structs.replace(
             self.job_template,
             job_id=job_id,
-            k8s_name=self.array_job or job_id,
+            k8s_name=self.array_part_name(part) if self.array_job else job_id,
             group_id=self.group_id,
             group_kind="map",
             group_index=index,
             attempt=attempt,
             in_array=bool(self.array_job),
+            array_offset=offset,
         )
 
     def has_child(self, index: int, attempt: int) -> bool:

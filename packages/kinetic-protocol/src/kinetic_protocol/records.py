@@ -94,6 +94,9 @@ class JobRecord(msgspec.Struct, kw_only=True):
     in_array: bool = False
     """One index (``group_index``) of its batch's array object, ``k8s_name``, which its
     siblings share (``Capabilities.array_batches``): the backend reads its state there."""
+    array_offset: int = 0
+    """The first input of that array object (a batch split into several holds input
+    ``group_index`` at index ``group_index - array_offset`` of its object)."""
 
     @property
     def store_uri(self) -> str:

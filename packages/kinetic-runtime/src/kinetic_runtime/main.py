@@ -463,18 +463,41 @@ def _leave_a_failed_slice(code: int) -> None:
         os._exit(code)
 
 
+def offset_index(job: str, index: int | None, offset: int) -> tuple[str, int]:
+    """The job id and input of an index of a batch's later array object: ``index`` and the
+    id ``<prefix>-<index>`` are counted from ``offset`` (``--index-offset``)."""
+    if index is None or offset < 0 or not job.endswith(f"-{index}"):
+        raise ValueError(
+            f"--index-offset {offset} needs --index and a --job ending in -<index> "
+            f"(got --job {job!r}, --index {index})"
+        )
+    return f"{job.removesuffix(str(index))}{offset + index}", offset + index
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kinetic_runtime", description=__doc__)
     parser.add_argument("--store", default=settings.STORE.from_env(), help="store URI")
     parser.add_argument("--job", default=settings.JOB_ID.from_env(), help="job id")
     parser.add_argument("--group", help="the batch of a batch child (with --index)")
     parser.add_argument("--index", type=int, help="a batch child's input index")
+    parser.add_argument(
+        "--index-offset", type=int, default=0,
+        help="the first input of the array object this runs in: --index, and the number "
+        "ending --job, are counted from it",
+    )  # fmt: skip
     parser.add_argument("--workdir", default=settings.WORKDIR.from_env())
     options = parser.parse_args(argv)
     if not options.store or not options.job:
         parser.error("--store and --job (or KINETIC_STORE and KINETIC_JOB_ID) are required")
     if (options.group is None) != (options.index is None):
         parser.error("--group and --index go together (a batch child's batch and input)")
+    if options.index_offset:
+        try:
+            options.job, options.index = offset_index(
+                options.job, options.index, options.index_offset
+            )
+        except ValueError as exc:
+            parser.error(str(exc))
     member = None if options.group is None else BatchInput(options.group, options.index)
     try:
         index_run = IndexRun.from_env()

@@ -69,12 +69,15 @@ def get_backend(name: str, settings: BackendSettings) -> Backend:
     return session.current().backend(name, settings, build)
 
 
-def array_backend(backend: Backend, inputs: int) -> ArrayBackend | None:
-    """``backend`` as one that holds a batch of ``inputs`` in one array object, if it can
-    (``Capabilities.array_batches``); None: one job per input."""
-    if 0 < inputs <= backend.capabilities.array_batches:
-        return cast(ArrayBackend, backend)
-    return None
+def array_backend(backend: Backend, inputs: int, *, fail_fast: bool) -> ArrayBackend | None:
+    """``backend`` as one that holds a batch of ``inputs`` in array objects, if it can
+    (``Capabilities.array_batches``: more inputs than one holds are split into several,
+    unless the batch fails fast, which one object's failure cannot do for the others); None:
+    one job per input."""
+    limit = backend.capabilities.array_batches
+    if inputs <= 0 or limit <= 0 or (fail_fast and inputs > limit):
+        return None
+    return cast(ArrayBackend, backend)
 
 
 def array_backend_for(record: JobRecord) -> ArrayBackend:

@@ -239,3 +239,23 @@ def test_children_of_a_long_named_function_have_ids_within_63_characters(
         assert len(job_id) <= 63, job_id
         assert DNS_1123_LABEL.fullmatch(job_id), job_id
     assert batch.group_id.removeprefix("grp-") in manifest.job_id_prefix
+
+
+def test_a_batch_larger_than_one_array_object_is_split_unless_it_fails_fast() -> None:
+    """A backend's array object holds ``array_batches`` inputs; more are several objects, but
+    one object's failure cannot stop another's inputs, so fail-fast takes one job per input."""
+    from kinetic.backends import array_backend
+    from kinetic_protocol import Capabilities
+
+    class Arrays:
+        capabilities = Capabilities(array_batches=3)
+
+    class NoArrays:
+        capabilities = Capabilities()
+
+    arrays: Any = Arrays()
+    assert array_backend(arrays, 3, fail_fast=True) is arrays
+    assert array_backend(arrays, 7, fail_fast=False) is arrays
+    assert array_backend(arrays, 7, fail_fast=True) is None
+    assert array_backend(arrays, 0, fail_fast=False) is None
+    assert array_backend(NoArrays(), 1, fail_fast=False) is None  # type: ignore[arg-type]

@@ -188,8 +188,13 @@ class ClusterConnection:
 
     def read(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
         """A call whose JSON answer is returned as a plain dict."""
+        data: Obj = json.loads(self.read_bytes(doing, fn, *args, **kwargs))
+        return data
+
+    def read_bytes(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> bytes:
+        """A call whose answer is returned undecoded, for a caller that decodes only part."""
         response = self.call(doing, fn, *args, _preload_content=False, **kwargs)
-        data: Obj = json.loads(response.data)
+        data: bytes = response.data
         return data
 
     def read_or_none(self, doing: str, fn: Callable[..., Any], *args: Any) -> Obj | None:

@@ -151,7 +151,7 @@ def run_map(
     prefix = child_id_prefix(getattr(fn, "__name__", "job"), group_id)
     array = None
     if not pickled.errors and not (fail_fast and not cancel_running_on_fail):
-        array = array_backend(target.backend, len(items))
+        array = array_backend(target.backend, len(items), fail_fast=fail_fast)
     template = job_record(target, func_name, "", created_at=created_at)
     manifest = BatchManifest(
         group_id=group_id,
@@ -169,6 +169,7 @@ def run_map(
         cancel_running_on_fail=cancel_running_on_fail,
         input_mode=input_mode,
         array_job=prefix if array is not None else "",
+        array_part_size=_part_size(array, len(items)),
         signed_records=True,
     )
     seal = BatchSeal.of_backend(target.backend)
@@ -243,3 +244,10 @@ def submit_array(
     the batch is complete: what ``resume`` does when a submitter died in between."""
     backend.submit_array(manifest, env=env)
     records.mark_complete(manifest.total_expected, cancelled=False)
+
+
+def _part_size(array: ArrayBackend | None, inputs: int) -> int:
+    """Inputs per array object when the batch needs more than one; 0 when one holds all."""
+    if array is None or inputs <= array.capabilities.array_batches:
+        return 0
+    return array.capabilities.array_batches
