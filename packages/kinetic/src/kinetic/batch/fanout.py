@@ -38,7 +38,6 @@ from kinetic.submission import (
     resolve_target,
 )
 from kinetic_protocol import (
-    ArrayBackend,
     Backend,
     BatchManifest,
     ConfigError,
@@ -234,12 +233,3 @@ def _array_handle(manifest: BatchManifest, backend: Backend, records: BatchRecor
     return BatchHandle(
         manifest=manifest, state=state, backend=backend, records=records, policy=policy
     )
-
-
-def submit_array(
-    backend: ArrayBackend, manifest: BatchManifest, records: BatchRecords, env: dict[str, str]
-) -> None:
-    """Create an array batch's object (again: "already exists" is success) and record that
-    the batch is complete: what ``resume`` does when a submitter died in between."""
-    backend.submit_array(manifest, env=env)
-    records.mark_complete(manifest.total_expected, cancelled=False)
