@@ -6,12 +6,15 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 from gke_test_support import PROJECT, QUICK, RecordFactory, wait_for
 
 from kinetic_gke import GKEBackend, default_bucket_name
+from kinetic_gke import settings as declared
 from kinetic_gke.k8s import kube_context_name
 from kinetic_protocol import BackendSettings, ConfigError, JobStatus
+from kinetic_protocol.settings import resolve_declared
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.nodeagent import NodeAgent
 
@@ -142,6 +145,36 @@ def test_the_poll_setting_sets_the_poll_bounds(monkeypatch: pytest.MonkeyPatch) 
     assert GKEBackend(SETTINGS).poll_bounds == (1.0, 10.0)
     monkeypatch.setenv("KINETIC_GKE_POLL", "0.5,4")
     assert GKEBackend(SETTINGS).poll_bounds == (0.5, 4.0)
+
+
+def test_a_backend_reads_its_settings_once_when_it_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every manifest of one backend gets the pod settings it was built with; a backend
+    built after a change gets the new ones."""
+    monkeypatch.setenv("KINETIC_POD_CPU", "2")
+    monkeypatch.setenv("KINETIC_SERVICE_ACCOUNT", "sa-one")
+    backend = GKEBackend(SETTINGS)
+    monkeypatch.setenv("KINETIC_POD_CPU", "3")
+    monkeypatch.setenv("KINETIC_SERVICE_ACCOUNT", "sa-two")
+    monkeypatch.setenv("KINETIC_RUN_AS_ROOT", "1")
+    kept = backend.pod_options
+    assert (kept.cpu, kept.service_account, kept.run_as_root) == ("2", "sa-one", False)
+    fresh = GKEBackend(SETTINGS).pod_options
+    assert (fresh.cpu, fresh.service_account, fresh.run_as_root) == ("3", "sa-two", True)
+
+
+def test_the_settings_the_client_resolved_are_the_ones_a_backend_uses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``BackendSettings.declared`` (the client's resolution) wins over the environment the
+    backend is built in; a declared setting it does not carry is read at build time."""
+    monkeypatch.setenv("KINETIC_POD_CPU", "2")
+    monkeypatch.setenv("KINETIC_GKE_POLL", "0.5,4")
+    resolved = resolve_declared([declared.POD_CPU], {"KINETIC_POD_CPU": "7"})
+    backend = GKEBackend(msgspec.structs.replace(SETTINGS, declared=resolved))
+    assert backend.pod_options.cpu == "7"
+    assert backend.poll_bounds == (0.5, 4.0)
 
 
 def test_a_bad_unschedulable_timeout_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,11 +12,14 @@ from kinetic_protocol import BackendSettings, ConfigError, PrepareRequest, parse
 CUSTOM = "us-docker.pkg.dev/p/r/mine:1"
 
 
+SETTINGS = BackendSettings(project="p", zone="us-central1-a", store_uri="gs://b")
+
+
 @pytest.fixture
 def backend(monkeypatch: pytest.MonkeyPatch) -> GKEBackend:
     for name in ("KINETIC_CONTAINER_IMAGE", "KINETIC_BASE_IMAGE_REPO"):
         monkeypatch.delenv(name, raising=False)
-    return GKEBackend(BackendSettings(project="p", zone="us-central1-a", store_uri="gs://b"))
+    return GKEBackend(SETTINGS)
 
 
 def _request(root: Path, **choice: object) -> PrepareRequest:
@@ -47,10 +50,15 @@ def test_hf_data_adds_the_runtime_extra_to_what_pods_install(
 def test_without_a_choice_the_variable_names_the_image(
     backend: GKEBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The variable as it was when the backend was built (the client builds a fresh backend
+    when it changes)."""
     monkeypatch.setenv("KINETIC_CONTAINER_IMAGE", CUSTOM)
-    prepared = backend.prepare(_request(tmp_path))
+    built_after = GKEBackend(SETTINGS)
+    prepared = built_after.prepare(_request(tmp_path))
     assert (prepared.image, prepared.requirements) == (CUSTOM, ())
-    assert backend.prepare(_request(tmp_path, container_image="prebuilt")).image != CUSTOM
+    assert built_after.prepare(_request(tmp_path, container_image="prebuilt")).image != CUSTOM
+    monkeypatch.setenv("KINETIC_CONTAINER_IMAGE", "us-docker.pkg.dev/p/r/changed-after:1")
+    assert built_after.prepare(_request(tmp_path)).image == CUSTOM
 
 
 def test_a_malformed_image_is_refused_in_prepare(backend: GKEBackend, tmp_path: Path) -> None:

@@ -247,15 +247,18 @@ def test_the_first_terminal_reason_is_kept_after_the_pod_is_deleted(
     assert state_of(backend, job) == first
 
 
-def test_the_service_account_setting_is_read_at_each_submission(
+def test_the_service_account_setting_is_the_one_the_backend_was_built_with(
     make_backend: BackendFactory,
     record: RecordFactory,
     cluster: Cluster,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    backend = make_backend(command=HOLD)
+    """Settings are resolved once, when the backend is built (the client builds a fresh one
+    when a setting changes): a change afterwards reaches no job of this backend."""
     for name in ("sa-one", "sa-two"):
         monkeypatch.setenv("KINETIC_SERVICE_ACCOUNT", name)
+        backend = make_backend(command=HOLD)
+        monkeypatch.setenv("KINETIC_SERVICE_ACCOUNT", "changed-after-the-build")
         backend.submit(record(f"with-{name}"))
     accounts = {
         job["metadata"]["name"]: job["spec"]["template"]["spec"].get("serviceAccountName")

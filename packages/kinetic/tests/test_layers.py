@@ -32,7 +32,6 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
 its own layer and those below it."""
 
 KNOWN_LOOPS = {
-    ("batch", "decorator"): "fan-out builds child calls through the decorator's machinery",
     ("submission", "handle"): "submission returns the JobHandle it made",
     ("submission", "__init__"): "a record carries kinetic.__version__",
     ("handle", "display"): "a handle's notebook view",

@@ -3,7 +3,7 @@
 import pytest
 
 import kinetic
-from kinetic.options import RunOptions
+from kinetic.options import MapOptions, RunOptions
 from kinetic_protocol import ConfigError
 
 
@@ -101,3 +101,28 @@ def test_a_timeout_is_kept_as_seconds() -> None:
     assert kinetic.run(accelerator="cpu", timeout=90)(len).options.timeout == 90.0
     assert kinetic.run(accelerator="cpu", timeout=0.5)(len).options.timeout == 0.5
     assert kinetic.run(accelerator="cpu")(len).options.timeout is None
+
+
+def _map_options(**given: object) -> "MapOptions":
+    chosen: dict[str, object] = {
+        "input_mode": "auto", "max_concurrent": 64, "retries": 0, "fail_fast": False,
+        "cancel_running_on_fail": False, "name": None, "tags": None, "retry_on": None,
+    }  # fmt: skip
+    return MapOptions.build(**(chosen | given))
+
+
+def test_map_options_are_checked_once_and_stored_as_the_manifest_keeps_them() -> None:
+    """``run_async_map``'s options are one checked struct: tags copied, causes sorted and
+    plain, and the first bad argument refused with its own type of error."""
+    tags = {"team": "a"}
+    options = _map_options(tags=tags, retry_on=[kinetic.FailureCause.OOM, "exit"])
+    assert options.tags == tags and options.tags is not tags
+    assert options.retry_on == ["exit", "oom"]
+    assert type(options.retry_on[1]) is str
+    assert _map_options().tags == {}
+    with pytest.raises(TypeError, match="max_concurrent must be a positive int or None"):
+        _map_options(max_concurrent="2", retries=-1)
+    with pytest.raises(ConfigError, match="retries must be a non-negative int; got -1"):
+        _map_options(retries=-1, name=3)
+    with pytest.raises(TypeError, match="tags must be a dict of str to str"):
+        _map_options(tags={"a": 1})

@@ -246,3 +246,19 @@ def test_the_build_service_account_comes_from_the_profile_and_the_variable_wins(
     monkeypatch.setenv("KINETIC_BUILD_SERVICE_ACCOUNT", "other@p.iam.gserviceaccount.com")
     assert resolve_settings().build_service_account.value == "other@p.iam.gserviceaccount.com"
     assert dict(resolve_settings().items())["build_service_account"].source == "env"
+
+
+def test_the_kinetic_home_has_one_definition_the_client_and_the_store_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kinetic.config.kinetic_home`` is the runtime's, and the default local store is in it
+    (a relative ``KINETIC_HOME`` taken from the current directory)."""
+    from kinetic import config
+    from kinetic_runtime import settings as runtime_settings
+    from kinetic_runtime.stores import default_local_store_uri
+
+    assert config.kinetic_home is runtime_settings.kinetic_home
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KINETIC_HOME", "relative-home")
+    assert config.kinetic_home() == tmp_path / "relative-home"
+    assert default_local_store_uri() == (tmp_path / "relative-home" / "store").as_uri()

@@ -80,10 +80,19 @@ def _poll_bounds(raw: str) -> tuple[float, float]:
     return low, high
 
 
-def _unschedulable_timeout(given: float | None) -> float:
+def _unschedulable_timeout(given: float | None, environ: dict[str, str]) -> float:
     if given is not None:
         return given
-    return declared.UNSCHEDULABLE_TIMEOUT.number() or DEFAULT_UNSCHEDULABLE_TIMEOUT
+    return declared.UNSCHEDULABLE_TIMEOUT.number(environ) or DEFAULT_UNSCHEDULABLE_TIMEOUT
+
+
+def _pod_options(environ: dict[str, str]) -> PodOptions:
+    return PodOptions(
+        service_account=declared.SERVICE_ACCOUNT.from_env(environ),
+        run_as_root=declared.RUN_AS_ROOT.flag(environ),
+        cpu=declared.POD_CPU.from_env(environ),
+        memory=declared.POD_MEMORY.from_env(environ),
+    )
 
 
 def check_single_host(accelerator: Accelerator) -> None:
@@ -134,17 +143,20 @@ class GKEBackend:
                 "KINETIC_PROJECT, or create a profile with `kinetic profile create`."
             )
         self._settings = settings
+        self._environ = settings.environ(declared.SETTINGS)
+        """The backend's variables as they were when it was built: it reads no other."""
         self._given_connection = connection
         self._connections: dict[tuple[str, str], ClusterConnection] = {}
-        self._given_pod_options = pod_options
+        self.pod_options = pod_options or _pod_options(self._environ)
+        """What every pod gets."""
         self._terminal: dict[str, JobState] = {}
         """The first terminal state seen per object uid: a later read, after Kubernetes removed
         the pod that explained it, must not replace a specific reason with a vague one."""
-        self._unschedulable_timeout = _unschedulable_timeout(unschedulable_timeout)
+        self._unschedulable_timeout = _unschedulable_timeout(unschedulable_timeout, self._environ)
         self._command = command
         self._fuse_checked: set[str] = set()
         """Connections (by context) whose cluster is known to have the GCS FUSE driver."""
-        self.poll_bounds = _poll_bounds(declared.POLL.value() or "")
+        self.poll_bounds = _poll_bounds(declared.POLL.value(self._environ) or "")
         self._capacity: CapacityCheck | None = None
         self._keyrings: dict[int, Keyring] = {}
 
@@ -153,18 +165,6 @@ class GKEBackend:
         if self._settings.store_uri:
             return self._settings.store_uri
         return f"gs://{default_bucket_name(self._settings.project, self._settings.cluster)}"
-
-    @property
-    def pod_options(self) -> PodOptions:
-        """What every pod gets; read from the environment at each use, like the kubeconfig."""
-        if self._given_pod_options is not None:
-            return self._given_pod_options
-        return PodOptions(
-            service_account=declared.SERVICE_ACCOUNT.from_env(),
-            run_as_root=declared.RUN_AS_ROOT.flag(),
-            cpu=declared.POD_CPU.from_env(),
-            memory=declared.POD_MEMORY.from_env(),
-        )
 
     @property
     def connection(self) -> ClusterConnection:
@@ -246,8 +246,11 @@ class GKEBackend:
         from kinetic_gke.images import resolve_image
 
         image = resolve_image(
-            container_image=request.container_image or declared.CONTAINER_IMAGE.from_env(),
-            base_image_repo=request.base_image_repo,
+            container_image=(
+                request.container_image or declared.CONTAINER_IMAGE.from_env(self._environ)
+            ),
+            base_image_repo=request.base_image_repo
+            or declared.BASE_IMAGE_REPO.value(self._environ),
             accelerator=request.accelerator,
             project_root=request.project_root,
             project=self._settings.project,

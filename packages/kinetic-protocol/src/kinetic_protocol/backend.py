@@ -15,7 +15,7 @@ import msgspec
 from kinetic_protocol.accelerators import Accelerator
 from kinetic_protocol.batch import BatchManifest
 from kinetic_protocol.records import JobRecord
-from kinetic_protocol.settings import SettingSpec
+from kinetic_protocol.settings import ResolvedSetting, SettingSpec, resolve_declared
 from kinetic_protocol.signing import Keyring
 from kinetic_protocol.status import JobState
 
@@ -56,6 +56,22 @@ class BackendSettings(msgspec.Struct, frozen=True, kw_only=True):
     build_service_account: str = ""
     """The account a backend that builds images builds them as (``KINETIC_BUILD_SERVICE_ACCOUNT``
     or the profile ``kinetic up`` wrote); empty: the build service's default."""
+    declared: tuple[ResolvedSetting, ...] = ()
+    """The backend's own ``declared_settings``, resolved (with where each value came from) by
+    the client just before it builds the backend. The client reuses a built backend only for
+    equal settings, so a variable changed between calls builds a fresh one."""
+
+    def environ(self, specs: Sequence[SettingSpec]) -> dict[str, str]:
+        """The variables of ``specs`` that were set, as ``declared`` resolved them; one it did
+        not resolve (a backend built directly, not by the client) is read now. A backend reads
+        its settings from this once, when it is built (``SPEC.value(environ)``)."""
+        given = {setting.env: setting for setting in self.declared}
+        found = [given.get(spec.env) or resolve_declared((spec,))[0] for spec in specs]
+        return {
+            setting.env: setting.value
+            for setting in found
+            if setting.source == "env" and setting.value is not None
+        }
 
     @classmethod
     def for_record(cls, record: JobRecord) -> "BackendSettings":

@@ -16,9 +16,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+import msgspec
+
 from kinetic_protocol.errors import ConfigError
 
-__all__ = ["Kind", "SettingSpec", "SettingsRegistry"]
+__all__ = ["Kind", "ResolvedSetting", "SettingSpec", "SettingsRegistry", "resolve_declared"]
 
 Kind = Literal["setting", "job"]
 """``setting``: chosen by the user. ``job``: set by Kinetic inside a running job for user code
@@ -68,6 +70,31 @@ class SettingSpec:
             return float(raw)
         except ValueError:
             raise ConfigError(f"{self.env} must be a number, got {raw!r}. {self.help}") from None
+
+
+class ResolvedSetting(msgspec.Struct, frozen=True, kw_only=True):
+    """A declared setting's value at one moment, and where it came from: ``env`` (the
+    variable was set), ``default`` (the declaration's) or ``unset``."""
+
+    env: str
+    value: str | None
+    source: Literal["env", "default", "unset"]
+
+
+def resolve_declared(
+    specs: Iterable[SettingSpec], environ: Mapping[str, str] | None = None
+) -> tuple[ResolvedSetting, ...]:
+    """Each of ``specs`` resolved now (from ``environ``, else this process's environment)."""
+    resolved = []
+    for spec in specs:
+        raw = spec.from_env(environ)
+        if raw is not None:
+            resolved.append(ResolvedSetting(env=spec.env, value=raw, source="env"))
+        elif spec.default is not None:
+            resolved.append(ResolvedSetting(env=spec.env, value=spec.default, source="default"))
+        else:
+            resolved.append(ResolvedSetting(env=spec.env, value=None, source="unset"))
+    return tuple(resolved)
 
 
 class SettingsRegistry:

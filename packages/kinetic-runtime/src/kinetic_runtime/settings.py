@@ -1,4 +1,7 @@
-"""The variables the runtime reads, declared once (see :mod:`kinetic_protocol.settings`)."""
+"""The variables the runtime reads, declared once (see :mod:`kinetic_protocol.settings`),
+and the one place the Kinetic home is made from ``KINETIC_HOME``."""
+
+from pathlib import Path
 
 from kinetic_protocol.settings import SettingSpec
 
@@ -28,6 +31,7 @@ __all__ = [
     "STORE",
     "VOLUME_MOUNTS",
     "WORKDIR",
+    "kinetic_home",
 ]
 
 _OWNER = "kinetic-runtime"
@@ -170,3 +174,12 @@ SETTINGS = (
 CAPTURABLE = (HF_MIRROR, JAX_DISTRIBUTED, SLICE_TIMEOUT, KEEP_OUTPUT_BYTES, KEEP_OUTPUT_SECONDS)
 """Settings a user passes to jobs with ``capture_env_vars``: the only ``KINETIC_*`` variables
 that may be captured (Kinetic sets the others in a job itself)."""
+
+
+def kinetic_home() -> Path:
+    """``$KINETIC_HOME``, else ``~/.kinetic``; where local state and the default store live.
+
+    Absolute (a relative value is taken from the current directory), so the paths handed to
+    job processes, which run elsewhere, name the same files.
+    """
+    return Path(HOME.value() or "~/.kinetic").expanduser().absolute()

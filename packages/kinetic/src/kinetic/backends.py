@@ -3,6 +3,8 @@
 import functools
 from typing import TYPE_CHECKING, cast
 
+import msgspec
+
 from kinetic_protocol import (
     ENTRY_POINT_GROUP,
     ArrayBackend,
@@ -11,6 +13,7 @@ from kinetic_protocol import (
     ConfigError,
     JobRecord,
 )
+from kinetic_protocol.settings import resolve_declared
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -56,13 +59,18 @@ def load_factory(name: str) -> object:
 
 
 def get_backend(name: str, settings: BackendSettings) -> Backend:
-    """The backend ``name`` built for ``settings``; built once a session and then reused."""
+    """The backend ``name`` built for ``settings`` and its declared settings as they are now
+    (``BackendSettings.declared``); built once a session for equal settings, then reused, so
+    a changed ``KINETIC_*`` variable of the backend's builds a fresh one."""
     from kinetic import session
 
+    factory = load_factory(name)
+    if not callable(factory):
+        raise ConfigError(f"Backend entry point {name!r} is not callable: {factory!r}")
+    specs = getattr(factory, "declared_settings", ())
+    settings = msgspec.structs.replace(settings, declared=resolve_declared(specs))
+
     def build() -> Backend:
-        factory = load_factory(name)
-        if not callable(factory):
-            raise ConfigError(f"Backend entry point {name!r} is not callable: {factory!r}")
         backend: Backend = factory(settings)
         return backend
 

@@ -16,7 +16,7 @@ from kinetic._log import notice
 from kinetic_protocol import Accelerator, BackendSettings, ConfigError
 from kinetic_protocol.settings import SettingSpec
 from kinetic_runtime.private_files import make_private_dirs, write_private_atomically
-from kinetic_runtime.settings import HOME, STORE
+from kinetic_runtime.settings import STORE, kinetic_home
 
 __all__ = [
     "DEFAULT_CLUSTER",
@@ -117,15 +117,6 @@ class ResolvedSettings:
             ("store", self.store),
             ("build_service_account", self.build_service_account),
         ]
-
-
-def kinetic_home() -> Path:
-    """``$KINETIC_HOME``, else ``~/.kinetic``; where local state and the default store live.
-
-    Absolute (a relative value is taken from the current directory), so the paths handed to
-    job processes, which run elsewhere, name the same files.
-    """
-    return Path(HOME.value() or "~/.kinetic").expanduser().absolute()
 
 
 def profiles_path() -> Path:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from kinetic.data import Data
-from kinetic.options import RunOptions
+from kinetic.options import MapOptions, RunOptions
 from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES
 
 if TYPE_CHECKING:
@@ -76,18 +76,12 @@ class RemoteFunction(Generic[P, R]):
         """
         from kinetic.batch import run_map
 
-        return run_map(
-            self,
-            inputs,
-            input_mode=input_mode,
-            max_concurrent=max_concurrent,
-            retries=retries,
-            fail_fast=fail_fast,
-            cancel_running_on_fail=cancel_running_on_fail,
-            name=name,
-            tags=tags,
-            retry_on=retry_on,
-        )
+        options = MapOptions.build(
+            input_mode=input_mode, max_concurrent=max_concurrent, retries=retries,
+            fail_fast=fail_fast, cancel_running_on_fail=cancel_running_on_fail, name=name,
+            tags=tags, retry_on=retry_on,
+        )  # fmt: skip
+        return run_map(self.__wrapped__, self.options, inputs, options)
 
     def __get__(self, instance: object, owner: type | None = None) -> "RemoteFunction[..., R]":
         """Bind like a plain function, so a decorated method works on an instance.

@@ -1,16 +1,20 @@
-"""The validated options of one ``@kinetic.run(...)`` decoration."""
+"""The validated options of one ``@kinetic.run(...)`` decoration, and of one
+``run_async_map(...)`` fan-out over it."""
 
 import itertools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kinetic.data import Data
 from kinetic.env_capture import check_patterns
 from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
+from kinetic_protocol.causes import RETRYABLE
 from kinetic_protocol.data import check_volume_path
 from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES
 
-__all__ = ["RunOptions"]
+__all__ = ["MapOptions", "RunOptions"]
 
 
 @dataclass(frozen=True)
@@ -132,3 +136,105 @@ def _check_output_dir(output_dir: object) -> None:
             f"output_dir={output_dir!r} must be a gs:// URI (gs://bucket/prefix) or an absolute "
             "directory path."
         )
+
+
+@dataclass(frozen=True)
+class MapOptions:
+    """How ``run_async_map`` fans a remote function out, checked once (:meth:`build`) before
+    anything is resolved or stored. Its defaults are ``run_async_map``'s, written there."""
+
+    input_mode: str
+    max_concurrent: int | None
+    retries: int
+    fail_fast: bool
+    cancel_running_on_fail: bool
+    name: str | None
+    tags: dict[str, str]
+    retry_on: list[str] | None
+    """The sorted cause values retries apply to; None for the default set."""
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        max_concurrent: object,
+        retries: object,
+        name: object,
+        tags: object,
+        retry_on: object,
+        **rest: Any,
+    ) -> "MapOptions":
+        """Refuse bad arguments: a wrong type is a TypeError, a wrong value of the right type
+        a ConfigError (a ValueError, as the spec promises); see ``docs/architecture.md``
+        ("Errors"). ``input_mode`` is checked with the inputs."""
+        return cls(
+            max_concurrent=_checked_max_concurrent(max_concurrent),
+            retries=_checked_retries(retries),
+            name=_checked_name(name),
+            tags=_checked_tags(tags),
+            retry_on=_checked_retry_on(retry_on),
+            **rest,
+        )
+
+
+def _checked_max_concurrent(value: object) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(
+            "max_concurrent must be a positive int or None (no limit); got "
+            f"{type(value).__name__} {value!r}."
+        )
+    if value < 1:
+        raise ConfigError(
+            f"max_concurrent must be a positive int or None (no limit); got {value!r}."
+        )
+    return value
+
+
+def _checked_retries(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(
+            f"retries must be a non-negative int; got {type(value).__name__} {value!r}."
+        )
+    if value < 0:
+        raise ConfigError(f"retries must be a non-negative int; got {value!r}.")
+    return value
+
+
+def _checked_name(value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"name must be a str or None; got {type(value).__name__} {value!r}.")
+    return value
+
+
+def _checked_tags(tags: object) -> dict[str, str]:
+    """The tags as a fresh dict (none: empty)."""
+    if tags is None:
+        return {}
+    if not isinstance(tags, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in tags.items()
+    ):
+        raise TypeError(f"tags must be a dict of str to str; got {tags!r}.")
+    return dict(tags)
+
+
+def _checked_retry_on(retry_on: object) -> list[str] | None:
+    """``retry_on`` as the sorted cause values to store; refuses a name that is not a cause."""
+    if retry_on is None:
+        return None
+    valid = ", ".join(sorted(cause.value for cause in RETRYABLE))
+    if isinstance(retry_on, str) or not isinstance(retry_on, Iterable):
+        raise TypeError(
+            f"retry_on must be a list of failure causes (any of {valid}), got "
+            f"{type(retry_on).__name__} {retry_on!r}."
+        )
+    names: set[str] = set()
+    for item in retry_on:
+        if not isinstance(item, str) or item not in {cause.value for cause in RETRYABLE}:
+            raise ConfigError(
+                f"retry_on names {item!r}, which is not a cause retries can apply to; valid "
+                f"causes are {valid} (a cancelled attempt is never retried)."
+            )
+        names.add(str(item))  # a FailureCause is a str: store its plain value
+    return sorted(names)

@@ -7,7 +7,6 @@ load the ``gs://`` store's own module (HTTP and thread-pool machinery) before a 
 is opened or ``GCSStore`` is named: a local job's start pays for neither.
 """
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -63,7 +62,6 @@ def __getattr__(name: str) -> Any:
 
 def default_local_store_uri() -> str:
     """``file://$KINETIC_HOME/store``, with ``KINETIC_HOME`` defaulting to ``~/.kinetic``."""
-    from kinetic_runtime.settings import HOME
+    from kinetic_runtime.settings import kinetic_home
 
-    home = Path(HOME.value() or "~/.kinetic").expanduser()
-    return (home.absolute() / "store").as_uri()
+    return (kinetic_home() / "store").as_uri()

@@ -7,6 +7,7 @@ from kinetic import _log
 from kinetic._context import open_store
 from kinetic._waiting import Deadline
 from kinetic.backends import get_backend
+from kinetic.batch.array import client_retries
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.lease import submitter_status
 from kinetic.batch.records import BatchListing, BatchRecords, read_manifest
@@ -149,7 +150,7 @@ def attach_batch(
     total = manifest.total_expected
     state = BatchState(
         total=total,
-        retries=0 if manifest.array_job else manifest.retries,  # an array's: the backend's
+        retries=client_retries(manifest),
         jobs=[None] * total,
         retry_on=retry_causes(manifest.retry_on),
     )

@@ -21,7 +21,7 @@ from kinetic_protocol import (
     JobStatus,
 )
 
-__all__ = ["child_failures"]
+__all__ = ["child_failures", "failed_children"]
 
 
 def child_failures(
@@ -63,3 +63,29 @@ def child_failures(
         elif (failure := failure_of(job, state)) is not None:
             failures[index] = failure
     return failures
+
+
+def failed_children(
+    jobs: Sequence[JobHandle | None],
+    states: Sequence[tuple[int, JobState]],
+    records: BatchRecords,
+) -> list[JobHandle]:
+    """``BatchHandle.failures`` read afresh: the FAILED children, and the failed children a
+    collection cleaned up (the batch kept why each failed), in input order."""
+    kept = None
+    if any(is_cleaned_up(state) for _, state in states):
+        kept = records.collected_failures()
+    return [
+        job
+        for i, state in states
+        if (job := jobs[i]) is not None
+        and (
+            state.status is JobStatus.FAILED
+            or (
+                kept is not None
+                and is_cleaned_up(state)
+                and (said := kept.get(i)) is not None
+                and said.job_id == job.job_id
+            )
+        )
+    ]

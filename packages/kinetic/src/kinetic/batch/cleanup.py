@@ -12,13 +12,20 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from kinetic import _log
+from kinetic.batch.array import array_of
 from kinetic.batch.records import BatchRecords, read_manifest
 from kinetic.batch.sealed import BatchSeal
 from kinetic.handle import JobHandle
 from kinetic_protocol import BatchManifest, IntegrityError, ObjectStore, layout
 from kinetic_protocol.signing import peek_json
 
-__all__ = ["cleanup_batch", "delete_array", "delete_batch", "in_parallel", "manifest_for_cleanup"]
+__all__ = [
+    "clean_collected_child",
+    "cleanup_batch",
+    "delete_batch",
+    "in_parallel",
+    "manifest_for_cleanup",
+]
 
 log = _log.get_logger(__name__)
 _PARALLEL_CLEANUPS = 16
@@ -70,12 +77,23 @@ def cleanup_batch(
     delete_batch(manifest, BatchRecords(store, group_id, seal, array=manifest), k8s=k8s, gcs=gcs)
 
 
-def delete_array(manifest: BatchManifest) -> None:
-    """Delete an array batch's one backend object, every index with it (confirmed)."""
-    from kinetic.backends import array_backend_for
-
-    backend = array_backend_for(manifest.job_template)
-    backend.delete_array(manifest, timeout=60, poll_interval=0.5)
+def clean_collected_child(manifest: BatchManifest, job: JobHandle) -> None:
+    """Clean up a collected child and its input's earlier attempts, which were kept (for
+    their logs) only until the input's outcome was collected."""
+    index = job.group_index
+    earlier = [] if index is None else list(range(job.record.attempt))
+    attempts = [
+        JobHandle.from_record(manifest.child_record(index, attempt))
+        for attempt in earlier
+        if index is not None
+    ] + [job]
+    for attempt in attempts:
+        try:
+            attempt.cleanup(cleanup_timeout=60, cleanup_poll_interval=0.5)
+        except Exception:
+            log.warning(
+                "could not clean up a collected child", job_id=attempt.job_id, exc_info=True
+            )
 
 
 def in_parallel(action: Callable[[JobHandle], object], jobs: list[JobHandle]) -> None:
@@ -96,8 +114,9 @@ def delete_batch(manifest: BatchManifest, records: BatchRecords, *, k8s: bool, g
         JobHandle.from_record(manifest.child_record(index, attempt))
         for index, attempt in records.attempt_keys()
     ]
-    if k8s and manifest.array_job:
-        delete_array(manifest)
+    array = array_of(manifest)
+    if k8s and array is not None:
+        array.delete()
     elif k8s:
         in_parallel(lambda job: job.delete_resource(timeout=60, poll_interval=0.5), handles)
     if gcs:

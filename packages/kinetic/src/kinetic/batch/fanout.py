@@ -13,9 +13,9 @@ pickled, more inputs than one array holds) take the per-child path.
 
 import contextlib
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -30,6 +30,7 @@ from kinetic.batch.state import BatchState
 from kinetic.batch.stored_call import PickledBatch
 from kinetic.batch.submitter import FailurePolicy, Submitter
 from kinetic.handle import JobHandle
+from kinetic.options import MapOptions, RunOptions
 from kinetic.submission import (
     captured_env,
     child_id_prefix,
@@ -41,14 +42,10 @@ from kinetic_protocol import (
     ArrayBackend,
     Backend,
     BatchManifest,
-    ConfigError,
     KineticError,
     layout,
 )
-from kinetic_protocol.causes import RETRYABLE, retry_causes
-
-if TYPE_CHECKING:
-    from kinetic.decorator import RemoteFunction
+from kinetic_protocol.causes import retry_causes
 
 __all__ = ["new_group_id", "run_map"]
 
@@ -59,99 +56,28 @@ def new_group_id() -> str:
     return f"grp-{secrets.token_hex(4)}"
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_arguments(
-    max_concurrent: int | None, retries: int, tags: dict[str, str] | None, name: str | None
-) -> dict[str, str]:
-    """Refuse bad arguments before anything is resolved or stored; return the tags.
-
-    The rule of ``docs/architecture.md`` ("Errors"): a wrong type is a TypeError, a wrong
-    value of the right type a ConfigError (which is a ValueError, as the spec promises).
-    """
-    if max_concurrent is not None and not _is_int(max_concurrent):
-        raise TypeError(
-            "max_concurrent must be a positive int or None (no limit); got "
-            f"{type(max_concurrent).__name__} {max_concurrent!r}."
-        )
-    if max_concurrent is not None and max_concurrent < 1:
-        raise ConfigError(
-            f"max_concurrent must be a positive int or None (no limit); got {max_concurrent!r}."
-        )
-    if not _is_int(retries):
-        raise TypeError(
-            f"retries must be a non-negative int; got {type(retries).__name__} {retries!r}."
-        )
-    if retries < 0:
-        raise ConfigError(f"retries must be a non-negative int; got {retries!r}.")
-    if name is not None and not isinstance(name, str):
-        raise TypeError(f"name must be a str or None; got {type(name).__name__} {name!r}.")
-    if tags is None:
-        return {}
-    if not isinstance(tags, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in tags.items()
-    ):
-        raise TypeError(f"tags must be a dict of str to str; got {tags!r}.")
-    return dict(tags)
-
-
-def _checked_retry_on(retry_on: object) -> list[str] | None:
-    """``retry_on`` as the sorted cause values to store; refuses a name that is not a cause."""
-    if retry_on is None:
-        return None
-    valid = ", ".join(sorted(cause.value for cause in RETRYABLE))
-    if isinstance(retry_on, str) or not isinstance(retry_on, Iterable):
-        raise TypeError(
-            f"retry_on must be a list of failure causes (any of {valid}), got "
-            f"{type(retry_on).__name__} {retry_on!r}."
-        )
-    names: set[str] = set()
-    for item in retry_on:
-        if not isinstance(item, str) or item not in {cause.value for cause in RETRYABLE}:
-            raise ConfigError(
-                f"retry_on names {item!r}, which is not a cause retries can apply to; valid "
-                f"causes are {valid} (a cancelled attempt is never retried)."
-            )
-        names.add(str(item))  # a FailureCause is a str: store its plain value
-    return sorted(names)
-
-
 def run_map(
-    remote: "RemoteFunction[..., Any]",
-    inputs: Iterable[Any],
-    *,
-    input_mode: str = "auto",
-    max_concurrent: int | None = 64,
-    retries: int = 0,
-    fail_fast: bool = False,
-    cancel_running_on_fail: bool = False,
-    name: str | None = None,
-    tags: dict[str, str] | None = None,
-    retry_on: Iterable[str] | None = None,
+    fn: Callable[..., Any], run_options: RunOptions, inputs: Iterable[Any], options: MapOptions
 ) -> BatchHandle:
-    """Fan ``remote`` out over ``inputs``; see ``RemoteFunction.run_async_map``."""
-    checked_tags = _check_arguments(max_concurrent, retries, tags, name)
-    retry_names = _checked_retry_on(retry_on)
+    """Fan ``fn``, decorated with ``run_options``, out over ``inputs``; see
+    ``RemoteFunction.run_async_map``."""
     items = list(inputs)
-    calls = to_call_arguments(items, input_mode)
-    if max_concurrent is None and len(items) > _UNBOUNDED_WARNING:
+    calls = to_call_arguments(items, options.input_mode)
+    if options.max_concurrent is None and len(items) > _UNBOUNDED_WARNING:
         _log.say(
             f"Submitting {len(items)} jobs with max_concurrent=None; set a limit "
             "(e.g. max_concurrent=64) to bound how many run at once."
         )
-    fn = remote.__wrapped__
     pickled = PickledBatch(fn, calls)  # every input pickled before anything is resolved
-    target = resolve_target(remote.options, fn, pickled.data)
+    target = resolve_target(run_options, fn, pickled.data)
     data = pickled.plan(target)  # local data uploaded, once, before the batch is written
     group_id = new_group_id()
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
     func_name = func_name_of(fn)
     prefix = child_id_prefix(getattr(fn, "__name__", "job"), group_id)
     array = None
-    if not pickled.errors and not (fail_fast and not cancel_running_on_fail):
-        array = array_backend(target.backend, len(items), fail_fast=fail_fast)
+    if not pickled.errors and not (options.fail_fast and not options.cancel_running_on_fail):
+        array = array_backend(target.backend, len(items), fail_fast=options.fail_fast)
     template = job_record(target, func_name, "", created_at=created_at)
     manifest = BatchManifest(
         group_id=group_id,
@@ -160,14 +86,14 @@ def run_map(
         job_id_prefix=prefix,
         job_template=msgspec.structs.replace(template, k8s_name="", mounts=data.mounts),
         created_at=created_at,
-        name=name,
-        tags=checked_tags,
-        retries=retries,
-        retry_on=retry_names,
-        max_concurrent=max_concurrent,
-        fail_fast=fail_fast,
-        cancel_running_on_fail=cancel_running_on_fail,
-        input_mode=input_mode,
+        name=options.name,
+        tags=dict(options.tags),
+        retries=options.retries,
+        retry_on=options.retry_on,
+        max_concurrent=options.max_concurrent,
+        fail_fast=options.fail_fast,
+        cancel_running_on_fail=options.cancel_running_on_fail,
+        input_mode=options.input_mode,
         array_job=prefix if array is not None else "",
         array_part_size=_part_size(array, len(items)),
         signed_records=True,
@@ -191,11 +117,13 @@ def run_map(
         return _array_handle(manifest, target.backend, records)
     state = BatchState(
         total=len(items),
-        retries=retries,
+        retries=options.retries,
         jobs=[None] * len(items),
-        retry_on=retry_causes(retry_names),
+        retry_on=retry_causes(options.retry_on),
     )
-    policy = FailurePolicy(state, fail_fast=fail_fast, cancel_running=cancel_running_on_fail)
+    policy = FailurePolicy(
+        state, fail_fast=options.fail_fast, cancel_running=options.cancel_running_on_fail
+    )
     handle = BatchHandle(
         manifest=manifest, state=state, backend=target.backend, records=records, policy=policy
     )
@@ -203,7 +131,7 @@ def run_map(
         state=state, backend=target.backend, manifest=manifest, records=records,
         policy=policy, lease=lease, unsubmittable=pickled.errors, env=env,
     )  # fmt: skip
-    if max_concurrent is None and retries == 0:
+    if options.max_concurrent is None and options.retries == 0:
         submitter.run(watch=False)  # synchronous: everything is submitted when this returns
     else:
         submitter.start_background()
@@ -235,15 +163,6 @@ def _array_handle(manifest: BatchManifest, backend: Backend, records: BatchRecor
     return BatchHandle(
         manifest=manifest, state=state, backend=backend, records=records, policy=policy
     )
-
-
-def submit_array(
-    backend: ArrayBackend, manifest: BatchManifest, records: BatchRecords, env: dict[str, str]
-) -> None:
-    """Create an array batch's object (again: "already exists" is success) and record that
-    the batch is complete: what ``resume`` does when a submitter died in between."""
-    backend.submit_array(manifest, env=env)
-    records.mark_complete(manifest.total_expected, cancelled=False)
 
 
 def _part_size(array: ArrayBackend | None, inputs: int) -> int:

@@ -4,41 +4,31 @@ import collections
 import contextlib
 import dataclasses
 import functools
-import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kinetic import _log
 from kinetic._interrupted import say_batch_left_running
 from kinetic._waiting import Backoff, Deadline, check_timeout
-from kinetic.batch.cleanup import delete_batch, in_parallel
+from kinetic.batch import logs as batch_logs
+from kinetic.batch.array import array_of
+from kinetic.batch.causes import child_failures, failed_children
+from kinetic.batch.cleanup import clean_collected_child, delete_batch, in_parallel
 from kinetic.batch.collect import Collector
-from kinetic.batch.lease import (
-    LeaseHolder,
-    SubmitterStatus,
-    stopped_on_its_own_error,
-    submitter_status,
-)
+from kinetic.batch.lease import SubmitterStatus, submitter_status
+from kinetic.batch.observe import collected_once, latest_states, observe
 from kinetic.batch.records import BatchRecords, cancel_child
-from kinetic.batch.resume import plan_resume
-from kinetic.batch.state import BatchState, Decision, child_state, is_cleaned_up
-from kinetic.batch.submitter import FailurePolicy, Submitter
-from kinetic.batch.views import BatchViews
-from kinetic.env_capture import recapture_env
+from kinetic.batch.resume import recaptured_env, resume_children
+from kinetic.batch.state import BatchState, child_state
+from kinetic.batch.submitter import FailurePolicy
 from kinetic.handle import JobHandle
-from kinetic_protocol import (
-    AttemptFailure,
-    Backend,
-    BatchManifest,
-    CallDescriptor,
-    JobState,
-    JobStatus,
-    layout,
-)
-from kinetic_protocol.causes import retry_causes
-from kinetic_protocol.signing import open_json
+from kinetic_protocol import AttemptFailure, Backend, BatchManifest, JobState, JobStatus
+
+if TYPE_CHECKING:
+    from kinetic.batch.tally import Tally
+    from kinetic.batch.timeline import BatchTimeline
 
 __all__ = ["BatchHandle"]
 
@@ -51,7 +41,7 @@ def _live_jobs(self: "BatchHandle") -> list[JobHandle | None]:
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=False)
-class BatchHandle(BatchViews):
+class BatchHandle:
     """Handle for the children of one ``run_async_map`` call, in input order.
 
     ``jobs[i]`` is the handle of input ``i``'s latest attempt, or ``None`` while (or if) it is
@@ -81,11 +71,15 @@ class BatchHandle(BatchViews):
         self.name = manifest.name
         self.tags = dict(manifest.tags)
         self._manifest = manifest
-        self._state = state
         self._backend = backend
         self._records = records
-        self._policy = policy
-        self._collector = Collector(self.group_id, state, records)
+        self._array = array_of(manifest)
+        self._adopt(state, policy)
+
+    def _adopt(self, state: BatchState, policy: FailurePolicy) -> None:
+        """Follow ``state`` under ``policy`` from now on (a resume replaces both)."""
+        self._state, self._policy = state, policy
+        self._collector = Collector(self.group_id, state, self._records)
         policy.cancel_siblings = self._cancel_running
 
     @property
@@ -108,59 +102,6 @@ class BatchHandle(BatchViews):
 
     # -- observation -----------------------------------------------------------------------
 
-    def _latest_states(self, jobs: dict[int, JobHandle]) -> dict[int, tuple[JobHandle, JobState]]:
-        """One backend call for ``jobs``: each input's latest attempt and its state.
-
-        The backend of an array batch runs a failed input again itself, as a new attempt
-        that the state of the one before names (``next_attempt``): that attempt takes the
-        input's place in ``jobs``, and one more call reads the attempts so followed.
-        """
-        states = self._backend.statuses([job.record for job in jobs.values()])
-        found = {index: (job, states[job.job_id]) for index, job in jobs.items()}
-        followed: dict[int, JobHandle] = {}
-        for index, (job, state) in found.items():
-            if state.next_attempt is not None and state.next_attempt > job.attempt:
-                later = JobHandle.from_record(
-                    self._manifest.child_record(index, state.next_attempt)
-                )
-                with self._state.lock:
-                    if self._state.jobs[index] is job:
-                        self._state.jobs[index] = later
-                followed[index] = later
-        if followed:
-            again = self._backend.statuses([job.record for job in followed.values()])
-            found |= {index: (job, again[job.job_id]) for index, job in followed.items()}
-        return found
-
-    def _observe(self) -> None:
-        """One backend call for every unsettled child; settle what is done."""
-        pending = self._state.unsettled_jobs()
-        if not pending:
-            return
-        latest = self._latest_states(pending)
-        collected = self._collected_once()
-        for index, (job, seen) in latest.items():
-            if seen.next_attempt is not None:
-                continue  # a still later attempt runs: the next look follows it
-            state = child_state(job, seen, collected)
-            with self._state.lock:
-                self._state.states[index] = state
-            decision = self._state.decide(job, state)
-            if decision in (Decision.SUCCEEDED, Decision.FAILED):
-                settled = self._state.settle(index, job, state)
-                if settled and decision is Decision.FAILED and not is_cleaned_up(state):
-                    self._policy.on_failure()
-
-    def _collected_once(self) -> Callable[[], dict[int, object]]:
-        """The inputs whose outcome, or failure, a collection kept before cleaning up, read at
-        most once per look, and only if needed."""
-        records = self._records
-
-        def kept() -> dict[int, object]:
-            return {**records.collected_failures(), **records.collected()}
-
-        return functools.cache(kept)
-
     def states(self) -> list[tuple[int, JobState]]:
         """``(index, state)`` of every submitted child, with the reason for its status.
 
@@ -171,8 +112,8 @@ class BatchHandle(BatchViews):
         jobs = {i: job for i, job in enumerate(self.jobs) if job is not None}
         if not jobs:
             return []
-        latest = self._latest_states(jobs)
-        collected = self._collected_once()
+        latest = latest_states(self._manifest, self._backend, self._state, jobs)
+        collected = collected_once(self._records)
         return [(i, child_state(job, state, collected)) for i, (job, state) in latest.items()]
 
     def statuses(self) -> list[tuple[int, JobStatus]]:
@@ -196,9 +137,11 @@ class BatchHandle(BatchViews):
         """Why each child (by input index) whose latest attempt ended without a value did:
         FAILED children, children the batch cancelled, and collected failures whose records
         were cleaned up (their kept outcome says). See ``JobHandle.failure()``."""
-        from kinetic.batch.causes import child_failures
-
         return child_failures(self.jobs, self.states(), self._records)
+
+    def _failures_among(self, states: Sequence[tuple[int, JobState]]) -> dict[int, AttemptFailure]:
+        """:meth:`child_failures` for these children (``(index, state)``) only."""
+        return child_failures(self.jobs, states, self._records)
 
     def cause_counts(self) -> dict[str, int]:
         """How many children ended without a value, by cause, e.g. ``{"user": 2, "oom": 1}``;
@@ -222,7 +165,7 @@ class BatchHandle(BatchViews):
         while True:
             if not self._state.submitter_retries:
                 began = time.monotonic()
-                self._observe()
+                observe(self._manifest, self._backend, self._records, self._state, self._policy)
                 poll_cost = time.monotonic() - began
             with self._state.lock:
                 fresh = self._state.settle_order[seen:]
@@ -285,23 +228,6 @@ class BatchHandle(BatchViews):
 
     # -- collection ------------------------------------------------------------------------
 
-    def _clean_child(self, job: JobHandle) -> None:
-        """Clean up a collected child and its input's earlier attempts, which were kept (for
-        their logs) only until the input's outcome was collected."""
-        index = job.group_index
-        earlier = [] if index is None else list(range(job.record.attempt))
-        attempts = [self._attempt(index, a) for a in earlier if index is not None] + [job]
-        for attempt in attempts:
-            try:
-                attempt.cleanup(cleanup_timeout=60, cleanup_poll_interval=0.5)
-            except Exception:
-                log.warning(
-                    "could not clean up a collected child", job_id=attempt.job_id, exc_info=True
-                )
-
-    def _attempt(self, index: int, attempt: int) -> JobHandle:
-        return JobHandle.from_record(self._manifest.child_record(index, attempt))
-
     def results(
         self,
         *,
@@ -327,7 +253,7 @@ class BatchHandle(BatchViews):
                 ordered=ordered,
                 cleanup=cleanup,
                 return_exceptions=return_exceptions,
-                clean_child=self._clean_child,
+                clean_child=functools.partial(clean_collected_child, self._manifest),
             )
 
     def failures(self) -> list[JobHandle]:
@@ -340,25 +266,7 @@ class BatchHandle(BatchViews):
         """
         if self._collector.failures is not None:
             return list(self._collector.failures)
-        jobs = self.jobs
-        states = self.states()
-        kept = None
-        if any(is_cleaned_up(state) for _, state in states):
-            kept = self._records.collected_failures()
-        return [
-            job
-            for i, state in states
-            if (job := jobs[i]) is not None
-            and (
-                state.status is JobStatus.FAILED
-                or (
-                    kept is not None
-                    and is_cleaned_up(state)
-                    and (said := kept.get(i)) is not None
-                    and said.job_id == job.job_id
-                )
-            )
-        ]
+        return failed_children(self.jobs, self.states(), self._records)
 
     # -- resume ----------------------------------------------------------------------------
 
@@ -399,81 +307,12 @@ class BatchHandle(BatchViews):
         if self._state.submitter is not None and self._state.submitter.is_alive():
             return f"Batch {self.group_id} is being submitted by this process already."
         completion = self._records.completion()
-        if self._manifest.array_job:
-            return self._resume_array(completion is not None)
-        if completion is not None and not stopped_on_its_own_error(completion):
-            return (
-                f"Batch {self.group_id} finished submitting at {completion.finished_at} "
-                f"({completion.submitted} of {self._state.total} inputs); nothing to resume."
-            )
-        if self._records.cancel_requested():
-            return f"Batch {self.group_id} was cancelled; nothing to resume."
-        env = self._recaptured_env()  # read before the lease: a failed read takes nothing over
-        lease = LeaseHolder.take_over(self._records, holder_finished=completion is not None)
-        if completion is not None:
-            # From here on readers follow this process's lease, not the old error.
-            self._records.store.delete(layout.completion_key(self.group_id))
-        plan = plan_resume(self._manifest, self._records, self._backend)
-        self._state.detached.set()  # an attached handle stops following the dead submitter
-        state = BatchState(
-            total=self._state.total,
-            retries=self._manifest.retries,
-            jobs=plan.jobs,
-            retry_on=retry_causes(self._manifest.retry_on),
+        if self._array is not None:
+            env = functools.partial(recaptured_env, self.group_id, self._records, self._backend)
+            return self._array.resume(self._records, complete=completion is not None, env=env)
+        return resume_children(
+            self._manifest, self._records, self._backend, self._state, completion, self._adopt
         )
-        state.submission_errors.update(self._state.submission_errors)
-        policy = FailurePolicy(
-            state,
-            fail_fast=self._manifest.fail_fast,
-            cancel_running=self._manifest.cancel_running_on_fail,
-        )
-        if plan.failed:
-            policy.on_failure()  # a failure before the resume trips fail-fast as it would have
-        self._state, self._policy = state, policy
-        self._collector = Collector(self.group_id, state, self._records)
-        policy.cancel_siblings = self._cancel_running
-        self._in_parallel(
-            lambda job: job.delete_resource(timeout=60, poll_interval=0.5), plan.retired
-        )
-        submitter = Submitter(
-            state=state, backend=self._backend, manifest=self._manifest, records=self._records,
-            policy=policy, lease=lease, queue=plan.queue, active=plan.active,
-            env=env,
-        )  # fmt: skip
-        submitter.start_background()
-        return f"Resumed batch {self.group_id}: {plan.describe(self._state.total)}."
-
-    def _resume_array(self, complete: bool) -> str:
-        """An array batch is complete once its object exists: there is nothing to finish,
-        unless its submitter died between storing the batch and creating the object."""
-        if complete:
-            return (
-                f"Batch {self.group_id} is one array object ({self._manifest.array_job}) that "
-                "its backend runs and retries itself; nothing to resume."
-            )
-        if self._records.cancel_requested():
-            return f"Batch {self.group_id} was cancelled; nothing to resume."
-        from kinetic.backends import array_backend_for
-        from kinetic.batch.fanout import submit_array
-
-        backend = array_backend_for(self._manifest.job_template)
-        submit_array(backend, self._manifest, self._records, self._recaptured_env())
-        return (
-            f"Resumed batch {self.group_id}: created its array object "
-            f"{self._manifest.array_job} (all {self._state.total} inputs), if it was missing."
-        )
-
-    def _recaptured_env(self) -> dict[str, str]:
-        """The stored call names the variables the batch captured, never their values: a
-        resumed submitter takes them from its own environment (warning about missing ones)."""
-        key = layout.group_call_key(self.group_id)
-        keyring = self._backend.signing_keys(create=False)
-        data = self._records.store.read(key)
-        call = open_json(keyring, "call", self.group_id, data, CallDescriptor, key=key)
-        # A batch stored before names-only calls kept values in ``env``: its keys are the names
-        # (the stored values are never used).
-        names = call.env_names or sorted(call.env)
-        return recapture_env(names, os.environ, owner=f"Batch {self.group_id}")
 
     # -- teardown --------------------------------------------------------------------------
 
@@ -493,7 +332,7 @@ class BatchHandle(BatchViews):
         states = self._backend.statuses([job.record for job in pending.values()])
         running = [job for job in pending.values() if not states[job.job_id].status.is_terminal]
         reason = self._state.stop_reason() or "the batch stopped"
-        self._in_parallel(lambda job: cancel_child(self._records, job, reason), running)
+        in_parallel(lambda job: cancel_child(self._records, job, reason), running)
 
     def cancel(self) -> None:
         """Stop submitting and retrying, and cancel every child that has not finished.
@@ -504,10 +343,8 @@ class BatchHandle(BatchViews):
         self._records.request_cancel()
         with self._state.lock:
             self._state.stopped_because = "the batch was cancelled"
-        if self._manifest.array_job:
-            from kinetic.batch.cleanup import delete_array
-
-            delete_array(self._manifest)  # every index that still runs stops with it
+        if self._array is not None:
+            self._array.delete()  # every index that still runs stops with it
             return
         self._stop_submitting(wait=False)
         self._cancel_running()  # first what runs now, without waiting on slow submissions
@@ -520,6 +357,51 @@ class BatchHandle(BatchViews):
         self._stop_submitting()
         delete_batch(self._manifest, self._records, k8s=k8s, gcs=gcs)
 
-    @staticmethod
-    def _in_parallel(action: Any, jobs: list[JobHandle]) -> None:
-        in_parallel(action, jobs)
+    # -- views: how the batch looks to a person ------------------------------------------
+
+    def timeline(self) -> "BatchTimeline":
+        """Every attempt of every input as time spans (submitted, started, finished), with
+        submission failures; ``.figure()`` draws it, ``.write("t.html")`` saves it (both
+        need ``kinetic[plot]``). Read from the store, so it works on an attached batch too."""
+        from kinetic.batch.timeline import read_timeline
+
+        return read_timeline(self._manifest, self._records, self._backend)
+
+    def log_lines(
+        self, *, follow: bool = False, failed: bool = False, tail: int | None = None
+    ) -> Iterator[str]:
+        """Every child's output as one stream of lines, each prefixed ``[index]`` (``[index
+        rN]`` for retry N, ``[index host H]`` per host of a multi-host child).
+
+        Without ``follow``: what every attempt wrote so far, child by child (the last ``tail``
+        lines of each). With ``follow``: lines as they are written, from each child as it
+        starts, until the batch has settled. ``failed``: only attempts that failed (with
+        ``follow``, each one's output as soon as it fails).
+        """
+        parts = (self._manifest, self._records, self._backend, self._state)
+        return batch_logs.log_lines(*parts, follow=follow, failed=failed, tail=tail)
+
+    def logs(
+        self, follow: bool = False, *, failed: bool = False, tail: int | None = None
+    ) -> str | None:
+        """The batch's output as one text (see :meth:`log_lines`); with ``follow``, print it
+        as it comes until the batch has settled instead."""
+        lines = self.log_lines(follow=follow, failed=failed, tail=tail)
+        return batch_logs.print_or_join(lines, follow=follow)
+
+    def watch(self, *, interval: float = 1.0, timeout: float | None = None) -> "Tally":
+        """Show live progress until every input has settled; returns the final counts.
+
+        A progress bar on a terminal, one line per change in a log, and an HTML summary
+        updated in place in a Jupyter notebook. ``TimeoutError`` after ``timeout`` seconds
+        leaves the jobs running.
+        """
+        from kinetic.batch.watch import watch
+
+        return watch(self, interval=interval, timeout=timeout)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: id, counts with a progress bar, and the CLI commands to follow it."""
+        from kinetic.display import batch_html
+
+        return batch_html(self)

@@ -7,6 +7,7 @@ multi-host child ``[3 host 1] ...``. Following starts on each child as it starts
 
 import queue
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from kinetic_protocol import (
     parse_accelerator,
 )
 
-__all__ = ["BatchLogs", "check_options", "prefix_lines"]
+__all__ = ["BatchLogs", "check_options", "log_lines", "prefix_lines", "print_or_join"]
 
 log = _log.get_logger(__name__)
 _HOST_PREFIX = re.compile(r"\[host (\d+)\] ")
@@ -232,3 +233,32 @@ class BatchLogs:
                 item = lines.get_nowait()
             except queue.Empty:
                 return
+
+
+def log_lines(
+    manifest: BatchManifest,
+    records: BatchRecords,
+    backend: Backend,
+    state: BatchState,
+    *,
+    follow: bool,
+    failed: bool,
+    tail: int | None,
+) -> Iterator[str]:
+    """The batch's output as one stream (``BatchHandle.log_lines``); the options are checked
+    now, not when the stream is first read."""
+    check_options(follow=follow, failed=failed, tail=tail)
+    logs = BatchLogs(manifest, records, backend, state)
+    if follow:
+        return logs.follow(failed=failed, tail=tail)
+    return logs.snapshot(failed=failed, tail=tail)
+
+
+def print_or_join(lines: Iterator[str], *, follow: bool) -> str | None:
+    """``BatchHandle.logs``: the lines as one text, or, when following, printed as they come."""
+    if not follow:
+        return "".join(lines)
+    for line in lines:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+    return None

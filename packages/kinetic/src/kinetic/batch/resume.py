@@ -4,26 +4,38 @@ Nothing runs twice except as a counted retry: a child whose backend resource exi
 done) is only watched; a child recorded but never created is created under the same id (the
 backend takes a repeated create as success); a failed child is retried only within the batch's
 ``retries``; an input without any record is submitted for the first time.
+
+:func:`resume_children` takes the batch's lease over and starts a submitter on that plan.
 """
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kinetic.batch.cleanup import in_parallel
+from kinetic.batch.lease import LeaseHolder, stopped_on_its_own_error
 from kinetic.batch.records import BatchRecords
-from kinetic.batch.state import retryable
+from kinetic.batch.state import BatchState, retryable
+from kinetic.batch.submitter import FailurePolicy, Submitter
+from kinetic.env_capture import recapture_env
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     Backend,
+    BatchCompletion,
     BatchManifest,
+    CallDescriptor,
     Failed,
     JobStatus,
     KineticError,
     ObjectNotFoundError,
     ResultEnvelope,
     Succeeded,
+    layout,
 )
 from kinetic_protocol.causes import retry_causes
+from kinetic_protocol.signing import open_json
 
-__all__ = ["ResumePlan", "plan_resume"]
+__all__ = ["ResumePlan", "plan_resume", "recaptured_env", "resume_children"]
 
 
 @dataclass
@@ -102,3 +114,66 @@ def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend
             plan.failed += 1
     plan.queue.sort()
     return plan
+
+
+def recaptured_env(group_id: str, records: BatchRecords, backend: Backend) -> dict[str, str]:
+    """The stored call names the variables the batch captured, never their values: a
+    resumed submitter takes them from its own environment (warning about missing ones)."""
+    key = layout.group_call_key(group_id)
+    keyring = backend.signing_keys(create=False)
+    data = records.store.read(key)
+    call = open_json(keyring, "call", group_id, data, CallDescriptor, key=key)
+    # A batch stored before names-only calls kept values in ``env``: its keys are the names
+    # (the stored values are never used).
+    names = call.env_names or sorted(call.env)
+    return recapture_env(names, os.environ, owner=f"Batch {group_id}")
+
+
+def resume_children(
+    manifest: BatchManifest,
+    records: BatchRecords,
+    backend: Backend,
+    current: BatchState,
+    completion: BatchCompletion | None,
+    adopt: Callable[[BatchState, FailurePolicy], None],
+) -> str:
+    """Resume a per-child batch from this process (``BatchHandle.resume``); returns what it
+    did, in words. ``current`` is the state the handle follows now; ``adopt`` hands the
+    handle the new state and failure policy before anything is submitted."""
+    group_id = manifest.group_id
+    if completion is not None and not stopped_on_its_own_error(completion):
+        return (
+            f"Batch {group_id} finished submitting at {completion.finished_at} "
+            f"({completion.submitted} of {current.total} inputs); nothing to resume."
+        )
+    if records.cancel_requested():
+        return f"Batch {group_id} was cancelled; nothing to resume."
+    # Read before the lease: a failed read takes nothing over.
+    env = recaptured_env(group_id, records, backend)
+    lease = LeaseHolder.take_over(records, holder_finished=completion is not None)
+    if completion is not None:
+        # From here on readers follow this process's lease, not the old error.
+        records.store.delete(layout.completion_key(group_id))
+    plan = plan_resume(manifest, records, backend)
+    current.detached.set()  # an attached handle stops following the dead submitter
+    state = BatchState(
+        total=current.total,
+        retries=manifest.retries,
+        jobs=plan.jobs,
+        retry_on=retry_causes(manifest.retry_on),
+    )
+    state.submission_errors.update(current.submission_errors)
+    policy = FailurePolicy(
+        state, fail_fast=manifest.fail_fast, cancel_running=manifest.cancel_running_on_fail
+    )
+    if plan.failed:
+        policy.on_failure()  # a failure before the resume trips fail-fast as it would have
+    adopt(state, policy)
+    in_parallel(lambda job: job.delete_resource(timeout=60, poll_interval=0.5), plan.retired)
+    submitter = Submitter(
+        state=state, backend=backend, manifest=manifest, records=records,
+        policy=policy, lease=lease, queue=plan.queue, active=plan.active,
+        env=env,
+    )  # fmt: skip
+    submitter.start_background()
+    return f"Resumed batch {group_id}: {plan.describe(current.total)}."
