@@ -10,6 +10,7 @@ real runtime against fake-gcs-server.
 import re
 import signal
 import sys
+from datetime import UTC, datetime
 
 import pytest
 from gke_test_support import (
@@ -204,13 +205,19 @@ def test_an_oom_kill_reads_oomkilled_exit_137(
 
 
 def _preempt_by_scheduler(cluster: Cluster, agent: NodeAgent, pod: dict) -> None:
-    """What kube-scheduler does to a victim: mark it DisruptionTarget, then delete it."""
+    """What kube-scheduler does to a victim: mark it DisruptionTarget, then delete it.
+
+    The condition carries its transition time, as the scheduler's does: kube-controller-manager
+    resets a DisruptionTarget whose pod is not deleted within two minutes of that time, and
+    one without a time counts as that old at once (under load the reset came before the
+    deletion, and the Job failed on the exit code instead)."""
     name = pod["metadata"]["name"]
     condition = {
         "type": "DisruptionTarget",
         "status": "True",
         "reason": "PreemptionByScheduler",
         "message": "default-scheduler: preempting to accommodate a higher priority pod",
+        "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     cluster.core.patch_namespaced_pod_status(
         name, cluster.namespace, {"status": {"conditions": [condition]}}
