@@ -195,13 +195,15 @@ def bench_gke(
 
 
 def bench_both_gke_paths(
-    n: int, square: Any, *, pods_timeout: float, per_child_submit_only: bool
+    n: int, square: Any, *, pods_timeout: float, per_child_submit_only: bool, per_child: bool = True
 ) -> dict[str, Any]:
     import kinetic
 
     remote = kinetic.run(accelerator="cpu", backend="gke", container_image="python:3.11")(square)
     remote.run_async_map([0], max_concurrent=None)  # warm up: bundle, clients, discovery
     report = {"gke": bench_gke(n, square, pods_timeout=pods_timeout)}
+    if not per_child:
+        return report
     with per_child_path():
         report["gke_per_child"] = bench_gke(
             n, square, pods_timeout=pods_timeout, submit_only=per_child_submit_only
@@ -255,7 +257,7 @@ def bench_local(n: int, square: Any) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
-    parser.add_argument("--skip", nargs="*", default=[], choices=["gke", "local"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["gke", "gke_per_child", "local"])
     parser.add_argument(
         "--pods-timeout", type=float, default=120.0,
         help="seconds to wait for the cluster to create every pod of a gke batch",
@@ -286,6 +288,7 @@ def main() -> None:
                 report |= bench_both_gke_paths(
                     options.n, square, pods_timeout=options.pods_timeout,
                     per_child_submit_only=options.per_child_submit_only,
+                    per_child="gke_per_child" not in options.skip,
                 )  # fmt: skip
     print(json.dumps(report, indent=2))
 
