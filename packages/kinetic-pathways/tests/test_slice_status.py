@@ -148,3 +148,15 @@ def test_a_host_whose_pod_was_replaced_after_all_ran_fails_at_once() -> None:
     assert got.detail.startswith("host 1 of 2: its pod was replaced")
     assert got.cause is FailureCause.PREEMPTED
     assert state(recorded, [pod(0)]).detail.startswith("host 1 of 2: its pod was replaced")
+
+
+def test_a_slice_s_hosts_are_read_from_pods_as_the_gke_poll_lists_them() -> None:
+    """The gke backend lists a poll's pods for their state alone; a slice's settling reads
+    each host's pod uid from that same listing."""
+    import json
+
+    from kinetic_gke.k8s.pod_states import decode_pod_list
+
+    pods = [pod(host) for host in (1, 0, 2)]
+    listed = decode_pod_list(json.dumps({"kind": "PodList", "items": pods}).encode())
+    assert host_pods(listed) == host_pods(pods) == ["uid-0", "uid-1", "uid-2"]

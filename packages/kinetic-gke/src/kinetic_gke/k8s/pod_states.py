@@ -21,6 +21,8 @@ __all__ = ["decode_pod_list", "list_pod_states"]
 
 class _Metadata(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     name: str = ""
+    uid: str = ""
+    """Read by backends built on this one: pathways records its hosts' pods by uid."""
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
     creation_timestamp: str | None = None
