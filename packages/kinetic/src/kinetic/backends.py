@@ -77,13 +77,17 @@ def get_backend(name: str, settings: BackendSettings) -> Backend:
     return session.current().backend(name, settings, build)
 
 
-def array_backend(backend: Backend, inputs: int, *, fail_fast: bool) -> ArrayBackend | None:
+def array_backend(
+    backend: Backend, inputs: int, *, fail_fast: bool, cancel_running_on_fail: bool
+) -> ArrayBackend | None:
     """``backend`` as one that holds a batch of ``inputs`` in array objects, if it can
-    (``Capabilities.array_batches``: more inputs than one holds are split into several,
-    unless the batch fails fast, which one object's failure cannot do for the others); None:
-    one job per input."""
+    (``Capabilities.array_batches``: more inputs than one holds are split into several);
+    None: one job per input. Fail-fast that lets running children finish cannot be asked of
+    an array object, nor fail-fast across several (one's failure cannot stop another's)."""
     limit = backend.capabilities.array_batches
-    if inputs <= 0 or limit <= 0 or (fail_fast and inputs > limit):
+    if inputs <= 0 or limit <= 0:
+        return None
+    if fail_fast and (not cancel_running_on_fail or inputs > limit):
         return None
     return cast(ArrayBackend, backend)
 

@@ -254,8 +254,12 @@ def test_a_batch_larger_than_one_array_object_is_split_unless_it_fails_fast() ->
         capabilities = Capabilities()
 
     arrays: Any = Arrays()
-    assert array_backend(arrays, 3, fail_fast=True) is arrays
-    assert array_backend(arrays, 7, fail_fast=False) is arrays
-    assert array_backend(arrays, 7, fail_fast=True) is None
-    assert array_backend(arrays, 0, fail_fast=False) is None
-    assert array_backend(NoArrays(), 1, fail_fast=False) is None  # type: ignore[arg-type]
+    cancels = {"fail_fast": True, "cancel_running_on_fail": True}
+    no_fail_fast = {"fail_fast": False, "cancel_running_on_fail": False}
+    assert array_backend(arrays, 3, **cancels) is arrays
+    assert array_backend(arrays, 7, **no_fail_fast) is arrays
+    assert array_backend(arrays, 7, **cancels) is None
+    assert array_backend(arrays, 0, **no_fail_fast) is None
+    assert array_backend(NoArrays(), 1, **no_fail_fast) is None  # type: ignore[arg-type]
+    # Fail-fast that lets running children finish: never an array object, even of one.
+    assert array_backend(arrays, 1, fail_fast=True, cancel_running_on_fail=False) is None

@@ -40,17 +40,21 @@ class ArrayBatch:
         manifest = self.manifest
         if complete:
             return (
-                f"Batch {manifest.group_id} is one array object ({manifest.array_job}) that "
-                "its backend runs and retries itself; nothing to resume."
+                f"Batch {manifest.group_id} is held by array objects ({_names(manifest)}) "
+                "that its backend runs and retries itself; nothing to resume."
             )
         if records.cancel_requested():
             return f"Batch {manifest.group_id} was cancelled; nothing to resume."
         backend = self._backend()
         submit_array(backend, manifest, records, env())
         return (
-            f"Resumed batch {manifest.group_id}: created its array object "
-            f"{manifest.array_job} (all {manifest.total_expected} inputs), if it was missing."
+            f"Resumed batch {manifest.group_id}: created its array objects "
+            f"{_names(manifest)} (all {manifest.total_expected} inputs), where missing."
         )
+
+
+def _names(manifest: BatchManifest) -> str:
+    return ", ".join(manifest.array_part_name(part) for part in range(manifest.array_parts))
 
 
 def array_of(manifest: BatchManifest) -> ArrayBatch | None:

@@ -76,8 +76,11 @@ def run_map(
     func_name = func_name_of(fn)
     prefix = child_id_prefix(getattr(fn, "__name__", "job"), group_id)
     array = None
-    if not pickled.errors and not (options.fail_fast and not options.cancel_running_on_fail):
-        array = array_backend(target.backend, len(items), fail_fast=options.fail_fast)
+    if not pickled.errors:
+        array = array_backend(
+            target.backend, len(items), fail_fast=options.fail_fast,
+            cancel_running_on_fail=options.cancel_running_on_fail,
+        )  # fmt: skip
     template = job_record(target, func_name, "", created_at=created_at)
     manifest = BatchManifest(
         group_id=group_id,
