@@ -184,11 +184,19 @@ def test_a_job_ended_by_the_cluster_raises_saying_why_and_is_kept(
     remote = _remote(uf.hold_until, accelerator, preemption_retries=0)
     job = remote.run_async(str(tmp_path / "never-opened"))
     if fault is None:
-        # Nothing has read the job's status yet. Its pod must exist before anything does: the
-        # same deadline also ends a Job whose pod was never made, and on a busy machine the
-        # job controller can take over a second to make one.
+        # Nothing has read the job's status yet. The scheduler must have said Unschedulable
+        # before anything does: the same 1 s deadline also ends a pod that no scheduler has
+        # answered ("not scheduled yet"), and on a busy machine the job controller and the
+        # scheduler can each take over a second.
         pods = f"/api/v1/namespaces/{k8s_namespace}/pods?labelSelector=app%3Dkinetic"
-        _wait_for(lambda: real_k8s.request("GET", pods)["items"], "the job's pod to be made")
+        _wait_for(
+            lambda: any(
+                condition.get("reason") == "Unschedulable"
+                for pod in real_k8s.request("GET", pods)["items"]
+                for condition in pod.get("status", {}).get("conditions") or []
+            ),
+            "the scheduler to say the job's pod is Unschedulable",
+        )
     with pytest.raises(JobFailedError) as caught:
         job.result(timeout=60)
     message = str(caught.value)
