@@ -117,3 +117,42 @@ def test_a_prebuilt_image_of_an_unpublished_kinetic_installs_a_runtime_extra_at_
     assert str(found["datasets"]).startswith(f"{IMAGE_SITE}/datasets/"), run.output
     assert found["runtime_main"] == _this_runtime()
     assert found["runtime_version"] == kinetic_version()
+
+
+TPU_PROBE = """
+def tpu_probe():
+    import importlib.util
+
+    import jax
+
+    libtpu = importlib.util.find_spec("libtpu")
+    return {
+        "jax": jax.__version__,
+        "libtpu": libtpu.origin if libtpu else None,
+        "platform": jax.devices()[0].platform,
+    }
+"""
+"""A job reporting the JAX build of its image and the platform JAX chose."""
+
+
+def test_a_bundled_tpu_image_builds_from_the_package_index_with_jaxs_tpu_build(
+    image_builds: ImageBuilds, jobs: BucketJobs, tmp_path: Path
+) -> None:
+    """The tpu image's Dockerfile, as generated, builds with nothing but the package index
+    (libtpu's release index is unreachable here, as behind a mirror), and its job imports
+    ``jax[tpu]`` with ``libtpu`` from the image. No TPU exists here: JAX runs on its CPU."""
+    project = tmp_path / "project"
+    project.mkdir()
+    builder = BuildahImageBuilder(image_builds)
+    resolved = resolve_image(
+        container_image="bundled", base_image_repo=None,
+        accelerator=parse_accelerator("tpu-v5e-1"), project_root=project, project="test",
+        zone="us-central1-a", builder=builder,
+    )  # fmt: skip
+    assert "--find-links" not in builder.contexts[resolved.uri].dockerfile
+    job_id = jobs.stage(job_function(TPU_PROBE, "tpu_probe"))
+    run = jobs.run_in(image_builds, builder.local_tags[resolved.uri], job_id)
+    found = run.value()
+    assert str(found["libtpu"]).startswith(f"{IMAGE_SITE}/libtpu/"), run.output
+    assert tuple(int(part) for part in found["jax"].split(".")[:3]) >= (0, 5, 1)
+    assert found["platform"] == "cpu"

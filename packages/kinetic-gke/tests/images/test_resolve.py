@@ -139,12 +139,17 @@ def test_prebuilt_with_no_requirements_installs_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("accelerator", "lines", "expected"),
     [
-        ("tpu-v5e-1", "flax\n", ["flax", "jax[tpu]", f"--find-links {LIBTPU_FIND_LINKS}"]),
+        ("tpu-v5e-1", "flax\n", ["flax", "jax[tpu]"]),
         ("gpu-l4", "flax\n", ["flax", "jax[cuda12]"]),
         (
             "tpu-v5e-1",
             "jax>=0.4.30\nflax\n",
-            ["jax[tpu]>=0.4.30", "flax", f"--find-links {LIBTPU_FIND_LINKS}"],
+            ["jax[tpu]>=0.4.30", "flax"],
+        ),
+        (
+            "tpu-v5e-1",
+            "jax==0.4.35\nflax\n",
+            ["jax[tpu]==0.4.35", "flax", f"--find-links {LIBTPU_FIND_LINKS}"],
         ),
         ("gpu-l4", "jax==0.4.30\n", ["jax[cuda12]==0.4.30"]),
         ("gpu-l4", "jax[cpu]==0.4.30\n", ["jax[cpu]==0.4.30"]),

@@ -10,8 +10,9 @@ gpu        ``nvidia/cuda:12.4.1-runtime-ubuntu22.04``  Python ``{py}`` installed
                                                        libraries come from the base image;
                                                        ``jax[cuda12]`` is installed
 tpu        ``python:{py}-slim``                        the base image's Python; ``jax[tpu]``
-                                                       brings ``libtpu``, and the libtpu release
-                                                       index is added to the install
+                                                       brings ``libtpu`` from the package index
+                                                       (JAX before 0.5.1: from libtpu's release
+                                                       index, added only for such a pin)
 =========  ==========================================  =========================================
 
 GPU and TPU images install the JAX build of :data:`kinetic_protocol.requirements.JAX_BUILDS`
@@ -33,6 +34,7 @@ by relative path and bytes. It never sees absolute paths, timestamps or the envi
 """
 
 import hashlib
+import re
 import shlex
 import sys
 from collections.abc import Mapping
@@ -41,12 +43,18 @@ from typing import Literal
 import msgspec
 
 from kinetic_protocol.errors import ConfigError
-from kinetic_protocol.requirements import Requirements, jax_requirement, with_jax_build
+from kinetic_protocol.requirements import (
+    Requirements,
+    jax_requirement,
+    requirement_name,
+    with_jax_build,
+)
 
 __all__ = [
     "BASE_IMAGES",
     "CUDA_BASE_IMAGE",
     "LIBTPU_FIND_LINKS",
+    "needs_libtpu_index",
     "RUNTIME_EXTRAS",
     "RUNTIME_PACKAGE",
     "runtime_requirement",
@@ -134,11 +142,34 @@ def content_hash(files: dict[str, bytes]) -> str:
     return digest.hexdigest()
 
 
-def _wants_libtpu(lines: tuple[str, ...]) -> bool:
+_FIRST_JAX_WITH_PYPI_LIBTPU = (0, 5, 1)
+"""``jax[tpu]`` from this version on depends on ``libtpu`` from PyPI; before it, on
+``libtpu-nightly``, published only on libtpu's release index."""
+_EXTRAS_RE = re.compile(r"\[([^\]]*)\]")
+_UPPER_BOUND_RE = re.compile(r"(===|==|~=|<=|<)\s*(\d+(?:\.\d+)*)")
+
+
+def needs_libtpu_index(lines: tuple[str, ...] | list[str]) -> bool:
+    """Whether an install of ``lines`` can only succeed with libtpu's release index.
+
+    Only for what the package index cannot serve: ``libtpu-nightly`` named, or a ``jax[tpu]``
+    requirement bounded below 0.5.1. Added otherwise, the index would be one more host the
+    build must reach, and a build behind a mirror or proxy (where ``storage.googleapis.com``
+    is not reachable) fails on it.
+    """
     for line in lines:
-        lowered = line.lower().replace(" ", "")
-        if lowered.startswith("libtpu") or "[tpu" in lowered or ",tpu" in lowered:
+        name = requirement_name(line)
+        if name == "libtpu-nightly":
             return True
+        requirement = line.split(";", 1)[0]
+        extras = _EXTRAS_RE.search(requirement)
+        if name != "jax" or not extras or "tpu" not in extras.group(1).lower():
+            continue
+        for operator, version in _UPPER_BOUND_RE.findall(requirement):
+            bound = tuple(int(part) for part in version.split("."))
+            first = _FIRST_JAX_WITH_PYPI_LIBTPU
+            if bound < first or (operator == "<" and bound == first):
+                return True
     return False
 
 
@@ -198,7 +229,7 @@ def build_context(
         files[_REQUIREMENTS_PATH] = "".join(f"{line}\n" for line in user_lines).encode("utf-8")
         install += ["-r", f"/opt/kinetic/{_REQUIREMENTS_PATH}"]
     jax = jax_requirement(user_lines, category)
-    if category == "tpu" and _wants_libtpu((*user_lines, *([jax] if jax else []))):
+    if category == "tpu" and needs_libtpu_index(user_lines):
         install += ["--find-links", LIBTPU_FIND_LINKS]
     if jax:
         install.append(jax)

@@ -29,6 +29,7 @@ from kinetic_gke.images.dockerfile import (
     LIBTPU_FIND_LINKS,
     Category,
     build_context,
+    needs_libtpu_index,
     python_minor,
     runtime_requirement,
 )
@@ -185,15 +186,17 @@ def resolve_image(
 
 
 def _with_jax(lines: list[str], category: Category) -> list[str]:
-    """Pod-start lines with the JAX build (and, on TPU, libtpu's release index); empty stays
-    empty (the base image has the build)."""
+    """Pod-start lines with the JAX build (and, on TPU, libtpu's release index when the lines
+    need it: :func:`~kinetic_gke.images.dockerfile.needs_libtpu_index`); empty stays empty
+    (the base image has the build)."""
     if not lines:
         return lines
     built = list(with_jax_build(lines, category))
     jax = jax_requirement(built, category)
     built += [jax] if jax else []
-    if category == "tpu" and f"--find-links {LIBTPU_FIND_LINKS}" not in built:
-        built.append(f"--find-links {LIBTPU_FIND_LINKS}")
+    index = f"--find-links {LIBTPU_FIND_LINKS}"
+    if category == "tpu" and needs_libtpu_index(built) and index not in built:
+        built.append(index)
     return built
 
 
