@@ -116,12 +116,14 @@ class JobStage:
         python: str = sys.executable,
         store_uri: str | None = None,
         env: dict[str, str] | None = None,
+        own_workdir: bool = False,
     ) -> RuntimeRun:
-        """Run the runtime for ``job_id`` as its own process and read what it stored."""
+        """Run the runtime for ``job_id`` as its own process and read what it stored; with
+        ``own_workdir`` it is given no ``--workdir`` and makes its own (as in a pod)."""
         command = [
             python, "-m", "kinetic_runtime",
             "--store", store_uri or self.store.uri, "--job", job_id,
-            "--workdir", str(self.workdir),
+            *([] if own_workdir else ["--workdir", str(self.workdir)]),
         ]  # fmt: skip
         done = subprocess.run(
             command, capture_output=True, text=True, check=False, timeout=RUN_TIMEOUT_S,

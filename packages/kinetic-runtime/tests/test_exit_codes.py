@@ -121,3 +121,28 @@ def test_a_run_within_its_attempt_timeout_is_not_stopped(jobs: JobStage) -> None
         env={"KINETIC_ATTEMPT_TIMEOUT": "600"},
     )
     assert run.exit_code == EXIT_OK, run.output
+
+
+def test_a_workdir_the_runtime_made_itself_is_removed_when_the_job_ends(
+    jobs: JobStage, tmp_path: Path
+) -> None:
+    """Without ``--workdir`` (a pod's command) the runtime works in a temporary directory and
+    removes it, and the data directory beside it, when the job ends: a node whose containers
+    share ``/tmp`` keeps nothing of the job's code or files."""
+
+    def write_beside_the_code() -> str:  # nested: pickled by value
+        Path("scratch.txt").write_text("left by the job")
+        return os.getcwd()
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("helper.py", "VALUE = 1\n")
+    job = jobs.stage("job-own-dir", pickled_call(write_beside_the_code), bundle=buffer.getvalue())
+    run = jobs.run(job, env={"TMPDIR": str(tmp)}, own_workdir=True)
+    assert run.exit_code == EXIT_OK, run.output
+    assert isinstance(run.envelope, Succeeded)
+    workdir = Path(cloudpickle.loads(run.envelope.value))
+    assert workdir.parent == tmp and workdir.name.startswith("kinetic-job-own-dir-")
+    assert list(tmp.iterdir()) == []

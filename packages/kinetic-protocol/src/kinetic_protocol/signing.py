@@ -22,8 +22,8 @@ the key in hex, and a file ``current`` naming the signing key.
 
 import hashlib
 import hmac
+import os
 import re
-import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -76,6 +76,12 @@ class _SealedBlob(msgspec.Struct):
     kinetic_signature: Signature | None = None
 
 
+def _new_key() -> tuple[str, bytes]:
+    """A fresh key id and 32-byte key from the OS's CSPRNG: ``os.urandom`` is what ``secrets``
+    wraps, without the ``random`` import that ``secrets`` adds to every job's start."""
+    return os.urandom(8).hex(), os.urandom(32)
+
+
 class Keyring:
     """The keys that sign and verify one user's (or one namespace's) jobs."""
 
@@ -92,14 +98,13 @@ class Keyring:
 
     @classmethod
     def generate(cls, *, source: str) -> "Keyring":
-        key_id = secrets.token_hex(8)
-        return cls({key_id: secrets.token_bytes(32)}, key_id, source=source)
+        key_id, key = _new_key()
+        return cls({key_id: key}, key_id, source=source)
 
     def rotated(self) -> "Keyring":
         """This keyring plus a new key, which signs from now on."""
-        key_id = secrets.token_hex(8)
-        keys = {**self._keys, key_id: secrets.token_bytes(32)}
-        return Keyring(keys, key_id, source=self.source)
+        key_id, key = _new_key()
+        return Keyring({**self._keys, key_id: key}, key_id, source=self.source)
 
     def without(self, key_id: str) -> "Keyring":
         """This keyring less ``key_id`` (a key believed leaked); never the current one."""

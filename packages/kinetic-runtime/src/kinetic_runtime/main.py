@@ -4,9 +4,9 @@ Exit status: 0 when the function returned, 1 when it raised, 2 when the job coul
 function at all (a phase before ``run`` failed) or its result could not be stored, and 3 when
 a host of a multi-host job was started again in a new pod after it had begun (see below), and
 4 when it ended its run at the attempt's timeout (``KINETIC_ATTEMPT_TIMEOUT``; see
-``kinetic_runtime.deadline``), and 5 when a run of an array batch's index started after the
-index was preempted more often than its ``preemption_retries`` allow (see
-``kinetic_runtime.attempts``).
+``kinetic_runtime.deadline``), and 86 (``EXIT_PREEMPTIONS_SPENT``) when a run of an array
+batch's index started after the index was preempted more often than its ``preemption_retries``
+allow (see ``kinetic_runtime.attempts``).
 
 The function's ``sys.exit`` is an outcome like any other, never the runtime's own exit:
 ``sys.exit()``, ``sys.exit(0)`` and ``sys.exit(None)`` succeed with the value ``None``; any
@@ -25,11 +25,12 @@ the function again.
 """
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -505,11 +506,26 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     job_id = options.job if index_run is None else index_run.job_id(options.job)
     if options.workdir:
-        workdir = Path(options.workdir)
+        code = run_job(options.store, job_id, Path(options.workdir), member, index_run)
     else:
-        import tempfile
-
-        workdir = Path(tempfile.mkdtemp(prefix=f"kinetic-{job_id}-"))
-    code = run_job(options.store, job_id, workdir, member, index_run)
+        with _own_workdir(job_id) as workdir:
+            code = run_job(options.store, job_id, workdir, member, index_run)
     _leave_a_failed_slice(code)
     return code
+
+
+@contextlib.contextmanager
+def _own_workdir(job_id: str) -> Iterator[Path]:
+    """A temporary working directory, removed with the data directory beside it when the job
+    ends: where containers share the node's ``/tmp`` (a test kubelet), nothing of the job's
+    code or data is left behind. The keeper's process never enters this: it returns in the
+    job's process only (``keep_output``)."""
+    import shutil
+    import tempfile
+
+    workdir = Path(tempfile.mkdtemp(prefix=f"kinetic-{job_id}-"))
+    try:
+        yield workdir
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(f"{workdir}-data", ignore_errors=True)

@@ -117,7 +117,7 @@ INDEX_PREEMPTIONS = SettingSpec(
 PREEMPTION_RETRIES = SettingSpec(
     "preemption_retries", "KINETIC_PREEMPTION_RETRIES",
     "Inside one index of an array batch: how many preempted runs it may have; a run started "
-    "after more ends at once (exit status 5, cause preempted).", _OWNER, kind="job",
+    "after more ends at once (exit status 86, cause preempted).", _OWNER, kind="job",
 )  # fmt: skip
 SLICE_TIMEOUT = SettingSpec(
     "slice_timeout", "KINETIC_SLICE_TIMEOUT",
