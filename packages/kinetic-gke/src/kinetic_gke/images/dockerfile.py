@@ -22,11 +22,13 @@ Dockerfile, so the content hash, and with it the bundled image's tag, changes wi
 sets ``KERAS_BACKEND``: the runtime defaults it to ``jax`` in every job, whatever the image
 (``kinetic_runtime.workspace.JOB_DEFAULTS``).
 
-Layers run from heaviest and least volatile to lightest: base image, ``uv``, Python, then one
-install of the user's requirements together with ``kinetic-runtime`` pinned to the client's
-version (one resolution, so a conflict between them fails the build instead of silently
-replacing a user pin). The project's code is never part of the image: it travels as a bundle
-in the object store, so editing code does not rebuild anything.
+Layers run from heaviest and least volatile to lightest: base image, ``uv``, Python, the
+non-root user pods run as, then one install of the user's requirements together with
+``kinetic-runtime`` pinned to the client's version (one resolution, so a conflict between them
+fails the build instead of silently replacing a user pin), which also gives the venv to that
+user: ownership changed in a later step would store the venv twice. The project's code is
+never part of the image: it travels as a bundle in the object store, so editing code does not
+rebuild anything.
 
 The content hash covers exactly what goes into the image: the Dockerfile text (which names the
 base image, Python version, category and Kinetic version) and every file of the build context,
@@ -246,17 +248,20 @@ def build_context(
         f"    PATH={_VENV}/bin:$PATH \\",
         "    PYTHONUNBUFFERED=1",
         *_python_lines(category, py),
+        "# Pods run as this user (restricted Pod Security); it owns the venv, so a prebuilt",
+        "# image can still install a job's requirements when the pod starts.",
+        f"RUN useradd --uid {_USER_ID} --user-group --create-home kinetic \\",
+        f" && mkdir -p /workspace && chown {_USER_ID}:{_USER_ID} /workspace",
     ]
     if user_lines:
         lines.append(f"COPY {_REQUIREMENTS_PATH} /opt/kinetic/{_REQUIREMENTS_PATH}")
     if local:
         lines.append(f"COPY {_WHEELS_DIR} /opt/kinetic/{_WHEELS_DIR}")
     lines += [
-        "RUN " + shlex.join(install),
-        "# Pods run as this user (restricted Pod Security); it owns the venv, so a prebuilt",
-        "# image can still install a job's requirements when the pod starts.",
-        f"RUN useradd --uid {_USER_ID} --user-group --create-home kinetic \\",
-        f" && mkdir -p /workspace && chown -R {_USER_ID}:{_USER_ID} {_VENV} /workspace",
+        "# The venv changes owner in the step that fills it: a later `chown -R` would store",
+        "# every file of it again, in a layer of its own (gigabytes for JAX's GPU build).",
+        "RUN " + shlex.join(install) + " \\",
+        f" && chown -R {_USER_ID}:{_USER_ID} {_VENV}",
         f"USER {_USER_ID}",
         "WORKDIR /workspace",
         'CMD ["python", "-m", "kinetic_runtime"]',
