@@ -135,6 +135,7 @@ def tpu_probe():
 """A job reporting the JAX build of its image and the platform JAX chose."""
 
 
+@pytest.mark.accelerator_images
 def test_a_bundled_tpu_image_builds_from_the_package_index_with_jaxs_tpu_build(
     image_builds: ImageBuilds, jobs: BucketJobs, tmp_path: Path
 ) -> None:

@@ -1,4 +1,4 @@
-"""How many test workers a run gets: the whole suite (no paths named) runs on two, a run of
+"""How many test workers a run gets: the whole suite (no paths named) runs on three, a run of
 chosen paths in one process, and ``KINETIC_TEST_WORKERS`` overrides both."""
 
 import os
@@ -54,10 +54,10 @@ def _ran(project: Path) -> set[str]:
     return set((project / "ran").read_text().splitlines())
 
 
-def test_the_whole_suite_runs_on_two_workers(project: Path) -> None:
+def test_the_whole_suite_runs_on_three_workers(project: Path) -> None:
     done = _run(project)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert {line.split()[1] for line in _ran(project)} == {"2"}
+    assert {line.split()[1] for line in _ran(project)} == {"3"}
 
 
 def test_a_run_of_chosen_paths_stays_in_one_process(project: Path) -> None:

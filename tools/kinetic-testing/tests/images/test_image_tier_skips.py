@@ -15,6 +15,7 @@ _INI = """\
 addopts = -p kinetic_testing.pytest_plugin -p no:cacheprovider
 markers =
     images: the image tier
+    accelerator_images: an accelerator image build
 """
 _TEST = """
 import pytest
@@ -28,11 +29,24 @@ def test_other():
 """
 
 
-def _run(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+_ACCELERATOR_TEST = """
+import pytest
+
+@pytest.mark.images
+@pytest.mark.accelerator_images
+def test_builds_a_tpu_image(oci_images):
+    pass
+
+def test_other():
+    pass
+"""
+
+
+def _run(tmp_path: Path, test: str = _TEST, **extra: str) -> subprocess.CompletedProcess[str]:
     project = tmp_path / "project"
     project.mkdir()
     (project / "pytest.ini").write_text(_INI)
-    (project / "test_tier.py").write_text(textwrap.dedent(_TEST))
+    (project / "test_tier.py").write_text(textwrap.dedent(test))
     env = {k: v for k, v in os.environ.items() if not k.startswith("KINETIC_")}
     env.update(
         PATH=str(Path(sys.executable).parent),
@@ -66,3 +80,24 @@ def test_ci_requiring_the_tier_fails_instead_of_skipping(tmp_path: Path) -> None
     assert (
         "KINETIC_REQUIRE_IMAGES is set, but: image tier skipped: buildah and debootstrap" in output
     )
+
+
+def test_an_accelerator_image_build_runs_only_when_asked_for_saying_how(tmp_path: Path) -> None:
+    """Skipped with one line, before anything of the tier is prepared; even where the tier is
+    required (a tpu build is a step of its own in ``.ci/run``)."""
+    done = _run(tmp_path, _ACCELERATOR_TEST, KINETIC_REQUIRE_IMAGES="1")
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "1 passed, 1 skipped" in output
+    summary = [line for line in output.splitlines() if line.startswith("accelerator image")]
+    assert len(summary) == 1, output
+    assert "KINETIC_ACCELERATOR_IMAGES=1 builds them" in summary[0]
+    assert not (tmp_path / "cache").exists()
+
+
+def test_an_accelerator_image_build_asked_for_goes_through_the_tier(tmp_path: Path) -> None:
+    done = _run(tmp_path, _ACCELERATOR_TEST, KINETIC_ACCELERATOR_IMAGES="1")
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "1 passed, 1 skipped" in output
+    assert any(line.startswith("image tier skipped") for line in output.splitlines()), output

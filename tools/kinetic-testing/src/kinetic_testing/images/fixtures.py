@@ -21,6 +21,9 @@ from .buildah import Buildah, ImageCommandError, ImageToolMissing, build_files, 
 from .standins import ensure_standins
 
 __all__ = [
+    "ACCELERATOR_ENV",
+    "ACCELERATOR_MARKER",
+    "ACCELERATOR_SKIP",
     "BUILD_LINES",
     "ENABLE_HINT",
     "MARKER",
@@ -28,6 +31,7 @@ __all__ = [
     "ImageBuilds",
     "image_builds",
     "oci_images",
+    "builds_accelerator_images",
     "prepare",
     "required",
     "uses_images",
@@ -35,6 +39,12 @@ __all__ = [
 
 MARKER = "images"
 REQUIRE_ENV = "KINETIC_REQUIRE_IMAGES"
+ACCELERATOR_MARKER = "accelerator_images"
+ACCELERATOR_ENV = "KINETIC_ACCELERATOR_IMAGES"
+ACCELERATOR_SKIP = (
+    f"accelerator image builds skipped: {ACCELERATOR_ENV}=1 builds them (the tpu image: about "
+    "40 s and 213 MB of libtpu per build; .ci/run does, in a step of its own)"
+)
 ENABLE_HINT = "apt-get install -y buildah debootstrap, as root, and rerun: the bases build once"
 _BUILDAH = pytest.StashKey[Buildah]()
 BUILD_LINES: list[str] = []
@@ -126,3 +136,7 @@ def image_builds(
 
 def uses_images(item: pytest.Item) -> bool:
     return item.get_closest_marker(MARKER) is not None
+
+
+def builds_accelerator_images() -> bool:
+    return os.environ.get(ACCELERATOR_ENV, "") not in ("", "0")
