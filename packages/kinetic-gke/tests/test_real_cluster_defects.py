@@ -131,7 +131,12 @@ def test_a_finished_job_never_reads_pending_between_the_controllers_two_writes(
         # As the backend reads it: the pods only when the Job alone cannot say.
         given = [pod] if pod is not None and needs_pods(version) else []
         read = job_state(version, given, unschedulable_timeout=600)
-        assert read.status is JobStatus.SUCCEEDED, (version.get("status"), read)
+        if (version.get("status") or {}).get("active"):
+            # Written from the controller's cache before it saw the pod end (under load it
+            # lags the pod's own write): the Job still says running, and so may the read.
+            assert read.status in (JobStatus.RUNNING, JobStatus.SUCCEEDED), (version, read)
+        else:
+            assert read.status is JobStatus.SUCCEEDED, (version.get("status"), read)
 
     assert state.status is JobStatus.SUCCEEDED
     ran = seen.index(JobStatus.RUNNING) if JobStatus.RUNNING in seen else len(seen)
