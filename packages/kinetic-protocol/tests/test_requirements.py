@@ -11,6 +11,7 @@ from kinetic_protocol.requirements import (
     jax_build_notice,
     jax_requirement,
     prebuilt_requirements,
+    requirement_extras,
     requirement_name,
     with_jax_build,
 )
@@ -245,3 +246,20 @@ def test_the_notice_names_each_rewritten_line_and_how_to_opt_out() -> None:
     assert jax_build_notice(("jax[cpu]",), "tpu") is None
     assert jax_build_notice(("jax>=0.4.30",), "cpu") is None
     assert jax_build_notice((), "gpu") is None
+
+
+@pytest.mark.parametrize(
+    ("line", "extras"),
+    [
+        ("jax", ()),
+        ("jax[tpu]>=0.4", ("tpu",)),
+        ("JAX[TPU, cpu] >= 0.4 ; python_version >= '3.10'", ("tpu", "cpu")),
+        ("jax [tpu] @ https://example.com/jax.whl", ("tpu",)),
+        ("jax; extra == 'tpu'", ()),
+        ("--find-links https://example.com/[tpu]", ()),
+    ],
+)
+def test_requirement_extras_are_the_projects_own_lowercased(
+    line: str, extras: tuple[str, ...]
+) -> None:
+    assert requirement_extras(line) == extras

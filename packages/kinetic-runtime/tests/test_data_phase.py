@@ -115,3 +115,25 @@ def test_the_same_gs_data_named_twice_is_downloaded_once(jobs: JobStage, gcs_buc
     listed = _value(run.envelope)
     assert listed[0] == listed[1] and listed[0][2] == ["a.txt"], run.output
     assert run.output.count("data: first -> ") == 1 and "data: second" not in run.output
+
+
+@pytest.mark.gcs
+def test_data_downloaded_beside_the_runtimes_own_workdir_is_removed_with_it(
+    jobs: JobStage, gcs_bucket: str, tmp_path: Path
+) -> None:
+    """A pod's runtime (no ``--workdir``) stages ``gs://`` data in ``<workdir>-data`` and
+    removes that too when the job ends."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
+    client = storage.Client(project="t", credentials=AnonymousCredentials())  # type: ignore[no-untyped-call]
+    client.bucket(gcs_bucket.removeprefix("gs://")).blob("kept/a.txt").upload_from_string("A")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    spec = DataSpec(source="gcs", uri=f"{gcs_bucket}/kept/", is_dir=True)
+    jobs.stage("j7", _payload_with_refs(_lister(), 0), data=[spec])
+    run = jobs.run("j7", env={"TMPDIR": str(tmp)}, own_workdir=True)
+    [(_, staged, files)] = _value(run.envelope)  # type: ignore[misc]
+    assert files == ["a.txt"], run.output
+    assert Path(staged).relative_to(tmp).parts[0].endswith("-data"), staged
+    assert list(tmp.iterdir()) == []

@@ -29,6 +29,7 @@ __all__ = [
     "jax_build_notice",
     "jax_requirement",
     "prebuilt_requirements",
+    "requirement_extras",
     "requirement_name",
     "with_jax_build",
 ]
@@ -91,6 +92,18 @@ def requirement_name(line: str) -> str | None:
     (``--index-url ...``) and bare URLs, which name no project."""
     match = _NAME_RE.match(line.strip())
     return re.sub(r"[-_.]+", "-", match["name"]).lower() if match else None
+
+
+def requirement_extras(line: str) -> tuple[str, ...]:
+    """The extras a requirement line asks of its project, lowercased (``jax[TPU, cpu]>=1``
+    gives ``("tpu", "cpu")``); empty for none, options and bare URLs."""
+    match = _NAME_RE.match(line.strip())
+    if match is None:
+        return ()
+    extras = _EXTRAS_RE.match(line.strip()[len(match["name"]) :])
+    if extras is None:
+        return ()
+    return tuple(item.strip().lower() for item in extras["extras"].split(",") if item.strip())
 
 
 def jax_requirement(lines: tuple[str, ...] | list[str], category: str) -> str | None:

@@ -185,7 +185,7 @@ class _Job:
             return []  # most jobs: nothing to stage, so the data machinery is never loaded
         from kinetic_runtime.data.stage import stage_data
 
-        data_dir = Path(settings.DATA_DIR.from_env() or f"{self.workdir}-data")
+        data_dir = Path(settings.DATA_DIR.from_env() or _default_data_dir(self.workdir))
         private = settings.VOLUME_MOUNTS.value() == "namespace"
         return stage_data(
             call, self.store, data_dir, private_mounts=private, say=self.say, only=needed
@@ -528,4 +528,9 @@ def _own_workdir(job_id: str) -> Iterator[Path]:
         yield workdir
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-        shutil.rmtree(f"{workdir}-data", ignore_errors=True)
+        shutil.rmtree(_default_data_dir(workdir), ignore_errors=True)
+
+
+def _default_data_dir(workdir: Path) -> Path:
+    """Where a job's data is staged unless ``KINETIC_DATA_DIR`` says: beside its workdir."""
+    return Path(f"{workdir}-data")

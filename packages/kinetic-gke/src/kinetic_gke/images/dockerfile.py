@@ -48,6 +48,7 @@ from kinetic_protocol.errors import ConfigError
 from kinetic_protocol.requirements import (
     Requirements,
     jax_requirement,
+    requirement_extras,
     requirement_name,
     with_jax_build,
 )
@@ -147,7 +148,6 @@ def content_hash(files: dict[str, bytes]) -> str:
 _FIRST_JAX_WITH_PYPI_LIBTPU = (0, 5, 1)
 """``jax[tpu]`` from this version on depends on ``libtpu`` from PyPI; before it, on
 ``libtpu-nightly``, published only on libtpu's release index."""
-_EXTRAS_RE = re.compile(r"\[([^\]]*)\]")
 _UPPER_BOUND_RE = re.compile(r"(===|==|~=|<=|<)\s*(\d+(?:\.\d+)*)")
 
 
@@ -163,11 +163,9 @@ def needs_libtpu_index(lines: tuple[str, ...] | list[str]) -> bool:
         name = requirement_name(line)
         if name == "libtpu-nightly":
             return True
-        requirement = line.split(";", 1)[0]
-        extras = _EXTRAS_RE.search(requirement)
-        if name != "jax" or not extras or "tpu" not in extras.group(1).lower():
+        if name != "jax" or "tpu" not in requirement_extras(line):
             continue
-        for operator, version in _UPPER_BOUND_RE.findall(requirement):
+        for operator, version in _UPPER_BOUND_RE.findall(line.split(";", 1)[0]):
             bound = tuple(int(part) for part in version.split("."))
             first = _FIRST_JAX_WITH_PYPI_LIBTPU
             if bound < first or (operator == "<" and bound == first):
