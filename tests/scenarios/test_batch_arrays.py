@@ -221,6 +221,30 @@ def test_cancelling_one_child_without_retries_stops_its_index_for_good(
     assert job.status.failed_indexes == "0"
 
 
+def test_inputs_the_cluster_refuses_to_create_say_why_then_fail_as_unschedulable(
+    kinetic_backend: ScenarioBackend, jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A missing service account: the job controller can create no pod of the Job, and each
+    input reads the refusal (not "waiting for its pod") until the deadline fails it."""
+    monkeypatch.setenv("KINETIC_SERVICE_ACCOUNT", "does-not-exist")
+    monkeypatch.setenv("KINETIC_UNSCHEDULABLE_TIMEOUT", "3")
+    square = kinetic_backend.decorate()(uf.square)
+    batch = square.run_async_map([1, 2])
+    child = batch.jobs[1]
+    assert child is not None
+    refused = wait_until(
+        lambda: (state := child.status_detail()).detail.startswith("FailedCreate: ") and state,
+        "the refusal to show in the input's status",
+    )
+    assert 'serviceaccount "does-not-exist" not found' in refused.detail
+    outcomes = batch.results(return_exceptions=True, timeout=60, cleanup=False)
+    assert all(isinstance(outcome, Exception) for outcome in outcomes)
+    assert batch.cause_counts() == {"unschedulable": 2}
+    failure = child.failure()
+    assert failure is not None and 'serviceaccount "does-not-exist"' in failure.reason
+    assert jobs.pods() == []
+
+
 SUBMIT_AND_DIE = """
     import os, signal, sys
     sys.path.insert(0, sys.argv[2])

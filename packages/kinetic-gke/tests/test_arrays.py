@@ -10,10 +10,10 @@ import msgspec
 import pytest
 from gke_test_support import RecordFactory
 
-from kinetic_gke import arrays
+from kinetic_gke import array_states, arrays
 from kinetic_gke.array_batches import ArrayBatches
 from kinetic_gke.labels import pod_selector
-from kinetic_protocol import BatchManifest, FailureCause, JobStatus
+from kinetic_protocol import EXIT_PREEMPTIONS_SPENT, BatchManifest, FailureCause, JobStatus
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -94,7 +94,7 @@ def test_retry_on_says_which_exit_codes_run_again(record: RecordFactory) -> None
         arrays.array_job_manifest(_manifest(record, retries=2, retry_on=["exit", "oom"]))
     )
     assert but_user[1]["onExitCodes"]["operator"] == "In"
-    assert but_user[1]["onExitCodes"]["values"] == [1, 2, 4, arrays.EXIT_PREEMPTIONS_SPENT]
+    assert but_user[1]["onExitCodes"]["values"] == [1, 2, 4, EXIT_PREEMPTIONS_SPENT]
 
 
 def test_fail_fast_that_lets_running_children_finish_is_not_an_array(
@@ -107,9 +107,9 @@ def test_fail_fast_that_lets_running_children_finish_is_not_an_array(
 
 
 def test_index_sets_are_read_as_intervals() -> None:
-    assert arrays.parse_indexes("0-2,5,7-8") == {0, 1, 2, 5, 7, 8}
-    assert arrays.parse_indexes("") == set()
-    assert arrays.parse_indexes(None) == set()
+    assert array_states.parse_indexes("0-2,5,7-8") == {0, 1, 2, 5, 7, 8}
+    assert array_states.parse_indexes("") == set()
+    assert array_states.parse_indexes(None) == set()
 
 
 def _pod(
@@ -139,7 +139,7 @@ def _pod(
 
 def _states(job: Any, pods: list[Any], indexes: Any) -> dict[int, Any]:
     """Attempt 0 of each of ``indexes``, by index."""
-    found = arrays.attempt_states(
+    found = array_states.attempt_states(
         job, pods, [(i, 0) for i in indexes], unschedulable_timeout=60, now=NOW
     )
     return {index: state for (index, _), state in found.items()}
@@ -175,7 +175,7 @@ def test_an_attempt_the_job_ran_again_failed_and_names_the_attempt_that_follows(
         _pod(0, "Failed", code=1, created="2026-01-01T00:00:05Z", attempt=1),
         _pod(0, "Running", created="2026-01-01T00:00:09Z", attempt=2),
     ]
-    states = arrays.attempt_states(
+    states = array_states.attempt_states(
         _job(), pods, [(0, 0), (0, 1), (0, 2)], unschedulable_timeout=60, now=NOW
     )
     first, second, third = states[0, 0], states[0, 1], states[0, 2]
@@ -196,7 +196,7 @@ def test_a_preempted_run_is_the_same_attempt_until_its_preemptions_are_spent() -
     spent = [
         *pods[:1],
         _pod(0, "Failed", code=137, preempted=True, created="2026-01-01T00:00:05Z"),
-        _pod(0, "Failed", code=arrays.EXIT_PREEMPTIONS_SPENT, created="2026-01-01T00:00:09Z"),
+        _pod(0, "Failed", code=EXIT_PREEMPTIONS_SPENT, created="2026-01-01T00:00:09Z"),
     ]
     [failed] = _states(_job(failedIndexes="0"), spent, [0]).values()
     assert (failed.status, failed.cause) == (JobStatus.FAILED, FailureCause.PREEMPTED)
@@ -226,6 +226,89 @@ def test_a_settled_index_without_pods_was_cleaned_up_and_a_gone_job_holds_nothin
     assert gone[0].status is JobStatus.NOT_FOUND
 
 
+def _refused(message: str, first: str, job: str = "train-0a1b2c3d", uid: str = "u1") -> Any:
+    return {
+        "involvedObject": {"kind": "Job", "name": job, "uid": uid},
+        "reason": "FailedCreate",
+        "message": message,
+        "firstTimestamp": first,
+        "lastTimestamp": first,
+    }
+
+
+def _podless(job: Any, pods: list[Any], events: list[Any], now: datetime = NOW) -> Any:
+    """The state of index 1, which has no pod, given the Job's FailedCreate ``events``."""
+    found = array_states.attempt_states(
+        job, pods, [(1, 0)], unschedulable_timeout=60, now=now, refusals=lambda: events
+    )
+    return found[1, 0]
+
+
+def _unread() -> list[Any]:
+    raise AssertionError("the Job's events were read although no index could need them")
+
+
+def test_an_index_without_a_pod_waits_its_turn_without_reading_any_event() -> None:
+    job = _job()
+    job["spec"]["parallelism"] = 1
+    found = array_states.attempt_states(
+        job, [_pod(0, "Running")], [(1, 0)], unschedulable_timeout=60, now=NOW, refusals=_unread
+    )
+    assert found[1, 0].status is JobStatus.PENDING
+    assert found[1, 0].detail == "waiting for its turn: this Job runs 1 inputs at a time"
+
+
+def test_an_index_the_cluster_refuses_to_create_is_pending_with_the_reason_then_fails() -> None:
+    job = _job()
+    job["metadata"]["uid"] = "u1"
+    events = [
+        _refused('pods "train-0a1b2c3d-1-" is forbidden: exceeded quota', "2026-01-01T00:00:00Z")
+    ]
+    assert _podless(job, [], []).detail == "waiting for its pod"
+    early = _podless(job, [], events, now=datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC))
+    assert (early.status, early.detail) == (
+        JobStatus.PENDING, 'FailedCreate: pods "train-0a1b2c3d-1-" is forbidden: exceeded quota',
+    )  # fmt: skip
+    late = _podless(job, [], events, now=datetime(2026, 1, 1, 0, 1, 1, tzinfo=UTC))
+    assert (late.status, late.cause) == (JobStatus.FAILED, FailureCause.UNSCHEDULABLE)
+    assert late.detail == f"{early.detail} (for 61s)"
+
+
+def test_a_refusal_has_no_deadline_while_a_run_of_the_job_may_free_what_it_lacks() -> None:
+    """A quota full of the batch's own pods frees up as they end: the index waits its turn."""
+    job = _job()
+    job["metadata"]["uid"] = "u1"
+    events = [_refused("exceeded quota", "2025-12-31T00:00:00Z")]
+    state = _podless(job, [_pod(0, "Running")], events)
+    assert (state.status, state.detail) == (
+        JobStatus.PENDING, "FailedCreate: exceeded quota (until one of its runs ends)",
+    )  # fmt: skip
+
+
+def test_a_refusals_deadline_counts_from_the_last_run_of_the_job_to_end() -> None:
+    job = _job()
+    job["metadata"]["uid"] = "u1"
+    events = [_refused("exceeded quota", "2025-12-31T00:00:00Z")]
+    ended = _pod(0, "Succeeded", created="2025-12-31T00:00:00Z")
+    ended["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = (
+        "2025-12-31T23:59:30Z"
+    )
+    assert _podless(job, [ended], events).status is JobStatus.PENDING  # 30 s since it ended
+    assert _podless(job, [_pod(0, "Succeeded", created="2025-12-31T00:00:00Z")], events).status is (
+        JobStatus.FAILED
+    )
+
+
+def test_only_the_jobs_own_refusals_count_not_another_jobs_or_an_earlier_one_of_its_name() -> None:
+    job = _job()
+    job["metadata"]["uid"] = "u1"
+    others = [
+        _refused("exceeded quota", "2025-12-31T00:00:00Z", job="another-job"),
+        _refused("exceeded quota", "2025-12-31T00:00:00Z", uid="an-earlier-job"),
+    ]
+    assert _podless(job, [], others).detail == "waiting for its pod"
+
+
 def test_an_array_job_lists_each_index_that_has_a_pod_as_a_job() -> None:
     job = {
         "metadata": {
@@ -240,18 +323,18 @@ def test_an_array_job_lists_each_index_that_has_a_pod_as_a_job() -> None:
     for pod in pods[:3]:
         pod["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "train-0a1b2c3d"
     pods[3]["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "another-job"
-    assert arrays.index_job_ids(job, pods) == [
+    assert array_states.index_job_ids(job, pods) == [
         "train-0a1b2c3d-0", "train-0a1b2c3d-2", "train-0a1b2c3d-2-r1",
     ]  # fmt: skip
-    assert arrays.index_job_ids({"metadata": {}, "spec": {}}, pods) == []
+    assert array_states.index_job_ids({"metadata": {}, "spec": {}}, pods) == []
 
 
 def test_an_index_is_settled_once_the_job_recorded_it_or_stopped_them_all() -> None:
-    assert arrays.index_settled(_job(completedIndexes="0-1"), 1)
-    assert arrays.index_settled(_job(failedIndexes="3"), 3)
-    assert not arrays.index_settled(_job(completedIndexes="0"), 1)
+    assert array_states.index_settled(_job(completedIndexes="0-1"), 1)
+    assert array_states.index_settled(_job(failedIndexes="3"), 3)
+    assert not array_states.index_settled(_job(completedIndexes="0"), 1)
     stopped = _job(conditions=[{"type": "Failed", "status": "True", "reason": "x"}])
-    assert arrays.index_settled(stopped, 1)
+    assert array_states.index_settled(stopped, 1)
 
 
 @pytest.mark.parametrize("index", [0, 4])
@@ -328,8 +411,8 @@ class _Cluster:
 
     namespace = "default"
 
-    def __init__(self, jobs: list[Any], pods: list[Any]) -> None:
-        self.jobs, self.pods, self.calls = jobs, pods, 0
+    def __init__(self, jobs: list[Any], pods: list[Any], events: list[Any] | None = None) -> None:
+        self.jobs, self.pods, self.events, self.calls = jobs, pods, events or [], 0
         self.batch = type("Batch", (), {"list_namespaced_job": None})()
         self.core = type("Core", (), {"list_namespaced_pod": None})()
 
@@ -340,6 +423,11 @@ class _Cluster:
     def read_bytes(self, doing: str, *args: Any, **kwargs: Any) -> bytes:
         self.calls += 1
         return json.dumps({"items": self.pods}).encode()
+
+    def list_events(self, field_selector: str) -> list[Any]:
+        assert field_selector == "involvedObject.kind=Job,reason=FailedCreate"
+        self.calls += 1
+        return self.events
 
 
 def _part_pod(job: str, index: int, phase: str, attempt: int = 0) -> Any:
@@ -388,4 +476,26 @@ def test_each_index_of_a_later_job_is_listed_under_the_batchs_id() -> None:
         "spec": {"completionMode": "Indexed"},
     }  # fmt: skip
     pods = [_part_pod("train-0a1b2c3d-p1", 0, "Running"), _part_pod("train-0a1b2c3d", 0, "Running")]
-    assert arrays.index_job_ids(job, pods) == ["train-0a1b2c3d-3"]
+    assert array_states.index_job_ids(job, pods) == ["train-0a1b2c3d-3"]
+
+
+def test_a_poll_reads_the_refusals_of_every_job_of_a_batch_in_one_more_list(
+    record: RecordFactory,
+) -> None:
+    """Two Jobs have inputs without a pod; only the second Job's are refused."""
+    manifest = _split(record)
+    names = [manifest.array_part_name(part) for part in range(3)]
+    jobs = [{"metadata": {"name": name, "uid": name}, "spec": {}, "status": {}} for name in names]
+    just_now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # the poll reads the clock
+    events = [_refused("exceeded quota", just_now, job=names[1], uid=names[1])]
+    cluster = _Cluster(jobs, [_part_pod(names[0], 0, "Running")], events)
+    batches = ArrayBatches(cluster, "kinetic")  # type: ignore[arg-type]
+    records = [manifest.child_record(i, 0) for i in range(7)]
+    found = batches.statuses(records, unschedulable_timeout=60)
+    assert cluster.calls == 3
+    details = [found[r.job_id].detail for r in records]
+    assert details[1:] == [
+        "waiting for its pod", "waiting for its pod",
+        "FailedCreate: exceeded quota", "FailedCreate: exceeded quota",
+        "FailedCreate: exceeded quota", "waiting for its pod",
+    ]  # fmt: skip

@@ -5,13 +5,16 @@ What an Indexed Job is and how each index's state is read off it is :mod:`kineti
 this is the cluster traffic around it, a few API calls per batch whatever its size.
 """
 
+import contextlib
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kinetic_gke import arrays
+from kinetic_gke import array_states, arrays
 from kinetic_gke.k8s import ClusterConnection, Obj
 from kinetic_gke.k8s.env_secrets import create_with_env
+from kinetic_gke.k8s.errors import NotFound
 from kinetic_gke.k8s.pod_states import list_pod_states
 from kinetic_gke.labels import APP, group_selector, pod_selector
 from kinetic_gke.manifests import PodOptions
@@ -40,6 +43,22 @@ def _part_job(
     return lambda secret: arrays.array_job_manifest(
         manifest, part, options=options, command=command, env_secret=secret
     )
+
+
+def _delete_index_pods(connection: ClusterConnection, selector: str) -> list[Obj]:
+    """Delete the pods ``selector`` finds (one index's: a cleanup of that child); returns the
+    ones that were still there."""
+    left = []
+    for pod in connection.list_pods(selector):
+        left.append(pod)
+        with contextlib.suppress(NotFound):
+            connection.send(
+                f"deleting pod {pod['metadata']['name']}",
+                connection.core.delete_namespaced_pod,
+                pod["metadata"]["name"],
+                connection.namespace,
+            )
+    return left
 
 
 @dataclass(frozen=True)
@@ -79,26 +98,33 @@ class ArrayBatches:
         for record in records:
             by_group[str(record.group_id)].append(record)
         found: dict[str, JobState] = {}
+        refusals = functools.cache(self._refusals)
         for group_id, members in by_group.items():
             selector = group_selector(group_id, self.app)
             jobs = {
                 obj["metadata"]["name"]: obj
                 for obj in arrays.JOBS.list_matching(self.connection, selector)
             }
-            pods_of = arrays.pods_by_job(list_pod_states(self.connection, selector))
+            pods_of = array_states.pods_by_job(list_pod_states(self.connection, selector))
             by_job: dict[str, list[JobRecord]] = defaultdict(list)
             for record in members:
                 by_job[record.k8s_name].append(record)
             for name, wanted in by_job.items():
-                states = arrays.attempt_states(
+                states = array_states.attempt_states(
                     jobs.get(name),
                     pods_of.get(name, []),
                     [(_local_index(record), record.attempt) for record in wanted],
                     unschedulable_timeout=unschedulable_timeout,
+                    refusals=refusals,
                 )
                 for record in wanted:
                     found[record.job_id] = states[_local_index(record), record.attempt]
         return found
+
+    def _refusals(self) -> list[Obj]:
+        """Every Job's ``FailedCreate`` events in the namespace: one LIST, only in a poll that
+        finds an index with no pod in a Job that could run it now."""
+        return self.connection.list_events("involvedObject.kind=Job,reason=FailedCreate")
 
     def delete_index(self, record: JobRecord, await_gone: AwaitGone) -> None:
         """Delete an index's pods (every attempt's), and confirm the Job has recorded the
@@ -108,10 +134,10 @@ class ArrayBatches:
         index = _local_index(record)
 
         def present() -> bool:
-            if arrays.delete_index_pods(connection, selector):
+            if _delete_index_pods(connection, selector):
                 return True
             job = arrays.JOBS.get(connection, record.k8s_name)
-            return job is not None and not arrays.index_settled(job, index)
+            return job is not None and not array_states.index_settled(job, index)
 
         await_gone(present, f"the pods of index {index} of Job {record.k8s_name}", selector)
 
@@ -122,4 +148,4 @@ class ArrayBatches:
         if not live:
             return set()
         pods = self.connection.list_pods(f"{APP}={self.app},{arrays.INDEX_LABEL}")
-        return {job_id for obj in live for job_id in arrays.index_job_ids(obj, pods)}
+        return {job_id for obj in live for job_id in array_states.index_job_ids(obj, pods)}

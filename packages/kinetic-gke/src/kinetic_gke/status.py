@@ -19,12 +19,14 @@ from kinetic_protocol import FailureCause, JobState, JobStatus
 
 __all__ = [
     "IMAGE_PULL_REASONS",
+    "deadline_state",
     "failed",
     "job_state",
     "needs_pods",
     "parse_time",
     "pod_state",
     "preemptions_of",
+    "refusal",
     "disrupted",
     "succeeded",
     "termination_cause",
@@ -244,16 +246,23 @@ def _runs_again(job: Obj, pod: Obj, pods: list[Obj]) -> bool:
 
 def _no_pod_state(job: Obj, events: list[Obj], timeout: float, now: datetime) -> JobState:
     """No pod yet: the cluster may be refusing to create it, which only its events say."""
+    refused = refusal(events)
+    if refused is None:
+        since = parse_time(job.get("metadata", {}).get("creationTimestamp"))
+        return deadline_state("waiting for the Job's pod", since, timeout, now)
+    detail, since = refused
+    return deadline_state(detail, since, timeout, now)
+
+
+def refusal(events: list[Obj]) -> tuple[str, datetime | None] | None:
+    """What the newest of a workload's ``FailedCreate`` events says (``FailedCreate: ...``),
+    and when the refusals began; None without any."""
     newest = max(events, key=_event_time, default=None)
     if newest is None:
-        detail = "waiting for the Job's pod"
-        since = parse_time(job.get("metadata", {}).get("creationTimestamp"))
-    else:
-        message = (newest.get("message") or "").strip()[:_MESSAGE_LIMIT]
-        detail = f"FailedCreate: {message}"
-        times = [t for t in (_event_first_time(event) for event in events) if t is not None]
-        since = min(times, default=None)
-    return _deadline_state(detail, since, timeout, now)
+        return None
+    message = (newest.get("message") or "").strip()[:_MESSAGE_LIMIT]
+    times = [t for t in (_event_first_time(event) for event in events) if t is not None]
+    return f"FailedCreate: {message}", min(times, default=None)
 
 
 def _event_time(event: Obj) -> str:
@@ -264,7 +273,7 @@ def _event_first_time(event: Obj) -> datetime | None:
     return parse_time(event.get("firstTimestamp") or event.get("eventTime"))
 
 
-def _deadline_state(detail: str, since: datetime | None, timeout: float, now: datetime) -> JobState:
+def deadline_state(detail: str, since: datetime | None, timeout: float, now: datetime) -> JobState:
     """PENDING with ``detail`` while it lasts less than ``timeout``, FAILED after."""
     waited = (now - since).total_seconds() if since else 0.0
     if waited >= timeout:
@@ -332,7 +341,7 @@ def _pending_state(pod: Obj, reason: str, unschedulable_timeout: float, now: dat
     gates = [gate.get("name", "") for gate in pod.get("spec", {}).get("schedulingGates") or []]
     detail = f"scheduling gated by {', '.join(gates)}" if gates else "not scheduled yet"
     since = parse_time(pod.get("metadata", {}).get("creationTimestamp"))
-    return _deadline_state(detail, since, unschedulable_timeout, now)
+    return deadline_state(detail, since, unschedulable_timeout, now)
 
 
 def _scheduled(pod: Obj) -> bool:
