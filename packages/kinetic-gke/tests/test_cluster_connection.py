@@ -3,11 +3,12 @@ and CA the GKE API reports, a bearer token of the Google credentials, no kubecon
 
 import base64
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kinetic_gke.gcp import ClusterView, access_token_source, cluster_connection
-from kinetic_gke.k8s import PermissionDenied
+from kinetic_gke.k8s import ClusterConnection, PermissionDenied
 from kinetic_gke.pools import Autoprovisioning
 from kinetic_protocol import ConfigError
 from kinetic_testing.controlplane.cluster import ControlPlane
@@ -74,3 +75,38 @@ def test_no_google_credentials_is_the_login_command(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/adc.json")
     with pytest.raises(ConfigError, match="gcloud auth application-default login"):
         access_token_source()
+
+
+def test_a_large_listing_comes_gzipped_and_is_read_whole(
+    real_k8s: ControlPlane, k8s_namespace: str
+) -> None:
+    """The API server compresses an answer over 128 KiB when asked: a batch's pod listing
+    (6 KB a pod) crosses that at about 25 pods. Ten 20 KB ConfigMaps stand in for them."""
+    from kubernetes.client import rest
+
+    api = real_k8s.api_client()
+    connection = ClusterConnection(api, k8s_namespace)
+    for i in range(10):
+        connection.core.create_namespaced_config_map(
+            k8s_namespace, {"metadata": {"name": f"big-{i}"}, "data": {"text": f"{i}" * 20_000}}
+        )
+    encodings: list[str | None] = []
+    real = rest.RESTClientObject.request
+
+    def request(self: Any, *args: Any, **kwargs: Any) -> Any:
+        response = real(self, *args, **kwargs)
+        encodings.append(response.headers.get("Content-Encoding"))
+        return response
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rest.RESTClientObject, "request", request)
+        listing = connection.read(
+            "listing config maps", connection.core.list_namespaced_config_map, k8s_namespace
+        )
+    api.close()
+    assert encodings == ["gzip"]
+    big = sorted(
+        (item for item in listing["items"] if item["metadata"]["name"].startswith("big-")),
+        key=lambda item: item["metadata"]["name"],
+    )
+    assert [item["data"]["text"] for item in big] == [f"{i}" * 20_000 for i in range(10)]

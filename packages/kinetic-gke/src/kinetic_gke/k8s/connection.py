@@ -55,6 +55,9 @@ def kubeconfig_path() -> Path:
     return Path(first).expanduser() if first else Path.home() / ".kube" / "config"
 
 
+_COMPRESSED = {"Accept-Encoding": "gzip"}
+
+
 class ClusterConnection:
     """One cluster, one namespace, one API client."""
 
@@ -192,8 +195,15 @@ class ClusterConnection:
         return data
 
     def read_bytes(self, doing: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> bytes:
-        """A call whose answer is returned undecoded, for a caller that decodes only part."""
-        response = self.call(doing, fn, *args, _preload_content=False, **kwargs)
+        """A call whose answer is returned undecoded, for a caller that decodes only part.
+
+        The answer may come gzipped (the API server compresses one over 128 KiB when asked):
+        a batch's pod listing is about 6 KB a pod, 60 MB for 10,000, which gzip makes about
+        17 times smaller for a laptop polling a cluster over the internet. urllib3 inflates
+        it."""
+        response = self.call(
+            doing, fn, *args, _preload_content=False, _headers=_COMPRESSED, **kwargs
+        )
         data: bytes = response.data
         return data
 
