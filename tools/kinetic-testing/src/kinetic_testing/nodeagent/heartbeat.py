@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from .api import Kube, describe, now_rfc3339
+from .api import Kube, Obj, describe, now_rfc3339
 from .nodes import NodeSpec, node_manifest
 
 __all__ = ["Heartbeat"]
@@ -43,16 +43,17 @@ class Heartbeat:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="nodeagent-lease")
 
-    def register(self, spec: NodeSpec) -> None:
-        """Create (or refresh) the Node and its Lease now."""
+    def register(self, spec: NodeSpec, existing: Obj | None = None) -> None:
+        """Create (or refresh) the Node and its Lease now; ``existing``: as listed before."""
         self._uids[spec.name] = self._kube.apply_node(
-            node_manifest(spec, self._log_port, now_rfc3339())
+            node_manifest(spec, self._log_port, now_rfc3339()), existing
         )
         self._kube.renew_lease(spec.name, self._uids[spec.name], _micro_now())
 
     def start(self) -> None:
-        with ThreadPoolExecutor(max_workers=4) as pool:  # ~4 API calls per node: overlap them
-            list(pool.map(self.register, self._nodes))
+        registered = self._kube.nodes()
+        with ThreadPoolExecutor(max_workers=4) as pool:  # 2-4 API calls per node: overlap them
+            list(pool.map(lambda spec: self.register(spec, registered.get(spec.name)), self._nodes))
         self._thread.start()
 
     def stop(self) -> None:

@@ -1,0 +1,80 @@
+"""Registering the nodes: an agent finds the Nodes an earlier one left (one agent per test on
+a session's control plane) and refreshes their status alone, unless a test changed them."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.nodeagent import NodeAgent, base_host_env
+from kinetic_testing.nodeagent.nodes import default_nodes
+
+pytestmark = pytest.mark.realk8s
+
+
+def _agent(plane: ControlPlane, tmp_path: Path, name: str) -> NodeAgent:
+    return NodeAgent(plane.api_client, workdir=tmp_path / name, host_env=base_host_env(os.environ))
+
+
+@pytest.fixture
+def node_writes(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Every Node create, patch and status patch any client sends, by kind."""
+    calls: Counter[str] = Counter()
+    for method in ("create_node", "patch_node", "patch_node_status"):
+        real = getattr(client.CoreV1Api, method)
+
+        def counted(
+            self: Any, *args: Any, _real: Any = real, _name: str = method, **kw: Any
+        ) -> Any:
+            calls[_name] += 1
+            return _real(self, *args, **kw)
+
+        monkeypatch.setattr(client.CoreV1Api, method, counted)
+    return calls
+
+
+def _ready(node: client.V1Node) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+def test_an_agent_refreshes_only_the_status_of_nodes_an_earlier_agent_registered(
+    real_k8s: ControlPlane, tmp_path: Path, node_writes: Counter[str]
+) -> None:
+    with _agent(real_k8s, tmp_path, "first"):
+        pass
+    node_writes.clear()
+    with _agent(real_k8s, tmp_path, "second") as agent:
+        assert agent.errors == []
+    names = {spec.name for spec in default_nodes()}
+    assert node_writes == Counter({"patch_node_status": len(names)})
+    api = real_k8s.api_client()
+    nodes = [n for n in client.CoreV1Api(api).list_node().items if n.metadata.name in names]
+    api.close()
+    assert len(nodes) == len(names) and all(_ready(node) for node in nodes)
+
+
+def test_a_node_a_test_tainted_or_cordoned_is_registered_again_as_its_spec_says(
+    real_k8s: ControlPlane, tmp_path: Path, node_writes: Counter[str]
+) -> None:
+    with _agent(real_k8s, tmp_path, "first"):
+        pass
+    api = real_k8s.api_client()
+    core = client.CoreV1Api(api)
+    core.patch_node("cpu-0", {"spec": {"taints": [{"key": "x", "effect": "NoSchedule"}]}})
+    core.patch_node("cpu-spot-0", {"spec": {"unschedulable": True}})
+    node_writes.clear()
+    with _agent(real_k8s, tmp_path, "second"):
+        pass
+    assert node_writes["patch_node"] == 2  # those two only
+    cpu, spot = core.read_node("cpu-0"), core.read_node("cpu-spot-0")
+    api.close()
+    assert cpu.spec.taints is None
+    assert [t.key for t in spot.spec.taints or []] == [
+        dict(t)["key"] for spec in default_nodes() if spec.name == "cpu-spot-0" for t in spec.taints
+    ]
