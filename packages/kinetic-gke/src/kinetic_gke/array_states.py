@@ -175,7 +175,6 @@ class _IndexPods:
         self.by_attempt: dict[tuple[int, int], list[Obj]] = defaultdict(list)
         self.latest: dict[int, int] = {}
         self.active = 0
-        self.last_change = ""
         for pod in pods:
             index = pod_index(pod)
             if index is None:
@@ -186,7 +185,11 @@ class _IndexPods:
                 self.latest[index] = attempt
             if pod.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
                 self.active += 1
-            self.last_change = max(self.last_change, _last_change(pod))
+
+    def last_change(self) -> str:
+        """When the newest pod was made or ended; read only for a refused index."""
+        changes = (_last_change(pod) for pods in self.by_attempt.values() for pod in pods)
+        return max(changes, default="")
 
 
 def _last_change(pod: Obj) -> str:
@@ -230,7 +233,7 @@ def _podless_state(
     detail, first = refused
     if grouped.active:
         return JobState(status=JobStatus.PENDING, detail=f"{detail} (until one of its runs ends)")
-    since = [t for t in (first, status.parse_time(grouped.last_change)) if t is not None]
+    since = [t for t in (first, status.parse_time(grouped.last_change())) if t is not None]
     return status.deadline_state(detail, max(since, default=None), timeout, now)
 
 
