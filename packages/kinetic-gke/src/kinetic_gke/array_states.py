@@ -232,7 +232,10 @@ def _podless_state(
         return JobState(status=JobStatus.PENDING, detail="waiting for its pod")
     detail, first = refused
     if grouped.active:
-        return JobState(status=JobStatus.PENDING, detail=f"{detail} (until one of its runs ends)")
+        return JobState(
+            status=JobStatus.PENDING,
+            detail=f"{detail} (the Job tries again as its running inputs end)",
+        )
     since = [t for t in (first, status.parse_time(grouped.last_change())) if t is not None]
     return status.deadline_state(detail, max(since, default=None), timeout, now)
 
