@@ -47,7 +47,7 @@ DEFAULT_PREEMPTION_RETRIES = 3
 batch's ``retries``, which such runs do not spend."""
 
 
-class JobRecord(msgspec.Struct, kw_only=True):
+class JobRecord(msgspec.Struct, kw_only=True, gc=False):
     """The durable handle of one job, stored at ``layout.job_record_key``.
 
     The first fields are exactly the public ``JobHandle`` fields of the API reference. The

@@ -29,7 +29,7 @@ TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.
 _NAMED_HOST = re.compile(r"host (\d+) of \d+\b")
 
 
-class JobState(msgspec.Struct, frozen=True, kw_only=True):
+class JobState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A status plus the backend's reason for it (``ImagePullBackOff``, ``exit 137``, ...)."""
 
     status: JobStatus
