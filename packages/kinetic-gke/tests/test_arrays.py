@@ -501,3 +501,29 @@ def test_a_poll_reads_the_refusals_of_every_job_of_a_batch_in_one_more_list(
         "FailedCreate: exceeded quota", "FailedCreate: exceeded quota",
         "FailedCreate: exceeded quota", "waiting for its pod",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_poll_pauses_the_cycle_collector_and_leaves_it_as_it_found_it(
+    record: RecordFactory, enabled: bool
+) -> None:
+    """The pods a poll decodes are garbage by reference counting once it returns; the
+    collector walking the heap meanwhile cost 0.1 to 0.2 s of a 10,000-child poll."""
+    import gc
+
+    manifest = _manifest(record)
+    seen: list[bool] = []
+
+    class Watching(_Cluster):
+        def read_bytes(self, doing: str, *args: Any, **kwargs: Any) -> bytes:
+            seen.append(gc.isenabled())
+            return super().read_bytes(doing, *args, **kwargs)
+
+    job = {"metadata": {"name": manifest.array_job}, "spec": {}, "status": {}}
+    batches = ArrayBatches(Watching([job], []), "kinetic")  # type: ignore[arg-type]
+    (gc.enable if enabled else gc.disable)()
+    try:
+        batches.statuses([manifest.child_record(0, 0)], unschedulable_timeout=60)
+        assert (seen, gc.isenabled()) == ([False], enabled)
+    finally:
+        gc.enable()

@@ -7,8 +7,9 @@ this is the cluster traffic around it, a few API calls per batch whatever its si
 
 import contextlib
 import functools
+import gc
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from kinetic_gke import array_states, arrays
@@ -61,6 +62,23 @@ def _delete_index_pods(connection: ClusterConnection, selector: str) -> list[Obj
     return left
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector paused while a poll decodes a batch's pods and reads their
+    states: 10,000 pods are some 20,000 tracked dicts, none in a cycle and all freed by
+    reference counting when the poll returns, yet enough new objects to have the collector
+    walk the whole heap during the poll (0.1 to 0.2 s of a 10,000-child poll, measured). A
+    collector the caller had turned off stays off."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 @dataclass(frozen=True)
 class ArrayBatches:
     """A backend's array batches in one cluster connection, for its ``app`` label."""
@@ -94,6 +112,12 @@ class ArrayBatches:
     ) -> dict[str, JobState]:
         """Attempts of array Jobs' indexes: one LIST of the batch's Jobs and one of its pods
         per batch, however many of its children (and Jobs) are asked about."""
+        with _collector_paused():
+            return self._statuses(records, unschedulable_timeout)
+
+    def _statuses(
+        self, records: Sequence[JobRecord], unschedulable_timeout: float
+    ) -> dict[str, JobState]:
         by_group: dict[str, list[JobRecord]] = defaultdict(list)
         for record in records:
             by_group[str(record.group_id)].append(record)
