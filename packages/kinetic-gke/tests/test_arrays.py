@@ -426,8 +426,8 @@ class _Cluster:
         self.calls += 1
         return json.dumps({"items": self.pods}).encode()
 
-    def list_events(self, field_selector: str) -> list[Any]:
-        assert field_selector == "involvedObject.kind=Job,reason=FailedCreate"
+    def failed_create_events(self, kind: str) -> list[Any]:
+        assert kind == "Job"
         self.calls += 1
         return self.events
 

@@ -148,7 +148,7 @@ class ArrayBatches:
     def _refusals(self) -> list[Obj]:
         """Every Job's ``FailedCreate`` events in the namespace: one LIST, only in a poll that
         finds an index with no pod in a Job that could run it now."""
-        return self.connection.list_events("involvedObject.kind=Job,reason=FailedCreate")
+        return self.connection.failed_create_events(arrays.JOBS.pod_owner_kind)
 
     def delete_index(self, record: JobRecord, await_gone: AwaitGone) -> None:
         """Delete an index's pods (every attempt's), and confirm the Job has recorded the

@@ -10,7 +10,7 @@ and fails it after ``KINETIC_UNSCHEDULABLE_TIMEOUT`` as an unschedulable pod doe
 
 import functools
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 import msgspec
@@ -94,12 +94,17 @@ def pod_attempt(pod: Obj) -> int:
     return int(value) if isinstance(value, str) and value.isdigit() else 0
 
 
-def _exit_code(pod: Obj) -> int | None:
+def _terminations(pod: Obj) -> Iterator[Obj]:
+    """The ``terminated`` state of each container of ``pod`` that has one."""
     for container in pod.get("status", {}).get("containerStatuses") or []:
-        code = ((container.get("state") or {}).get("terminated") or {}).get("exitCode")
-        if isinstance(code, int):
-            return code
-    return None
+        terminated = (container.get("state") or {}).get("terminated")
+        if terminated:
+            yield terminated
+
+
+def _exit_code(pod: Obj) -> int | None:
+    codes = (t.get("exitCode") for t in _terminations(pod))
+    return next((code for code in codes if isinstance(code, int)), None)
 
 
 def _ended(pod: Obj, phase: str) -> JobState:
@@ -194,12 +199,8 @@ class _IndexPods:
 
 def _last_change(pod: Obj) -> str:
     """When ``pod`` was made or, if it has, ended (RFC 3339 text, which sorts as time)."""
-    times = [pod.get("metadata", {}).get("creationTimestamp") or ""]
-    for container in pod.get("status", {}).get("containerStatuses") or []:
-        times.append(
-            ((container.get("state") or {}).get("terminated") or {}).get("finishedAt") or ""
-        )
-    return max(times)
+    made = pod.get("metadata", {}).get("creationTimestamp") or ""
+    return max([made, *(t.get("finishedAt") or "" for t in _terminations(pod))])
 
 
 def _about(event: Obj, job: Obj) -> bool:

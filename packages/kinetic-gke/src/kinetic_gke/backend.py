@@ -395,7 +395,7 @@ class GKEBackend:
         """Why the cluster refuses to create pods (admission, quota): one LIST for them all."""
         by_name: dict[str, list[Obj]] = defaultdict(list)
         kind = self.workload.pod_owner_kind
-        for event in self.connection.list_events(f"involvedObject.kind={kind},reason=FailedCreate"):
+        for event in self.connection.failed_create_events(kind):
             name = event.get("involvedObject", {}).get("name", "")
             if name in names:
                 by_name[name].append(event)

@@ -246,11 +246,8 @@ def _runs_again(job: Obj, pod: Obj, pods: list[Obj]) -> bool:
 
 def _no_pod_state(job: Obj, events: list[Obj], timeout: float, now: datetime) -> JobState:
     """No pod yet: the cluster may be refusing to create it, which only its events say."""
-    refused = refusal(events)
-    if refused is None:
-        since = parse_time(job.get("metadata", {}).get("creationTimestamp"))
-        return deadline_state("waiting for the Job's pod", since, timeout, now)
-    detail, since = refused
+    created = parse_time(job.get("metadata", {}).get("creationTimestamp"))
+    detail, since = refusal(events) or ("waiting for the Job's pod", created)
     return deadline_state(detail, since, timeout, now)
 
 

@@ -235,6 +235,11 @@ class ClusterConnection:
         )
         return list(listing.get("items") or [])
 
+    def failed_create_events(self, kind: str) -> list[Obj]:
+        """Why the cluster refuses to create pods for objects of ``kind`` (admission, quota,
+        a missing service account): every such object's ``FailedCreate`` events, one LIST."""
+        return self.list_events(f"involvedObject.kind={kind},reason=FailedCreate")
+
     def pod_log(self, pod: Obj, *, tail: int | None = None, previous: bool = False) -> str:
         """A pod's output so far; empty until a container has started (nothing written yet).
 
