@@ -2,8 +2,6 @@
 every client, rotated without losing old keys, and a clear error for a caller who may not
 read them."""
 
-import urllib.error
-
 import pytest
 from gke_test_support import make_record
 
@@ -12,7 +10,7 @@ from kinetic_gke.k8s import ClusterConnection
 from kinetic_gke.k8s.signing import MOUNT_PATH, SECRET_NAME, namespace_keyring
 from kinetic_gke.manifests import job_manifest
 from kinetic_protocol import SigningKeyError
-from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.controlplane.cluster import ApiError, ControlPlane
 
 pytestmark = pytest.mark.realk8s
 
@@ -48,7 +46,7 @@ def _token_without_secrets(real_k8s: ControlPlane, namespace: str) -> str:
     ):
         try:
             real_k8s.request("POST", path, body)
-        except urllib.error.HTTPError as error:
+        except ApiError as error:
             if error.code != 409:
                 raise
     issued = real_k8s.request(

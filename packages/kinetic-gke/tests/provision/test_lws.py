@@ -5,7 +5,6 @@ installs it, converges after a failure half-way, and then finds it. The GPU driv
 
 import base64
 import hashlib
-import urllib.error
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from kinetic_gke.provision.incluster import LWS_GROUP, plan_in_cluster, read_in_
 from kinetic_gke.provision.manifests import LWS, apply_manifest
 from kinetic_gke.provision.spec import ClusterSpec
 from kinetic_testing.controlplane.build import Built
-from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.controlplane.cluster import ApiError, ControlPlane
 from kinetic_testing.controlplane.proxy import ApiFault, ApiProxy
 from kinetic_testing.fake_gcs import FakeGcsServer
 from kinetic_testing.gcp_fake import FakeGoogleCloud
@@ -50,7 +49,7 @@ def test_every_object_of_the_shipped_manifest_is_accepted_by_the_api_server(
     finally:
         real_k8s.delete_namespace("lws-system")
     assert applied == [f"{d['kind']}/{d['metadata']['name']}" for d in _documents()]  # type: ignore[index]
-    with pytest.raises(urllib.error.HTTPError) as missing:
+    with pytest.raises(ApiError) as missing:
         real_k8s.request("GET", _DEPLOYMENT)
     assert missing.value.code == 404
     crd = next(d for d in _documents() if d["kind"] == "CustomResourceDefinition")
@@ -129,7 +128,7 @@ def test_up_installs_the_shipped_lws_converging_after_a_failure_half_way(
     proxy.inject(ApiFault(method="PATCH", path_contains="/clusterrolebindings/", code=403))
     failed = kinetic("up")
     assert failed.exit_code == 1 and "applying ClusterRoleBinding" in failed.output
-    with pytest.raises(urllib.error.HTTPError):
+    with pytest.raises(ApiError):
         bare_k8s.request("GET", _DEPLOYMENT)  # stopped before it
 
     again = ok(kinetic("up"))

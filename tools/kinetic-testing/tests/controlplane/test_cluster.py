@@ -86,3 +86,13 @@ def test_a_deleted_namespaces_pods_are_gone_at_once_even_with_no_kubelet(
     real_k8s.request("POST", f"/api/v1/namespaces/{name}/pods", pod)
     real_k8s.delete_namespace(name)
     assert real_k8s.request("GET", f"/api/v1/namespaces/{name}/pods")["items"] == []
+
+
+def test_raw_calls_share_one_kept_open_connection(
+    real_k8s: ControlPlane, tls_handshakes: list[str]
+) -> None:
+    name = real_k8s.create_namespace("one-connection")
+    for _ in range(5):
+        real_k8s.request("GET", f"/api/v1/namespaces/{name}")
+    real_k8s.delete_namespace(name)
+    assert len(tls_handshakes) <= 1, tls_handshakes

@@ -78,3 +78,15 @@ def test_a_node_a_test_tainted_or_cordoned_is_registered_again_as_its_spec_says(
     assert [t.key for t in spot.spec.taints or []] == [
         dict(t)["key"] for spec in default_nodes() if spec.name == "cpu-spot-0" for t in spec.taints
     ]
+
+
+def test_an_agent_keeps_its_connections_open_between_calls(
+    real_k8s: ControlPlane, tmp_path: Path, node_writes: Counter[str], tls_handshakes: list[str]
+) -> None:
+    with _agent(real_k8s, tmp_path, "counted") as agent:
+        assert agent.errors == []
+    calls = sum(node_writes.values()) + len(default_nodes())  # and a Lease renewal each
+    # One per registration thread, the pod watch and the reconcile loop: not one per call.
+    assert calls >= 2 * len(default_nodes()) and len(tls_handshakes) <= 8, (
+        f"{len(tls_handshakes)} TLS connections opened for {calls} calls"
+    )

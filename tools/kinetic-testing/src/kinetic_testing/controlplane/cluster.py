@@ -25,10 +25,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+import urllib3
+
 from .build import Built
 from .pki import Pki, issue_serving_cert, make_pki
 
-__all__ = ["CONTEXT", "ControlPlane", "ControlPlaneError"]
+__all__ = ["CONTEXT", "ApiError", "ControlPlane", "ControlPlaneError"]
 
 CONTEXT = "kinetic-test"
 _READY_TIMEOUT_S = 90.0
@@ -50,6 +52,16 @@ class ControlPlaneError(RuntimeError):
     """A component did not start; the message carries the tail of its log."""
 
 
+class ApiError(Exception):
+    """The API server refused a raw call (:meth:`ControlPlane.request`): ``code`` is the HTTP
+    status, ``body`` the answer (a ``Status`` object, as JSON text)."""
+
+    def __init__(self, method: str, path: str, code: int, body: str) -> None:
+        super().__init__(f"{method} {path}: HTTP {code}: {body[:500]}")
+        self.code = code
+        self.body = body
+
+
 class ControlPlane:
     """A running control plane for one test session. Use as a context manager.
 
@@ -67,6 +79,7 @@ class ControlPlane:
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self._pki: Pki | None = None
         self._ssl_context: ssl.SSLContext | None = None
+        self._connections: urllib3.PoolManager | None = None
         self.api_port = 0
 
     # -- public -------------------------------------------------------------------------
@@ -114,7 +127,7 @@ class ControlPlane:
                 # The namespace first: once it is terminating, no controller can create a pod
                 # in it, so deleting its pods with no grace period leaves none.
                 self.request("DELETE", path + "?gracePeriodSeconds=0")
-            except urllib.error.HTTPError as error:
+            except ApiError as error:
                 if error.code != 404:
                     raise
 
@@ -133,7 +146,7 @@ class ControlPlane:
         for path, body in ((accounts, {"metadata": {"name": name}}), (rbac, binding)):
             try:
                 self.request("POST", path, body)
-            except urllib.error.HTTPError as error:
+            except ApiError as error:
                 if error.code != 409:
                     raise
         request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
@@ -165,10 +178,16 @@ class ControlPlane:
         return json.loads(payload) if payload else None
 
     def _send(self, method: str, path: str, data: bytes | None, headers: dict[str, str]) -> bytes:
-        request = urllib.request.Request(self.server + path, data, headers, method=method)
-        context = self.admin_ssl_context()
-        with urllib.request.urlopen(request, context=context, timeout=30) as response:
-            return bytes(response.read())
+        if self._connections is None:
+            # Kept open between calls: a new connection is a TLS handshake on both sides, and
+            # each test's namespace takes about ten of these calls.
+            self._connections = urllib3.PoolManager(ssl_context=self.admin_ssl_context())
+        answer = self._connections.request(
+            method, self.server + path, body=data, headers=headers, timeout=30.0, retries=False
+        )
+        if answer.status >= 400:
+            raise ApiError(method, path, answer.status, answer.data.decode(errors="replace"))
+        return bytes(answer.data)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -224,6 +243,9 @@ class ControlPlane:
                 process.kill()
                 process.wait()
         self._processes.clear()
+        if self._connections is not None:
+            self._connections.clear()
+            self._connections = None
 
     # -- components ----------------------------------------------------------------------
 
@@ -280,7 +302,7 @@ class ControlPlane:
                 crd,
                 content_type="application/yaml",
             )
-        except urllib.error.HTTPError as error:
+        except ApiError as error:
             if error.code != 409:
                 raise
         self._wait(
@@ -459,7 +481,7 @@ class ControlPlane:
     def _exists(self, path: str) -> bool:
         try:
             self.request("GET", path)
-        except urllib.error.HTTPError as error:
+        except ApiError as error:
             if error.code in (404, 429, 503):  # not there, or not served yet (a new CRD)
                 return False
             raise

@@ -23,6 +23,7 @@ Obj = dict[str, Any]
 _SMP = "application/strategic-merge-patch+json"
 _MERGE = "application/merge-patch+json"
 _TIMEOUT = (5, 30)
+_CONTROLLER_TAINTS = "node.kubernetes.io/"
 
 
 def now_rfc3339() -> str:
@@ -55,21 +56,30 @@ def describe(exc: BaseException) -> str:
 
 
 def _registered_as(existing: Obj, node: Obj) -> bool:
-    """Whether ``existing`` has every label of ``node`` and exactly its taints."""
+    """Whether ``existing`` has every label of ``node`` and exactly its taints, leaving out
+    those the node lifecycle controller keeps (``node.kubernetes.io/not-ready`` while a new
+    Node has no Ready condition yet): it takes them off itself once the status says Ready."""
     labels = existing["metadata"].get("labels") or {}
     wanted = node["metadata"]["labels"]
     same_labels = all(labels.get(key) == value for key, value in wanted.items())
     spec = existing.get("spec") or {}
-    return (
-        same_labels
-        and not spec.get("unschedulable")
-        and ((spec.get("taints") or []) == node["spec"]["taints"])
-    )
+    taints = [t for t in spec.get("taints") or [] if not t["key"].startswith(_CONTROLLER_TAINTS)]
+    return same_labels and not spec.get("unschedulable") and taints == node["spec"]["taints"]
 
 
 def _json(response: Any) -> Obj:
-    data = response.data
+    data = _read(response)
     return json.loads(data) if data else {}
+
+
+def _read(response: Any) -> bytes:
+    """The answer's body, its connection handed back to the client's pool: an answer left
+    unread (``_preload_content=False``) keeps its connection, and the next call opened a new
+    one, a TLS handshake on both sides, about 40 of them per test for node registration."""
+    try:
+        return bytes(response.data)
+    finally:
+        response.release_conn()
 
 
 class Kube:
@@ -109,12 +119,14 @@ class Kube:
             "metadata": {"name": name, "namespace": namespace},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        self.core.create_namespaced_pod_binding(
-            name,
-            namespace,
-            client.V1Binding.model_validate(body),
-            _preload_content=False,
-            _request_timeout=_TIMEOUT,
+        _read(
+            self.core.create_namespaced_pod_binding(
+                name,
+                namespace,
+                client.V1Binding.model_validate(body),
+                _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )
         )
 
     def patch_pod_status(
@@ -125,13 +137,15 @@ class Kube:
         body: Obj = {"status": status}
         if uid:
             body["metadata"] = {"uid": uid}
-        self.core.patch_namespaced_pod_status(
-            name,
-            namespace,
-            body,
-            _content_type=_SMP,
-            _preload_content=False,
-            _request_timeout=_TIMEOUT,
+        _read(
+            self.core.patch_namespaced_pod_status(
+                name,
+                namespace,
+                body,
+                _content_type=_SMP,
+                _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )
         )
 
     def delete_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
@@ -139,13 +153,15 @@ class Kube:
         body: Obj = {"gracePeriodSeconds": 0}
         if uid:
             body["preconditions"] = {"uid": uid}
-        self.core.delete_namespaced_pod(
-            name,
-            namespace,
-            grace_period_seconds=0,
-            body=client.V1DeleteOptions.model_validate(body),
-            _preload_content=False,
-            _request_timeout=_TIMEOUT,
+        _read(
+            self.core.delete_namespaced_pod(
+                name,
+                namespace,
+                grace_period_seconds=0,
+                body=client.V1DeleteOptions.model_validate(body),
+                _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )
         )
 
     def secret_value(self, namespace: str, name: str, key: str) -> str | None:
@@ -233,28 +249,32 @@ class Kube:
 
     def patch_node_status(self, name: str, status: Obj, *, replace_lists: bool = False) -> None:
         """Patch the Node's status; ``replace_lists`` drops stale addresses and conditions."""
-        self.core.patch_node_status(
-            name,
-            {"status": status},
-            _content_type=_MERGE if replace_lists else _SMP,
-            _preload_content=False,
-            _request_timeout=_TIMEOUT,
+        _read(
+            self.core.patch_node_status(
+                name,
+                {"status": status},
+                _content_type=_MERGE if replace_lists else _SMP,
+                _preload_content=False,
+                _request_timeout=_TIMEOUT,
+            )
         )
 
     def delete_node(self, name: str) -> None:
-        self.core.delete_node(name, _preload_content=False, _request_timeout=_TIMEOUT)
+        _read(self.core.delete_node(name, _preload_content=False, _request_timeout=_TIMEOUT))
 
     def renew_lease(self, node: str, node_uid: str | None, now_micro: str) -> None:
         """Create or renew the node's heartbeat Lease in ``kube-node-lease``."""
         spec = {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": now_micro}
         try:
-            self.coordination.patch_namespaced_lease(
-                node,
-                "kube-node-lease",
-                {"spec": spec},
-                _content_type=_MERGE,
-                _preload_content=False,
-                _request_timeout=_TIMEOUT,
+            _read(
+                self.coordination.patch_namespaced_lease(
+                    node,
+                    "kube-node-lease",
+                    {"spec": spec},
+                    _content_type=_MERGE,
+                    _preload_content=False,
+                    _request_timeout=_TIMEOUT,
+                )
             )
         except ApiException as exc:
             if exc.status != 404:
@@ -264,7 +284,7 @@ class Kube:
                 meta["ownerReferences"] = [
                     {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}
                 ]
-            self.coordination.create_namespaced_lease(
+            _read(self.coordination.create_namespaced_lease(
                 "kube-node-lease",
                 client.V1Lease.model_validate(
                     {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
@@ -272,7 +292,7 @@ class Kube:
                 ),
                 _preload_content=False,
                 _request_timeout=_TIMEOUT,
-            )  # fmt: skip
+            ))  # fmt: skip
 
 
 def iter_lines(response: Any) -> Iterator[str]:
