@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kinetic_testing.bytecode import SOURCE_DIRS
+from kinetic_testing.bytecode import SOURCE_DIRS, shares
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -49,3 +49,19 @@ def test_the_precompiled_directories_are_the_workspace_packages() -> None:
     sources = {str(path.relative_to(ROOT)) for path in ROOT.glob("packages/*/src")}
     sources.add("tools/kinetic-testing/src")
     assert set(SOURCE_DIRS) == sources
+
+
+def test_the_compile_processes_get_packages_of_about_as_many_files_each(tmp_path: Path) -> None:
+    sizes = {"big": 6, "middle": 3, "other": 3}
+    for name, count in sizes.items():
+        for index in range(count):
+            (tmp_path / name / "sub").mkdir(parents=True, exist_ok=True)
+            (tmp_path / name / "sub" / f"m{index}.py").write_text("")
+    (tmp_path / "single.py").write_text("")
+    entries = [tmp_path / name for name in sizes] + [tmp_path / "single.py"]
+
+    split = shares(entries, 2)
+
+    assert sorted(entry for share in split for entry in share) == sorted(entries)
+    loads = sorted(sum(sizes.get(entry.name, 1) for entry in share) for share in split)
+    assert loads == [6, 7]
