@@ -66,7 +66,7 @@ from kinetic_runtime.deadline import arm_deadline
 from kinetic_runtime.keeper import keep_output
 from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
-from kinetic_runtime.stores import open_store
+from kinetic_runtime.stores import load_client_library, open_store
 from kinetic_runtime.workspace import (
     apply_environment,
     install_requirements,
@@ -369,11 +369,12 @@ def _start_index_run(
     return None
 
 
-def _keep_output(store_uri: str, job_id: str, host: int) -> ObjectStore:
+def _keep_output(store: ObjectStore, store_uri: str, job_id: str, host: int) -> ObjectStore:
     """Fork the keeper of this run's output (see :func:`keep_output`); the store this process
-    uses from then on. Never the one opened before the fork: its connection pool's sockets
+    uses from then on. Never ``store``, opened before the fork: its connection pool's sockets
     and locks are the parent's too (a 2-host leader hung for minutes on a pool lock copied
-    while held)."""
+    while held). Its client library is loaded before the fork, once for both processes."""
+    load_client_library(store)
     keep_output(store_uri, job_id, host, lambda m: _say(f"job {job_id}: {m}"))
     return open_store(store_uri)
 
@@ -415,7 +416,7 @@ def run_job(
         return early
     # From here on this process runs the job: its output is kept in the store by a parent
     # that outlives it (a restarted host, which only waits, keeps nothing over its first run's).
-    store = _keep_output(store_uri, job_id, host.index if host else 0)
+    store = _keep_output(store, store_uri, job_id, host.index if host else 0)
     arm_deadline(job_id)  # only a run that goes on: a restarted host waits instead
     if host is None:
         _record_start(store, job_id)

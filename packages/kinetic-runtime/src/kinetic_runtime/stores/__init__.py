@@ -7,6 +7,7 @@ load the ``gs://`` store's own module (HTTP and thread-pool machinery) before a 
 is opened or ``GCSStore`` is named: a local job's start pays for neither.
 """
 
+import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -17,7 +18,13 @@ from kinetic_runtime.stores.local import LocalStore
 if TYPE_CHECKING:
     from kinetic_runtime.stores.gcs import GCSStore
 
-__all__ = ["GCSStore", "LocalStore", "default_local_store_uri", "open_store"]
+__all__ = [
+    "GCSStore",
+    "LocalStore",
+    "default_local_store_uri",
+    "load_client_library",
+    "open_store",
+]
 
 _ACCEPTED = "gs://BUCKET[/PREFIX] (e.g. gs://my-bucket), file:///ABSOLUTE/PATH or /ABSOLUTE/PATH"
 
@@ -65,3 +72,11 @@ def default_local_store_uri() -> str:
     from kinetic_runtime.settings import kinetic_home
 
     return (kinetic_home() / "store").as_uri()
+
+
+def load_client_library(store: ObjectStore) -> None:
+    """Import the library ``store`` makes its client from, without making the client (see
+    :func:`kinetic_runtime.stores.gcs.load_library`); nothing for a ``file://`` store."""
+    gcs = sys.modules.get("kinetic_runtime.stores.gcs")  # loaded once a gs:// URI is opened
+    if gcs is not None and isinstance(store, gcs.GCSStore):
+        gcs.load_library()
