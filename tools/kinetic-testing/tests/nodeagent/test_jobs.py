@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kinetic_testing.controlplane.cluster import ControlPlane
-from kinetic_testing.nodeagent import NodeAgent
+from kinetic_testing.nodeagent import NodeAgent, base_host_env
 
 pytestmark = pytest.mark.realk8s
 
@@ -185,3 +185,22 @@ def test_a_failure_report_shows_each_pods_last_lines_and_restarts(
     )
     assert "terminated(Completed) exit 0 restarts=0" in shown[line], shown[line]
     assert shown[line + 1] == "    | the last words of the pod"
+
+
+def test_a_log_read_after_an_agent_took_over_its_port_reaches_the_new_agent(
+    real_k8s: ControlPlane, h, tmp_path: Path
+) -> None:
+    """The API server keeps its connections to a kubelet's port open; an agent that stopped
+    must close them, or the next agent on that port is never asked for its pods' logs."""
+    env = base_host_env(os.environ)
+    with NodeAgent(real_k8s.api_client, workdir=tmp_path / "first", host_env=env) as first:
+        h.create_job("before", "print('from the first agent')")
+        pod = h.wait(lambda: h.only_pod("before", "Succeeded"), what="the first pod's end")
+        assert h.logs(pod["metadata"]["name"]) == "from the first agent\n"  # a kept connection
+        port = first.log_port
+    with NodeAgent(real_k8s.api_client, workdir=tmp_path / "second", host_env=env) as second:
+        assert second.log_port == port
+        h.create_job("after", "print('from the second agent')")
+        pod = h.wait(lambda: h.only_pod("after", "Succeeded"), what="the second pod's end")
+        assert h.logs(pod["metadata"]["name"]) == "from the second agent\n"
+        assert second.errors == []

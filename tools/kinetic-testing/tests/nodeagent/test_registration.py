@@ -43,20 +43,38 @@ def _ready(node: client.V1Node) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
 
 
-def test_an_agent_refreshes_only_the_status_of_nodes_an_earlier_agent_registered(
-    real_k8s: ControlPlane, tmp_path: Path, node_writes: Counter[str]
-) -> None:
-    with _agent(real_k8s, tmp_path, "first"):
-        pass
-    node_writes.clear()
-    with _agent(real_k8s, tmp_path, "second") as agent:
-        assert agent.errors == []
+def _nodes_ready(plane: ControlPlane, log_port: int) -> bool:
     names = {spec.name for spec in default_nodes()}
-    assert node_writes == Counter({"patch_node_status": len(names)})
-    api = real_k8s.api_client()
+    api = plane.api_client()
     nodes = [n for n in client.CoreV1Api(api).list_node().items if n.metadata.name in names]
     api.close()
-    assert len(nodes) == len(names) and all(_ready(node) for node in nodes)
+    return len(nodes) == len(names) and all(
+        _ready(node) and node.status.daemon_endpoints.kubelet_endpoint.port == log_port
+        for node in nodes
+    )
+
+
+def test_an_agent_writes_no_node_an_earlier_agent_left_current(
+    real_k8s: ControlPlane, tmp_path: Path, node_writes: Counter[str]
+) -> None:
+    with _agent(real_k8s, tmp_path, "first") as first:
+        port = first.log_port
+    node_writes.clear()
+    with _agent(real_k8s, tmp_path, "second") as agent:
+        assert agent.errors == [] and agent.log_port == port  # its logs where the Nodes say
+    assert node_writes == Counter()
+    assert _nodes_ready(real_k8s, port)
+
+
+def test_an_agent_serving_logs_elsewhere_refreshes_only_the_status_of_the_nodes(
+    real_k8s: ControlPlane, tmp_path: Path, node_writes: Counter[str]
+) -> None:
+    with _agent(real_k8s, tmp_path, "first") as first:  # holds its log port meanwhile
+        node_writes.clear()
+        with _agent(real_k8s, tmp_path, "second") as second:
+            assert second.errors == [] and second.log_port != first.log_port
+            assert _nodes_ready(real_k8s, second.log_port)
+    assert node_writes == Counter({"patch_node_status": len(default_nodes())})
 
 
 def test_a_node_a_test_tainted_or_cordoned_is_registered_again_as_its_spec_says(
@@ -83,10 +101,14 @@ def test_a_node_a_test_tainted_or_cordoned_is_registered_again_as_its_spec_says(
 def test_an_agent_keeps_its_connections_open_between_calls(
     real_k8s: ControlPlane, tmp_path: Path, node_writes: Counter[str], tls_handshakes: list[str]
 ) -> None:
-    with _agent(real_k8s, tmp_path, "counted") as agent:
-        assert agent.errors == []
+    with _agent(real_k8s, tmp_path, "first"):  # holds its log port: the Nodes need new status
+        tls_handshakes.clear()
+        node_writes.clear()
+        with _agent(real_k8s, tmp_path, "counted") as agent:
+            assert agent.errors == []
+        handshakes = len(tls_handshakes)
     calls = sum(node_writes.values()) + len(default_nodes())  # and a Lease renewal each
     # One per registration thread, the pod watch and the reconcile loop: not one per call.
-    assert calls >= 2 * len(default_nodes()) and len(tls_handshakes) <= 8, (
-        f"{len(tls_handshakes)} TLS connections opened for {calls} calls"
+    assert calls >= 2 * len(default_nodes()) and handshakes <= 8, (
+        f"{handshakes} TLS connections opened for {calls} calls"
     )

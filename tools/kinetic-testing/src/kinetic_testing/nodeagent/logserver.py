@@ -7,7 +7,9 @@ A node marked unreachable gets its connections dropped unanswered, so the apiser
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import socket
 import ssl
 import sys
 import threading
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 __all__ = ["LogServer", "LogSource", "write_self_signed_cert"]
@@ -162,13 +165,40 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
-        self, resolve: Resolver, unreachable: Callable[[str], bool], report: Callable[[str], None]
+        self,
+        port: int,
+        resolve: Resolver,
+        unreachable: Callable[[str], bool],
+        report: Callable[[str], None],
     ) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(("127.0.0.1", port), _Handler)
         self.resolve = resolve
         self.unreachable = unreachable
         self.report = report
         self.stopping = threading.Event()
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        with self._open_lock:
+            self._open.add(connection)
+        return connection, address
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def hang_up(self) -> None:
+        """Close every connection still open (a kept-alive one, a log being followed): the
+        next agent may listen on this port, and the API server must not reach this one's
+        handlers through a connection it kept, as it would a restarted kubelet's."""
+        with self._open_lock:
+            connections = list(self._open)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: object, client_address: object) -> None:
         """Record handler failures; a client hanging up mid-stream is routine."""
@@ -177,8 +207,30 @@ class _Server(ThreadingHTTPServer):
             self.report(f"log server: {type(error).__name__}: {error}")
 
 
+class _LastPort:
+    """The port this process's last log server listened on. The next one takes it again when
+    it is free: one agent per test registers the same nodes each time, and a Node whose
+    kubelet endpoint is unchanged needs no status write (:meth:`Kube.apply_node`)."""
+
+    port = 0
+
+
+def _bind(
+    resolve: Resolver, unreachable: Callable[[str], bool], report: Callable[[str], None]
+) -> _Server:
+    server = None
+    if _LastPort.port:
+        with contextlib.suppress(OSError):  # another agent of this process holds it
+            server = _Server(_LastPort.port, resolve, unreachable, report)
+    if server is None:
+        server = _Server(0, resolve, unreachable, report)
+    _LastPort.port = server.server_address[1]
+    return server
+
+
 class LogServer:
-    """An HTTPS server on 127.0.0.1:<free port>, run in a daemon thread."""
+    """An HTTPS server on 127.0.0.1 (the port the last one used, when free), run in a daemon
+    thread."""
 
     def __init__(
         self,
@@ -190,7 +242,7 @@ class LogServer:
         key, cert = write_self_signed_cert(workdir)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
-        self._server = _Server(resolve, unreachable, report)
+        self._server = _bind(resolve, unreachable, report)
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(
@@ -205,4 +257,5 @@ class LogServer:
         self._server.stopping.set()
         self._server.shutdown()
         self._server.server_close()
+        self._server.hang_up()
         self._thread.join(timeout=1)
