@@ -91,10 +91,12 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the control plane tier before ``-m`` selects (so ``-m "not realk8s"`` leaves it out)."""
+    """Mark the control plane tier before ``-m`` selects (so ``-m "not realk8s"`` leaves it out);
+    run the image tier first (see ``image_tier_first``)."""
     for item in items:
         if uses_real_k8s(item):
             item.add_marker(MARKER)
+    image_tier.image_tier_first(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
