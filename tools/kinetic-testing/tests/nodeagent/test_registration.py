@@ -112,3 +112,27 @@ def test_an_agent_keeps_its_connections_open_between_calls(
     assert calls >= 2 * len(default_nodes()) and handshakes <= 8, (
         f"{handshakes} TLS connections opened for {calls} calls"
     )
+
+
+def test_a_node_no_longer_ready_gets_its_status_again(
+    real_k8s: ControlPlane, tmp_path: Path, node_writes: Counter[str]
+) -> None:
+    """What the node lifecycle controller does to a node whose agent went away (its Ready
+    condition turns Unknown) is undone by the next agent, for that node only."""
+    with _agent(real_k8s, tmp_path, "first") as first:
+        port = first.log_port
+    api = real_k8s.api_client()
+    node = client.CoreV1Api(api).read_node("cpu-0")
+    unknown = [
+        {**c.to_dict(), "status": "Unknown"} if c.type == "Ready" else c.to_dict()
+        for c in node.status.conditions
+    ]
+    client.CoreV1Api(api).patch_node_status(
+        "cpu-0", {"status": {"conditions": [api.sanitize_for_serialization(c) for c in unknown]}}
+    )
+    api.close()
+    node_writes.clear()
+    with _agent(real_k8s, tmp_path, "second") as agent:
+        assert agent.errors == [] and agent.log_port == port
+    assert node_writes == Counter({"patch_node_status": 1})
+    assert _nodes_ready(real_k8s, port)

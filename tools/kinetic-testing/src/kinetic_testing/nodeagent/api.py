@@ -79,19 +79,16 @@ def _status_current(existing: Obj, node: Obj) -> bool:
     return ready and all(status.get(field) == wanted[field] for field in fields)
 
 
-def _json(response: Any) -> Obj:
-    data = _read(response)
-    return json.loads(data) if data else {}
-
-
-def _read(response: Any) -> bytes:
-    """The answer's body, its connection handed back to the client's pool: an answer left
-    unread (``_preload_content=False``) keeps its connection, and the next call opened a new
-    one, a TLS handshake on both sides, about 40 of them per test for node registration."""
+def _call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
+    """One API call, its answer a dict, read whole: an answer left unread keeps its
+    connection from the client's pool, and the next call opened a new one (a TLS handshake
+    on both sides, about 40 of them per test for node registration alone)."""
+    response = method(*args, _preload_content=False, _request_timeout=_TIMEOUT, **kwargs)
     try:
-        return bytes(response.data)
+        data = response.data
     finally:
         response.release_conn()
+    return json.loads(data) if data else {}
 
 
 class Kube:
@@ -108,9 +105,7 @@ class Kube:
     # Pods
     def list_pods(self) -> tuple[list[Obj], str]:
         """Every pod, and the resourceVersion to watch from."""
-        body = _json(
-            self.core.list_pod_for_all_namespaces(_preload_content=False, _request_timeout=_TIMEOUT)
-        )
+        body = _call(self.core.list_pod_for_all_namespaces)
         return list(body.get("items") or []), str(body["metadata"]["resourceVersion"])
 
     def watch_pods(self, resource_version: str, timeout: int) -> Any:
@@ -131,14 +126,11 @@ class Kube:
             "metadata": {"name": name, "namespace": namespace},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        _read(
-            self.core.create_namespaced_pod_binding(
-                name,
-                namespace,
-                client.V1Binding.model_validate(body),
-                _preload_content=False,
-                _request_timeout=_TIMEOUT,
-            )
+        _call(
+            self.core.create_namespaced_pod_binding,
+            name,
+            namespace,
+            client.V1Binding.model_validate(body),
         )
 
     def patch_pod_status(
@@ -149,31 +141,19 @@ class Kube:
         body: Obj = {"status": status}
         if uid:
             body["metadata"] = {"uid": uid}
-        _read(
-            self.core.patch_namespaced_pod_status(
-                name,
-                namespace,
-                body,
-                _content_type=_SMP,
-                _preload_content=False,
-                _request_timeout=_TIMEOUT,
-            )
-        )
+        _call(self.core.patch_namespaced_pod_status, name, namespace, body, _content_type=_SMP)
 
     def delete_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
         """Confirm a deletion (grace 0), guarded by uid so a namesake is never hit."""
         body: Obj = {"gracePeriodSeconds": 0}
         if uid:
             body["preconditions"] = {"uid": uid}
-        _read(
-            self.core.delete_namespaced_pod(
-                name,
-                namespace,
-                grace_period_seconds=0,
-                body=client.V1DeleteOptions.model_validate(body),
-                _preload_content=False,
-                _request_timeout=_TIMEOUT,
-            )
+        _call(
+            self.core.delete_namespaced_pod,
+            name,
+            namespace,
+            grace_period_seconds=0,
+            body=client.V1DeleteOptions.model_validate(body),
         )
 
     def secret_value(self, namespace: str, name: str, key: str) -> str | None:
@@ -194,22 +174,20 @@ class Kube:
             else self.core.read_namespaced_config_map
         )
         try:
-            raw = read(name, namespace, _preload_content=False, _request_timeout=_TIMEOUT)
+            found = _call(read, name, namespace)
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
-        return dict(_json(raw).get("data") or {})
+        return dict(found.get("data") or {})
 
     def service_account_token(self, namespace: str, account: str, pod: Obj, seconds: int) -> str:
         """A token for ``account``, bound to ``pod`` (as the kubelet asks for one)."""
         meta = pod["metadata"]
         bound = {"kind": "Pod", "apiVersion": "v1", "name": meta["name"], "uid": meta["uid"]}
         body: Any = {"spec": {"expirationSeconds": seconds, "boundObjectRef": bound}}
-        answer = self.core.create_namespaced_service_account_token(
-            account, namespace, body, _preload_content=False, _request_timeout=_TIMEOUT
-        )
-        return str(_json(answer)["status"]["token"])
+        answer = _call(self.core.create_namespaced_service_account_token, account, namespace, body)
+        return str(answer["status"]["token"])
 
     def service_env(self) -> dict[str, str]:
         """The ``KUBERNETES_SERVICE_*`` variables every pod gets: the API server's address."""
@@ -229,7 +207,7 @@ class Kube:
     # Nodes and leases
     def nodes(self) -> dict[str, Obj]:
         """Every Node there is, by name."""
-        listing = _json(self.core.list_node(_preload_content=False, _request_timeout=_TIMEOUT))
+        listing = _call(self.core.list_node)
         return {node["metadata"]["name"]: node for node in listing.get("items") or []}
 
     def apply_node(self, node: Obj, existing: Obj | None = None) -> str:
@@ -245,50 +223,38 @@ class Kube:
                 self.patch_node_status(name, node["status"], replace_lists=True)
             return str(existing["metadata"]["uid"])
         try:
-            created = self.core.create_node(
-                client.V1Node.model_validate(node),
-                _preload_content=False,
-                _request_timeout=_TIMEOUT,
-            )
+            created = _call(self.core.create_node, client.V1Node.model_validate(node))
         except ApiException as exc:
             if exc.status != 409:
                 raise
             spec = {**node["spec"], "unschedulable": None}  # uncordoned, as registered
             patch = {"metadata": {"labels": node["metadata"]["labels"]}, "spec": spec}
-            created = self.core.patch_node(
-                name, patch, _content_type=_MERGE, _preload_content=False, _request_timeout=_TIMEOUT
-            )
+            created = _call(self.core.patch_node, name, patch, _content_type=_MERGE)
         self.patch_node_status(name, node["status"], replace_lists=True)
-        return str(_json(created)["metadata"]["uid"])
+        return str(created["metadata"]["uid"])
 
     def patch_node_status(self, name: str, status: Obj, *, replace_lists: bool = False) -> None:
         """Patch the Node's status; ``replace_lists`` drops stale addresses and conditions."""
-        _read(
-            self.core.patch_node_status(
-                name,
-                {"status": status},
-                _content_type=_MERGE if replace_lists else _SMP,
-                _preload_content=False,
-                _request_timeout=_TIMEOUT,
-            )
+        _call(
+            self.core.patch_node_status,
+            name,
+            {"status": status},
+            _content_type=_MERGE if replace_lists else _SMP,
         )
 
     def delete_node(self, name: str) -> None:
-        _read(self.core.delete_node(name, _preload_content=False, _request_timeout=_TIMEOUT))
+        _call(self.core.delete_node, name)
 
     def renew_lease(self, node: str, node_uid: str | None, now_micro: str) -> None:
         """Create or renew the node's heartbeat Lease in ``kube-node-lease``."""
         spec = {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": now_micro}
         try:
-            _read(
-                self.coordination.patch_namespaced_lease(
-                    node,
-                    "kube-node-lease",
-                    {"spec": spec},
-                    _content_type=_MERGE,
-                    _preload_content=False,
-                    _request_timeout=_TIMEOUT,
-                )
+            _call(
+                self.coordination.patch_namespaced_lease,
+                node,
+                "kube-node-lease",
+                {"spec": spec},
+                _content_type=_MERGE,
             )
         except ApiException as exc:
             if exc.status != 404:
@@ -298,15 +264,10 @@ class Kube:
                 meta["ownerReferences"] = [
                     {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}
                 ]
-            _read(self.coordination.create_namespaced_lease(
-                "kube-node-lease",
-                client.V1Lease.model_validate(
-                    {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
-                     "spec": spec}
-                ),
-                _preload_content=False,
-                _request_timeout=_TIMEOUT,
-            ))  # fmt: skip
+            lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta}
+            lease["spec"] = spec
+            create = self.coordination.create_namespaced_lease
+            _call(create, "kube-node-lease", client.V1Lease.model_validate(lease))
 
 
 def iter_lines(response: Any) -> Iterator[str]:
