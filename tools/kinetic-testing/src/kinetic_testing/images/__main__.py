@@ -11,11 +11,11 @@ def main(argv: list[str]) -> int:
         print("usage: python -m kinetic_testing.images build", file=sys.stderr)
         return 2
     try:
-        ensure_standins()
+        buildah = ensure_standins()
     except (ImageToolMissing, ImageCommandError) as error:
         print(error, file=sys.stderr)
         return 1
-    print(f"stand-in images ready in {cache_root()}")
+    print(f"stand-in images ready in {cache_root()} ({buildah.driver} storage)")
     return 0
 
 

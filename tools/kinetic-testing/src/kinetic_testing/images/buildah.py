@@ -1,21 +1,38 @@
-"""Run ``buildah`` against the tier's own image storage (``vfs``, ``chroot`` isolation).
+"""Run ``buildah`` against the tier's own image storage (``chroot`` isolation).
 
 Every command goes through :class:`Buildah`, so all images of the tier live in one store under
 the cache (never the machine's default ``/var/lib/containers``), and the flags that work on this
-machine kind (no overlay, no user namespaces, no cgroups) are given in one place.
+machine kind (no user namespaces, no cgroups) are given in one place.
+
+The store uses the ``overlay`` driver where this machine can mount overlayfs there, else
+``vfs``. ``vfs`` copies a whole root file system for every layer and every container: with it
+the tier spent 107 s of system CPU on 2 cores copying files, against 19 s with ``overlay``.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["Buildah", "ImageCommandError", "ImageToolMissing", "build_files", "require_tools"]
+__all__ = [
+    "STORAGE_DRIVERS",
+    "STORAGE_DRIVER_ENV",
+    "Buildah",
+    "ImageCommandError",
+    "ImageToolMissing",
+    "build_files",
+    "require_tools",
+    "storage_driver",
+]
 
 _TOOLS = ("buildah", "debootstrap")
 _OUTPUT_TAIL = 4000
+STORAGE_DRIVER_ENV = "KINETIC_IMAGES_STORAGE_DRIVER"
+STORAGE_DRIVERS = ("overlay", "vfs")
 
 
 class ImageToolMissing(RuntimeError):
@@ -37,16 +54,43 @@ def require_tools() -> None:
         )
 
 
-class Buildah:
-    """``buildah`` with its storage at ``root`` (state at ``root/run``)."""
+def storage_driver(root: Path) -> str:
+    """The storage driver for a store under ``root``: ``$KINETIC_IMAGES_STORAGE_DRIVER`` when
+    set, else ``overlay`` where buildah can use it there, else ``vfs``."""
+    chosen = os.environ.get(STORAGE_DRIVER_ENV, "")
+    if chosen:
+        if chosen not in STORAGE_DRIVERS:
+            raise ValueError(
+                f"{STORAGE_DRIVER_ENV}={chosen!r} is not a storage driver the image tier uses: "
+                f"set it to one of {', '.join(STORAGE_DRIVERS)}, or unset it to use overlay "
+                "where this machine supports it"
+            )
+        return chosen
+    return "overlay" if _overlay_works(root) else "vfs"
 
-    def __init__(self, root: Path) -> None:
+
+@functools.cache
+def _overlay_works(root: Path) -> bool:
+    """Whether buildah opens an overlay store under ``root`` (it mounts overlayfs to check)."""
+    done = subprocess.run(
+        Buildah(root, driver="overlay").command("info"), capture_output=True, check=False
+    )
+    return done.returncode == 0
+
+
+class Buildah:
+    """``buildah`` with a store of ``driver`` under ``root`` (one store per driver: a store
+    written by one cannot be read by the other)."""
+
+    def __init__(self, root: Path, *, driver: str | None = None) -> None:
         self.root = root
+        self.driver = driver or storage_driver(root)
 
     def command(self, *args: str) -> list[str]:
         return [
-            "buildah", "--root", str(self.root / "storage"), "--runroot", str(self.root / "run"),
-            "--storage-driver", "vfs", *args,
+            "buildah", "--root", str(self.root / f"storage-{self.driver}"),
+            "--runroot", str(self.root / f"run-{self.driver}"),
+            "--storage-driver", self.driver, *args,
         ]  # fmt: skip
 
     def run(self, *args: str, cwd: Path | None = None, timeout: float | None = None) -> str:

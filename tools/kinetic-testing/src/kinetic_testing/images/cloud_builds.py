@@ -3,7 +3,7 @@
 A ``Build`` request Kinetic sends carries its context inline (the ``unpack-context`` step's
 ``KINETIC_BUILD_CONTEXT[_N]`` variables: a base64 gzipped tar) and a ``docker build`` step
 naming the image. :class:`BuildahCloudBuilds` unpacks that context, builds it the way the
-image tier builds (``buildah bud``, ``chroot`` isolation, ``vfs``, never pulling: the
+image tier builds (``buildah bud``, ``chroot`` isolation, never pulling: the
 stand-in bases), once per distinct context in the session, and registers the image with the
 node agent's :class:`~kinetic_testing.images.pods.LocalImages` under the URI the build
 "pushes", so a pod naming that URI runs in it. The fake registry then reports the tag.

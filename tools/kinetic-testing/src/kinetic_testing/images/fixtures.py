@@ -84,7 +84,7 @@ def oci_images(pytestconfig: pytest.Config) -> Buildah:
 
 class ImageBuilds:
     """Builds each distinct build context once per session, tagged by its content hash, and
-    removes what it built at the end (``vfs`` keeps a whole copy per layer: disk adds up)."""
+    removes what it built at the end (sessions share the store: disk adds up)."""
 
     def __init__(self, buildah: Buildah, workdir: Path) -> None:
         self.buildah = buildah
@@ -115,7 +115,10 @@ class ImageBuilds:
         each = ", ".join(
             f"{tag.rsplit('/', 1)[-1]} {seconds:.0f} s" for tag, seconds in self._seconds.items()
         )
-        return f"image tier: {len(self._seconds)} image builds ({each or 'none'})"
+        return (
+            f"image tier: {len(self._seconds)} image builds ({each or 'none'}; "
+            f"{self.buildah.driver} storage)"
+        )
 
     def remove_all(self) -> None:
         for tag in self._built:
