@@ -1,5 +1,5 @@
-"""How many test workers a run gets: the whole suite (no paths named) runs on three, a run of
-chosen paths in one process, and ``KINETIC_TEST_WORKERS`` overrides both."""
+"""How many test workers a run gets: the whole suite (no paths named) runs on two per CPU, a
+run of chosen paths in one process, and ``KINETIC_TEST_WORKERS`` overrides both."""
 
 import os
 import subprocess
@@ -16,13 +16,17 @@ testpaths = tests
 """
 
 
-def _run(project: Path, *args: str, workers: str | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    project: Path, *args: str, workers: str | None = None, cpus: set[int] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run pytest in ``project``, on the CPUs ``cpus`` when given."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KINETIC_", "PYTEST_"))}
     if workers is not None:
         env["KINETIC_TEST_WORKERS"] = workers
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", *args],
         cwd=project, env=env, capture_output=True, text=True, timeout=240, check=False,
+        preexec_fn=None if cpus is None else lambda: os.sched_setaffinity(0, cpus),
     )  # fmt: skip
 
 
@@ -54,10 +58,26 @@ def _ran(project: Path) -> set[str]:
     return set((project / "ran").read_text().splitlines())
 
 
-def test_the_whole_suite_runs_on_three_workers(project: Path) -> None:
-    done = _run(project)
+def _worker_counts(project: Path) -> set[str]:
+    counts = {line.split()[1] for line in _ran(project)}
+    (project / "ran").unlink()
+    return counts
+
+
+def test_the_whole_suite_runs_on_two_workers_per_cpu(project: Path) -> None:
+    first_two = set(sorted(os.sched_getaffinity(0))[:2])
+    done = _run(project, cpus=first_two)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert {line.split()[1] for line in _ran(project)} == {"3"}
+    assert _worker_counts(project) == {str(2 * len(first_two))}
+    one = {min(first_two)}
+    assert _run(project, cpus=one).returncode == 0
+    assert _worker_counts(project) == {"2"}
+
+
+def test_auto_gives_a_run_of_chosen_paths_the_whole_suites_workers(project: Path) -> None:
+    done = _run(project, "tests/test_where.py", workers="auto", cpus={min(os.sched_getaffinity(0))})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _worker_counts(project) == {"2"}
 
 
 def test_a_run_of_chosen_paths_stays_in_one_process(project: Path) -> None:

@@ -66,9 +66,12 @@ because they already ran: ``.ci/run`` runs each backend package's tests in an en
 without the client first, then the README's command, which would otherwise run them again."""
 _left_out: set[str] = set()
 WORKERS_ENV = "KINETIC_TEST_WORKERS"
-DEFAULT_WORKERS = 3
-"""On the 2-core machine CI runs on, three workers keep both cores busy (169% CPU against
-143% with two) while tests wait on controllers' delays: 10:55 for the suite against 11:54."""
+WORKERS_PER_CPU = 2
+"""Each worker spends about half its time waiting on jobs' processes and controllers' delays:
+on 2 cores, four workers used 176% of the CPU and ran the suite in 8:55, three 164% in 9:31,
+for the same CPU time (944 and 940 s)."""
+MAX_DEFAULT_WORKERS = 8
+"""Each worker runs a control plane of its own (about 1 GiB with it)."""
 _ALREADY_RUN = pytest.StashKey[dict[Path, str]]()
 
 
@@ -171,21 +174,30 @@ def pytest_testnodedown(node: Any, error: object) -> None:
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own (one per CPU)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """How many test workers ``-n auto`` (the default) starts: the whole suite (no paths
-    named) runs on ``KINETIC_TEST_WORKERS`` workers, 3 unless set, because most of its time
-    is spent waiting on jobs' processes and the control plane rather than on a CPU; a run of
-    chosen paths stays in one process (quick to start, easy to debug)."""
+    named) runs on :func:`suite_workers`, because most of its time is spent waiting on jobs'
+    processes and the control plane rather than on a CPU; a run of chosen paths stays in one
+    process (quick to start, easy to debug). ``KINETIC_TEST_WORKERS`` overrides both (``auto``:
+    as many as the whole suite gets)."""
     chosen = os.environ.get(WORKERS_ENV, "")
+    if chosen == "auto":
+        return suite_workers()
     if chosen:
         try:
             workers = int(chosen)
         except ValueError:
             raise pytest.UsageError(
                 f"{WORKERS_ENV}={chosen!r} is not a number of test workers: use 0 (one "
-                "process) or more"
+                "process) or more, or auto"
             ) from None
         return max(workers, 0)
     whole_suite = config.args_source is pytest.Config.ArgsSource.TESTPATHS
-    return DEFAULT_WORKERS if whole_suite else 0
+    return suite_workers() if whole_suite else 0
+
+
+def suite_workers() -> int:
+    """Two workers per CPU this process may run on, at least two and at most eight."""
+    cpus = len(os.sched_getaffinity(0))
+    return max(2, min(WORKERS_PER_CPU * cpus, MAX_DEFAULT_WORKERS))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
