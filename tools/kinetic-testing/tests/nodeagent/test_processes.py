@@ -52,3 +52,29 @@ def test_a_hung_pods_processes_show_the_line_they_wait_on(tmp_path: Path) -> Non
         process.reap(timeout=5)
     assert shown.count("--- pod ns/hung, pid ") == 2, shown
     assert shown.count("wait_for_ever (hangs.py:4)") == 2, shown
+
+
+def test_a_container_has_exited_only_once_no_process_of_it_runs(tmp_path: Path) -> None:
+    """Its first process gone, a child that ignores SIGTERM still runs until the group's kill."""
+    script = tmp_path / "leaves_a_child.py"
+    script.write_text(
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import signal, time\\n"
+        'signal.signal(signal.SIGTERM, signal.SIG_IGN)\\nprint("ready", flush=True)\\n'
+        "time.sleep(600)'], stdout=subprocess.PIPE, text=True)\n"
+        "child.stdout.readline()\n"
+        "print(child.pid, flush=True)\n"
+    )
+    log = tmp_path / "log"
+    process = PodProcess([sys.executable, str(script)], {}, tmp_path, log)
+    try:
+        assert process._popen.wait(timeout=60) == 0
+        child = int(log.read_text().split()[0])
+        process.terminate(grace=60)
+        assert not process.await_group_exit(0.2), "the child ignoring SIGTERM still runs"
+        process.kill()
+        assert process.await_group_exit(30)
+        stat = Path(f"/proc/{child}/stat")
+        assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    finally:
+        process.kill()

@@ -35,6 +35,8 @@ __all__ = ["Kubelet"]
 
 _KILL_FAULTS: tuple[FaultKind, ...] = ("oom", "evict", "preempt", "node-loss")
 _MAX_GRACE = 2.0
+_GROUP_EXIT_S = 10.0
+"""How long a container's SIGKILLed processes get to die before it is reported exited anyway."""
 _PULL_BACKOFF_AFTER = 1.0
 
 
@@ -297,6 +299,9 @@ class Kubelet:
     def _confirm(self, rt: PodRuntime) -> None:
         if rt.confirmed:
             return
+        if rt.process is not None:  # its first process has just ended: the others go with it
+            rt.process.kill()
+            rt.process.await_group_exit(_GROUP_EXIT_S)
         rt.confirmed = rt.finished = True
         ns, name = rt.key
         try:
@@ -361,6 +366,7 @@ class Kubelet:
 
     def _exited(self, rt: PodRuntime, process: PodProcess, code: int) -> None:
         process.kill()  # the container's other processes die with it
+        process.await_group_exit(_GROUP_EXIT_S)
         now = now_rfc3339()
         rt.process = None
         deleting = bool(rt.pod["metadata"].get("deletionTimestamp"))

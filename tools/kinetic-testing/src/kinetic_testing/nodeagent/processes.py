@@ -65,6 +65,18 @@ class PodProcess:
         if overdue and self._popen.poll() is None:
             self._signal(signal.SIGKILL)
 
+    def await_group_exit(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` until no process of the container's group runs (a zombie has
+        ended); whether none does. A container's processes die with its first one (its PID
+        namespace's init), and a runtime reports the container exited only then: a signalled
+        process on a loaded machine may still be running when its group's leader is reaped."""
+        deadline = time.monotonic() + timeout
+        while _group_running(self.pid):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
     def reap(self, timeout: float) -> None:
         """Kill the whole group and wait up to ``timeout`` for the leader (agent stop, pod
         gone). A leader not reaped by then (a loaded machine) is left to a thread that waits
@@ -75,3 +87,18 @@ class PodProcess:
             self._popen.wait(timeout)
         except subprocess.TimeoutExpired:
             threading.Thread(target=self._popen.wait, name="nodeagent-reap", daemon=True).start()
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is running (procfs; a zombie is not)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:  # gone while we looked
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
