@@ -66,10 +66,11 @@ because they already ran: ``.ci/run`` runs each backend package's tests in an en
 without the client first, then the README's command, which would otherwise run them again."""
 _left_out: set[str] = set()
 WORKERS_ENV = "KINETIC_TEST_WORKERS"
-WORKERS_PER_CPU = 2
-"""Each worker spends about half its time waiting on jobs' processes and controllers' delays:
-on 2 cores, four workers used 176% of the CPU and ran the suite in 8:55, three 164% in 9:31,
-for the same CPU time (944 and 940 s)."""
+EXTRA_WORKERS = 1
+"""Workers beyond one per CPU: each waits on jobs' processes and controllers' delays about half
+its time. On 2 cores, back to back in one checkout, four workers ran the suite in 535 s and
+three in 571 s for the same CPU; from fresh clones, four took 590 and 598 s (about 100 CPU-s
+more) and three 570 to 575 s. No reliable gain, and more load on a shared machine: three."""
 MAX_DEFAULT_WORKERS = 8
 """Each worker runs a control plane of its own (about 1 GiB with it)."""
 _ALREADY_RUN = pytest.StashKey[dict[Path, str]]()
@@ -195,9 +196,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 def suite_workers() -> int:
-    """Two workers per CPU this process may run on, at least two and at most eight."""
+    """One worker more than the CPUs this process may run on, at least two, at most eight."""
     cpus = len(os.sched_getaffinity(0))
-    return max(2, min(WORKERS_PER_CPU * cpus, MAX_DEFAULT_WORKERS))
+    return max(2, min(cpus + EXTRA_WORKERS, MAX_DEFAULT_WORKERS))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
