@@ -14,6 +14,8 @@ import threading
 import time
 from pathlib import Path
 
+from kinetic_runtime.local.processes import group_alive
+
 __all__ = ["PodProcess"]
 
 
@@ -71,7 +73,7 @@ class PodProcess:
         namespace's init), and a runtime reports the container exited only then: a signalled
         process on a loaded machine may still be running when its group's leader is reaped."""
         deadline = time.monotonic() + timeout
-        while _group_running(self.pid):
+        while group_alive(self.pid):
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.005)
@@ -87,18 +89,3 @@ class PodProcess:
             self._popen.wait(timeout)
         except subprocess.TimeoutExpired:
             threading.Thread(target=self._popen.wait, name="nodeagent-reap", daemon=True).start()
-
-
-def _group_running(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` is running (procfs; a zombie is not)."""
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:  # gone while we looked
-            continue
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
