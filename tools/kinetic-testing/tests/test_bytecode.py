@@ -45,6 +45,17 @@ def test_a_fresh_interpreter_that_writes_no_bytecode_compiles_nothing_it_imports
     )
 
 
+def test_test_modules_keep_their_rewritten_bytecode_where_none_is_written(tmp_path: Path) -> None:
+    (tmp_path / "test_probe.py").write_text("def test_probe():\n    assert 1 + 1 == 2\n")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "kinetic_testing.pytest_plugin"]
+    subprocess.run(
+        [*command, "-p", "no:cacheprovider", str(tmp_path)], cwd=tmp_path, env=env,
+        capture_output=True, check=True, timeout=120,
+    )  # fmt: skip
+    assert list((tmp_path / "__pycache__").glob("test_probe.*-pytest-*.pyc"))
+
+
 def test_the_precompiled_directories_are_the_workspace_packages() -> None:
     sources = {str(path.relative_to(ROOT)) for path in ROOT.glob("packages/*/src")}
     sources.add("tools/kinetic-testing/src")

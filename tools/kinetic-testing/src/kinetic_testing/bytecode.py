@@ -14,10 +14,11 @@ import os
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["SOURCE_DIRS", "precompile_workspace", "shares"]
+__all__ = ["SOURCE_DIRS", "precompile_workspace", "shares", "writing_bytecode"]
 
 SOURCE_DIRS = (
     "packages/kinetic-protocol/src",
@@ -57,6 +58,19 @@ def precompile_workspace(root: Path) -> None:
     ]
     for process in running:
         process.wait()  # an unreadable file is the failing test's to show, not the session's
+
+
+@contextmanager
+def writing_bytecode() -> Iterator[None]:
+    """Let this process write ``.pyc`` files for a while, whatever ``PYTHONDONTWRITEBYTECODE``
+    says: pytest keeps a test module's assert-rewritten code only where the interpreter writes
+    bytecode, and otherwise rewrites and compiles every test module again in every worker."""
+    saved = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = saved
 
 
 def shares(entries: Iterable[Path], count: int) -> list[list[Path]]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kinetic_testing.bytecode import precompile_workspace
+from kinetic_testing.bytecode import precompile_workspace, writing_bytecode
 from kinetic_testing.client_fixtures import clean_kinetic_env, kinetic_session
 from kinetic_testing.controlplane.fixtures import (
     AGENT,
@@ -72,7 +72,7 @@ its time. On 2 cores, back to back in one checkout, four workers ran the suite i
 three in 571 s for the same CPU; from fresh clones, four took 590 and 598 s (about 100 CPU-s
 more) and three 570 to 575 s. No reliable gain, and more load on a shared machine: three."""
 MAX_DEFAULT_WORKERS = 8
-"""Each worker runs a control plane of its own (about 1 GiB with it)."""
+"""Each worker runs a control plane of its own (about 1.5 GiB with it)."""
 _ALREADY_RUN = pytest.StashKey[dict[Path, str]]()
 
 
@@ -83,6 +83,14 @@ def pytest_configure(config: pytest.Config) -> None:
         precompile_workspace(config.rootpath)
     entries = filter(None, os.environ.get(ALREADY_RUN_ENV, "").split(os.pathsep))
     config.stash[_ALREADY_RUN] = {(config.rootpath / e).resolve(): e for e in entries}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection() -> Generator[None, object, object]:
+    """Collect (which imports every test module) with bytecode writing on: a worker then loads
+    each module's rewritten code instead of rewriting it (collection 7.2 s of CPU, then 4.4)."""
+    with writing_bytecode():
+        return (yield)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

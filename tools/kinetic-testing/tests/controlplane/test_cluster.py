@@ -1,7 +1,10 @@
 """The session's control plane: the pinned versions run, namespaces are ready for pods, and
 the controllers and webhooks we depend on are serving."""
 
-from kinetic_testing.controlplane.cluster import ControlPlane
+import os
+from pathlib import Path
+
+from kinetic_testing.controlplane.cluster import GO_GC_PERCENT, ControlPlane
 from kinetic_testing.controlplane.snapshot import namespace_snapshot
 from kinetic_testing.controlplane.versions import PINS
 
@@ -33,6 +36,13 @@ def test_every_component_keeps_a_log_for_failure_reports(real_k8s: ControlPlane)
         "etcd", "kube-apiserver", "kube-controller-manager", "lws-controller",
     }  # fmt: skip
     assert "--- kube-apiserver" in real_k8s.log_tails(lines=1)
+
+
+def test_every_component_runs_with_the_suites_go_gc_percent(real_k8s: ControlPlane) -> None:
+    expected = os.environ.get("GOGC", GO_GC_PERCENT).encode()
+    for name, pid in real_k8s.process_ids.items():
+        environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert b"GOGC=" + expected in environment, name
 
 
 def test_a_failure_report_shows_the_jobs_and_pods_of_the_tests_namespace(
