@@ -89,9 +89,18 @@ SCENARIOS_DIR = str(Path(__file__).resolve().parent)
 
 def start_script(cwd: Path, source: str, *args: str) -> "subprocess.Popen[str]":
     """Start ``source`` (dedented) as a separate Python process in ``cwd``, able to import the
-    scenarios' helper modules, with its stdout and stderr piped as text."""
+    scenarios' helper modules, with its stdout and stderr piped as text.
+
+    The script turns Ctrl-C into ``KeyboardInterrupt``, as a script started from a terminal
+    does, whatever this process inherited: a test run started in the background of a shell
+    script ignores SIGINT, its children inherit that, and Python then leaves it ignored.
+    """
     script = cwd / "submitter.py"
-    preamble = f"import sys\nsys.path.insert(0, {SCENARIOS_DIR!r})\n"
+    preamble = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        f"sys.path.insert(0, {SCENARIOS_DIR!r})\n"
+    )
     script.write_text(preamble + textwrap.dedent(source))
     return subprocess.Popen(
         [sys.executable, str(script), *args],
