@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kinetic_runtime.local.processes import group_alive, terminate_group
+from kinetic_runtime.local.processes import await_group_gone, group_alive, terminate_group
 
 # A parent that is not in the group it creates: it forks a child that becomes the leader of a
 # new process group and exits at once. The parent never reaps it, so the group's only member is
@@ -70,6 +70,24 @@ def test_a_group_of_live_processes_is_alive_until_terminated() -> None:
         if leader.poll() is None:
             os.killpg(leader.pid, signal.SIGKILL)
             leader.wait()
+        assert leader.stdin is not None
+        leader.stdin.close()
+
+
+def test_awaiting_a_group_lasts_until_it_is_gone_and_no_longer() -> None:
+    leader = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert not await_group_gone(leader.pid, 0.1, poll_interval=0.01)
+        os.killpg(leader.pid, signal.SIGKILL)
+        assert await_group_gone(leader.pid, 30, poll_interval=0.01)
+    finally:
+        if leader.poll() is None:
+            os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait()
         assert leader.stdin is not None
         leader.stdin.close()
 

@@ -10,8 +10,10 @@ import time
 from collections.abc import Collection
 
 __all__ = [
+    "await_group_gone",
     "die_with_parent",
     "group_alive",
+    "group_members",
     "kill_group_members",
     "pid_alive",
     "process_identity",
@@ -85,7 +87,7 @@ def same_process_alive(identity: str) -> bool:
     return alive and process_identity(int(pid)) == identity
 
 
-def _live_members(pgid: int) -> list[int] | None:
+def group_members(pgid: int) -> list[int] | None:
     """The live (non-zombie) processes of group ``pgid``; None without ``/proc``."""
     try:
         entries = os.listdir("/proc")
@@ -108,7 +110,7 @@ def _live_members(pgid: int) -> list[int] | None:
 
 def _linux_group_members(pgid: int) -> bool | None:
     """Whether a live (non-zombie) process is in group ``pgid``; None without ``/proc``."""
-    members = _live_members(pgid)
+    members = group_members(pgid)
     return None if members is None else bool(members)
 
 
@@ -116,7 +118,7 @@ def kill_group_members(pgid: int, *, spare: int) -> None:
     """SIGKILL every process of group ``pgid`` but ``spare`` (the caller: a supervisor that
     must outlive its job's processes to record how they ended). Without ``/proc`` nothing is
     found; the group dies when the job is deleted."""
-    for pid in _live_members(pgid) or []:
+    for pid in group_members(pgid) or []:
         if pid != spare:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -163,22 +165,29 @@ def group_alive(pgid: int) -> bool:
     return True if members is None else members
 
 
+def await_group_gone(pgid: int, timeout: float, *, poll_interval: float) -> bool:
+    """Wait up to ``timeout`` until no process of group ``pgid`` runs (a zombie has ended);
+    whether none does. Polls, first often, then every ``poll_interval``: a group's members are
+    not this process's children, so there is nothing to wait on."""
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while group_alive(pgid):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(delay, poll_interval, remaining))
+        delay *= 2
+    return True
+
+
 def terminate_group(pgid: int, *, grace: float, timeout: float, poll_interval: float) -> bool:
     """SIGTERM the group, SIGKILL it after ``grace``; True once no member is left."""
     deadline = time.monotonic() + timeout
-    kill_at = time.monotonic() + min(grace, timeout)
-    sent = signal.SIGTERM
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sent)
-    delay = 0.005
-    while group_alive(pgid):
-        now = time.monotonic()
-        if now >= deadline:
-            return False
-        if sent is signal.SIGTERM and now >= kill_at:
-            sent = signal.SIGKILL
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, sent)
-        time.sleep(min(delay, poll_interval))
-        delay *= 2
-    return True
+        os.killpg(pgid, signal.SIGTERM)
+    if await_group_gone(pgid, min(grace, timeout), poll_interval=poll_interval):
+        return True
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    remaining = max(0.0, deadline - time.monotonic())
+    return await_group_gone(pgid, remaining, poll_interval=poll_interval)

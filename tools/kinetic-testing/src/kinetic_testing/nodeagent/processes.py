@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from kinetic_runtime.local.processes import group_alive
+from kinetic_runtime.local.processes import await_group_gone
 
 __all__ = ["PodProcess"]
 
@@ -72,12 +72,7 @@ class PodProcess:
         ended); whether none does. A container's processes die with its first one (its PID
         namespace's init), and a runtime reports the container exited only then: a signalled
         process on a loaded machine may still be running when its group's leader is reaped."""
-        deadline = time.monotonic() + timeout
-        while group_alive(self.pid):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.005)
-        return True
+        return await_group_gone(self.pid, timeout, poll_interval=0.02)
 
     def reap(self, timeout: float) -> None:
         """Kill the whole group and wait up to ``timeout`` for the leader (agent stop, pod

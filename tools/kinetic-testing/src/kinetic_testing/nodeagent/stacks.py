@@ -14,6 +14,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from kinetic_runtime.local.processes import group_members
+
 __all__ = ["process_stacks"]
 
 _DUMP_SECONDS = 15
@@ -24,19 +26,6 @@ def _py_spy() -> str | None:
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
-def _group(leader: int) -> list[int]:
-    """Every live process of ``leader``'s process group (each pod's command runs in its own)."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        if int(fields[2]) == leader:  # pgrp: fields after the command are state, ppid, pgrp
-            members.append(int(stat.parent.name))
-    return sorted(members)
-
-
 def process_stacks(pods: Mapping[str, int]) -> str:
     """The stacks of every process of each pod (``pod name -> its process group``)."""
     tool = _py_spy()
@@ -44,7 +33,7 @@ def process_stacks(pods: Mapping[str, int]) -> str:
         return "py-spy is not installed: no stacks"
     parts = []
     for pod, leader in sorted(pods.items()):
-        for pid in _group(leader):
+        for pid in sorted(group_members(leader) or []):  # zombies have no stack
             try:
                 done = subprocess.run(
                     [tool, "dump", "--pid", str(pid)],
