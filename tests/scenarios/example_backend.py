@@ -34,6 +34,7 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.settings import SettingSpec
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
+from kinetic_runtime.local.processes import await_group_gone
 from kinetic_runtime.stores import default_local_store_uri
 
 __all__ = ["ROOT", "ExampleBackend", "ExampleGcsBackend"]
@@ -47,16 +48,6 @@ import subprocess, sys
 code = subprocess.call([sys.executable, "-m", "kinetic_runtime", *sys.argv[1:]])
 open("exit", "w").write(str(code))
 """
-
-
-def _group_alive(group: int) -> bool:
-    """Any process of the group still running (zombies awaiting their reaper do not count)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) == group and fields[0] not in ("Z", "X"):
-                return True
-    return False
 
 
 class ExampleBackend:
@@ -152,9 +143,7 @@ class ExampleBackend:
         if group is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
-            deadline = time.monotonic() + timeout
-            while _group_alive(group) and time.monotonic() < deadline:
-                time.sleep(min(poll_interval, 0.01))
+            await_group_gone(group, timeout, poll_interval=min(poll_interval, 0.01))
         shutil.rmtree(job, ignore_errors=True)
 
     def list_job_ids(self) -> list[str]:
