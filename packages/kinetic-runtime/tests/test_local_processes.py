@@ -55,41 +55,34 @@ def _wait_until_zombie(pid: int, timeout: float = 30) -> None:
         time.sleep(0.001)
 
 
-def test_a_group_of_live_processes_is_alive_until_terminated() -> None:
+@pytest.fixture
+def live_group() -> Iterator[int]:
+    """A process group whose only member waits until killed: its leader's pid."""
     leader = subprocess.Popen(
         [sys.executable, "-c", "import sys; sys.stdin.read()"],
         stdin=subprocess.PIPE,
         start_new_session=True,
     )
     try:
-        assert group_alive(leader.pid)
-        assert terminate_group(leader.pid, grace=5, timeout=30, poll_interval=0.01)
-        assert not group_alive(leader.pid)
+        yield leader.pid
+    finally:
+        if leader.poll() is None:
+            os.killpg(leader.pid, signal.SIGKILL)
         leader.wait(timeout=30)
-    finally:
-        if leader.poll() is None:
-            os.killpg(leader.pid, signal.SIGKILL)
-            leader.wait()
         assert leader.stdin is not None
         leader.stdin.close()
 
 
-def test_awaiting_a_group_lasts_until_it_is_gone_and_no_longer() -> None:
-    leader = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()"],
-        stdin=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        assert not await_group_gone(leader.pid, 0.1, poll_interval=0.01)
-        os.killpg(leader.pid, signal.SIGKILL)
-        assert await_group_gone(leader.pid, 30, poll_interval=0.01)
-    finally:
-        if leader.poll() is None:
-            os.killpg(leader.pid, signal.SIGKILL)
-        leader.wait()
-        assert leader.stdin is not None
-        leader.stdin.close()
+def test_a_group_of_live_processes_is_alive_until_terminated(live_group: int) -> None:
+    assert group_alive(live_group)
+    assert terminate_group(live_group, grace=5, timeout=30, poll_interval=0.01)
+    assert not group_alive(live_group)
+
+
+def test_awaiting_a_group_lasts_until_it_is_gone_and_no_longer(live_group: int) -> None:
+    assert not await_group_gone(live_group, 0.1, poll_interval=0.01)
+    os.killpg(live_group, signal.SIGKILL)
+    assert await_group_gone(live_group, 30, poll_interval=0.01)
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs procfs to see zombies")
