@@ -1,6 +1,8 @@
 """``kinetic bundle show``: what would be shipped, with sizes and a total, and what not and why."""
 
 import json
+import os
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -102,3 +104,20 @@ def test_kinetic_state_inside_the_project_is_left_out(
     assert [f["path"] for f in doc["files"]] == SHIPPED
     reasons = {e["path"]: e["reason"] for e in doc["excluded"]}
     assert reasons["state/"] == reasons["store/"] == "kinetic-state"
+
+
+@pytest.mark.timeout(20)
+def test_a_socket_and_a_named_pipe_are_listed_as_left_out_and_why(
+    invoke: Invoke, project: Path
+) -> None:
+    os.mkfifo(project / "editor.fifo")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(project / "agent.sock"))
+        server.listen()
+        doc = json.loads(invoke("bundle", "show", str(project), "--json").stdout)
+        text = invoke("bundle", "show", str(project)).stdout
+    assert [f["path"] for f in doc["files"]] == SHIPPED
+    excluded = {e["path"]: (e["reason"], e["rule"]) for e in doc["excluded"]}
+    assert excluded["agent.sock"] == ("not-a-file", "a socket")
+    assert excluded["editor.fifo"] == ("not-a-file", "a named pipe")
+    assert "a named pipe" in text

@@ -31,7 +31,8 @@ def show(path: Path | None, as_json: bool) -> None:
     PATH defaults to the current directory; the bundle is made from its project root (the
     nearest ancestor with a pyproject.toml, setup.py, setup.cfg, requirements.txt or .git).
     Left-out entries say why: default (hidden directories, caches, virtualenvs, build output),
-    kinetic-state, secret (never shipped) or ignored (.kineticignore or .gitignore).
+    kinetic-state, secret (never shipped), ignored (.kineticignore or .gitignore) or not-a-file
+    (a socket, named pipe, device or dangling link: never opened).
     """
     from kinetic.packaging.bundle import MAX_BUNDLE_BYTES, bundle_root, scan
 

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kinetic import _log
-from kinetic.packaging.ignore import IGNORE_FILE, Entry, ProjectScan, scan_project
+from kinetic.packaging.ignore import (
+    IGNORE_FILE,
+    Entry,
+    ProjectScan,
+    read_regular_file,
+    scan_project,
+)
 from kinetic.settings import BUNDLE_GITIGNORE, BUNDLE_WARN_MB
 from kinetic_protocol import ArtifactRef, ConfigError, layout
 
@@ -33,7 +39,8 @@ MAX_BUNDLE_BYTES = 256 * 1024 * 1024
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", "requirements.txt")
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 _NAMED_SECRETS = 20
-"""How many withheld secrets the notice names; ``kinetic bundle show`` lists them all."""
+"""How many withheld secrets (or other left-out entries) a notice names; ``kinetic bundle
+show`` lists them all."""
 
 
 @dataclass(frozen=True)
@@ -85,17 +92,30 @@ def _largest(files: list[Entry], count: int) -> str:
     return ", ".join(f"{entry.rel} ({_size(entry.stat.st_size)})" for entry in biggest)
 
 
+def _named(items: list[str]) -> str:
+    more = len(items) - _NAMED_SECRETS
+    return ", ".join(items[:_NAMED_SECRETS]) + (f" and {more} more" if more > 0 else "")
+
+
 def _say_what_was_left_out(scan: ProjectScan) -> None:
-    """One notice for withheld secrets, one for a bundle past the warning size."""
+    """One notice each for withheld secrets, entries that are not files, and a bundle past the
+    warning size."""
     secrets = scan.withheld_secrets
     if secrets:
-        more = len(secrets) - _NAMED_SECRETS
-        shown = ", ".join(secrets[:_NAMED_SECRETS]) + (f" and {more} more" if more > 0 else "")
+        shown = _named(secrets)
         _log.notice(
             f"bundle-secrets:{scan.root}:{shown}",
             f"kinetic: left likely secrets out of the code bundle of {scan.root}: {shown}. "
             "Secrets are never bundled (not even when .kineticignore re-includes them); "
             "give the job what it needs another way.",
+        )
+    not_files = scan.not_files
+    if not_files:
+        shown = _named([f"{item.rel} ({item.rule})" for item in not_files])
+        _log.notice(
+            f"bundle-not-files:{scan.root}:{shown}",
+            f"kinetic: left entries that are not regular files out of the code bundle of "
+            f"{scan.root}: {shown}. `kinetic bundle show` lists everything left out.",
         )
     warn_mb = BUNDLE_WARN_MB.number() or 0
     total = scan.total_bytes
@@ -121,10 +141,16 @@ def _zip(root: Path, files: list[Entry]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
         for rel, path, _ in files:
+            data = read_regular_file(path)
+            if data is None:
+                raise ConfigError(
+                    f"{path} changed while its project was being bundled: it is gone or no "
+                    "longer a regular file. Submit again once the project stops changing."
+                )
             info = zipfile.ZipInfo(rel, date_time=_ZIP_EPOCH)
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, path.read_bytes())
+            zf.writestr(info, data)
     return buffer.getvalue()
 
 

@@ -18,6 +18,10 @@ A file or directory is left out, in this order of precedence, as:
     ones, each relative to its own directory, the deepest deciding). ``.kineticignore`` is
     consulted first, so ``!pattern`` there re-includes something ``.gitignore`` leaves out.
     ``KINETIC_BUNDLE_GITIGNORE=0`` stops honouring ``.gitignore``.
+``not-a-file``
+    Anything that is not a regular file once links are followed: a Unix socket, a named pipe,
+    a device, a link that leads nowhere. Such an entry is never opened (opening a named pipe
+    waits for a writer for ever; a socket cannot be opened at all).
 
 Matching uses ``pathspec`` (``GitIgnoreSpec``) rather than hand-written code: gitignore
 semantics (anchoring, ``**``, directory-only patterns, negation, last match wins) have many
@@ -28,6 +32,7 @@ inside ``scan_project``: it costs tens of milliseconds, which ``import kinetic``
 from __future__ import annotations
 
 import os
+import stat as stat_module
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +48,7 @@ __all__ = [
     "Excluded",
     "ProjectScan",
     "Reason",
+    "read_regular_file",
     "scan_project",
 ]
 
@@ -74,7 +80,7 @@ _SKIP_DIRS = frozenset({"__pycache__", "venv", "node_modules", "dist", "build"})
 """Besides these, every hidden directory (``.git``, ``.venv``, ``.ssh``...) is left out."""
 _SKIP_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 
-Reason = Literal["default", "kinetic-state", "data", "secret", "ignored"]
+Reason = Literal["default", "kinetic-state", "data", "secret", "ignored", "not-a-file"]
 
 
 class Entry(NamedTuple):
@@ -114,6 +120,40 @@ class ProjectScan:
         """Secrets left out that nothing else (built-in rules, ignore files) left out."""
         return [item.rel for item in self.excluded if item.reason == "secret" and item.would_ship]
 
+    @property
+    def not_files(self) -> list[Excluded]:
+        """Sockets, named pipes, devices and dangling links that would otherwise have shipped."""
+        return [item for item in self.excluded if item.reason == "not-a-file"]
+
+
+_KINDS = (
+    (stat_module.S_ISSOCK, "a socket"),
+    (stat_module.S_ISFIFO, "a named pipe"),
+    (stat_module.S_ISCHR, "a character device"),
+    (stat_module.S_ISBLK, "a block device"),
+    (stat_module.S_ISDIR, "a directory"),
+)
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular_file(path: Path) -> bytes | None:
+    """``path``'s bytes if it is a regular file (links followed), else None.
+
+    The file is opened without blocking and checked on the open descriptor, so a named pipe
+    put in its place after a scan is never waited on, and a socket is never read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return file.read()
+
 
 def _default_rule(name: str, is_dir: bool) -> str | None:
     if name.endswith(_SKIP_SUFFIXES):
@@ -147,11 +187,10 @@ class _Rules:
         self._gitignores: list[tuple[str, GitIgnoreSpec]] = []  # (directory prefix, spec)
 
     def _load(self, path: Path) -> GitIgnoreSpec | None:
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
+        data = read_regular_file(path)
+        if data is None:
             return None
-        return self._spec_type.from_lines(lines)
+        return self._spec_type.from_lines(data.decode("utf-8", errors="replace").splitlines())
 
     def enter(self, rel_dir: str, directory: Path, filenames: Sequence[str]) -> None:
         """Pick up ``directory``'s own ``.gitignore`` (``rel_dir`` is "" or ends with "/")."""
@@ -187,6 +226,21 @@ class _Rules:
         if ignored is not None:
             return Excluded(rel, "ignored", ignored)
         return None
+
+
+def _file_entry(path: Path, rel: str) -> Entry | Excluded | None:
+    """A file to ship, or why ``path`` is not one (None: it vanished while we walked)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        if path.is_symlink():
+            return Excluded(rel, "not-a-file", "a link that leads nowhere")
+        return None
+    except OSError as error:
+        return Excluded(rel, "not-a-file", f"unreadable: {error.strerror}")
+    if not stat_module.S_ISREG(stat.st_mode):
+        return Excluded(rel, "not-a-file", _kind(stat.st_mode))
+    return Entry(rel, path, stat)
 
 
 def scan_project(
@@ -234,12 +288,11 @@ def scan_project(
             if why is not None:
                 left_out.append(why)
                 continue
-            path = here / name
-            try:
-                stat = path.stat()
-            except OSError:  # a dangling symlink or a file removed while we walk
-                continue
-            files.append(Entry(rel, path, stat))
+            entry = _file_entry(here / name, rel)
+            if isinstance(entry, Entry):
+                files.append(entry)
+            elif entry is not None:
+                left_out.append(entry)
     files.sort(key=lambda entry: entry.rel)
     left_out.sort(key=lambda item: item.rel)
     return ProjectScan(root=root, files=files, excluded=left_out)
