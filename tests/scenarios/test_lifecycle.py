@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import scenario_funcs as uf
+from batch_support import start_script
 from scenario_support import ScenarioBackend, client_only, pid_gone, wait_until
 
 import kinetic
@@ -91,14 +92,18 @@ def test_status_callback_sees_running_then_succeeded(
 
 
 @client_only
-def test_a_raising_status_callback_does_not_break_collection(
-    kinetic_backend: ScenarioBackend,
+def test_a_raising_status_callback_does_not_break_collection_and_is_shown_once(
+    kinetic_backend: ScenarioBackend, caplog: pytest.LogCaptureFixture
 ) -> None:
     def explode(status: JobStatus) -> None:
         raise RuntimeError(f"callback broke on {status}")
 
     job = kinetic_backend.decorate()(uf.add).run_async(1, b=1)
     assert job.result(on_status_change=explode) == 2
+    shown = [r for r in caplog.records if "on_status_change callback raised" in r.getMessage()]
+    assert len(shown) == 1
+    assert shown[0].exc_info is not None
+    assert isinstance(shown[0].exc_info[1], RuntimeError)
 
 
 def test_logs_and_tail_while_running_and_after(
@@ -371,3 +376,29 @@ def test_submitting_a_local_job_leaves_no_unreaped_process_warning(
         gc.collect()
     assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
     assert job.result() == 1
+
+
+def test_a_raising_status_callback_is_shown_on_stderr_of_a_script_without_logging(
+    local_backend: ScenarioBackend, tmp_path: Path
+) -> None:
+    """A plain script configures no logging; the callback's error still reaches its stderr,
+    once, with its traceback, and the call returns the value."""
+    process = start_script(
+        tmp_path,
+        """
+            import kinetic
+            import scenario_funcs as uf
+
+            def explode(status):
+                raise ZeroDivisionError(f"callback broke on {status.value}")
+
+            add = kinetic.run(accelerator="cpu", backend="local")(uf.add)
+            print("value", add.run_async(1, b=1).result(on_status_change=explode))
+        """,
+    )
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert "value 2" in stdout
+    assert stderr.count("on_status_change callback raised") == 1, stderr
+    assert stderr.count("Traceback (most recent call last)") == 1, stderr
+    assert "ZeroDivisionError: callback broke on" in stderr

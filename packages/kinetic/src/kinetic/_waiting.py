@@ -1,11 +1,14 @@
 """Adaptive waiting: poll fast while things change, back off while they do not."""
 
+import logging
 import math
 import time
+from collections.abc import Callable
+from typing import Any
 
 from kinetic_protocol import ConfigError
 
-__all__ = ["Backoff", "Deadline", "check_timeout"]
+__all__ = ["Backoff", "Deadline", "StatusCallback", "check_timeout"]
 
 
 def check_timeout(seconds: float | None, *, what: str = "timeout") -> float | None:
@@ -63,3 +66,36 @@ class Backoff:
     def advance(self) -> None:
         """Grow the next delay as if :meth:`sleep` had run (for callers that wait elsewhere)."""
         self._next = min(self._next * 2, self.high)
+
+
+class StatusCallback:
+    """The user's ``on_status_change`` for one wait: its exceptions are shown, never raised.
+
+    A raising callback must not break the wait (the spec), and a user's exception must not
+    vanish either: the first one is logged by the ``kinetic`` logger at WARNING with its
+    traceback, which reaches stderr when the application configured no logging. Later ones of
+    the same wait are counted, not repeated, so a callback that fails on every change does not
+    flood the terminal.
+    """
+
+    def __init__(self, callback: Callable[[Any], object] | None, job_id: str) -> None:
+        self._callback = callback
+        self._job_id = job_id
+        self.failures = 0
+
+    def __call__(self, status: Any) -> None:
+        if self._callback is None:
+            return
+        try:
+            self._callback(status)
+        except Exception:
+            self.failures += 1
+            if self.failures == 1:
+                logging.getLogger("kinetic").warning(
+                    "kinetic: the on_status_change callback raised while waiting for job %s "
+                    "(status %s); waiting goes on, and later errors of this callback in this "
+                    "wait are not shown:",
+                    self._job_id,
+                    getattr(status, "value", status),
+                    exc_info=True,
+                )

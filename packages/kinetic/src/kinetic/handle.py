@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kinetic import _log
 from kinetic._context import backend_for, store_for
 from kinetic._interrupted import say_job_left_running
 from kinetic._log_copier import LogCopier
 from kinetic._results import unwrap
-from kinetic._waiting import Backoff, Deadline
+from kinetic._waiting import Backoff, Deadline, StatusCallback
 from kinetic.trust import SealedOutcome, open_outcome
 from kinetic_protocol import (
     AttemptFailure,
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["JobHandle"]
 
-log = _log.get_logger(__name__)
 
 _REQUIRED_FIELDS = (
     "job_id", "backend", "project", "cluster_name", "zone", "namespace", "bucket_name",
@@ -322,21 +320,22 @@ class JobHandle:
         timeout: float | None = None,
         on_status_change: Callable[[JobStatus], None] | None = None,
     ) -> JobState:
-        """Block until the job is terminal; ``TimeoutError`` leaves it running."""
+        """Block until the job is terminal; ``TimeoutError`` leaves it running.
+
+        ``on_status_change`` is called with each new status; if it raises, the wait goes on
+        and the first exception is shown on stderr (the ``kinetic`` logger) with its traceback.
+        """
         backend = backend_for(self._record)
         deadline = Deadline(timeout)
         backoff = Backoff(*backend.poll_bounds)
+        notify = StatusCallback(on_status_change, self.job_id)
         last: JobStatus | None = None
         while True:
             state = backend.statuses([self._record])[self.job_id]
             if state.status is not last:
                 last = state.status
                 backoff.reset()
-                if on_status_change is not None:
-                    try:
-                        on_status_change(state.status)
-                    except Exception:
-                        log.exception("on_status_change callback raised", job_id=self.job_id)
+                notify(state.status)
             if state.status.is_terminal:
                 return state
             if deadline.expired:
