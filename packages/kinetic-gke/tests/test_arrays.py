@@ -203,6 +203,17 @@ def test_a_preempted_run_is_the_same_attempt_until_its_preemptions_are_spent() -
     assert failed.preemptions == 1  # the second preemption was not run again
 
 
+def test_a_preemption_counts_only_once_the_job_runs_the_attempt_again() -> None:
+    """Right after a second preemption, before the Job has made the replacement pod: only
+    the first run was taken away and run again."""
+    pods = [
+        _pod(0, "Failed", code=137, preempted=True, created="2026-01-01T00:00:00Z"),
+        _pod(0, "Failed", code=137, preempted=True, created="2026-01-01T00:00:05Z"),
+    ]
+    [state] = _states(_job(), pods, [0]).values()
+    assert (state.status, state.preemptions) == (JobStatus.PENDING, 1)
+
+
 def test_a_job_stopped_by_fail_fast_cancels_its_unfinished_indexes() -> None:
     job = _job(
         failedIndexes="1",
@@ -217,6 +228,20 @@ def test_a_job_stopped_by_fail_fast_cancels_its_unfinished_indexes() -> None:
     assert "MaxFailedIndexesExceeded" in states[0].detail
     assert states[1].status is JobStatus.FAILED
     assert states[2].status is JobStatus.SUCCEEDED
+
+
+def test_an_index_that_succeeded_before_fail_fast_stopped_the_job_succeeded() -> None:
+    """Fail-fast stops the Job before it records every index: a pod that had already
+    succeeded is its index's outcome, not a cancellation."""
+    job = _job(
+        failedIndexes="1",
+        conditions=[
+            {"type": "FailureTarget", "status": "True", "reason": "MaxFailedIndexesExceeded"}
+        ],
+    )
+    states = _states(job, [_pod(0, "Succeeded"), _pod(1, "Failed", code=1)], range(2))
+    assert (states[0].status, states[0].cause) == (JobStatus.SUCCEEDED, None)
+    assert (states[1].status, states[1].exit_code) == (JobStatus.FAILED, 1)
 
 
 def test_a_settled_index_without_pods_was_cleaned_up_and_a_gone_job_holds_nothing() -> None:
@@ -337,6 +362,53 @@ def test_an_index_is_settled_once_the_job_recorded_it_or_stopped_them_all() -> N
     assert not array_states.index_settled(_job(completedIndexes="0"), 1)
     stopped = _job(conditions=[{"type": "Failed", "status": "True", "reason": "x"}])
     assert array_states.index_settled(stopped, 1)
+
+
+class _IndexCleanup:
+    """What ``delete_index`` reaches: the index's pods, deleted on request, and its Job, which
+    records the index's outcome only at its ``recorded_at``-th read (the job controller
+    catches up after the pods are gone)."""
+
+    namespace = "default"
+
+    def __init__(self, pods: list[Any], recorded_at: int) -> None:
+        self.pods, self.recorded_at, self.job_reads = pods, recorded_at, 0
+        self.last_job: Any = None
+        self.batch = type("Batch", (), {"read_namespaced_job": None})()
+        self.core = type("Core", (), {"delete_namespaced_pod": None})()
+
+    def list_pods(self, selector: str) -> list[Any]:
+        return list(self.pods)
+
+    def send(self, doing: str, fn: Any, name: str, namespace: str) -> None:
+        self.pods = [pod for pod in self.pods if pod["metadata"]["name"] != name]
+
+    def read_or_none(self, doing: str, fn: Any, *args: Any) -> Any:
+        self.job_reads += 1
+        recorded = {"completedIndexes": "1"} if self.job_reads >= self.recorded_at else {}
+        self.last_job = _job(**recorded)
+        return self.last_job
+
+
+def test_deleting_an_index_waits_until_its_job_has_recorded_the_index(
+    record: RecordFactory,
+) -> None:
+    """Until the Job records it, an index without pods reads as one waiting for its pod."""
+    child = _manifest(record).child_record(1, 0)
+    pod = _part_pod(child.k8s_name, 1, "Succeeded")
+    pod["metadata"]["name"] = "train-0a1b2c3d-1-abcde"
+    cluster = _IndexCleanup([pod], recorded_at=2)
+
+    def await_gone(present: Any, what: str, selector: str) -> None:
+        for _ in range(10):
+            if not present():
+                return
+        raise AssertionError(f"{what} never went")
+
+    ArrayBatches(cluster, "kinetic").delete_index(child, await_gone)  # type: ignore[arg-type]
+    assert cluster.pods == []
+    assert cluster.last_job is not None, "returned without reading the Job"
+    assert array_states.index_settled(cluster.last_job, 1)
 
 
 @pytest.mark.parametrize("index", [0, 4])

@@ -1,9 +1,12 @@
 """A slice that stops itself records what the pathways backend reads, as a polling client would."""
 
+from typing import Any
+
 import pytest
 
 from kinetic_pathways import status
 from kinetic_runtime import release
+from kinetic_runtime.multihost import SliceHost
 
 
 def test_the_runtime_and_the_backend_agree_on_the_recorded_names() -> None:
@@ -51,3 +54,43 @@ def test_the_slice_reads_the_outcome_a_polling_client_would(
 def test_the_slice_waits_while_a_host_runs() -> None:
     pods = [_pod(0, {"exitCode": 0}), _pod(1, None)]
     assert release._outcome(2, release._newest(pods)) is None
+
+
+class _LeadersView:
+    """The slice as its leader's API calls see it: each listing of its pods the next of
+    ``listings`` (the last one again once they run out)."""
+
+    name = "s"
+
+    def __init__(self, listings: list[list[dict[str, object]]]) -> None:
+        self.listings, self.listed = listings, 0
+        self.stopped: dict[str, str] | None = None
+
+    def slice(self) -> dict[str, object]:
+        return {"metadata": {"name": self.name, "resourceVersion": "7", "annotations": {}}}
+
+    def pods(self) -> list[dict[str, object]]:
+        self.listed += 1
+        return self.listings[min(self.listed, len(self.listings)) - 1]
+
+    def log(self, pod: Any) -> str:
+        return f"output of {pod['metadata']['name']}\n"
+
+    def stop(self, lws: dict[str, object], annotations: dict[str, str]) -> bool:
+        self.stopped = annotations
+        return True
+
+
+def test_the_leader_does_not_stop_the_slice_while_a_workers_pod_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every host of the slice counts, not only those with a pod: the worker's pod is made
+    after the leader's run has already succeeded."""
+    monkeypatch.setattr(release, "_POLL_S", 0)
+    leader, worker = _pod(0, {"exitCode": 0}), _pod(1, {"exitCode": 0})
+    api = _LeadersView([[leader], [leader, _pod(1, None)], [leader, worker]])
+    host = SliceHost(index=0, count=2, coordinator="s-0:8476", instance="s")
+    assert release.release_slice(api, host, say=lambda message: None)  # type: ignore[arg-type]
+    assert api.listed == 3
+    assert api.stopped is not None and api.stopped[release.FINAL_STATE] == "SUCCEEDED"
+    assert api.stopped[release.log_tail_key(1)] == "output of s-0-1\n"

@@ -10,8 +10,10 @@ from kinetic_runtime.stores.local import LocalStore
 JOB = "train-20261126-120000-abcdef0"
 
 
-def _keep(store: LocalStore, host: int, text: str, ended: str, at: str) -> None:
-    run = f"20261126T120000Z-{100 + host}"
+def _keep(
+    store: LocalStore, host: int, text: str, ended: str, at: str, run_number: int = 1
+) -> None:
+    run = f"20261126T12000{run_number}Z-{100 * run_number + host}"
     kept = KeptOutput(
         job_id=JOB, host=host, run=run, text=text, final=bool(ended), ended=ended, updated_at=at
     )
@@ -35,3 +37,25 @@ def test_the_host_whose_failure_stopped_the_slice_is_shown_by_default(tmp_path: 
     assert stored_text(store, JOB) == "leaving with status 5\n"
     assert stored_text(store, JOB, host=0) == ""  # asked for by number, the leader still
     assert stored_text(store, JOB, host="all") == "[host 1] leaving with status 5\n"
+
+
+def test_each_host_is_judged_by_its_last_run_when_it_kept_several(tmp_path: Path) -> None:
+    """A preempted local multi-host job runs every host again: a run the preemption ended
+    decides nothing once the host ran again."""
+    store = LocalStore(tmp_path / "all-succeeded")
+    _keep(store, 1, "worker, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:01Z")
+    _keep(store, 0, "leader, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:02Z")
+    _keep(store, 0, "leader, run 2\n", "exit 0", "2026-11-26T12:00:09Z", run_number=2)
+    _keep(store, 1, "worker, run 2\n", "exit 0", "2026-11-26T12:00:08Z", run_number=2)
+    shown = stored_text(store, JOB)
+    assert shown is not None and shown.startswith("leader, run 1\n")
+    assert shown.endswith("leader, run 2\n")
+
+    store = LocalStore(tmp_path / "worker-failed")
+    _keep(store, 0, "leader, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:01Z")
+    _keep(store, 1, "worker, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:02Z")
+    _keep(store, 1, "leaving with status 3\n", "exit 3", "2026-11-26T12:00:08Z", run_number=2)
+    _keep(store, 0, "", "killed by SIGTERM", "2026-11-26T12:00:09Z", run_number=2)
+    shown = stored_text(store, JOB)
+    assert shown is not None and shown.startswith("worker, run 1\n")
+    assert shown.endswith("leaving with status 3\n")

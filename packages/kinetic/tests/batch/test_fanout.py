@@ -6,17 +6,19 @@ The other tests run the real submission path against a fake backend and a real l
 
 import logging
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 import kinetic
+from kinetic import BatchError
 from kinetic.batch import fanout
 from kinetic.batch.fanout import new_group_id
 from kinetic.decorator import RemoteFunction
 from kinetic.trust import open_manifest
-from kinetic_protocol import ConfigError, layout
+from kinetic_protocol import ConfigError, FailureCause, JobRecord, JobState, JobStatus, layout
 from kinetic_runtime.stores.local import LocalStore
 
 DNS_1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -86,6 +88,35 @@ def test_retry_on_is_stored_with_the_batch(remote: Remote, fake_backend: FakeBac
     batch = remote.run_async_map([1], retries=1, retry_on=[kinetic.FailureCause.OOM, "exit"])
     assert batch.results(timeout=30) == [1]
     assert batch._manifest.retry_on == ["exit", "oom"]
+
+
+@pytest.mark.parametrize("cause", [FailureCause.UNSCHEDULABLE, FailureCause.IMAGE])
+def test_retries_leave_an_unschedulable_or_image_failure_alone_unless_retry_on_names_it(
+    remote: Remote, fake_backend: FakeBackend, monkeypatch: pytest.MonkeyPatch, cause: FailureCause
+) -> None:
+    """On the per-child path (local, and gke without arrays) the client decides each retry:
+    the same attempt again would meet the same missing capacity or image."""
+
+    def statuses(records: Sequence[JobRecord]) -> dict[str, JobState]:
+        failed = JobState(status=JobStatus.FAILED, cause=cause, detail="never started")
+        return {record.job_id: failed for record in records}
+
+    def never_runs(record: JobRecord, **kwargs: Any) -> None:
+        fake_backend.submitted.append(record)
+
+    monkeypatch.setattr(fake_backend, "submit", never_runs)
+    monkeypatch.setattr(fake_backend, "statuses", statuses)
+    batch = remote.run_async_map([1], retries=2)
+    with pytest.raises(BatchError):
+        batch.results(timeout=30, cleanup=False)
+    assert [record.attempt for record in fake_backend.submitted] == [0]
+    assert batch.cause_counts() == {cause.value: 1}
+
+    fake_backend.submitted.clear()
+    named = remote.run_async_map([1], retries=2, retry_on=[cause])
+    with pytest.raises(BatchError):
+        named.results(timeout=30, cleanup=False)
+    assert [record.attempt for record in fake_backend.submitted] == [0, 1, 2]
 
 
 @pytest.mark.parametrize(

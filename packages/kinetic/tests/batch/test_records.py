@@ -1,13 +1,16 @@
 """A batch's records in a real local store: the manifest, one record per attempt, the listing."""
 
+import logging
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.sealed import BatchSeal
 from kinetic_protocol import (
+    BatchChild,
     BatchManifest,
     JobNotFoundError,
     JobRecord,
@@ -79,6 +82,22 @@ def test_the_listing_keeps_the_latest_attempt_of_each_index(
         records.add_child(index, attempt, f"job-{index}-{attempt}")
     assert records.listing().latest_attempts == {0: 2, 2: 0, 5: 11}
     assert len(store.list(layout.children_prefix(GROUP))) == 7, "one record per attempt"
+
+
+def test_a_child_record_that_does_not_verify_is_not_the_latest_attempt(
+    records: BatchRecords, store: LocalStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store writer's copy of a genuine record under a later attempt's key, and a record
+    nobody signed: counting either would have readers wait for an attempt never made."""
+    records.add_child(0, 0, "job-0-0")
+    copied = layout.child_key(GROUP, 0, 1)
+    store.write(copied, store.read(layout.child_key(GROUP, 0, 0)))
+    unsigned = layout.child_key(GROUP, 0, 2)
+    child = BatchChild(group_id=GROUP, index=0, attempt=2, job_id="job-0-2", submitted_at="now")
+    store.write(unsigned, msgspec.json.encode(child))
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        assert records.listing(total=3, retries=2).latest_attempts == {0: 0}
+    assert copied in caplog.text and unsigned in caplog.text
 
 
 def test_submission_errors_and_completion_are_listed(records: BatchRecords) -> None:
