@@ -178,3 +178,25 @@ def test_a_submission_error_trips_fail_fast(kinetic_backend: ScenarioBackend) ->
     assert all(isinstance(outcome, SkippedInputError) for outcome in outcomes[1:]), outcomes
     assert batch.jobs == [None, None, None]
     assert child_keys(kinetic_backend, batch.group_id) == []
+
+
+@pytest.mark.backends("local", "gke")
+def test_failures_after_results_list_every_failed_child_on_the_original_and_an_attached_handle(
+    kinetic_backend: ScenarioBackend,
+) -> None:
+    """The original collection cleans the failed child up; a handle attached afterwards
+    collects it from what the batch kept, and both name it."""
+    step = kinetic_backend.decorate()(uf.step)
+    batch = step.run_async_map([{"value": "a"}, {"value": "b", "fail": "boom"}])
+    with pytest.raises(BatchError):
+        batch.results(timeout=120)
+    failed_job = batch.jobs[1]
+    assert failed_job is not None
+    assert [job.job_id for job in batch.failures()] == [failed_job.job_id]
+
+    attached = kinetic.attach_batch(batch.group_id, backend=kinetic_backend.name)
+    with pytest.raises(BatchError) as info:
+        attached.results(timeout=120)
+    assert [job.job_id for job in info.value.failures] == [failed_job.job_id]
+    assert [job.job_id for job in attached.failures()] == [failed_job.job_id]
+    assert [job.job_id for job in batch.failures()] == [failed_job.job_id]

@@ -12,6 +12,7 @@ from typing import Any
 
 from kinetic import _log
 from kinetic._results import rebuild_exception, unwrap
+from kinetic.batch.causes import failed_children
 from kinetic.batch.errors import BatchError, SkippedInputError
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState, is_cleaned_up
@@ -184,12 +185,14 @@ class Collector:
     ) -> list[Any]:
         total = self.state.total
         gone = [i for i in cleaned_up if isinstance(outcomes[i], JobNotFoundError)]
-        failed_children = [
+        named = [
             (i, job) for i in failed if i not in gone and (job := self.state.jobs[i]) is not None
         ]
-        self.failures = [
-            job for i, job in failed_children if self.state.settled[i].status is JobStatus.FAILED
-        ]
+        # What failures() reads afresh, for these children: a failed child that this or an
+        # earlier collection cleaned up counts by the failure the batch kept for it.
+        self.failures = failed_children(
+            self.state.jobs, [(i, self.state.settled[i]) for i, _ in named], self.records
+        )
         with self.state.lock:
             submission_errors = dict(self.state.submission_errors)
         for index in range(total):
@@ -202,7 +205,7 @@ class Collector:
             partial = [None if i in failed_set else outcomes[i] for i in range(total)]
             raise BatchError(
                 self.group_id,
-                [job for _, job in failed_children],
+                [job for _, job in named],
                 partial,
                 submission_errors,
                 cleaned_up=gone,
