@@ -3,7 +3,8 @@
 import pytest
 
 import kinetic
-from kinetic.options import MapOptions, RunOptions
+from kinetic._waiting import check_timeout
+from kinetic.options import MAX_TIMEOUT_S, MapOptions, RunOptions
 from kinetic_protocol import ConfigError
 
 
@@ -85,6 +86,37 @@ def test_a_timeout_that_is_not_a_positive_finite_number_is_refused_at_decoration
 ) -> None:
     with pytest.raises(ConfigError, match=r"timeout=.* must be a positive, finite number"):
         kinetic.run(accelerator="cpu", timeout=bad)
+
+
+@pytest.mark.parametrize(
+    "bad", [1e10, 10**400, MAX_TIMEOUT_S + 1], ids=["1e10", "10**400", "max+1"]
+)
+def test_a_timeout_past_the_largest_accepted_is_refused_at_decoration_naming_it(bad: float) -> None:
+    """Past the limit a local job's supervisor cannot even wait that long (1e10 killed it)."""
+    with pytest.raises(
+        ConfigError, match=rf"longer than the largest accepted, {MAX_TIMEOUT_S} seconds"
+    ):
+        kinetic.run(accelerator="cpu", timeout=bad)
+
+
+def test_the_largest_accepted_timeout_is_kept() -> None:
+    assert (
+        kinetic.run(accelerator="cpu", timeout=MAX_TIMEOUT_S)(len).options.timeout == MAX_TIMEOUT_S
+    )
+
+
+def test_a_negative_int_past_a_floats_range_is_refused_without_spelling_it_out() -> None:
+    with pytest.raises(ConfigError, match=r"timeout=-an int of 401 digits must be a positive"):
+        kinetic.run(accelerator="cpu", timeout=-(10**400))
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [(10**400, None), (10**300, 1e300), (5, 5.0)],
+    ids=["10**400", "10**300", "5"],
+)
+def test_a_wait_of_an_int_past_a_floats_range_has_no_limit(given: int, kept: float | None) -> None:
+    assert check_timeout(given) == kept
 
 
 def test_a_negative_preemption_budget_is_refused_at_decoration() -> None:

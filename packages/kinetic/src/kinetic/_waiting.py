@@ -8,7 +8,23 @@ from typing import Any
 
 from kinetic_protocol import ConfigError
 
-__all__ = ["Backoff", "Deadline", "StatusCallback", "check_timeout"]
+__all__ = ["Backoff", "Deadline", "StatusCallback", "as_seconds", "check_timeout", "shown_seconds"]
+
+
+def as_seconds(number: float) -> float:
+    """``number`` as a float; an int past a float's range as the infinity of its sign (a bare
+    ``float()`` raises ``OverflowError`` there)."""
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf
+
+
+def shown_seconds(number: float) -> str:
+    """``number`` for a message: an int of hundreds of digits is described, not spelled out."""
+    if isinstance(number, int) and abs(number) >= 10**15:
+        return f"{'-' if number < 0 else ''}an int of {len(str(abs(number)))} digits"
+    return repr(number)
 
 
 def check_timeout(seconds: float | None, *, what: str = "timeout") -> float | None:
@@ -16,14 +32,17 @@ def check_timeout(seconds: float | None, *, what: str = "timeout") -> float | No
 
     A NaN deadline never passes and a negative one makes no sense: both are refused here,
     before any waiting, rather than waiting for ever."""
-    if seconds is None or (math.isinf(seconds) and seconds > 0):
+    if seconds is None:
         return None
-    if math.isnan(seconds) or seconds < 0:
+    value = as_seconds(seconds)
+    if math.isinf(value) and value > 0:
+        return None
+    if math.isnan(value) or value < 0:
         raise ConfigError(
-            f"{what}={seconds!r} is not a number of seconds >= 0: pass e.g. {what}=60, "
-            f"or {what}=None to wait without limit."
+            f"{what}={shown_seconds(seconds)} is not a number of seconds >= 0: pass e.g. "
+            f"{what}=60, or {what}=None to wait without limit."
         )
-    return seconds
+    return value
 
 
 class Deadline:

@@ -138,7 +138,7 @@ def run(
     requirements instead of the caller's interpreter, so missing dependencies show up locally
     before a cloud image is built.
 
-    ``timeout`` (seconds, a positive finite number) bounds each attempt of a job or batch
+    ``timeout`` (seconds, a positive number up to ten years) bounds each attempt of a job or batch
     child: past it the backend stops the attempt, which fails with cause ``timeout`` and
     keeps its output (``logs()``). Locally the supervisor enforces it from the moment the job
     starts running; on ``gke`` the pod's ``activeDeadlineSeconds`` does, from when the pod

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kinetic._waiting import as_seconds, shown_seconds
 from kinetic.data import Data
 from kinetic.env_capture import check_patterns
 from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
@@ -97,19 +98,31 @@ def _checked_volumes(volumes: object) -> tuple[tuple[str, Data], ...]:
     return tuple(mounts)
 
 
+MAX_TIMEOUT_S = 10 * 365 * 24 * 3600
+"""The longest ``timeout=`` accepted: ten years. Past about 292 years no backend can even
+wait that long (the platform's time limit), and anything near is a slip of units, not a plan."""
+
+
 def _checked_timeout(timeout: object) -> float:
-    """``timeout=`` as seconds: a positive, finite number (an int or a float, not a bool)."""
+    """``timeout=`` as seconds: a positive number up to :data:`MAX_TIMEOUT_S` (an int or a
+    float, not a bool)."""
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise TypeError(
             f"timeout must be a number of seconds (int or float), got "
             f"{type(timeout).__name__} {timeout!r}."
         )
-    if not math.isfinite(timeout) or timeout <= 0:
+    seconds = as_seconds(timeout)
+    if math.isnan(seconds) or seconds <= 0 or (isinstance(timeout, float) and math.isinf(seconds)):
         raise ConfigError(
-            f"timeout={timeout!r} must be a positive, finite number of seconds (each attempt "
-            "is stopped after that long); leave it unset (None) for no limit."
+            f"timeout={shown_seconds(timeout)} must be a positive, finite number of seconds (each "
+            "attempt is stopped after that long); leave it unset (None) for no limit."
         )
-    return float(timeout)
+    if seconds > MAX_TIMEOUT_S:
+        raise ConfigError(
+            f"timeout={shown_seconds(timeout)} is longer than the largest accepted, "
+            f"{MAX_TIMEOUT_S} seconds (ten years); leave it unset (None) for no limit."
+        )
+    return seconds
 
 
 def _check_preemption_retries(value: object) -> None:
