@@ -40,10 +40,12 @@ def test_outputs_written_by_the_job_are_listed_and_downloaded(
     with pytest.raises(ConfigError, match="already exist"):
         job.download_outputs(tmp_path / "downloaded")
     assert len(job.download_outputs(tmp_path / "downloaded", overwrite=True)) == 2
+    with pytest.raises(ConfigError, match="'' is an empty path"):
+        job.download_outputs("")
 
 
 def test_kinetic_jobs_outputs_lists_and_downloads_after_cleanup(
-    kinetic_backend: ScenarioBackend, tmp_path: Path
+    kinetic_backend: ScenarioBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job = kinetic_backend.decorate()(uf.write_outputs).run_async(NAMES)
     job.result(timeout=120)
@@ -62,6 +64,12 @@ def test_kinetic_jobs_outputs_lists_and_downloads_after_cleanup(
     assert _tree(target) == EXPECTED
     again = runner.invoke(cli, [*base, "--download", str(target)])
     assert again.exit_code == 2 and "already exist" in again.output
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    empty = runner.invoke(cli, [*base, "--download", ""])
+    assert empty.exit_code == 2 and "'' is an empty path" in empty.output
+    assert list(here.iterdir()) == []
 
 
 def test_a_job_that_wrote_nothing_has_no_outputs(local_backend: ScenarioBackend) -> None:

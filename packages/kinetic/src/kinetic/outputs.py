@@ -66,6 +66,11 @@ class JobOutputs:
     def download(self, directory: str | Path, *, overwrite: bool = False) -> list[Path]:
         """Copy every output into ``directory`` (made if missing), keeping relative paths; a
         file already there is an error unless ``overwrite``, checked before anything is copied."""
+        if not str(directory).strip():
+            raise ConfigError(
+                f"directory={directory!r} is an empty path: name the directory to download the "
+                f"outputs of job {self.job_id} into (e.g. 'outputs', or '.' for this one)."
+            )
         target = Path(directory).expanduser().absolute()
         where = self.location
         remote = self._gcs_objects(where) if where.startswith("gs://") else []

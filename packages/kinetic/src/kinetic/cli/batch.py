@@ -16,7 +16,7 @@ from kinetic.cli.batch_views import logs, timeline
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import Failed, TimedOut
 from kinetic.cli.out_files import check_out, write_out
-from kinetic.cli.params import Seconds
+from kinetic.cli.params import GivenPath, Seconds
 
 if TYPE_CHECKING:
     from kinetic.batch import BatchHandle
@@ -242,7 +242,7 @@ def _result_item(index: int, job_id: str | None, value: Any) -> dict[str, Any]:
     "cause and last lines with the batch) once its outcome is read.",
 )  # fmt: skip
 @click.option(
-    "--out", "out", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    "--out", "out", type=GivenPath(dir_okay=False, writable=True, path_type=Path),
     help="Write the results to FILE as JSON instead of printing them.",
 )  # fmt: skip
 @JSON_OPTION

@@ -8,6 +8,7 @@ import click
 from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.out_files import check_out
+from kinetic.cli.params import GivenPath
 
 __all__ = ["logs", "timeline"]
 
@@ -15,7 +16,7 @@ __all__ = ["logs", "timeline"]
 @click.command()
 @click.argument("group_id")
 @click.option(
-    "--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+    "--out", "out", required=True, type=GivenPath(dir_okay=False, path_type=Path),
     help="File to write: .html (interactive, self-contained), .svg or .png.",
 )  # fmt: skip
 @pass_cli

@@ -26,7 +26,7 @@ import click
 from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import TimedOut
-from kinetic.cli.params import Seconds
+from kinetic.cli.params import GivenPath, Seconds
 from kinetic_protocol import HostSelection, JobNotFoundError, KineticError
 
 if TYPE_CHECKING:
@@ -286,7 +286,7 @@ def cleanup(cli: CliContext, job_id: str, k8s: bool, gcs: bool) -> None:
 @click.option(
     "--download",
     "directory",
-    type=click.Path(file_okay=False, path_type=str),
+    type=GivenPath(file_okay=False, path_type=str),
     help="Copy every output file into DIR, keeping their paths.",
 )
 @click.option("--overwrite", is_flag=True, help="With --download: replace files already in DIR.")

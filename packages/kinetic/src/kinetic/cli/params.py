@@ -2,13 +2,16 @@
 
 ``click.FloatRange`` lets ``nan`` through (every comparison with it is false), and a NaN
 deadline never passes: ``--timeout nan`` waited for ever. :class:`Seconds` refuses it.
+``click.Path`` takes an empty string as the current directory (``--download ""`` wrote there):
+:class:`GivenPath` refuses it.
 """
 
 import math
+from typing import Any
 
 import click
 
-__all__ = ["Seconds"]
+__all__ = ["GivenPath", "Seconds"]
 
 
 class Seconds(click.ParamType[float | None]):
@@ -40,3 +43,18 @@ class Seconds(click.ParamType[float | None]):
             least = f"{self.minimum:g}"
             self.fail(f"{value!r} is less than the minimum of {least} seconds.", param, ctx)
         return number
+
+
+class GivenPath(click.Path):
+    """A ``click.Path`` that must be named: an empty value (an unset shell variable, most
+    likely) is refused instead of meaning the current directory."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail(
+                f"{value!r} is an empty path; name one (e.g. ./outputs, or . for the current "
+                "directory).",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
