@@ -34,7 +34,11 @@ def main() -> None:
     # Anyone holding the id can rebuild the handle, even from another process.
     same_job = kinetic.attach(job.job_id)
     result = same_job.result(cleanup=False, on_status_change=lambda s: print("  ->", s.value))
-    print("logs:\n" + "".join(f"  | {line}\n" for line in same_job.tail(3).splitlines()))
+    # tail(n) counts the log's lines as they are: what the function printed, then Kinetic's
+    # own line saying how the run ended.
+    print("the last 3 lines of its log:")
+    for line in same_job.tail(3).splitlines():
+        print(f"  | {line}")
     print(f"result: {result}")
     same_job.cleanup()
     print(f"after cleanup the job is {same_job.status().value}")

@@ -2,6 +2,7 @@
 example fails here before a reader finds it."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,24 @@ def test_code_blocks_fit_the_width_of_the_page(page: Path) -> None:
         if len(line) > CODE_WIDTH
     ]
     assert not too_wide, f"lines wider than {CODE_WIDTH} characters:\n" + "\n".join(too_wide)
+
+
+def test_the_quickstart_shows_what_it_says(tmp_path: Path, clean_kinetic_env: Path) -> None:
+    """The README's first command: its log block holds the function's last two lines, then
+    Kinetic's own line on how the run ended, as the script's comment says."""
+    ran = subprocess.run(
+        [sys.executable, str(DOCS.parent / "examples" / "quickstart.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert ran.returncode == 0, f"{ran.stdout}\n{ran.stderr}"
+    lines = ran.stdout.splitlines()
+    start = lines.index("the last 3 lines of its log:") + 1
+    shown = [line.removeprefix("  | ") for line in lines[start : start + 3]]
+    assert shown[:2] == ["step 3: loss=0.6561", "step 4: loss=0.5905"], ran.stdout
+    assert re.fullmatch(r"\[kinetic\] job train-\S+: succeeded in [\d.]+s", shown[2]), ran.stdout
+    assert lines[start + 3].startswith("result: {'lr': 0.1, 'final_loss': 0.5905")
+    assert lines[-2:] == ["sweep losses: [0.951, 0.7738, 0.5905, 0.3277]", "done"]

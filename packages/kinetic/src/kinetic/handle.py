@@ -199,7 +199,8 @@ class JobHandle:
     def tail(self, n: int = 100, *, host: HostSelection = None) -> str:
         """The last ``n`` lines of the job's output (on a multi-host job: of the leader, or of
         the host whose failure ended the job; of host ``host``; of every host with
-        ``host="all"``).
+        ``host="all"``). Lines are counted as the log holds them: Kinetic's own ``[kinetic]``
+        lines (how the run started and ended, why it failed) are among them.
 
         Once the backend's own log is gone (its pod or local directory), or out of reach, the
         output the job kept in the store stands in for it: the tail of each run, up to
