@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from kubernetes import watch
 
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.nodeagent import NodeAgent, base_host_env
@@ -90,9 +93,26 @@ def test_foreground_delete_kills_the_process_and_gc_removes_everything(
 
 
 def test_ttl_after_finished_deletes_the_job(agent: NodeAgent, h) -> None:
-    h.create_job("short", "print('done')", ttl=1)
-    h.wait(lambda: h.job_condition("short", "Complete"), what="Job Complete")
-    h.wait(lambda: h.job("short") is None, timeout=30, what="Job deleted by ttl controller")
+    """Read from a watch that starts before the create: the TTL controller may delete the
+    Job before any poll sees it Complete, but every version of it is in the watch."""
+    listed = json.loads(h.batch.list_namespaced_job(h.ns, _preload_content=False).data)
+    h.create_job("short", "print('done')", ttl=0)  # deleted as soon as it completes
+    seen: list[tuple[str, Any]] = []
+    for event in watch.Watch().stream(
+        h.batch.list_namespaced_job,
+        h.ns,
+        field_selector="metadata.name=short",
+        resource_version=listed["metadata"]["resourceVersion"],
+        timeout_seconds=30,
+    ):
+        seen.append((event["type"], event["raw_object"]))
+        if event["type"] == "DELETED":
+            break
+    kinds = [kind for kind, _ in seen]
+    assert kinds[0] == "ADDED" and kinds[-1] == "DELETED", kinds
+    conditions = seen[-1][1].get("status", {}).get("conditions") or []
+    complete = [c for c in conditions if c["type"] == "Complete" and c["status"] == "True"]
+    assert complete, f"deleted before it completed: {conditions}"
     h.wait(lambda: not h.job_pods("short"), what="pods garbage collected")
 
 
