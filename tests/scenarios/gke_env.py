@@ -14,8 +14,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
+from kinetic.submission import debugging, target
+from kinetic_protocol import Capabilities, DebugOptions
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiProxy
 from kinetic_testing.nodeagent import NodeAgent
@@ -53,8 +56,17 @@ def gke_scenario_env(
     monkeypatch.setenv("KINETIC_GKE_POLL", "0.02,0.2")
     # Scripts run in subprocesses decorate with backend="gke" alone: name the image here.
     monkeypatch.setenv("KINETIC_CONTAINER_IMAGE", GKE_IMAGE)
+    monkeypatch.setattr(target, "debug_options", _debug_options_on_a_shared_network)
     yield node_agent
     assert hashlib.sha256(kubeconfig.read_bytes()).hexdigest() == before, "kubeconfig modified"
+
+
+def _debug_options_on_a_shared_network(capabilities: Capabilities) -> DebugOptions:
+    """What a debug job is given, but any free port instead of 5678: on a cluster every pod
+    has its own network, here every pod's process shares this machine's, so two debug jobs
+    of tests run at once must not both listen on 5678. The job records the port it took, and
+    forwarding reads it from there, as it does the 5678 of a real pod."""
+    return msgspec.structs.replace(debugging.debug_options(capabilities), port=0)
 
 
 @pytest.fixture(name="gke_api_proxy")

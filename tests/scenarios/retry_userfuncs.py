@@ -4,11 +4,18 @@ library (and, inside a function, the runtime's store, as a job that checkpoints 
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHECKPOINT", "count_with_checkpoints", "fail_as", "hold_for_preemption"]
+__all__ = [
+    "CHECKPOINT",
+    "count_with_checkpoints",
+    "fail_as",
+    "hold_for_preemption",
+    "hold_on_the_first_attempt",
+]
 
 CHECKPOINT = "checkpoint.json"
 HOLD_LIMIT_S = 120.0
@@ -21,6 +28,15 @@ def hold_for_preemption(gate: str) -> None:
     deadline = time.monotonic() + HOLD_LIMIT_S
     while not os.path.exists(gate) and time.monotonic() < deadline:
         time.sleep(0.01)
+
+
+def hold_on_the_first_attempt(gate: str) -> str:
+    """Wait for ``gate`` (never opened: only a timeout ends it) on an input's first attempt;
+    return at once on a retry, whose job id ends ``-r<attempt>``."""
+    if re.search(r"-r\d+$", os.environ["KINETIC_JOB_ID"]):
+        return "retried"
+    hold_for_preemption(gate)
+    return "held to the end"
 
 
 def count_with_checkpoints(total: int, pause_at: list[int], gate: str) -> dict[str, Any]:

@@ -21,6 +21,7 @@ __all__ = [
     "end_by",
     "exit_process",
     "fail_on_host",
+    "fail_or_hold",
     "add",
     "env_snapshot",
     "fail_with",
@@ -64,6 +65,12 @@ def fail_on_host(host: int, message: str) -> None:
     """Raise on host ``host`` of a multi-host job only; every other host returns None."""
     if int(os.environ["KINETIC_HOST_INDEX"]) == host:
         raise ScenarioError(message, 1)
+
+
+def fail_or_hold(host: int, message: str, gate: str) -> None:
+    """Raise on host ``host`` of a multi-host job; every other host waits for ``gate``."""
+    fail_on_host(host, message)
+    _wait_for(gate)
 
 
 def hold(gate: str, value: Any = None, started: str | None = None) -> Any:

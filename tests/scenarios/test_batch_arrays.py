@@ -16,6 +16,7 @@ from typing import Any
 import batch_userfuncs as uf
 import durability_userfuncs as duf
 import pytest
+import retry_userfuncs as ruf
 from batch_support import private_project, start_script
 from kubernetes import client
 from scenario_support import ScenarioBackend, pid_gone, run_script, wait_until
@@ -120,6 +121,29 @@ def test_a_failed_index_runs_again_as_its_next_attempt(
         (0, 0, f"{job.metadata.name}-0"), (1, 0, first_id), (1, 1, f"{first_id}-r1"),
         (2, 0, f"{job.metadata.name}-2"),
     ]  # fmt: skip
+
+
+def test_retry_on_timeout_runs_a_timed_out_index_again_and_retry_on_oom_does_not(
+    kinetic_backend: ScenarioBackend, tmp_path: Path
+) -> None:
+    """``timeout=`` is each pod's deadline: the kubelet stops a pod past it with SIGTERM and
+    fails it ``DeadlineExceeded``. The Job's retry rules take that for a timeout (exit 143),
+    never for an out-of-memory kill (137), and the cause reads ``timeout`` either way."""
+    remote = kinetic_backend.decorate(timeout=10)(ruf.hold_on_the_first_attempt)
+    gate = str(tmp_path / "never-opened")
+    on_timeout = remote.run_async_map([gate], retries=1, retry_on=["timeout"])
+    on_oom = remote.run_async_map([gate], retries=1, retry_on=["oom"])
+
+    assert on_timeout.results(timeout=180, cleanup=False) == ["retried"]
+    [retried] = on_timeout.jobs
+    assert retried is not None and retried.attempt == 1
+    first = kinetic.attach(retried.job_id.removesuffix("-r1"), backend="gke").failure()
+    assert first is not None and first.cause is FailureCause.TIMEOUT
+
+    [outcome] = on_oom.results(timeout=180, return_exceptions=True, cleanup=False)
+    assert isinstance(outcome, kinetic.JobFailedError)
+    assert [child.attempt for child in on_oom.jobs if child is not None] == [0]
+    assert on_oom.cause_counts() == {"timeout": 1}
 
 
 def test_without_retries_a_failed_index_is_final(

@@ -139,3 +139,33 @@ def test_a_finished_slice_stops_itself_with_no_client_polling(
     assert again.result(timeout=60, cleanup=False) == 5
     assert again.status() is JobStatus.SUCCEEDED
     assert "running add" in (again.logs(host=1) or "")
+
+
+def test_a_failed_slice_stops_itself_with_no_client_polling(
+    slices: ScenarioBackend, real_k8s: ControlPlane, k8s_namespace: str, tmp_path: Path
+) -> None:
+    """A detached 2-host job whose host 1 raises while the leader still runs (it waits on a
+    gate that never opens): nothing polls it, yet host 1 records the failure as a client
+    would (naming itself, with every host's last lines) and scales the set to zero, which
+    ends the leader's run too."""
+    remote = slices.decorate()(sf.fail_or_hold)
+    job = remote.run_async(1, "bad shard", str(tmp_path / "never"))
+    path = f"/apis/leaderworkerset.x-k8s.io/v1/namespaces/{k8s_namespace}/leaderworkersets/"
+
+    def stopped() -> dict[str, Any] | None:
+        found: dict[str, Any] = real_k8s.request("GET", path + job.k8s_name)
+        return found if found["spec"]["replicas"] == 0 else None
+
+    # Sooner than the leader's gate gives up (sf.GATE_TIMEOUT_S): its run never ends first.
+    lws = wait_until(stopped, "the failed slice to stop itself", timeout=sf.GATE_TIMEOUT_S - 15)
+    annotations = lws["metadata"]["annotations"]
+    assert annotations["kinetic.dev/final-state"] == "FAILED"
+    assert annotations["kinetic.dev/final-detail"] == "host 1 of 2: exit 1"
+    assert annotations["kinetic.dev/final-exit-code"] == "1"
+    assert annotations["kinetic.dev/final-cause"] == "exit"
+    assert "bad shard" in annotations["kinetic.dev/log-tail-1"]
+    assert "running fail_or_hold" in annotations["kinetic.dev/log-tail-0"]
+    again = kinetic.attach(job.job_id)
+    assert again.status_detail().detail == "host 1 of 2: exit 1"
+    with pytest.raises(sf.ScenarioError, match="bad shard"):
+        again.result(timeout=60, cleanup=False)

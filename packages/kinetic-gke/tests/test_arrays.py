@@ -94,7 +94,33 @@ def test_retry_on_says_which_exit_codes_run_again(record: RecordFactory) -> None
         arrays.array_job_manifest(_manifest(record, retries=2, retry_on=["exit", "oom"]))
     )
     assert but_user[1]["onExitCodes"]["operator"] == "In"
-    assert but_user[1]["onExitCodes"]["values"] == [1, 2, 4, EXIT_PREEMPTIONS_SPENT]
+    assert but_user[1]["onExitCodes"]["values"] == [1, 2, 4, EXIT_PREEMPTIONS_SPENT, 143]
+
+
+@pytest.mark.parametrize(
+    ("retry_on", "stopped_at_deadline_retried"), [(["timeout"], True), (["oom"], False)]
+)
+def test_a_run_stopped_at_its_deadline_is_retried_as_a_timeout_not_an_oom(
+    record: RecordFactory, retry_on: list[str], stopped_at_deadline_retried: bool
+) -> None:
+    """The kubelet stops a pod past its deadline with SIGTERM, which the runtime ends as
+    stopped (143; ``KINETIC_STOP_GRACE``), never 137, an out-of-memory kill's code."""
+    [_, final] = _rules(arrays.array_job_manifest(_manifest(record, retries=1, retry_on=retry_on)))
+    assert final["onExitCodes"]["operator"] == "NotIn"
+    retried = set(final["onExitCodes"]["values"]) - {0}
+    assert (143 in retried) is stopped_at_deadline_retried
+    assert (137 in retried) is not stopped_at_deadline_retried
+
+
+def test_a_run_past_its_deadline_reads_cause_timeout_whatever_its_exit_code() -> None:
+    """Read from the pod's ``DeadlineExceeded`` reason, not from 143 or 137 (137 is also an
+    out-of-memory kill's code)."""
+    pods = [_pod(0, "Failed", code=code) for code in (143, 137)]
+    for pod in pods:
+        pod["status"] |= {"reason": "DeadlineExceeded", "message": "Pod was active too long"}
+    for pod in pods:
+        [state] = _states(_job(failedIndexes="0"), [pod], [0]).values()
+        assert (state.status, state.cause) == (JobStatus.FAILED, FailureCause.TIMEOUT)
 
 
 def test_fail_fast_that_lets_running_children_finish_is_not_an_array(

@@ -160,6 +160,17 @@ def test_a_timeout_is_the_pods_active_deadline_in_whole_seconds(
     assert "activeDeadlineSeconds" not in _pod(job_manifest(record()))
 
 
+def test_the_runtime_ends_a_stopped_run_itself_before_the_kubelet_kills_it(
+    record: RecordFactory,
+) -> None:
+    """So a pod stopped at its deadline ends as stopped (143), not killed (137, which a Job's
+    retry rules take for an out-of-memory kill)."""
+    manifest = job_manifest(record(timeout=60))
+    env = {item["name"]: item["value"] for item in _container(manifest)["env"]}
+    grace = _pod(manifest)["terminationGracePeriodSeconds"]
+    assert 0 < float(env["KINETIC_STOP_GRACE"]) < grace
+
+
 def test_names_namespace_image_and_command_come_from_the_record(record: RecordFactory) -> None:
     job = record("train-20261122-101500-ab12cd3", namespace="research", image_uri=IMAGE)
     manifest = job_manifest(job)

@@ -2,8 +2,8 @@
 
 import msgspec
 
-from kinetic_pathways import lws_manifest
-from kinetic_protocol import JobRecord, Mount
+from kinetic_pathways import PathwaysBackend, lws_manifest
+from kinetic_protocol import DEFAULT_DEBUG_PORT, JobRecord, Mount
 
 RECORD = JobRecord(
     job_id="job-1",
@@ -85,3 +85,14 @@ def test_every_host_gets_the_jobs_data_mounts_and_the_fuse_annotation() -> None:
     assert [sorted(v) for v in template["spec"]["volumes"]] == [
         ["emptyDir", "name"], ["csi", "name"], ["name", "secret"]
     ]  # fmt: skip
+
+
+def test_a_debug_job_declares_the_debug_port_the_backend_forwards_to() -> None:
+    """The client gives the job a server on every interface of its pod (not the pod's
+    loopback) only for a backend that forwards the port; the leader's pod declares it."""
+    assert PathwaysBackend.capabilities.debug_port_forward
+    debug = lws_manifest(msgspec.structs.replace(RECORD, debug=True))
+    container = debug["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    assert container["ports"] == [
+        {"containerPort": DEFAULT_DEBUG_PORT, "name": "debugpy", "protocol": "TCP"}
+    ]

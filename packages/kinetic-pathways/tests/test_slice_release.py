@@ -5,24 +5,42 @@ from typing import Any
 import pytest
 
 from kinetic_pathways import status
-from kinetic_runtime import release
+from kinetic_protocol import JobState
+from kinetic_runtime import release, slice_outcome
+from kinetic_runtime.deadline import EXIT_TIMEOUT
+from kinetic_runtime.main import EXIT_HOST_REPLACED
 from kinetic_runtime.multihost import SliceHost
+
+Obj = dict[str, Any]
 
 
 def test_the_runtime_and_the_backend_agree_on_the_recorded_names() -> None:
     assert release.FINAL_STATE == status.FINAL_STATE
     assert release.FINAL_DETAIL == status.FINAL_DETAIL
     assert release.FINAL_EXIT_CODE == status.FINAL_EXIT_CODE
+    assert release.FINAL_CAUSE == status.FINAL_CAUSE
     assert release.log_tail_key(3) == status.log_tail_key(3)
     assert (release.LOG_TAIL_LINES, release.LOG_TAIL_BYTES) == (
         status.LOG_TAIL_LINES,
         status.LOG_TAIL_BYTES,
     )
-    assert release.WORKER_INDEX == status.WORKER_INDEX
+    assert slice_outcome.WORKER_INDEX == status.WORKER_INDEX
+    assert slice_outcome.HOST_PODS == status.HOST_PODS
+    assert (slice_outcome.REPLACED_EXIT, slice_outcome.TIMEOUT_EXIT) == (
+        EXIT_HOST_REPLACED,
+        EXIT_TIMEOUT,
+    )
 
 
-def _pod(host: int, terminated: dict[str, object] | None) -> dict[str, object]:
-    state = {"terminated": terminated} if terminated is not None else {"running": {}}
+def _pod(host: int, end: Obj | None, *, first: bool = False, **status_fields: Any) -> Obj:
+    """Host ``host``'s pod: running, or restarted after a first run that ended ``end``
+    (``first``: that run's container not restarted yet)."""
+    if end is None:
+        container: Obj = {"state": {"running": {}}}
+    elif first:
+        container = {"state": {"terminated": end}}
+    else:
+        container = {"state": {"running": {}}, "lastState": {"terminated": end}}
     return {
         "metadata": {
             "name": f"s-0-{host}",
@@ -30,30 +48,70 @@ def _pod(host: int, terminated: dict[str, object] | None) -> dict[str, object]:
             "creationTimestamp": "2026-01-01T00:00:00Z",
             "labels": {status.WORKER_INDEX: str(host)},
         },
-        "status": {"phase": "Running", "containerStatuses": [{"state": state}]},
+        "status": {"phase": "Running", "containerStatuses": [container], **status_fields},
     }
 
 
-@pytest.mark.parametrize(
-    "ends",
-    [
-        [{"exitCode": 0}, {"exitCode": 0}, {"exitCode": 0}],
-        [{"exitCode": 0}, {"exitCode": 137, "reason": "OOMKilled"}, None],
-        [None, {"exitCode": 3, "reason": "Error"}, {"exitCode": 1, "reason": "Error"}],
+def _lws(size: int, **annotations: str) -> Obj:
+    return {
+        "metadata": {"name": "s", "annotations": annotations},
+        "spec": {"leaderWorkerTemplate": {"size": size}},
+    }
+
+
+def _as_state(outcome: slice_outcome.SliceOutcome) -> JobState:
+    """The runtime's outcome as the backend reads it back from the annotations it writes."""
+    state = status.recorded_state({"metadata": {"annotations": release._record(outcome)}})
+    assert state is not None
+    return state
+
+
+OK, RAISED = {"exitCode": 0, "reason": "Completed"}, {"exitCode": 1, "reason": "Error"}
+DECIDED = {
+    "all succeeded": [_pod(0, OK), _pod(1, OK), _pod(2, OK, first=True)],
+    "a worker raised while the leader runs": [_pod(0, None), _pod(1, RAISED), _pod(2, None)],
+    "a worker OOM killed": [_pod(0, OK), _pod(1, {"exitCode": 137, "reason": "OOMKilled"})],
+    "the lowest failed host": [
+        _pod(0, None), _pod(1, {"exitCode": 3, "reason": "Error"}), _pod(2, RAISED),
     ],
-)
-def test_the_slice_reads_the_outcome_a_polling_client_would(
-    ends: list[dict[str, object] | None],
-) -> None:
-    pods = [_pod(host, end) for host, end in enumerate(ends)]
-    lws = {"metadata": {"name": "s"}, "spec": {"leaderWorkerTemplate": {"size": 3}}}
-    seen = status.slice_state(lws, pods, events=[], unschedulable_timeout=60)
-    assert release._outcome(3, release._newest(pods)) == seen.status.value
+    "past its timeout": [_pod(0, {"exitCode": 4, "reason": "Error"}), _pod(1, None)],
+    "the leader failed first": [
+        _pod(0, {"exitCode": 2, "reason": "Error"}, first=True), _pod(1, None),
+    ],
+}  # fmt: skip
 
 
-def test_the_slice_waits_while_a_host_runs() -> None:
-    pods = [_pod(0, {"exitCode": 0}), _pod(1, None)]
-    assert release._outcome(2, release._newest(pods)) is None
+@pytest.mark.parametrize("pods", DECIDED.values(), ids=DECIDED.keys())
+def test_a_slice_records_the_state_a_polling_client_would(pods: list[Obj]) -> None:
+    size = len(pods)
+    seen = status.slice_state(_lws(size), pods, events=[], unschedulable_timeout=60)
+    outcome = slice_outcome.slice_outcome(size, _lws(size), slice_outcome.newest_by_host(pods))
+    assert outcome is not None
+    assert _as_state(outcome) == seen
+
+
+def test_a_host_replaced_after_a_client_recorded_the_hosts_fails_as_preempted() -> None:
+    pods = [_pod(0, None), _pod(1, None)]
+    pods[1]["metadata"]["uid"] = "u1-new"
+    recorded = _lws(2, **{status.HOST_PODS: "u0,u1"})
+    seen = status.slice_state(recorded, pods, events=[], unschedulable_timeout=60)
+    outcome = slice_outcome.slice_outcome(2, recorded, slice_outcome.newest_by_host(pods))
+    assert outcome is not None and _as_state(outcome) == seen
+
+
+UNDECIDED = {
+    "a host still runs": [_pod(0, OK), _pod(1, None)],
+    "a lower host waits for its image": [
+        _pod(0, None, phase="Pending"), _pod(1, RAISED),
+    ],
+    "a lower host's pod is gone": [_pod(1, RAISED)],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("pods", UNDECIDED.values(), ids=UNDECIDED.keys())
+def test_what_only_a_client_can_read_is_left_to_it(pods: list[Obj]) -> None:
+    """Undecided here: a client's poll reads the rest (a pending host's scheduling or image)."""
+    assert slice_outcome.slice_outcome(2, _lws(2), slice_outcome.newest_by_host(pods)) is None
 
 
 class _LeadersView:

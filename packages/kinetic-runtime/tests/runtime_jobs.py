@@ -127,10 +127,24 @@ class JobStage:
         ]  # fmt: skip
         done = subprocess.run(
             command, capture_output=True, text=True, check=False, timeout=RUN_TIMEOUT_S,
-            cwd=self.tmp_path,
-            env={**os.environ, "KINETIC_SIGNING_KEYS": str(self.keys_dir), **(env or {})},
+            cwd=self.tmp_path, env=self._environment(env),
         )  # fmt: skip
         envelope = None
         if self.store.exists(layout.result_key(job_id)):
             envelope = self.envelope(layout.result_key(job_id), job_id)
         return RuntimeRun(done.returncode, done.stdout + done.stderr, envelope)
+
+    def start(self, job_id: str, *, env: dict[str, str] | None = None) -> "subprocess.Popen[str]":
+        """Start the runtime for ``job_id`` and return at once (its output: stdout, with
+        stderr in it), for a test that signals it while it runs."""
+        command = [
+            sys.executable, "-m", "kinetic_runtime", "--store", self.store.uri, "--job", job_id,
+            "--workdir", str(self.workdir),
+        ]  # fmt: skip
+        return subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=self.tmp_path, env=self._environment(env),
+        )  # fmt: skip
+
+    def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
+        return {**os.environ, "KINETIC_SIGNING_KEYS": str(self.keys_dir), **(env or {})}

@@ -147,3 +147,32 @@ def test_a_debug_server_that_cannot_start_fails_the_job_in_phase_debug(jobs: Job
     assert run.exit_code == 2, run.output
     assert isinstance(run.envelope, Failed), run.output
     assert run.envelope.phase == "debug"
+
+
+def _slice_host(index: int) -> dict[str, str]:
+    """Host ``index`` of a 2-host job that leaves JAX alone (one host runs at a time here)."""
+    return {
+        "KINETIC_NUM_HOSTS": "2",
+        "KINETIC_HOST_INDEX": str(index),
+        "KINETIC_COORDINATOR_ADDRESS": "127.0.0.1:1",
+        "KINETIC_HOST_INSTANCE": "pod-a",
+        "KINETIC_JAX_DISTRIBUTED": "off",
+    }
+
+
+def test_only_the_leader_of_a_multi_host_debug_job_serves_a_debugger(jobs: JobStage) -> None:
+    """Host 1 starts no server and writes no ``debug.json`` (it would wait the whole
+    ``KINETIC_DEBUG_WAIT`` for a client that attaches to host 0); the leader serves one."""
+    options = DebugOptions(host="127.0.0.1", port=0, wait_timeout=0)
+    job_id = jobs.stage("job-slice", pickled_call(pow, 2, 5), debug=options)
+
+    worker = jobs.run(job_id, env=_slice_host(1))
+    assert worker.exit_code == 0, worker.output
+    assert "the debugger attaches to host 0; host 1 of 2 runs without one" in worker.output
+    assert "debugger listening" not in worker.output
+    assert _state(jobs.store, job_id) is None
+
+    leader = jobs.run(job_id, env=_slice_host(0))
+    assert isinstance(leader.envelope, Succeeded), leader.output
+    state = _state(jobs.store, job_id)
+    assert state is not None and state.phase == "no-debugger"

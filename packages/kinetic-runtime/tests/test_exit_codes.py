@@ -7,9 +7,11 @@ failed (the envelope names it) or when not even an envelope could be stored.
 import io
 import operator
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 import zipfile
 from pathlib import Path
 
@@ -113,6 +115,36 @@ def test_a_run_past_its_attempt_timeout_exits_4_keeping_its_output(jobs: JobStag
     assert run.envelope is None, "nothing is stored for an attempt stopped at its timeout"
     assert "partial output" in run.output
     assert "ran past its timeout of 1.5s" in run.output
+
+
+def test_a_stopped_run_that_ignores_sigterm_is_ended_as_stopped_after_the_stop_grace(
+    jobs: JobStage, tmp_path: Path
+) -> None:
+    """A pod past its deadline gets SIGTERM, then the kubelet's SIGKILL after the grace period:
+    137, which a Job's retry rules read as out of memory. Within ``KINETIC_STOP_GRACE`` the
+    keeper ends such a run itself, as stopped by the SIGTERM (143 in a container)."""
+    ready = tmp_path / "ready"
+    stubborn = (
+        "import pathlib, signal, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: print('ignoring SIGTERM', flush=True))\n"
+        f"pathlib.Path({str(ready)!r}).touch()\n"
+        "time.sleep(60)\n"
+    )
+    process = jobs.start(
+        jobs.stage("job-stubborn", pickled_call(exec, stubborn)), env={"KINETIC_STOP_GRACE": "0.5"}
+    )
+    try:
+        while not ready.exists() and process.poll() is None:
+            time.sleep(0.01)  # the function's signal handler is set once the file is there
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == -signal.SIGTERM, output
+    assert "ignoring SIGTERM" in output
+    assert "still running 0.5s after SIGTERM; ending it" in output
 
 
 def test_a_run_within_its_attempt_timeout_is_not_stopped(jobs: JobStage) -> None:

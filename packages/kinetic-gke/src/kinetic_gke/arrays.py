@@ -19,6 +19,7 @@ the runs the cluster took away pass the job's ``preemption_retries``.
 """
 
 import functools
+import signal
 from typing import Any
 
 from kinetic_gke.k8s.jobs import JobWorkload
@@ -80,13 +81,19 @@ _ATTEMPT_ENV = {
 _EXIT_CODES = {
     FailureCause.USER: (1,),
     FailureCause.INFRASTRUCTURE: (2,),
-    FailureCause.TIMEOUT: (4,),
+    FailureCause.TIMEOUT: (4, 128 + signal.SIGTERM),
     FailureCause.PREEMPTED: (EXIT_PREEMPTIONS_SPENT,),
-    FailureCause.OOM: (137,),
+    FailureCause.OOM: (128 + signal.SIGKILL,),
 }
-"""The exit codes that name a cause: ``kinetic_runtime``'s own (the function raised, a phase
-before it failed, its ``timeout=`` passed, the index's preemptions were spent) and the
-kernel's kill of a container out of memory. Any other non-zero code is cause ``exit``."""
+"""The exit codes a cause ends a run with, for the retry rules (which see nothing else of a
+failed pod but its conditions): ``kinetic_runtime``'s own (the function raised, a phase before
+it failed, a ``timeout=`` it kept itself passed, the index's preemptions were spent); a pod
+stopped by the kubelet at its ``activeDeadlineSeconds`` (``timeout=``), which sends SIGTERM
+and which the runtime then ends as stopped, 143, never 137 (``KINETIC_STOP_GRACE``; a stop
+that is a preemption is the disruption rule's, read first); and the kernel's kill of a
+container out of memory, 137. Any other non-zero code is cause ``exit``. How the client reads
+a run's cause is another matter: from what Kubernetes says of the pod (``DeadlineExceeded``,
+``OOMKilled``; :mod:`kinetic_gke.array_states`)."""
 
 
 def expressible(manifest: BatchManifest) -> bool:

@@ -29,6 +29,13 @@ DEFAULT_TTL_SECONDS = 7 * 24 * 3600
 """Finished Jobs are kept a week for their logs, then Kubernetes deletes them."""
 NON_ROOT_UID = 1000
 """The user pods run as: the `kinetic` user of the images Kinetic builds."""
+TERMINATION_GRACE_SECONDS = 30
+"""How long a pod told to stop (past its deadline, preempted, deleted) has before the
+kubelet kills it: time for a function that catches SIGTERM to save a checkpoint."""
+STOP_GRACE_SECONDS = TERMINATION_GRACE_SECONDS - 5
+"""``KINETIC_STOP_GRACE``: the runtime ends a stopped run itself this long after SIGTERM, so
+it ends as stopped (143) and never by the kubelet's kill (137, an out-of-memory kill's code
+to a Job's retry rules; see ``kinetic_gke.arrays``)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,7 @@ def pod_template(
         "KINETIC_JOB_ID": record.job_id,
         "KINETIC_ENV": "gke",
         "KINETIC_SIGNING_KEYS": SIGNING_MOUNT_PATH,
+        "KINETIC_STOP_GRACE": str(STOP_GRACE_SECONDS),
         "PYTHONUNBUFFERED": "1",
         **(extra_env or {}),
     }
@@ -147,7 +155,7 @@ def pod_template(
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "containers": [container],
-        "terminationGracePeriodSeconds": 30,
+        "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
         "securityContext": pod_security,
     }
     if placed.node_selector:

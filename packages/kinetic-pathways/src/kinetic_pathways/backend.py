@@ -2,7 +2,9 @@
 
 Polling, listing, deletion with confirmation and the bucket are the gke backend's, with a
 LeaderWorkerSet workload. What differs: every host's pod counts towards the job's state, a
-finished slice is stopped at once (so it burns no TPU hours), and logs are per host.
+finished slice is stopped at once (so it burns no TPU hours), and logs are per host. A
+``debug=True`` job's debugger is the leader's: its pod serves it, and ``port_forward_command``
+(the gke backend's) forwards to host 0's pod.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class PathwaysBackend(GKEBackend):
         single_host=False,
         volumes=True,
         fuse=True,
+        debug_port_forward=True,
         per_host_logs=True,
     )
     related_backends: ClassVar[tuple[str, ...]] = ("gke",)

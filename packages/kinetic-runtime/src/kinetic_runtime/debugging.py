@@ -29,9 +29,10 @@ pydevd versions and between its ``sys.settrace`` and ``sys.monitoring`` (3.12+) 
 ``justMyCode`` on and the runtime installed as a library (an image), pydevd may treat that
 frame as library code and not show the first stop; user breakpoints are unaffected.
 
-Multi-host jobs (one process per host) are not handled yet: every process would start its own
-server and write the same ``debug.json``. The plan is that the leader hosts the debugger and
-the workers wait for it, once multi-host jobs exist in the runtime.
+On a multi-host job only the leader (host 0) serves a debugger: ``debug.json`` and the
+backend's port forward are one per job. The other hosts never call ``serve`` and run at once
+(``kinetic_runtime.main``); code that joins the hosts in a collective waits there for the
+leader, which its debugger holds.
 """
 
 import contextlib

@@ -12,6 +12,13 @@ kernel picks the biggest process), stuck in native code that holds the GIL, or e
 and how the run ended. The keeper forwards SIGTERM, SIGINT and SIGHUP to the job, and ends as
 the job did (the same exit status, or the same signal), so whatever watches the process (the
 kubelet, the local supervisor) sees the job's own ending.
+
+One exception: a pod told to stop (SIGTERM: past its ``activeDeadlineSeconds``, or deleted)
+is killed by the kubelet once its grace period is over, and a run that ignored the SIGTERM
+would end with 137, the exit status of an out-of-memory kill, which a Job's retry rules take
+for one (an array batch's ``retry_on``). With ``KINETIC_STOP_GRACE`` set (a pod's backend sets
+it a little under the grace period), the keeper kills a run still going that long after the
+SIGTERM and ends as stopped by it (143), before the kubelet would.
 """
 
 import contextlib
@@ -133,16 +140,24 @@ class OutputKeeper:
 
 
 def _setting(spec: SettingSpec, default: float, say: Callable[[str], None]) -> float:
+    value = _number(spec, say, instead=f"using {default:g}")
+    return default if value is None else value
+
+
+def _number(
+    spec: SettingSpec, say: Callable[[str], None], *, instead: str = "ignoring it"
+) -> float | None:
+    """``spec``'s value, a number of 0 or more; None when it is unset or is not one (said)."""
     raw = spec.from_env()
     if not raw:
-        return default
+        return None
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
     if not 0 <= value < float("inf"):  # NaN fails both comparisons
-        say(f"{spec.env}={raw!r} is not a number of 0 or more; using {default:g}")
-        return default
+        say(f"{spec.env}={raw!r} is not a number of 0 or more; {instead}")
+        return None
     return value
 
 
@@ -172,20 +187,51 @@ def keep_output(store_uri: str, job_id: str, host: int, say: Callable[[str], Non
     _keep(child, read_end, store_uri, job_id, host, limit, interval)
 
 
+class _Stop:
+    """When the keeper was told to stop (SIGTERM), and whether it killed the run after
+    ``grace`` seconds (None: it never does)."""
+
+    def __init__(self, grace: float | None) -> None:
+        self.grace = grace
+        self.asked_at: float | None = None
+        self.killed = False
+
+    def ask(self) -> None:
+        if self.asked_at is None:
+            self.asked_at = time.monotonic()
+
+    def remaining(self) -> float | None:
+        """Seconds until the run is to be killed; None while no kill is due."""
+        if self.grace is None or self.asked_at is None or self.killed:
+            return None
+        return max(0.0, self.asked_at + self.grace - time.monotonic())
+
+    def enforce(self, child: int, say: Callable[[str], None]) -> None:
+        if self.remaining() == 0.0:
+            self.killed = True
+            say(f"still running {self.grace:g}s after SIGTERM; ending it")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+
+
 def _keep(
     child: int, pipe: int, store_uri: str, job_id: str, host: int, limit: int, interval: float
 ) -> NoReturn:
     """The keeper's life: copy and keep the child's output until it ends, then end like it."""
 
+    def say(message: str) -> None:
+        _copy(f"[kinetic] job {job_id}: {message}\n".encode())
+
+    stop = _Stop(_number(settings.STOP_GRACE, say))
+
     def forward(signum: int, _frame: object) -> None:
+        if signum == signal.SIGTERM:
+            stop.ask()
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signum)
 
     for signum in _FORWARDED:
         signal.signal(signum, forward)
-
-    def say(message: str) -> None:
-        _copy(f"[kinetic] job {job_id}: {message}\n".encode())
 
     status: int | None = None
     try:
@@ -194,24 +240,31 @@ def _keep(
         keeper = OutputKeeper(
             open_store(store_uri), job_id, host, limit=limit, interval=interval, say=say
         )
-        status = _pump(child, pipe, keeper)
+        status = _pump(child, pipe, keeper, lambda: stop.enforce(child, say), stop.remaining)
         keeper.sync(final=True, ended=_describe(status))
     except Exception as exc:  # never leave the job unwatched: copy on, wait, end as it did
         say(f"stopped keeping this run's output in the store: {exc!r}")
         if status is None:
             status = _copy_until_exit(child, pipe)
-    _end_like(status)
+    _end_like(signal.SIGTERM if stop.killed else status)
 
 
-def _pump(child: int, pipe: int, keeper: OutputKeeper) -> int:
+def _pump(
+    child: int,
+    pipe: int,
+    keeper: OutputKeeper,
+    enforce: Callable[[], None] = lambda: None,
+    due: Callable[[], float | None] = lambda: None,
+) -> int:
     """Copy ``pipe`` to stdout and into ``keeper`` until the child has exited; its wait status.
+    ``due``: seconds until ``enforce`` must run (a stopped run to be ended), if it must.
 
     Ends at the child's exit, not at the pipe's end: a process the job left running may hold
     the pipe open, and the run is over when the job's own process is."""
     pidfd = _pidfd(child)
     watched = [pipe] if pidfd is None else [pipe, pidfd]
     while True:
-        wait = keeper.wait_time()
+        wait = _soonest(keeper.wait_time(), due())
         if pidfd is None:  # no pidfd: look at the child at least twice a second
             wait = 0.5 if wait is None else min(wait, 0.5)
         ready, _, _ = select.select(watched, [], [], wait)
@@ -225,6 +278,7 @@ def _pump(child: int, pipe: int, keeper: OutputKeeper) -> int:
         done, status = os.waitpid(child, os.WNOHANG)
         if done:
             break
+        enforce()
         if keeper.due():
             keeper.sync()
     if pidfd is not None:
@@ -234,6 +288,11 @@ def _pump(child: int, pipe: int, keeper: OutputKeeper) -> int:
             _copy(data)
             keeper.add(data)
     return status
+
+
+def _soonest(first: float | None, second: float | None) -> float | None:
+    waits = [wait for wait in (first, second) if wait is not None]
+    return min(waits) if waits else None
 
 
 def _copy_until_exit(child: int, pipe: int) -> int:

@@ -40,6 +40,7 @@ import cloudpickle
 from kinetic_protocol import (
     EXIT_PREEMPTIONS_SPENT,
     CallDescriptor,
+    DebugOptions,
     Failed,
     HostStart,
     ObjectStore,
@@ -139,12 +140,7 @@ class _Job:
         )
         if joined and self.host is not None:
             _say(f"job {self.job_id}: jax.distributed initialised ({self.host.label})")
-        stop = None
-        if call.debug is not None:
-            from kinetic_runtime import debugging
-
-            debug = (call.debug, self.store, self.job_id, self.workdir, _say)
-            stop = self.step(Phase.DEBUG, debugging.serve, *debug)
+        stop = None if call.debug is None else self.serve_debugger(call.debug)
         _say(f"job {self.job_id}: running {call.func_name}")
         value = self.call_user_function(fn, args, kwargs, stop)
         return Succeeded(
@@ -153,6 +149,21 @@ class _Job:
             started_at=self.started_at,
             finished_at=_now(),
         )
+
+    def serve_debugger(self, options: DebugOptions) -> Callable[[], object] | None:
+        """The debug server of a ``debug=True`` job; on a multi-host job only the leader's.
+
+        One debugger per job: its ``debug.json`` and the backend's port forward name host 0.
+        Another host that waited too would wait the whole ``KINETIC_DEBUG_WAIT`` for a client
+        that never comes, so it runs at once (and meets the leader at its first collective)."""
+        if self.host is not None and not self.host.is_leader:
+            self.say(f"the debugger attaches to host 0; {self.host.label} runs without one")
+            return None
+        from kinetic_runtime import debugging
+
+        debug = (options, self.store, self.job_id, self.workdir, _say)
+        stop: Callable[[], object] | None = self.step(Phase.DEBUG, debugging.serve, *debug)
+        return stop
 
     def call_user_function(
         self,

@@ -1,13 +1,14 @@
 """A finished multi-host job stops its own slice, so an idle slice costs nothing while no
 client polls (a user who submits and closes the laptop).
 
-In a LeaderWorkerSet pod the leader, once every host's first run has succeeded, records the
-outcome and the end of every host's output on the LeaderWorkerSet, the way a polling client
-does (the annotations of ``kinetic_pathways.status``), and scales it to zero in the same
-patch. It does this from the container Kubernetes restarts after its run (which otherwise only
-waits to be stopped). The object stays, so ``status()``, ``result()`` and ``logs()`` still
-read the outcome; cleanup deletes it as before. A failed job is still stopped by the next
-poll (see :func:`release_slice`).
+In a LeaderWorkerSet pod a host whose run is over records the outcome and the end of every
+host's output on the LeaderWorkerSet, the way a polling client does (the annotations of
+``kinetic_pathways.status``), and scales it to zero in the same patch. It does this from the
+container Kubernetes restarts after its run (which otherwise only waits to be stopped): the
+leader once the outcome is known, whatever it is; a worker once its own run failed, so a slice
+whose leader still runs (or waits on the failed host in a collective) stops too. The outcome
+is read as the backend reads it (:mod:`kinetic_runtime.slice_outcome`). The object stays, so
+``status()``, ``result()`` and ``logs()`` still read the outcome; cleanup deletes it as before.
 
 It talks to the API server the way any in-cluster client does: ``KUBERNETES_SERVICE_HOST``
 and the pod's service-account token and CA, with plain HTTPS (no Kubernetes client in the
@@ -30,6 +31,7 @@ from typing import Any
 
 from kinetic_runtime import settings
 from kinetic_runtime.multihost import SliceHost
+from kinetic_runtime.slice_outcome import SliceOutcome, first_run, newest_by_host, slice_outcome
 
 __all__ = ["FINAL_STATE", "SliceApi", "log_tail_key", "release_slice"]
 
@@ -37,10 +39,10 @@ Obj = dict[str, Any]
 FINAL_STATE = "kinetic.dev/final-state"
 FINAL_DETAIL = "kinetic.dev/final-detail"
 FINAL_EXIT_CODE = "kinetic.dev/final-exit-code"
+FINAL_CAUSE = "kinetic.dev/final-cause"
 LOG_TAIL_LINES = 200
 LOG_TAIL_BYTES = 16_000
 """The same names and sizes as ``kinetic_pathways.status`` (a test holds them equal)."""
-WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 SLICE_NAME = "leaderworkerset.sigs.k8s.io/name"
 TOKEN_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _LWS = "/apis/leaderworkerset.x-k8s.io/v1"
@@ -155,39 +157,6 @@ def _restarted(pod: Obj) -> bool:
     )
 
 
-def _first_run(pod: Obj) -> Obj | None:
-    """How the container's first run ended (its ``terminated`` state), if it has."""
-    for container in (pod.get("status") or {}).get("containerStatuses") or []:
-        for state in (container.get("lastState") or {}, container.get("state") or {}):
-            if "terminated" in state:
-                terminated: Obj = state["terminated"]
-                return terminated
-    return None
-
-
-def _host_of(pod: Obj) -> int:
-    return int((pod["metadata"].get("labels") or {}).get(WORKER_INDEX, "0") or 0)
-
-
-def _newest(pods: list[Obj]) -> dict[int, Obj]:
-    newest: dict[int, Obj] = {}
-    for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp") or ""):
-        newest[_host_of(pod)] = pod
-    return newest
-
-
-def _outcome(count: int, pods: dict[int, Obj]) -> str | None:
-    """``SUCCEEDED`` once every host's first run exited 0, ``FAILED`` as soon as one host's
-    first run failed, None while a host still runs."""
-    runs = {index: _first_run(pod) for index, pod in pods.items()}
-    ended = [runs.get(index) for index in range(count)]
-    if any(end is not None and end.get("exitCode") != 0 for end in ended):
-        return "FAILED"
-    if all(end is not None for end in ended):
-        return "SUCCEEDED"
-    return None
-
-
 def _stopped(lws: Obj) -> bool:
     if lws["metadata"].get("deletionTimestamp"):
         return True
@@ -197,38 +166,46 @@ def _stopped(lws: Obj) -> bool:
 def release_slice(api: SliceApi, host: SliceHost, say: Callable[[str], None]) -> bool:
     """Stop the slice once the job's outcome is known, recording it; True if this host did.
 
-    Called by the leader once its container restarted after its run (so any JAX shutdown
-    barrier is behind it); it waits for every worker's first run to end. Another reader (a
-    polling client) that recorded an outcome first wins: the record goes over the version read.
-
-    Only a success is recorded here. A failure is left to the polling client, which names the
-    host that failed first: when one host fails the others often abort too (JAX's coordinator
-    ends them), and from the pods alone the lowest failed host is not always the cause (an
-    evicted or replaced pod shows no exit at all).
+    Called by a host once its container restarted after its run (so any JAX shutdown barrier
+    is behind it). The leader waits for the outcome, a success or a failure; a worker whose
+    run succeeded leaves it to the leader, and one whose run failed records the failure at
+    once (naming the lowest failed host, as a client would), since the leader may never end.
+    Another host or a polling client that recorded an outcome first wins: the record goes over
+    the version read.
     """
-    if not host.is_leader:
-        return False
     while True:
         lws = api.slice()
         if lws is None or _stopped(lws):
             return False
-        pods = _newest(api.pods())
-        outcome = _outcome(host.count, pods)
-        if outcome == "FAILED":
-            return False  # see the note on failures above
-        if outcome == "SUCCEEDED":
+        pods = newest_by_host(api.pods())
+        own = first_run(pods.get(host.index))
+        if own is not None and own.get("exitCode") == 0 and not host.is_leader:
+            return False
+        outcome = None if own is None else slice_outcome(host.count, lws, pods)
+        if outcome is not None:
             break
         time.sleep(_POLL_S)  # the pods' statuses change without a word to this process
-    annotations = {FINAL_STATE: "SUCCEEDED", FINAL_DETAIL: "", FINAL_EXIT_CODE: ""}
+    annotations = _record(outcome)
     for index in range(host.count):
         pod = pods.get(index)
         text = "" if pod is None else api.log(pod)
         annotations[log_tail_key(index)] = text[-LOG_TAIL_BYTES:]
     for _ in range(_ATTEMPTS):
         if api.stop(lws, annotations):
-            say(f"stopped slice {api.name}: succeeded")
+            said = outcome.status.lower() + (f" ({outcome.detail})" if outcome.detail else "")
+            say(f"stopped slice {api.name}: {said}")
             return True
         lws = api.slice()
         if lws is None or _stopped(lws):
             return False
     return False
+
+
+def _record(outcome: SliceOutcome) -> dict[str, str]:
+    """The annotations ``kinetic_pathways.workload`` writes for the same state."""
+    return {
+        FINAL_STATE: outcome.status,
+        FINAL_DETAIL: outcome.detail[:1000],
+        FINAL_EXIT_CODE: "" if outcome.exit_code is None else str(outcome.exit_code),
+        FINAL_CAUSE: outcome.cause,
+    }

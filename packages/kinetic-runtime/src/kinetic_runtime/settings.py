@@ -28,6 +28,7 @@ __all__ = [
     "SIGNING_KEYS",
     "SLICE",
     "SLICE_TIMEOUT",
+    "STOP_GRACE",
     "STORE",
     "VOLUME_MOUNTS",
     "WORKDIR",
@@ -163,13 +164,20 @@ KEEP_OUTPUT_SECONDS = SettingSpec(
     "capture_env_vars.", _OWNER,
     default="5",
 )  # fmt: skip
+STOP_GRACE = SettingSpec(
+    "stop_grace", "KINETIC_STOP_GRACE",
+    "Inside a pod: seconds a run may go on after its pod is told to stop (SIGTERM: past its "
+    "deadline, deleted) before the runtime ends it itself, so it ends as stopped (exit 143) "
+    "and never as killed (137, which reads as out of memory). Set by the backend a little "
+    "under the pod's grace period.", _OWNER, kind="job",
+)  # fmt: skip
 
 SETTINGS = (
     HOME, STORE, JOB_ID, OUTPUT_DIR, WORKDIR, ENV,
     NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, SLICE, JAX_DISTRIBUTED,
     SLICE_TIMEOUT, INDEX_FAILURES, INDEX_PREEMPTIONS, PREEMPTION_RETRIES,
     DATA_DIR, VOLUME_MOUNTS, HF_MIRROR, SIGNING_KEYS, ATTEMPT_TIMEOUT,
-    KEEP_OUTPUT_BYTES, KEEP_OUTPUT_SECONDS,
+    KEEP_OUTPUT_BYTES, KEEP_OUTPUT_SECONDS, STOP_GRACE,
 )  # fmt: skip
 CAPTURABLE = (HF_MIRROR, JAX_DISTRIBUTED, SLICE_TIMEOUT, KEEP_OUTPUT_BYTES, KEEP_OUTPUT_SECONDS)
 """Settings a user passes to jobs with ``capture_env_vars``: the only ``KINETIC_*`` variables
