@@ -6,30 +6,11 @@ import pytest
 
 from kinetic_pathways import status
 from kinetic_protocol import JobState
+from kinetic_protocol.slices import FINAL_STATE, final_annotations, log_tail_key, newest_by_host
 from kinetic_runtime import release, slice_outcome
-from kinetic_runtime.deadline import EXIT_TIMEOUT
-from kinetic_runtime.main import EXIT_HOST_REPLACED
 from kinetic_runtime.multihost import SliceHost
 
 Obj = dict[str, Any]
-
-
-def test_the_runtime_and_the_backend_agree_on_the_recorded_names() -> None:
-    assert release.FINAL_STATE == status.FINAL_STATE
-    assert release.FINAL_DETAIL == status.FINAL_DETAIL
-    assert release.FINAL_EXIT_CODE == status.FINAL_EXIT_CODE
-    assert release.FINAL_CAUSE == status.FINAL_CAUSE
-    assert release.log_tail_key(3) == status.log_tail_key(3)
-    assert (release.LOG_TAIL_LINES, release.LOG_TAIL_BYTES) == (
-        status.LOG_TAIL_LINES,
-        status.LOG_TAIL_BYTES,
-    )
-    assert slice_outcome.WORKER_INDEX == status.WORKER_INDEX
-    assert slice_outcome.HOST_PODS == status.HOST_PODS
-    assert (slice_outcome.REPLACED_EXIT, slice_outcome.TIMEOUT_EXIT) == (
-        EXIT_HOST_REPLACED,
-        EXIT_TIMEOUT,
-    )
 
 
 def _pod(host: int, end: Obj | None, *, first: bool = False, **status_fields: Any) -> Obj:
@@ -59,9 +40,9 @@ def _lws(size: int, **annotations: str) -> Obj:
     }
 
 
-def _as_state(outcome: slice_outcome.SliceOutcome) -> JobState:
+def _as_state(outcome: JobState) -> JobState:
     """The runtime's outcome as the backend reads it back from the annotations it writes."""
-    state = status.recorded_state({"metadata": {"annotations": release._record(outcome)}})
+    state = status.recorded_state({"metadata": {"annotations": final_annotations(outcome)}})
     assert state is not None
     return state
 
@@ -85,7 +66,7 @@ DECIDED = {
 def test_a_slice_records_the_state_a_polling_client_would(pods: list[Obj]) -> None:
     size = len(pods)
     seen = status.slice_state(_lws(size), pods, events=[], unschedulable_timeout=60)
-    outcome = slice_outcome.slice_outcome(size, _lws(size), slice_outcome.newest_by_host(pods))
+    outcome = slice_outcome.slice_outcome(size, _lws(size), newest_by_host(pods))
     assert outcome is not None
     assert _as_state(outcome) == seen
 
@@ -95,7 +76,7 @@ def test_a_host_replaced_after_a_client_recorded_the_hosts_fails_as_preempted() 
     pods[1]["metadata"]["uid"] = "u1-new"
     recorded = _lws(2, **{status.HOST_PODS: "u0,u1"})
     seen = status.slice_state(recorded, pods, events=[], unschedulable_timeout=60)
-    outcome = slice_outcome.slice_outcome(2, recorded, slice_outcome.newest_by_host(pods))
+    outcome = slice_outcome.slice_outcome(2, recorded, newest_by_host(pods))
     assert outcome is not None and _as_state(outcome) == seen
 
 
@@ -111,7 +92,7 @@ UNDECIDED = {
 @pytest.mark.parametrize("pods", UNDECIDED.values(), ids=UNDECIDED.keys())
 def test_what_only_a_client_can_read_is_left_to_it(pods: list[Obj]) -> None:
     """Undecided here: a client's poll reads the rest (a pending host's scheduling or image)."""
-    assert slice_outcome.slice_outcome(2, _lws(2), slice_outcome.newest_by_host(pods)) is None
+    assert slice_outcome.slice_outcome(2, _lws(2), newest_by_host(pods)) is None
 
 
 class _LeadersView:
@@ -150,5 +131,5 @@ def test_the_leader_does_not_stop_the_slice_while_a_workers_pod_is_missing(
     host = SliceHost(index=0, count=2, coordinator="s-0:8476", instance="s")
     assert release.release_slice(api, host, say=lambda message: None)  # type: ignore[arg-type]
     assert api.listed == 3
-    assert api.stopped is not None and api.stopped[release.FINAL_STATE] == "SUCCEEDED"
-    assert api.stopped[release.log_tail_key(1)] == "output of s-0-1\n"
+    assert api.stopped is not None and api.stopped[FINAL_STATE] == "SUCCEEDED"
+    assert api.stopped[log_tail_key(1)] == "output of s-0-1\n"

@@ -16,6 +16,7 @@ from kinetic_gke.k8s.errors import AlreadyExists, Conflict, NotFound
 from kinetic_pathways import status
 from kinetic_pathways.manifest import LWS_GROUP
 from kinetic_protocol import ConfigError, JobState
+from kinetic_protocol.slices import final_annotations
 
 __all__ = ["LWS_INSTALL_HINT", "LeaderWorkerSetWorkload"]
 
@@ -122,12 +123,7 @@ class LeaderWorkerSetWorkload:
         meanwhile (re-read it: another reader may have recorded its outcome) or is gone.
         """
         name = lws["metadata"]["name"]
-        annotations = {
-            status.FINAL_STATE: state.status.value,
-            status.FINAL_DETAIL: state.detail[:1000],
-            status.FINAL_EXIT_CODE: "" if state.exit_code is None else str(state.exit_code),
-            status.FINAL_CAUSE: "" if state.cause is None else state.cause.value,
-        }
+        annotations = final_annotations(state)
         for host, text in (log_tails or {}).items():
             annotations[status.log_tail_key(host)] = text[-status.LOG_TAIL_BYTES :]
         metadata = {

@@ -10,12 +10,14 @@ import os
 import sys
 import threading
 
+from kinetic_protocol.slices import TIMEOUT_EXIT
 from kinetic_runtime import settings
 
 __all__ = ["EXIT_TIMEOUT", "arm_deadline"]
 
-EXIT_TIMEOUT = 4
-"""The runtime's exit status when it ended its run at the attempt's timeout."""
+EXIT_TIMEOUT = TIMEOUT_EXIT
+"""The runtime's exit status when it ended its run at the attempt's timeout (a slice's reader
+in ``kinetic_protocol.slices`` knows it by this number)."""
 
 
 def arm_deadline(job_id: str) -> threading.Timer | None:

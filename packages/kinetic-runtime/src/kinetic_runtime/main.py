@@ -52,6 +52,7 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import encode_json, encode_result
 from kinetic_protocol.signing import Keyring, SignedKind, seal_blob
+from kinetic_protocol.slices import REPLACED_EXIT
 from kinetic_runtime import settings
 from kinetic_runtime.attempts import IndexRun, record_attempt
 from kinetic_runtime.calls import (
@@ -77,7 +78,8 @@ from kinetic_runtime.workspace import (
 
 __all__ = ["main", "run_job"]
 
-EXIT_OK, EXIT_USER_ERROR, EXIT_INFRA_ERROR, EXIT_HOST_REPLACED = 0, 1, 2, 3
+EXIT_OK, EXIT_USER_ERROR, EXIT_INFRA_ERROR = 0, 1, 2
+EXIT_HOST_REPLACED = REPLACED_EXIT
 _REPR_LIMIT = 500
 
 

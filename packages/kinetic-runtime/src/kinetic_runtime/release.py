@@ -3,7 +3,7 @@ client polls (a user who submits and closes the laptop).
 
 In a LeaderWorkerSet pod a host whose run is over records the outcome and the end of every
 host's output on the LeaderWorkerSet, the way a polling client does (the annotations of
-``kinetic_pathways.status``), and scales it to zero in the same patch. It does this from the
+``kinetic_protocol.slices``), and scales it to zero in the same patch. It does this from the
 container Kubernetes restarts after its run (which otherwise only waits to be stopped): the
 leader once the outcome is known, whatever it is; a worker once its own run failed, so a slice
 whose leader still runs (or waits on the failed host in a collective) stops too. The outcome
@@ -29,29 +29,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kinetic_protocol.slices import (
+    FINAL_STATE,
+    LOG_TAIL_BYTES,
+    LOG_TAIL_LINES,
+    final_annotations,
+    first_run,
+    log_tail_key,
+    newest_by_host,
+)
 from kinetic_runtime import settings
 from kinetic_runtime.multihost import SliceHost
-from kinetic_runtime.slice_outcome import SliceOutcome, first_run, newest_by_host, slice_outcome
+from kinetic_runtime.slice_outcome import slice_outcome
 
-__all__ = ["FINAL_STATE", "SliceApi", "log_tail_key", "release_slice"]
+__all__ = ["SliceApi", "release_slice"]
 
 Obj = dict[str, Any]
-FINAL_STATE = "kinetic.dev/final-state"
-FINAL_DETAIL = "kinetic.dev/final-detail"
-FINAL_EXIT_CODE = "kinetic.dev/final-exit-code"
-FINAL_CAUSE = "kinetic.dev/final-cause"
-LOG_TAIL_LINES = 200
-LOG_TAIL_BYTES = 16_000
-"""The same names and sizes as ``kinetic_pathways.status`` (a test holds them equal)."""
 SLICE_NAME = "leaderworkerset.sigs.k8s.io/name"
 TOKEN_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _LWS = "/apis/leaderworkerset.x-k8s.io/v1"
 _POLL_S = 1.0
 _ATTEMPTS = 5
-
-
-def log_tail_key(host: int) -> str:
-    return f"kinetic.dev/log-tail-{host}"
 
 
 class ApiError(Exception):
@@ -185,27 +183,17 @@ def release_slice(api: SliceApi, host: SliceHost, say: Callable[[str], None]) ->
         if outcome is not None:
             break
         time.sleep(_POLL_S)  # the pods' statuses change without a word to this process
-    annotations = _record(outcome)
+    annotations = final_annotations(outcome)
     for index in range(host.count):
         pod = pods.get(index)
         text = "" if pod is None else api.log(pod)
         annotations[log_tail_key(index)] = text[-LOG_TAIL_BYTES:]
     for _ in range(_ATTEMPTS):
         if api.stop(lws, annotations):
-            said = outcome.status.lower() + (f" ({outcome.detail})" if outcome.detail else "")
+            said = outcome.status.value.lower() + (f" ({outcome.detail})" if outcome.detail else "")
             say(f"stopped slice {api.name}: {said}")
             return True
         lws = api.slice()
         if lws is None or _stopped(lws):
             return False
     return False
-
-
-def _record(outcome: SliceOutcome) -> dict[str, str]:
-    """The annotations ``kinetic_pathways.workload`` writes for the same state."""
-    return {
-        FINAL_STATE: outcome.status,
-        FINAL_DETAIL: outcome.detail[:1000],
-        FINAL_EXIT_CODE: "" if outcome.exit_code is None else str(outcome.exit_code),
-        FINAL_CAUSE: outcome.cause,
-    }
