@@ -85,7 +85,6 @@ def _start_supervisor(job_dir: Path, server: socket.socket, conn: socket.socket)
             if leader == 0:
                 os.close(write_end)
                 os.setsid()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 null = os.open(os.devnull, os.O_RDWR)
                 errors = open_private(job_dir / "supervisor.log", os.O_WRONLY | os.O_APPEND)
                 os.dup2(null, 0)

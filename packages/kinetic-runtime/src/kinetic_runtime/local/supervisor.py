@@ -392,6 +392,11 @@ def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
     # Everything the job writes (its workdir, staged data, outputs in a local store) is
     # private, whatever the submitter's umask: the runtimes inherit this one.
     os.umask(PRIVATE_UMASK)
+    # The supervisor waits for its runtimes, and each runtime's keeper for its job: with
+    # SIGCHLD ignored (inherited across exec from a submitter started that way, or the
+    # launcher's own) the kernel reaps them unasked and both waits fail. The runtimes
+    # inherit this default.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # Confirmation first: the supervisor the client recorded is the one that runs. A claim
     # first let a supervisor that started late (under load: one whose submitter was killed
     # before confirming it, found in the directory of the job's next submission; or the
