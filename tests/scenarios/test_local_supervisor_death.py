@@ -98,3 +98,29 @@ def test_one_slot_never_runs_two_jobs_after_a_supervisor_is_killed(
     assert first.status() is JobStatus.FAILED
     gates[1].touch()
     assert second.result(timeout=60) == 2
+
+
+def test_a_job_settled_from_its_result_after_its_supervisor_died_says_so(
+    local_backend: ScenarioBackend,
+    tmp_path: Path,
+    isolated_kinetic: Path,
+    gates: list[Path],
+) -> None:
+    """The one way a success can come back before its last output is in the log: the
+    supervisor is killed after the job stored its result and before the process that copies
+    the job's output drained it. The status says so instead of looking like any success."""
+    gate, started = gates[0], tmp_path / "started"
+    job = local_backend.decorate()(uf.hold).run_async(str(gate), "kept", str(started))
+    function = _started_pid(started)
+    keeper = int(Path(f"/proc/{function}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    os.kill(keeper, signal.SIGSTOP)  # copies nothing more, and does not reap the job
+    gate.touch()
+    key = layout.result_key(job.job_id)
+    wait_until(lambda: local_backend.store().exists(key), "the job's stored result")
+    os.kill(supervisor_pid(isolated_kinetic, job.job_id), signal.SIGKILL)
+
+    state = job.wait(timeout=30)
+    assert state.status is JobStatus.SUCCEEDED
+    assert "supervisor exited before recording the end" in state.detail
+    assert "may miss the last lines" in state.detail
+    assert job.result(timeout=30, cleanup=False) == "kept"

@@ -73,6 +73,10 @@ __all__ = ["LocalBackend", "local_slots"]
 _TERMINATE_GRACE = 3.0
 _WITHDRAW_TIMEOUT = 30.0
 _SUPERVISOR_DIED = "the local supervisor process exited unexpectedly; the job was stopped"
+_SETTLED_FROM_RESULT = (
+    "its local supervisor exited before recording the end: the job had stored its result, so "
+    "it succeeded, but its log may miss the last lines it printed"
+)
 _STAGING_MARK = ".incoming-"
 _DELETING_MARK = ".deleting-"
 """Job directories being written, or being deleted; never listed as jobs."""
@@ -368,7 +372,7 @@ class LocalBackend:
                 body = open_blob(self.signing_keys(create=False), "result", job_id, data, key=key)
                 envelope = decode_result(body, what=key)
                 if isinstance(envelope, Succeeded):
-                    state = JobState(status=S.SUCCEEDED)
+                    state = JobState(status=S.SUCCEEDED, detail=_SETTLED_FROM_RESULT)
         with contextlib.suppress(OSError):  # the job directory may be going away
             supervisor.write_state(
                 self.job_dir(job_id),
