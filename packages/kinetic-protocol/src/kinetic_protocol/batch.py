@@ -30,7 +30,9 @@ __all__ = [
     "parse_child_job_id",
 ]
 
-_CHILD_JOB_ID = re.compile(r"(?P<prefix>.+-(?P<group>[0-9a-f]{8}))-(?P<index>\d+)(?:-r(?P<a>\d+))?")
+_CHILD_JOB_ID = re.compile(
+    r"(?P<prefix>.+-(?P<group>[0-9a-f]{8}))-(?P<index>[0-9]+)(?:-r(?P<a>[0-9]+))?"
+)
 
 MAX_LEASE_SECONDS = 24 * 3600.0
 """The longest lease a reader believes: a longer one (forged, or a unit mistake) would make

@@ -8,7 +8,6 @@ one that does not verify is left out with a warning naming its key.
 """
 
 import contextlib
-import re
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -61,16 +60,16 @@ log = _log.get_logger(__name__)
 _R = TypeVar("_R")
 PARALLEL_READS = 16
 """Store reads in flight at once when reading one record per attempt."""
-_CHILD_NAME = re.compile(r"(\d+)-(\d+)\.json")
+_NOT_A_CHILD = "not a child record (<index>-<attempt>.json, in ASCII digits)."
 MAX_EPOCH = 2**31 - 2
 """The highest lease epoch taken: a key beyond it (forged) is ignored, never counted on."""
 
 
 def parse_child_name(key: str, prefix: str) -> tuple[int, int] | None:
-    """``(index, attempt)`` of a key that :func:`layout.child_key` made under ``prefix``, or
-    ``None`` for any other object found there."""
-    match = _CHILD_NAME.fullmatch(key.removeprefix(prefix)) if key.startswith(prefix) else None
-    return None if match is None else (int(match[1]), int(match[2]))
+    """``(index, attempt)`` of a key that :func:`layout.child_key` (or
+    :func:`layout.child_rerecord_key`) made under ``prefix``, or ``None`` for any other object
+    found there."""
+    return layout.parse_child_name(key.removeprefix(prefix)) if key.startswith(prefix) else None
 
 
 def _now() -> str:
@@ -218,7 +217,7 @@ class BatchRecords:
         keys = []
         for key in sorted(self.store.list(prefix)):
             if parse_child_name(key, prefix) is None:
-                self._ignore(key, "not a child record (<index>-<attempt>.json).")
+                self._ignore(key, _NOT_A_CHILD)
             else:
                 keys.append(key)
         stored = [child for child in self._read_all(keys, BatchChild) if child is not None]
@@ -328,6 +327,7 @@ class BatchRecords:
         for key in self.store.list(layout.leases_prefix(self.group_id)):
             epoch = layout.parse_lease_key(key)
             if epoch is None:
+                self._ignore(key, "not a lease (<epoch>.json, the epoch in ASCII digits).")
                 continue
             if epoch > MAX_EPOCH:
                 self._ignore(key, f"epoch {epoch} is beyond any a submitter takes.")
@@ -359,7 +359,7 @@ class BatchRecords:
         for key in self.store.list(prefix):
             parsed = parse_child_name(key, prefix)
             if parsed is None:
-                self._ignore(key, "not a child record (<index>-<attempt>.json).")
+                self._ignore(key, _NOT_A_CHILD)
                 continue
             index, attempt = parsed
             if total is not None and index >= total:

@@ -89,7 +89,8 @@ def _staging_prefix(job_id: str) -> str:
 def _writer_gone(staging_name: str) -> bool:
     """Whether the process that made this staging directory no longer exists."""
     parts = staging_name.rsplit("-", 2)
-    return len(parts) == 3 and parts[1].isdigit() and not pid_alive(int(parts[1]))
+    pid = layout.ascii_count(parts[1]) if len(parts) == 3 else None
+    return pid is not None and not pid_alive(pid)
 
 
 def _unwritable(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
