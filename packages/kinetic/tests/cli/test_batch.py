@@ -243,3 +243,44 @@ def test_watch_of_a_batch_that_left_inputs_unsubmitted_ends_with_exit_1(
     assert result.exit_code == 1, result.stderr
     assert f"2 of 3 inputs of batch {batch.group_id} never ran" in result.stderr
     assert "cancelled" in result.stderr
+
+
+# Clear the screen; retitle the window (OSC, ended by BEL); a bare BEL.
+HOSTILE_NAMES = ["\x1b[2J", "\x1b]0;pwned\x07", "\x07"]
+
+
+@pytest.mark.parametrize("command", ["status", "failures", "results"])
+def test_store_key_names_reach_the_terminal_escaped(invoke, funcs, command: str) -> None:
+    """A file named with escape sequences under a batch's ``children/``, ``lease/`` or
+    ``errors/`` reached the terminal raw in the warning that ignores it."""
+    from kinetic_protocol import layout
+
+    batch = funcs.add.run_async_map([(1, 2)])
+    batch.wait(timeout=60)
+    batch.wait_submitted()
+    records = batch._records
+    store = records.store
+    # Its submitter gone without a completion record: every command reads its leases.
+    store.delete(layout.completion_key(batch.group_id))
+    lease, _ = records.leases()
+    assert lease is not None
+    lease.heartbeat_at = "2000-01-01T00:00:00+00:00"
+    records.write_lease(lease)
+    planted = [
+        prefix(batch.group_id) + f"{name}.json"
+        for prefix in (
+            layout.children_prefix,
+            layout.leases_prefix,
+            layout.submission_errors_prefix,
+        )
+        for name in HOSTILE_NAMES
+    ]
+    for key in planted:
+        store.write(key, b"{}")
+    shown = invoke("batch", command, batch.group_id, *(["--no-cleanup"] * (command == "results")))
+    assert shown.exit_code == 0, shown.stderr
+    out = shown.stdout + shown.stderr
+    assert not any(c in out for c in "\x1b\x07"), out
+    for key in planted:
+        escaped = key.replace("\x1b", r"\x1b").replace("\x07", r"\x07")
+        assert escaped in shown.stderr, (escaped, shown.stderr)

@@ -287,7 +287,7 @@ def results(
     if as_json:
         render.emit_json(document)
     elif out is not None:
-        click.echo(f"Wrote {len(items)} results ({len(failed)} failed) to {out}.")
+        render.echo(f"Wrote {len(items)} results ({len(failed)} failed) to {out}.")
     else:
         rows = [
             [
@@ -375,7 +375,7 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
         render.echo(f"[{gone['index']}] {gone['job_id']}  {gone['description']}: not a failure; "
                     "its result and logs are no longer stored.")  # fmt: skip
     if not entries:
-        click.echo(f"No failed inputs in batch {group_id}.", err=True)
+        render.echo(f"No failed inputs in batch {group_id}.", err=True)
         return
     styled = render.is_terminal()
     for entry in entries:
@@ -409,10 +409,10 @@ def resume(cli: CliContext, group_id: str) -> None:
     from kinetic.batch.lease import stopped_on_its_own_error
 
     handle = cli.attach_batch(group_id)
-    click.echo(handle.resume())
+    render.echo(handle.resume())
     if handle.submission_status().state != "submitting":
         return
-    click.echo(f"Submitting from this process; follow it with: kinetic batch watch {group_id}")
+    render.echo(f"Submitting from this process; follow it with: kinetic batch watch {group_id}")
     handle.wait_submitted()
     completion = handle.submission_status().completion
     if completion is not None and not stopped_on_its_own_error(completion):
@@ -434,7 +434,7 @@ def cancel(cli: CliContext, group_id: str) -> None:
     """
     handle = cli.attach_batch(group_id)
     handle.cancel()
-    click.echo(
+    render.echo(
         f"Cancelled the unfinished jobs of batch {group_id}. Artifacts are kept; remove "
         f"everything with `kinetic batch cleanup {group_id}`."
     )
@@ -458,4 +458,4 @@ def cleanup(cli: CliContext, group_id: str, k8s: bool, gcs: bool) -> None:
     removed = " and ".join(
         what for what, on in (("backend resources", k8s), ("stored records", gcs)) if on
     )
-    click.echo(f"Cleaned up batch {group_id}: removed its {removed}.")
+    render.echo(f"Cleaned up batch {group_id}: removed its {removed}.")
