@@ -233,6 +233,12 @@ class SubmitterLease(msgspec.Struct, kw_only=True):
     lease_seconds: _LeaseSeconds
     submitted: _Count = 0
     """Inputs with a child record when this heartbeat was written."""
+    machine: _Host = ""
+    """The holder's machine as it can be told apart from any other, hostnames alike (its boot
+    id and PID namespace); empty where it cannot (then, and in leases of older Kinetics,
+    only the heartbeat says whether the holder is gone)."""
+    process: _Host = ""
+    """The holder's pid with its start time (``pid:ticks``), so a reused pid is not it."""
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
