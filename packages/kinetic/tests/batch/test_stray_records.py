@@ -133,3 +133,26 @@ def test_key_names_with_digits_other_than_ascii_are_left_out_with_a_warning(
     assert attempts == [(0, 0)]
     for key in odd:
         assert key in caplog.text, key
+
+
+def test_an_attempt_whose_key_holds_what_does_not_verify_is_recorded_beside_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, seal: BatchSeal
+) -> None:
+    """Child records are create-only: an object planted at an attempt's key kept its true
+    record out for ever, and readers (rightly) leave the planted one out."""
+    store = LocalStore(tmp_path)
+    records = BatchRecords(store, GROUP, seal)
+    records.add_child(0, 0, "job-0")
+    planted = layout.child_key(GROUP, 1, 0)
+    store.write(planted, store.read(layout.child_key(GROUP, 0, 0)))  # signed for another key
+    assert records.listing(total=2).latest_attempts == {0: 0}
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        records.add_child(1, 0, "job-1")
+        records.add_child(1, 0, "job-1")  # a resumed submission of it finds it recorded
+    listing = records.listing(total=2)
+    assert listing.latest_attempts == {0: 0, 1: 0}
+    assert listing.unverified == {}
+    assert records.attempt_keys() == [(0, 0), (1, 0)]
+    assert caplog.text.count(f"Recorded attempt 0 of input 1 of batch {GROUP}") == 1
+    assert len(store.list(layout.children_prefix(GROUP))) == 3
+    assert store.read(planted) == store.read(layout.child_key(GROUP, 0, 0)), "it stays as it was"

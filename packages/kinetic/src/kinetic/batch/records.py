@@ -7,7 +7,6 @@ yet to rebuild every child's handle. Every record is signed (see :mod:`kinetic.b
 one that does not verify is left out with a warning naming its key.
 """
 
-import contextlib
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -83,6 +82,10 @@ class BatchListing:
     latest_attempts: dict[int, int] = field(default_factory=dict)
     submission_errors: dict[int, BatchSubmissionError] = field(default_factory=dict)
     complete: BatchCompletion | None = None
+    unverified: dict[tuple[int, int], str] = field(default_factory=dict)
+    """Attempts above their input's latest whose key holds an object that does not verify
+    (by ``(index, attempt)``, one such key): a store writer's, or a true record changed.
+    :mod:`kinetic.batch.unverified` reads whether each exists from what its job left."""
 
 
 def read_manifest(store: ObjectStore, group_id: str) -> BatchManifest:
@@ -145,8 +148,33 @@ class BatchRecords:
             submitted_at=_now(),
         )  # fmt: skip
         key = layout.child_key(self.group_id, index, attempt)
-        with contextlib.suppress(PreconditionFailedError):
+        try:
             self._write(key, child, if_absent=True)
+        except PreconditionFailedError:
+            if self._read_json(key, BatchChild) is None:  # warned: it does not verify
+                self._rerecord(child, key)
+
+    def _rerecord(self, child: BatchChild, taken: str) -> None:
+        """Record an attempt beside its key, which holds an object that does not verify: a
+        create-only write can never replace it, and readers leave it out, so the attempt
+        would stay hidden for ever. The new key's random tag cannot be taken ahead."""
+        prefix = layout.children_prefix(self.group_id)
+        beside = [
+            key
+            for key in self.store.list(taken.removesuffix(".json") + ".")
+            if parse_child_name(key, prefix) == (child.index, child.attempt)
+        ]
+        if self._verify_children(beside):
+            return  # a resumed submission of the attempt: recorded already
+        key = layout.child_rerecord_key(
+            self.group_id, child.index, child.attempt, secrets.token_hex(8)
+        )
+        self._write(key, child, if_absent=True)
+        _log.say(
+            f"Recorded attempt {child.attempt} of input {child.index} of batch {self.group_id} "
+            f"at {self.store.uri}/{key}: {self.store.uri}/{taken} holds an object that does "
+            "not verify."
+        )
 
     def remove_child(self, index: int, attempt: int) -> None:
         """Withdraw the record of an attempt the backend refused (it never existed)."""
@@ -370,9 +398,17 @@ class BatchRecords:
                 continue
             candidates.append((key, index, attempt))
         verified = self._verify_children([key for key, _, _ in candidates])
+        unverified: dict[tuple[int, int], str] = {}
         for key, index, attempt in candidates:
-            if key in verified and attempt >= listing.latest_attempts.get(index, -1):
+            if key not in verified:
+                unverified.setdefault((index, attempt), key)
+            elif attempt >= listing.latest_attempts.get(index, -1):
                 listing.latest_attempts[index] = attempt
+        listing.unverified = {
+            (index, attempt): key
+            for (index, attempt), key in unverified.items()
+            if attempt > listing.latest_attempts.get(index, -1)
+        }
         for key in self.store.list(layout.submission_errors_prefix(self.group_id)):
             error = self._read_json(key, BatchSubmissionError)
             if error is None:
