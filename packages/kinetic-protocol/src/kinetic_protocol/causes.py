@@ -15,6 +15,7 @@ from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES, SCHEMA_VERSION
 __all__ = [
     "BACKEND_DECIDED",
     "DEFAULT_PREEMPTION_RETRIES",
+    "EXIT_NO_SPACE",
     "EXIT_PREEMPTIONS_SPENT",
     "NOT_RETRIED_BY_DEFAULT",
     "RETRYABLE",
@@ -24,6 +25,11 @@ __all__ = [
     "retry_causes",
 ]
 
+
+EXIT_NO_SPACE = 87
+"""The runtime's exit status when the disk (or quota) it writes to was full before the function
+ran, or when its result could not be stored for lack of room: an infrastructure fault, which
+the local backend's supervisor meets by running the job again after a pause."""
 
 EXIT_PREEMPTIONS_SPENT = 86
 """The runtime's exit status for a run of an array batch's index started after the index's

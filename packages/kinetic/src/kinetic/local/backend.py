@@ -33,6 +33,7 @@ from kinetic_protocol import (
     BackendSettings,
     Capabilities,
     ConfigError,
+    DiskFullError,
     FailureCause,
     HostSelection,
     JobRecord,
@@ -47,6 +48,7 @@ from kinetic_protocol import (
     runtime_args,
 )
 from kinetic_protocol import JobStatus as S
+from kinetic_protocol.errors import is_disk_full
 from kinetic_protocol.records import decode_result
 from kinetic_protocol.signing import open_blob
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
@@ -96,12 +98,35 @@ def _writer_gone(staging_name: str) -> bool:
 def _unwritable(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
     """The error for a job whose files could not be written: nothing of it runs."""
     reason = os.strerror(exc.errno) if exc.errno else str(exc)
-    hint = ""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        hint = " The disk is full: free some space or point KINETIC_HOME at a disk with room."
+    where = f" ({exc.filename})" if exc.filename else ""
+    said = f"Job {job_id} was not submitted: writing its files under {job_dir} failed"
+    if is_disk_full(exc):
+        return DiskFullError(
+            f"{said} ({reason}{where}); nothing was started. The disk is full: free some "
+            "space or point KINETIC_HOME at a disk with room, then submit it again (a batch: "
+            "kinetic batch resume)."
+        )
+    return BackendError(f"{said} ({reason}{where}); nothing was started.")
+
+
+def _not_started(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
+    """The error for a job whose supervisor could not be started: nothing of it runs."""
+    if exc.errno == errno.E2BIG:
+        size = sum(len(name) + len(value) + 2 for name, value in os.environ.items())
+        largest = max(os.environ, key=lambda name: len(os.environ[name]), default="")
+        return BackendError(
+            f"Job {job_id} was not submitted: its supervisor could not be started "
+            f"({exc.strerror}): this process's environment ({size} bytes in "
+            f"{len(os.environ)} variables, the largest {largest} with "
+            f"{len(os.environ.get(largest, ''))}) is more than the system passes to a new "
+            "process (one variable over 128 KiB is enough). Unset the large variables; "
+            "nothing was started."
+        )
+    if is_disk_full(exc):
+        return _unwritable(job_id, job_dir, exc)
     return BackendError(
-        f"Job {job_id} was not submitted: writing its files under {job_dir} failed "
-        f"({reason}); nothing was started.{hint}"
+        f"Job {job_id} was not submitted: its supervisor could not be started ({exc}); "
+        "nothing was started."
     )
 
 
@@ -114,6 +139,16 @@ def _cause(state: dict[str, object]) -> FailureCause:
 
 
 _CAUSES = frozenset(cause.value for cause in FailureCause)
+
+
+def _disk_full_retries() -> int:
+    raw = settings.DISK_FULL_RETRIES.value() or "0"
+    count = layout.ascii_count(raw)
+    if count is None:
+        raise ConfigError(
+            f"{settings.DISK_FULL_RETRIES.env} must be a count (0 or more), got {raw!r}."
+        )
+    return count
 
 
 def local_slots() -> int:
@@ -217,7 +252,7 @@ class LocalBackend:
             self._start(job_dir, record.backend_data.get(PYTHON_KEY) or self._python)
         except OSError as exc:
             self._remove(job_dir)
-            raise _unwritable(record.job_id, job_dir, exc) from exc
+            raise _not_started(record.job_id, job_dir, exc) from exc
 
     def _publish(self, record: JobRecord, job_dir: Path, env: Mapping[str, str]) -> bool:
         """Write the job's directory (0700, its files 0600) under a temporary name and
@@ -236,6 +271,7 @@ class LocalBackend:
             "hosts": parse_accelerator(record.accelerator).hosts,
             "timeout": record.timeout,
             "preemption_retries": record.preemption_retries,
+            "disk_full_retries": _disk_full_retries(),
             "submitter": process_identity(os.getpid()),
             "env": inherited,
         }
