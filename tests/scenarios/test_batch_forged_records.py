@@ -241,11 +241,12 @@ def test_a_record_that_does_not_verify_hides_no_input_for_good(
         assert f"Recorded attempt 0 of input 2 of batch {group_id}" in caplog.text
 
 
+@pytest.mark.parametrize("lost", ["changed", "deleted"])
 def test_an_input_whose_record_and_traces_are_gone_is_run_once_by_resume(
-    local_backend: ScenarioBackend, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    local_backend: ScenarioBackend, tmp_path: Path, lost: str
 ) -> None:
-    """A finished batch whose input 1 lost its record (changed) and its job: the input reads
-    why, truly, and ``resume`` runs it once (the batch had submitted every input)."""
+    """A finished batch whose input 1 lost its record (changed, or deleted) and its job: the
+    input reads why, truly, and ``resume`` runs it once (the batch had submitted every input)."""
     from durability_userfuncs import traced
 
     runs = tmp_path / "runs"
@@ -256,7 +257,10 @@ def test_an_input_whose_record_and_traces_are_gone_is_run_once_by_resume(
     assert batch.results(timeout=60, cleanup=False) == [0, 1, 4]
     store = local_backend.store()
     key = layout.child_key(batch.group_id, 1, 0)
-    store.write(key, store.read(key).replace(b'"job_id":"', b'"job_id":"x'))
+    if lost == "changed":
+        store.write(key, store.read(key).replace(b'"job_id":"', b'"job_id":"x'))
+    else:
+        store.delete(key)
     child = batch.jobs[1]
     assert child is not None
     child.cleanup()  # its backend resource and stored result: nothing shows it ran
@@ -265,7 +269,10 @@ def test_an_input_whose_record_and_traces_are_gone_is_run_once_by_resume(
     outcome = attached.results(timeout=60, cleanup=False, return_exceptions=True)[1]
     assert isinstance(outcome, kinetic.batch.SkippedInputError), outcome
     assert "never submitted" not in str(outcome) and "fail_fast" not in str(outcome)
-    assert f"{store.uri}/{key} holds an object that does not" in str(outcome)
+    if lost == "changed":
+        assert f"{store.uri}/{key} holds an object that does not" in str(outcome)
+    else:
+        assert "its record was deleted" in str(outcome)
     assert "Resumed batch" in attached.resume()
     assert attached.results(timeout=60, cleanup=False) == [0, 1, 4]
     assert [len((runs / str(i)).read_text().split()) for i in range(3)] == [1, 2, 1]
