@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 import msgspec
 
+from kinetic_protocol.exits import EXIT_NO_SPACE
 from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES, SCHEMA_VERSION
 
 __all__ = [
@@ -25,11 +26,6 @@ __all__ = [
     "retry_causes",
 ]
 
-
-EXIT_NO_SPACE = 87
-"""The runtime's exit status when the disk (or quota) it writes to was full before the function
-ran, or when its result could not be stored for lack of room: an infrastructure fault, which
-the local backend's supervisor meets by running the job again after a pause."""
 
 EXIT_PREEMPTIONS_SPENT = 86
 """The runtime's exit status for a run of an array batch's index started after the index's

@@ -1,11 +1,11 @@
-"""A full disk meets the runtime as an infrastructure fault that passes, not the job's.
+"""Room on a full disk: a write tried again while the disk is full, and room set aside
+beforehand that is later written in place, which needs none.
 
-A write that can simply be tried again (the result) waits for room a little; a run that could
-not even start its function for lack of room ends with ``EXIT_NO_SPACE``, saying what it was
-writing and where, so that the backend runs the job again once there is room. The reason goes
-to the job's log and, where the backend set a file aside for it before the disk filled
-(``KINETIC_TERMINATION_LOG``; the local supervisor does), into that file, overwritten in place:
-that needs no new room on a full disk.
+A full disk is an infrastructure fault that passes, not the job's: the runtime waits a little
+to store its result, and a run it keeps from its function ends with ``EXIT_NO_SPACE``, saying
+what it could not write where into a file its local supervisor set aside
+(``KINETIC_TERMINATION_LOG``). Standard library only (and ``kinetic_protocol.errors``): the
+supervisor loads nothing else.
 """
 
 import contextlib
@@ -16,16 +16,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from kinetic_protocol.errors import is_disk_full
-from kinetic_runtime import settings
 
-__all__ = [
-    "ROOM_WAITS",
-    "TERMINATION_BYTES",
-    "note_termination",
-    "overwrite",
-    "set_aside",
-    "with_room",
-]
+__all__ = ["ROOM_WAITS", "TERMINATION_BYTES", "overwrite", "set_aside", "with_room"]
 
 _T = TypeVar("_T")
 ROOM_WAITS = (0.5, 1.0, 2.0, 4.0, 8.0)
@@ -63,10 +55,3 @@ def overwrite(path: Path | str, message: str = "") -> None:
             os.pwrite(fd, message.encode()[:room].ljust(room), 0)
         finally:
             os.close(fd)
-
-
-def note_termination(message: str) -> None:
-    """Write ``message`` into the termination file the backend set aside, if it did."""
-    where = settings.TERMINATION_LOG.from_env()
-    if where:
-        overwrite(where, message)

@@ -67,7 +67,7 @@ from kinetic_runtime.calls import (
     verify,
 )
 from kinetic_runtime.deadline import arm_deadline
-from kinetic_runtime.disk_full import note_termination, with_room
+from kinetic_runtime.disk_full import overwrite, with_room
 from kinetic_runtime.keeper import keep_output
 from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
@@ -490,7 +490,9 @@ def _no_space(job_id: str, what: str) -> None:
     """Say why this run ends with ``EXIT_NO_SPACE``: in the log, and where the backend reads."""
     message = f"No space left on device while {what}"
     _say(f"job {job_id}: {message}")
-    note_termination(message)
+    room = settings.TERMINATION_LOG.from_env()  # set aside by the local supervisor
+    if room:
+        overwrite(room, message)
 
 
 def _leave_a_failed_slice(code: int) -> None:

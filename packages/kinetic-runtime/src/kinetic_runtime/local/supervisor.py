@@ -61,8 +61,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kinetic_protocol.causes import EXIT_NO_SPACE
 from kinetic_protocol.errors import is_disk_full
+from kinetic_protocol.exits import EXIT_NO_SPACE
 from kinetic_runtime.disk_full import overwrite, set_aside
 from kinetic_runtime.local.gpus import (
     ON_DEMAND_MEMORY,
@@ -81,7 +81,6 @@ from kinetic_runtime.local.state_file import (
     write_state_if_room,
 )
 from kinetic_runtime.private_files import make_private_dirs, open_private
-from kinetic_runtime.settings import TERMINATION_LOG
 
 __all__ = [
     "STATE_FILE",
@@ -421,11 +420,7 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
     launch = json.loads((job_dir / LAUNCH_FILE).read_text())
     set_room_aside(job_dir)  # while there is room: the disk may be full once a slot is free
     set_aside(job_dir / TERMINATION_FILE)
-    launch["env"] = {
-        **launch.get("env", {}),
-        **_take_captured_env(job_dir),
-        TERMINATION_LOG.env: str(job_dir / TERMINATION_FILE),
-    }
+    launch["env"] = {**launch.get("env", {}), **_take_captured_env(job_dir)}
     if visible_gpus(launch["env"]):  # shared with other jobs and the submitter
         launch["env"] = {**ON_DEMAND_MEMORY, **launch["env"]}
     write_state_if_room(job_dir, phase="PENDING", supervisor_pid=os.getpid())

@@ -67,7 +67,7 @@ from kinetic_runtime.private_files import (
     write_private,
     write_private_atomically,
 )
-from kinetic_runtime.settings import SIGNING_KEYS
+from kinetic_runtime.settings import SIGNING_KEYS, TERMINATION_LOG
 from kinetic_runtime.stores import default_local_store_uri, open_store
 
 __all__ = ["LocalBackend", "local_slots"]
@@ -258,7 +258,11 @@ class LocalBackend:
         """Write the job's directory (0700, its files 0600) under a temporary name and
         rename it into place."""
         python = record.backend_data.get(PYTHON_KEY) or self._python
-        inherited = {**host_environment(os.environ), SIGNING_KEYS.env: str(self._keys)}
+        inherited = {
+            **host_environment(os.environ),
+            SIGNING_KEYS.env: str(self._keys),
+            TERMINATION_LOG.env: str(job_dir / supervisor.TERMINATION_FILE),
+        }
         found_through = runtime_path(os.environ) if python == sys.executable else None
         if found_through:
             inherited["PYTHONPATH"] = found_through
