@@ -242,6 +242,8 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         heartbeat_at="2026-04-17T15:35:05.000+00:00",
         lease_seconds=30.0,
         submitted=57,
+        machine="300d0976-068c-434d-9e02-e8b2ed09081b/pid:4026531836",
+        process="4242:1234567",
     ),
     "collected_outcome": _OUTCOME,
     "collected_outcomes": CollectedOutcomes(

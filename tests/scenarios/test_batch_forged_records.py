@@ -16,6 +16,7 @@ recorded but never created, 2 and 3 never submitted). Then, before ``resume``:
 """
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -191,3 +192,92 @@ def test_a_batch_from_before_signed_records_is_refused_and_still_cleaned_up(
     assert not store.exists(layout.manifest_key(batch.group_id))
     for child in batch.jobs:
         assert child is not None and store.list(layout.job_prefix(child.job_id)) == []
+
+
+def _copy_of_another_record(store: ObjectStore, group_id: str) -> tuple[str, bytes]:
+    """Input 0's signed record, planted at the key of input 2 (never submitted)."""
+    return layout.child_key(group_id, 2, 0), store.read(layout.child_key(group_id, 0, 0))
+
+
+def _true_record_changed(store: ObjectStore, group_id: str) -> tuple[str, bytes]:
+    """Input 0's own record (it succeeded), its job id changed."""
+    key = layout.child_key(group_id, 0, 0)
+    return key, store.read(key).replace(b'"job_id":"', b'"job_id":"x')
+
+
+@pytest.mark.parametrize(
+    "plant", [_copy_of_another_record, _true_record_changed], ids=["copied", "changed"]
+)
+def test_a_record_that_does_not_verify_hides_no_input_for_good(
+    local_backend: ScenarioBackend,
+    tmp_path: Path,
+    quick_leases: None,
+    caplog: pytest.LogCaptureFixture,
+    plant: Callable[[ObjectStore, str], tuple[str, bytes]],
+) -> None:
+    """An object that does not verify at an input's create-only key hid it for ever: its real
+    record could never be written there, and it read "never submitted" though it ran (copied)
+    or had already succeeded (changed)."""
+    group_id, runs = died_submitting(tmp_path, dies_after_recording(retries=1))
+    wait_until(lambda: _gone(group_id), "the dead submitter's lease to run out")
+    store = local_backend.store()
+    key, planted = plant(store, group_id)
+    store.write(key, planted)
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        before = kinetic.attach_batch(group_id, backend="local")
+        if plant is _copy_of_another_record:
+            [outcome] = before.results(timeout=60, cleanup=False, return_exceptions=True)[2:3]
+            assert f"{store.uri}/{key} holds an object that does not" in str(outcome), outcome
+        said = before.resume()
+        assert "3 of 4 inputs to submit" in said, said
+        assert before.results(timeout=60, cleanup=False) == [0, 1, 4, 9]
+        later = kinetic.attach_batch(group_id, backend="local")
+        assert later.results(timeout=60, cleanup=False) == [0, 1, 4, 9]
+    for index in range(4):
+        ran = (runs / str(index)).read_text().split()
+        assert len(ran) == 1, f"input {index} ran {len(ran)} times: {ran}"
+    assert f"Ignoring {store.uri}/{key} in batch {group_id}" in caplog.text
+    if plant is _copy_of_another_record:
+        assert f"Recorded attempt 0 of input 2 of batch {group_id}" in caplog.text
+
+
+@pytest.mark.parametrize("lost", ["changed", "deleted"])
+def test_an_input_whose_record_and_traces_are_gone_is_run_once_by_resume(
+    local_backend: ScenarioBackend, tmp_path: Path, lost: str
+) -> None:
+    """A finished batch whose input 1 lost its record (changed, or deleted) and its job: the
+    input reads why, truly, and ``resume`` runs it once (the batch had submitted every input)."""
+    from durability_userfuncs import traced
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    batch = local_backend.decorate()(traced).run_async_map(
+        [{"index": i, "runs": str(runs)} for i in range(3)]
+    )
+    assert batch.results(timeout=60, cleanup=False) == [0, 1, 4]
+    store = local_backend.store()
+    key = layout.child_key(batch.group_id, 1, 0)
+    if lost == "changed":
+        store.write(key, store.read(key).replace(b'"job_id":"', b'"job_id":"x'))
+    else:
+        store.delete(key)
+    child = batch.jobs[1]
+    assert child is not None
+    child.cleanup()  # its backend resource and stored result: nothing shows it ran
+
+    attached = kinetic.attach_batch(batch.group_id, backend="local")
+    outcome = attached.results(timeout=60, cleanup=False, return_exceptions=True)[1]
+    assert isinstance(outcome, kinetic.batch.SkippedInputError), outcome
+    assert "never submitted" not in str(outcome) and "fail_fast" not in str(outcome)
+    if lost == "changed":
+        assert f"{store.uri}/{key} holds an object that does not" in str(outcome)
+    else:
+        assert "its record was deleted" in str(outcome)
+    assert "Resumed batch" in attached.resume()
+    assert attached.results(timeout=60, cleanup=False) == [0, 1, 4]
+    assert [len((runs / str(i)).read_text().split()) for i in range(3)] == [1, 2, 1]
+    assert (
+        kinetic.attach_batch(batch.group_id, backend="local")
+        .resume()
+        .endswith("nothing to resume.")
+    )

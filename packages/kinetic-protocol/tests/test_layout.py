@@ -59,3 +59,25 @@ def test_group_keys_are_distinct_and_do_not_collide_with_children() -> None:
     )
     assert not layout.manifest_key("grp-1").startswith(layout.children_prefix("grp-1"))
     assert layout.manifest_key("grp-1") != layout.manifest_key("grp-2")
+
+
+@pytest.mark.parametrize("digits", ["²", "٣", "\uff11", "0²", "", "+1", " 1"])
+def test_key_parsers_take_ascii_digits_only(digits: str) -> None:
+    """``str.isdigit`` takes superscripts (which ``int`` refuses) and other scripts' digits
+    (which ``int`` reads as another key's number): each parser takes what Kinetic writes."""
+    assert layout.ascii_count(digits) is None
+    assert layout.parse_lease_key(f"groups/g/lease/{digits}.json") is None
+    assert layout.parse_child_key(f"groups/g/children/{digits}-000.json") is None
+    assert layout.parse_child_key(f"groups/g/children/000000-{digits}.json") is None
+    assert layout.parse_host_key(f"jobs/j/hosts/{digits}/result.msgpack") is None
+    assert layout.parse_kept_output_key(f"jobs/j/logs/{digits}/run.json") is None
+
+
+def test_key_parsers_read_back_what_kinetic_writes() -> None:
+    assert layout.parse_lease_key(layout.lease_key("g", 12)) == 12
+    assert layout.parse_host_key(layout.host_result_key("j", 3)) == (3, "result.msgpack")
+    assert layout.parse_kept_output_key(layout.kept_output_key("j", 2, "run-1")) == (2, "run-1")
+    again = layout.child_rerecord_key("g", 4, 1, "0123456789abcdef")
+    assert again.startswith(layout.children_prefix("g"))
+    assert layout.parse_child_key(again) == (4, 1)
+    assert layout.parse_child_key(again.replace("0123", "XYZ0")) is None

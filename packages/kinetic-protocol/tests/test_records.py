@@ -16,6 +16,7 @@ from kinetic_protocol import (
     Failed,
     JobRecord,
     SchemaVersionError,
+    SubmitterLease,
     Succeeded,
 )
 from kinetic_protocol.records import decode_json, decode_result, encode_json, encode_result
@@ -231,3 +232,16 @@ def test_records_and_states_are_left_out_of_the_cycle_collector() -> None:
     assert not gc.is_tracked(RECORD)
     assert not gc.is_tracked(msgspec.structs.replace(RECORD, backend_data={"a": "b"}))
     assert not gc.is_tracked(JobState(status=JobStatus.RUNNING))
+
+
+def test_a_lease_written_before_machine_identities_still_decodes() -> None:
+    """The golden lease as it was before ``machine`` and ``process``: an older submitter's
+    lease reads with both empty, so only its heartbeat says whether it is gone."""
+    older = (
+        b'{"group_id":"grp-a1b2c3d4","epoch":1,"owner":"5f0c2a9e71d3b846","host":"laptop",'
+        b'"pid":4242,"started_at":"2026-04-17T15:35:00.000+00:00","heartbeat_at":'
+        b'"2026-04-17T15:35:05.000+00:00","lease_seconds":30.0,"submitted":57,'
+        b'"schema_version":1}'
+    )
+    lease = decode_json(older, SubmitterLease, what="lease/0001.json")
+    assert (lease.host, lease.pid, lease.machine, lease.process) == ("laptop", 4242, "", "")

@@ -137,3 +137,19 @@ def test_data_downloaded_beside_the_runtimes_own_workdir_is_removed_with_it(
     assert files == ["a.txt"], run.output
     assert Path(staged).relative_to(tmp).parts[0].endswith("-data"), staged
     assert list(tmp.iterdir()) == []
+
+
+def test_data_in_a_file_store_holding_a_link_is_refused(jobs: JobStage, tmp_path: Path) -> None:
+    """Data uploaded to a ``file://`` store is read in place: a link a store writer put among
+    its files would have the job read whatever it points at."""
+    secret = tmp_path / "id_ed25519"
+    secret.write_text("PRIVATE KEY")
+    prefix = layout.data_files_prefix("d" * 64)
+    jobs.store.write(prefix + "train.csv", b"x,y\n")
+    Path(jobs.store.url(prefix + "train.csv")).with_name("more.csv").symlink_to(secret)
+    spec = DataSpec(source="stored", uri=prefix, is_dir=True, label="/home/me/set")
+    jobs.stage("j6", _payload_with_refs(_lister(), 0), data=[spec])
+    run = jobs.run("j6")
+    assert isinstance(run.envelope, Failed) and run.envelope.phase == "data", run.output
+    assert f"symbolic links ({prefix}more.csv)" in run.envelope.message
+    assert "PRIVATE KEY" not in run.output

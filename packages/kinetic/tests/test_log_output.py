@@ -1,9 +1,12 @@
 """What Kinetic prints through logging in a script that configured none: notices for the user as
 plain sentences, and no structured event (those reach only an application that asked)."""
 
+import logging
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 _SCRIPT = """
 import logging, sys
@@ -77,3 +80,14 @@ def test_an_expected_error_is_one_line_and_a_bug_keeps_its_traceback_after_it() 
     assert lines[2] == "kinetic.batch.lease event='batch heartbeat failed' group_id='grp-1'"
     assert lines[3] == "Traceback (most recent call last):"
     assert lines[-1] == "RuntimeError: a bug"
+
+
+def test_a_notice_shows_control_characters_as_escapes(caplog: pytest.LogCaptureFixture) -> None:
+    """A notice names store keys, which whoever writes the store chooses: a script that
+    configured no logging prints it to the terminal as it is."""
+    from kinetic import _log
+
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        _log.say("Ignoring groups/g/lease/\x1b]0;pwned\x07.json:\tnot a lease.\nSee above.")
+    escaped = r"Ignoring groups/g/lease/\x1b]0;pwned\x07.json:"
+    assert caplog.messages == [escaped + "\tnot a lease.\nSee above."]

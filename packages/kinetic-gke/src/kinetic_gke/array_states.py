@@ -25,6 +25,7 @@ from kinetic_gke.arrays import (
 )
 from kinetic_gke.k8s.connection import Obj
 from kinetic_protocol import EXIT_PREEMPTIONS_SPENT, FailureCause, JobState, JobStatus
+from kinetic_protocol.layout import ascii_count
 
 __all__ = [
     "attempt_states",
@@ -51,9 +52,7 @@ def pod_index(pod: Obj) -> int | None:
     value = (pod.get("metadata", {}).get("labels") or {}).get(INDEX_LABEL)
     if value is None:
         value = (pod.get("metadata", {}).get("annotations") or {}).get(INDEX_LABEL)
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
+    return ascii_count(value) if isinstance(value, str) else None
 
 
 def pods_by_job(pods: Iterable[Obj]) -> dict[str, list[Obj]]:
@@ -91,7 +90,8 @@ def _job_failure(job: Obj) -> str | None:
 def pod_attempt(pod: Obj) -> int:
     """The attempt a pod of an array Job runs: its index's counted failures before it."""
     value = (pod.get("metadata", {}).get("annotations") or {}).get(FAILURE_COUNT, "0")
-    return int(value) if isinstance(value, str) and value.isdigit() else 0
+    count = ascii_count(value) if isinstance(value, str) else None
+    return 0 if count is None else count
 
 
 def _terminations(pod: Obj) -> Iterator[Obj]:

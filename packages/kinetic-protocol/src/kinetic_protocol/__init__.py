@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         parse_child_job_id,
     )
     from kinetic_protocol.causes import (
+        EXIT_NO_SPACE,
         EXIT_PREEMPTIONS_SPENT,
         AttemptFailure,
         FailureCause,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
         ConfigError,
         CorruptRecordError,
         DataUnavailableError,
+        DiskFullError,
         IntegrityError,
         JobFailedError,
         JobNotFoundError,
@@ -122,7 +124,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SubmitterLease",
         "parse_child_job_id",
     ),
-    "causes": ("EXIT_PREEMPTIONS_SPENT", "AttemptFailure", "FailureCause", "JobCancelled"),
+    "causes": (
+        "EXIT_NO_SPACE",
+        "EXIT_PREEMPTIONS_SPENT",
+        "AttemptFailure",
+        "FailureCause",
+        "JobCancelled",
+    ),
     "data": ("DataSpec", "Mount", "Volume"),
     "output": ("KeptOutput",),
     "errors": (
@@ -130,6 +138,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ConfigError",
         "CorruptRecordError",
         "DataUnavailableError",
+        "DiskFullError",
         "IntegrityError",
         "JobFailedError",
         "JobNotFoundError",
@@ -182,6 +191,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "EXIT_NO_SPACE",
     "EXIT_PREEMPTIONS_SPENT",
     "NO_ENV",
     "SCHEMA_VERSION",
@@ -212,6 +222,7 @@ __all__ = [
     "DataManifest",
     "DataSpec",
     "DataUnavailableError",
+    "DiskFullError",
     "DEFAULT_DEBUG_PORT",
     "DebugOptions",
     "DebugState",

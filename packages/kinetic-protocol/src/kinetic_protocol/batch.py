@@ -30,7 +30,9 @@ __all__ = [
     "parse_child_job_id",
 ]
 
-_CHILD_JOB_ID = re.compile(r"(?P<prefix>.+-(?P<group>[0-9a-f]{8}))-(?P<index>\d+)(?:-r(?P<a>\d+))?")
+_CHILD_JOB_ID = re.compile(
+    r"(?P<prefix>.+-(?P<group>[0-9a-f]{8}))-(?P<index>[0-9]+)(?:-r(?P<a>[0-9]+))?"
+)
 
 MAX_LEASE_SECONDS = 24 * 3600.0
 """The longest lease a reader believes: a longer one (forged, or a unit mistake) would make
@@ -231,6 +233,12 @@ class SubmitterLease(msgspec.Struct, kw_only=True):
     lease_seconds: _LeaseSeconds
     submitted: _Count = 0
     """Inputs with a child record when this heartbeat was written."""
+    machine: _Host = ""
+    """The holder's machine as it can be told apart from any other, hostnames alike (its boot
+    id and PID namespace); empty where it cannot (then, and in leases of older Kinetics,
+    only the heartbeat says whether the holder is gone)."""
+    process: _Host = ""
+    """The holder's pid with its start time (``pid:ticks``), so a reused pid is not it."""
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:

@@ -10,11 +10,13 @@ from collections.abc import Iterable
 
 import msgspec
 
+from kinetic_protocol.exits import EXIT_NO_SPACE
 from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES, SCHEMA_VERSION
 
 __all__ = [
     "BACKEND_DECIDED",
     "DEFAULT_PREEMPTION_RETRIES",
+    "EXIT_NO_SPACE",
     "EXIT_PREEMPTIONS_SPENT",
     "NOT_RETRIED_BY_DEFAULT",
     "RETRYABLE",

@@ -5,11 +5,14 @@ families (``ConfigError``, ``StorageError``, ``BackendError``); exceptions raise
 remote code are re-raised as themselves, never wrapped in these.
 """
 
+import errno
+
 __all__ = [
     "BackendError",
     "ConfigError",
     "CorruptRecordError",
     "DataUnavailableError",
+    "DiskFullError",
     "IntegrityError",
     "JobFailedError",
     "JobNotFoundError",
@@ -23,6 +26,7 @@ __all__ = [
     "SigningKeyError",
     "StorageError",
     "StoreError",
+    "is_disk_full",
 ]
 
 
@@ -100,6 +104,25 @@ class SchemaVersionError(KineticError):
 
 class BackendError(KineticError):
     """The backend (local processes, Kubernetes) refused or failed an operation."""
+
+
+class DiskFullError(BackendError):
+    """The disk where the backend keeps its jobs' files was full (or over quota) when a job was
+    submitted: nothing of the job was started, and submitting it again once there is room
+    works. A batch stops submitting at it, leaving its inputs to ``resume``."""
+
+
+def is_disk_full(error: BaseException | None) -> bool:
+    """Whether ``error``, or an error it was raised from, is a full disk or quota (ENOSPC,
+    EDQUOT): an infrastructure fault that passes, not the job's."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        cause = getattr(error, "cause", None)
+        error = cause if isinstance(cause, BaseException) else error.__cause__
+    return False
 
 
 class JobNotFoundError(KineticError, LookupError, RuntimeError):

@@ -22,6 +22,8 @@
     groups/<group_id>/inputs/<start>.msgpack  InputChunk: the pickled (args, kwargs) of inputs
     groups/<group_id>/call.json               CallDescriptor every child runs (written once)
     groups/<group_id>/children/<index>-<attempt>.json   BatchChild, before its backend resource
+    groups/<group_id>/children/<index>-<attempt>.<tag>.json   the same, where the key above
+                                              holds an object that does not verify
     groups/<group_id>/errors/<index>.json     BatchSubmissionError
     groups/<group_id>/lease/<epoch>.json      SubmitterLease of each submitter, heartbeats
     groups/<group_id>/complete.json           BatchCompletion
@@ -37,6 +39,7 @@ batch's. Its ``jobs/<job_id>/`` holds only what the job writes (result, hosts, d
 
 __all__ = [
     "CHILDREN_DIR",
+    "ascii_count",
     "MANIFESTS_PREFIX",
     "bundle_key",
     "call_key",
@@ -45,6 +48,7 @@ __all__ = [
     "cancelled_child_key",
     "cancelled_children_prefix",
     "child_key",
+    "child_rerecord_key",
     "collected_key",
     "collected_prefix",
     "collected_failures_key",
@@ -74,6 +78,7 @@ __all__ = [
     "manifest_key",
     "output_prefix",
     "parse_child_key",
+    "parse_child_name",
     "payload_key",
     "result_key",
     "submission_error_key",
@@ -81,6 +86,15 @@ __all__ = [
 ]
 
 CHILDREN_DIR = "children"
+
+
+def ascii_count(text: str) -> int | None:
+    """``text`` as a count if it is ASCII digits only (what Kinetic writes in a key), else
+    None. ``str.isdigit`` also takes superscripts and other scripts' digits, which ``int``
+    then refuses or reads as a different key's number."""
+    if not text or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)
 
 
 def bundle_key(sha256: str) -> str:
@@ -128,10 +142,11 @@ def host_result_key(job_id: str, host: int) -> str:
     return f"{hosts_prefix(job_id)}{host}/result.msgpack"
 
 
-def parse_host_key(key: str) -> tuple[int, str]:
-    """``(host, file name)`` of a key under :func:`hosts_prefix`."""
-    host, name = key.rsplit("/", 2)[-2:]
-    return int(host), name
+def parse_host_key(key: str) -> tuple[int, str] | None:
+    """``(host, file name)`` of a key under :func:`hosts_prefix`; None for any other key."""
+    parts = key.rsplit("/", 2)[-2:]
+    host = ascii_count(parts[0]) if len(parts) == 2 else None
+    return None if host is None else (host, parts[1])
 
 
 def kept_output_prefix(job_id: str) -> str:
@@ -146,9 +161,10 @@ def kept_output_key(job_id: str, host: int, run: str) -> str:
 def parse_kept_output_key(key: str) -> tuple[int, str] | None:
     """``(host, run)`` of a key made by :func:`kept_output_key`; None for any other key."""
     parts = key.rsplit("/", 2)[-2:]
-    if len(parts) != 2 or not parts[0].isdigit() or not parts[1].endswith(".json"):
+    host = ascii_count(parts[0]) if len(parts) == 2 else None
+    if host is None or not parts[1].endswith(".json"):
         return None
-    return int(parts[0]), parts[1].removesuffix(".json")
+    return host, parts[1].removesuffix(".json")
 
 
 def output_prefix(job_id: str) -> str:
@@ -187,11 +203,33 @@ def child_key(group_id: str, index: int, attempt: int) -> str:
     return f"{children_prefix(group_id)}{index:06d}-{attempt:03d}.json"
 
 
-def parse_child_key(key: str) -> tuple[int, int]:
-    """``(index, attempt)`` of a key made by :func:`child_key`."""
-    stem = key.rsplit("/", 1)[-1].removesuffix(".json")
-    index, attempt = stem.split("-")
-    return int(index), int(attempt)
+def child_rerecord_key(group_id: str, index: int, attempt: int, tag: str) -> str:
+    """Where an attempt is recorded when its :func:`child_key` holds an object that does not
+    verify (planted by a store writer): ``tag`` is random (16 hex digits), so no key of this
+    kind can be taken ahead of the submitter."""
+    return f"{children_prefix(group_id)}{index:06d}-{attempt:03d}.{tag}.json"
+
+
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+
+def parse_child_name(name: str) -> tuple[int, int] | None:
+    """``(index, attempt)`` of a name :func:`child_key` or :func:`child_rerecord_key` made
+    (the part after :func:`children_prefix`); None for any other name."""
+    if not name.endswith(".json") or "/" in name:
+        return None
+    index, _, rest = name.removesuffix(".json").partition("-")
+    attempt, dot, tag = rest.partition(".")
+    if dot and (len(tag) != 16 or not set(tag) <= _HEX_DIGITS):
+        return None
+    found = ascii_count(index), ascii_count(attempt)
+    return None if found[0] is None or found[1] is None else (found[0], found[1])
+
+
+def parse_child_key(key: str) -> tuple[int, int] | None:
+    """``(index, attempt)`` of a key :func:`child_key` (or :func:`child_rerecord_key`) made;
+    None for any other key."""
+    return parse_child_name(key.rsplit("/", 1)[-1])
 
 
 def submission_errors_prefix(group_id: str) -> str:
@@ -240,8 +278,8 @@ def lease_key(group_id: str, epoch: int) -> str:
 
 def parse_lease_key(key: str) -> int | None:
     """The epoch of a key made by :func:`lease_key`, or None for any other object."""
-    stem = key.rsplit("/", 1)[-1].removesuffix(".json")
-    return int(stem) if stem.isdigit() else None
+    name = key.rsplit("/", 1)[-1]
+    return ascii_count(name.removesuffix(".json")) if name.endswith(".json") else None
 
 
 def collected_prefix(group_id: str) -> str:

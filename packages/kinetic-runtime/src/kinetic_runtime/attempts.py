@@ -22,6 +22,7 @@ from kinetic_protocol import (
     PreconditionFailedError,
     layout,
 )
+from kinetic_protocol.layout import ascii_count
 from kinetic_protocol.settings import SettingSpec
 from kinetic_protocol.signing import Keyring, seal_json
 from kinetic_runtime import settings
@@ -31,9 +32,10 @@ __all__ = ["IndexRun", "record_attempt"]
 
 def _count(spec: SettingSpec) -> int:
     value = spec.from_env() or "0"
-    if not value.isdigit():
+    count = ascii_count(value)
+    if count is None:
         raise ValueError(f"{spec.env}={value!r} is not a count; the backend sets it to one")
-    return int(value)
+    return count
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ Exit status: 0 when the function returned, 1 when it raised, 2 when the job coul
 function at all (a phase before ``run`` failed) or its result could not be stored, and 3 when
 a host of a multi-host job was started again in a new pod after it had begun (see below), and
 4 when it ended its run at the attempt's timeout (``KINETIC_ATTEMPT_TIMEOUT``; see
-``kinetic_runtime.deadline``), and 86 (``EXIT_PREEMPTIONS_SPENT``) when a run of an array
+``kinetic_runtime.deadline``), 87 (``EXIT_NO_SPACE``) when a full disk stopped it before the
+function ran or kept its result from being stored (``kinetic_runtime.disk_full``), and 86
+(``EXIT_PREEMPTIONS_SPENT``) when a run of an array
 batch's index started after the index was preempted more often than its ``preemption_retries``
 allow (see ``kinetic_runtime.attempts``).
 
@@ -38,6 +40,7 @@ from typing import Any, NoReturn
 import cloudpickle
 
 from kinetic_protocol import (
+    EXIT_NO_SPACE,
     EXIT_PREEMPTIONS_SPENT,
     CallDescriptor,
     DebugOptions,
@@ -50,6 +53,7 @@ from kinetic_protocol import (
     Succeeded,
     layout,
 )
+from kinetic_protocol.errors import is_disk_full
 from kinetic_protocol.records import encode_json, encode_result
 from kinetic_protocol.signing import Keyring, SignedKind, seal_blob
 from kinetic_protocol.slices import REPLACED_EXIT
@@ -65,6 +69,7 @@ from kinetic_runtime.calls import (
     verify,
 )
 from kinetic_runtime.deadline import arm_deadline
+from kinetic_runtime.disk_full import overwrite, with_room
 from kinetic_runtime.keeper import keep_output
 from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
 from kinetic_runtime.phases import Phase, PhaseError
@@ -445,23 +450,62 @@ def run_job(
         code = EXIT_OK
     except PhaseError as error:
         envelope = job.failed(error)
-        code = EXIT_USER_ERROR if error.phase is Phase.RUN else EXIT_INFRA_ERROR
-        if error.phase is Phase.RUN:
-            sys.stderr.write(envelope.traceback)
-        else:
-            _say(f"job {job_id}: failed in phase {error.phase.value}: {error.cause!r}")
-    key = _result_key(job_id, host, envelope)
-    try:
-        if key is not None:
-            kind: SignedKind = "result" if key == layout.result_key(job_id) else "host-result"
-            store.write(key, seal_blob(keyring, kind, job_id, encode_result(envelope)))
-    except Exception as exc:
-        _say(f"job {job_id}: could not store the result: {exc!r}")
-        return EXIT_INFRA_ERROR
+        code = _failed_with(job_id, error, envelope, workdir)
+    unstored = _store_outcome(store, keyring, job_id, host, envelope)
+    if unstored is not None:
+        return unstored
     outcome = "succeeded" if isinstance(envelope, Succeeded) else f"failed ({envelope.phase})"
     where = f" on {host.label}" if host else ""
     _say(f"job {job_id}: {outcome}{where} in {time.monotonic() - begin:.2f}s")
     return code
+
+
+def _failed_with(job_id: str, error: PhaseError, envelope: Failed, workdir: Path) -> int:
+    """The exit status of a run that failed in ``error``'s phase, which it says."""
+    if error.phase is Phase.RUN:
+        sys.stderr.write(envelope.traceback)
+        return EXIT_USER_ERROR
+    if is_disk_full(error.cause):  # the function never ran: the backend runs it again
+        cause = error.cause
+        where = cause.filename if isinstance(cause, OSError) and cause.filename else workdir
+        _no_space(job_id, f"in phase {error.phase.value}, writing under {where}: {cause}")
+        return EXIT_NO_SPACE
+    _say(f"job {job_id}: failed in phase {error.phase.value}: {error.cause!r}")
+    return EXIT_INFRA_ERROR
+
+
+def _store_outcome(
+    store: ObjectStore,
+    keyring: Keyring,
+    job_id: str,
+    host: SliceHost | None,
+    envelope: ResultEnvelope,
+) -> int | None:
+    """Store the run's envelope (waiting a little for room on a full disk); the exit status
+    instead when it could not be stored."""
+    key = _result_key(job_id, host, envelope)
+    if key is None:
+        return None
+    kind: SignedKind = "result" if key == layout.result_key(job_id) else "host-result"
+    try:
+        sealed = seal_blob(keyring, kind, job_id, encode_result(envelope))
+        with_room(lambda: store.write(key, sealed))
+    except Exception as exc:
+        if is_disk_full(exc):
+            _no_space(job_id, f"storing its result: {exc}")
+            return EXIT_NO_SPACE
+        _say(f"job {job_id}: could not store the result: {exc!r}")
+        return EXIT_INFRA_ERROR
+    return None
+
+
+def _no_space(job_id: str, what: str) -> None:
+    """Say why this run ends with ``EXIT_NO_SPACE``: in the log, and where the backend reads."""
+    message = f"No space left on device while {what}"
+    _say(f"job {job_id}: {message}")
+    room = settings.TERMINATION_LOG.from_env()  # set aside by the local supervisor
+    if room:
+        overwrite(room, message)
 
 
 def _leave_a_failed_slice(code: int) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "SLICE_TIMEOUT",
     "STOP_GRACE",
     "STORE",
+    "TERMINATION_LOG",
     "VOLUME_MOUNTS",
     "WORKDIR",
     "kinetic_home",
@@ -53,6 +54,12 @@ JOB_ID = SettingSpec(
 OUTPUT_DIR = SettingSpec(
     "output_dir", "KINETIC_OUTPUT_DIR",
     "Inside a job: where to write files that outlive it (never cleaned up).", _OWNER, kind="job",
+)  # fmt: skip
+TERMINATION_LOG = SettingSpec(
+    "termination_log", "KINETIC_TERMINATION_LOG",
+    "Inside a job: a file set aside by the backend where the runtime writes, in place, why it "
+    "ended without running (a full disk), for the backend to report.",
+    _OWNER, kind="job",
 )  # fmt: skip
 WORKDIR = SettingSpec(
     "workdir", "KINETIC_WORKDIR",
@@ -177,7 +184,7 @@ SETTINGS = (
     NUM_HOSTS, HOST_INDEX, COORDINATOR_ADDRESS, HOST_INSTANCE, SLICE, JAX_DISTRIBUTED,
     SLICE_TIMEOUT, INDEX_FAILURES, INDEX_PREEMPTIONS, PREEMPTION_RETRIES,
     DATA_DIR, VOLUME_MOUNTS, HF_MIRROR, SIGNING_KEYS, ATTEMPT_TIMEOUT,
-    KEEP_OUTPUT_BYTES, KEEP_OUTPUT_SECONDS, STOP_GRACE,
+    KEEP_OUTPUT_BYTES, KEEP_OUTPUT_SECONDS, STOP_GRACE, TERMINATION_LOG,
 )  # fmt: skip
 CAPTURABLE = (HF_MIRROR, JAX_DISTRIBUTED, SLICE_TIMEOUT, KEEP_OUTPUT_BYTES, KEEP_OUTPUT_SECONDS)
 """Settings a user passes to jobs with ``capture_env_vars``: the only ``KINETIC_*`` variables

@@ -11,10 +11,14 @@ Two kinds of output, kept apart:
 """
 
 import logging
+import re
 from collections.abc import MutableMapping
 from typing import Any
 
-__all__ = ["get_logger", "notice", "one_line", "say"]
+__all__ = ["get_logger", "notice", "one_line", "printable", "say"]
+
+# C0 controls but tab and newline, DEL, and C1 controls (an 8-bit CSI is one of them).
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _noticed: set[str] = set()
 
@@ -103,9 +107,17 @@ def get_logger(name: str) -> Any:
     return _LazyLogger(name)
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters other than newline and tab shown as escapes
+    (``\\x1b``), so it cannot drive the terminal: what the store holds (key names too) was
+    written by whoever can write the store."""
+    return _UNPRINTABLE.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
 def say(message: str, level: int = logging.WARNING) -> None:
-    """Tell the user ``message``, one plain sentence (logged by the ``kinetic`` logger)."""
-    logging.getLogger("kinetic").log(level, message)
+    """Tell the user ``message``, one plain sentence (logged by the ``kinetic`` logger), with
+    control characters shown as escapes (a notice often names a store key)."""
+    logging.getLogger("kinetic").log(level, printable(message))
 
 
 def notice(key: str, message: str) -> None:

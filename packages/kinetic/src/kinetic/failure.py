@@ -23,6 +23,8 @@ from kinetic_protocol import (
     JobStatus,
     KineticError,
     ObjectNotFoundError,
+    ResultEnvelope,
+    Succeeded,
     layout,
 )
 from kinetic_protocol.causes import BACKEND_DECIDED
@@ -39,6 +41,7 @@ __all__ = [
     "failure_of",
     "from_envelope",
     "kept_failure",
+    "kept_value",
     "record_cancel",
 ]
 
@@ -137,21 +140,32 @@ def _kept_failure(job: "JobHandle") -> AttemptFailure | None:
     return None if summary is None else summary.failure
 
 
-def kept_failure(job: "JobHandle", kept: CollectedOutcome | None) -> AttemptFailure | None:
-    """A batch child collected and cleaned up: the failure its batch kept, if it failed."""
+def _kept_envelope(job: "JobHandle", kept: CollectedOutcome) -> ResultEnvelope | None:
+    """The outcome a batch kept for ``job``, verified; None if it does not verify."""
     from kinetic.trust import OutcomeKind, open_outcome
 
-    if kept is None or kept.job_id != job.job_id:
-        return None
     key = f"{layout.collected_prefix(job.record.group_id or '')} (kept for {job.job_id})"
     kind: OutcomeKind = "host-result" if kept.kind == "host-result" else "result"
     try:
-        envelope = open_outcome(job.record, kept.envelope, key=key, kind=kind).envelope
+        return open_outcome(job.record, kept.envelope, key=key, kind=kind).envelope
     except KineticError:
         return None
+
+
+def kept_failure(job: "JobHandle", kept: CollectedOutcome | None) -> AttemptFailure | None:
+    """A batch child collected and cleaned up: the failure its batch kept, if it failed."""
+    if kept is None or kept.job_id != job.job_id:
+        return None
+    envelope = _kept_envelope(job, kept)
     if isinstance(envelope, Failed):
         return from_envelope(envelope, job.record.attempt)
     return None
+
+
+def kept_value(job: "JobHandle", kept: CollectedOutcome) -> bool:
+    """Whether the outcome a batch kept for ``job`` verifies and is a value: what
+    ``results()`` returns rather than raises."""
+    return kept.job_id == job.job_id and isinstance(_kept_envelope(job, kept), Succeeded)
 
 
 def record_cancel(job: "JobHandle", reason: str = CANCELLED_BY_USER) -> None:

@@ -423,14 +423,18 @@ class JobHandle:
     def _worker_failure(self) -> SealedOutcome | None:
         """The stored failure of the lowest-index worker host that stored one."""
         store = store_for(self._record)
-        keys = [
-            key
-            for key in store.list(layout.hosts_prefix(self.job_id))
-            if key.endswith("/result.msgpack")
-        ]
-        if not keys:
+        hosts: dict[int, str] = {}
+        for key in store.list(layout.hosts_prefix(self.job_id)):
+            if not key.endswith("/result.msgpack"):
+                continue
+            parsed = layout.parse_host_key(key)
+            if parsed is None:
+                _log.say(f"Ignoring {store.uri}/{key}: not a host's result (hosts/<i>/).")
+            else:
+                hosts[parsed[0]] = key
+        if not hosts:
             return None
-        key = min(keys, key=lambda k: layout.parse_host_key(k)[0])
+        key = hosts[min(hosts)]
         outcome = open_outcome(self._record, store.read(key), key=key, kind="host-result")
         return outcome if isinstance(outcome.envelope, Failed) else None
 

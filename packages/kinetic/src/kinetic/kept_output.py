@@ -6,6 +6,7 @@ reach (no cluster credentials), the copy the runtime kept in the store stands in
 tail of each host's output, per run (see :mod:`kinetic_runtime.keeper`).
 """
 
+from kinetic import _log
 from kinetic._context import store_for
 from kinetic_protocol import (
     Backend,
@@ -29,6 +30,7 @@ def runs_by_host(store: ObjectStore, job_id: str) -> dict[int, list[KeptOutput]]
     for key in store.list(layout.kept_output_prefix(job_id)):
         where = layout.parse_kept_output_key(key)
         if where is None:
+            _log.say(f"Ignoring {store.uri}/{key}: not a kept output (logs/<host>/<run>.json).")
             continue
         try:
             kept = decode_json(store.read(key), KeptOutput, what=f"{store.uri}/{key}")

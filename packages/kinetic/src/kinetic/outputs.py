@@ -7,16 +7,20 @@ cleaned up by Kinetic: they outlive the job, its handle and its stored artifacts
 :func:`kinetic.jobs.job_outputs` finds them from the job id alone.
 """
 
+import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kinetic import _log
 from kinetic._context import open_store
 from kinetic_protocol import ConfigError, JobRecord, layout
 from kinetic_protocol.data import parse_gcs_uri
 from kinetic_protocol.optional import BucketStore
 from kinetic_runtime.data import transfer
+from kinetic_runtime.stores import LocalStore
 
 if TYPE_CHECKING:
     from google.cloud.storage import Client
@@ -89,9 +93,11 @@ class JobOutputs:
             pairs = list(zip(remote, destinations, strict=True))
             transfer.download_objects(self._client(), bucket, pairs, uri=where)
             return destinations
+        store = _local_store(where)
         for name, path in zip(names, destinations, strict=True):
             path.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(Path(where, name), path)
+            assert store is not None
+            _copy_out(store, name, path)
         return destinations
 
     def _client(self) -> "Client":
@@ -107,12 +113,34 @@ class JobOutputs:
         return transfer.list_objects(self._client(), location, allow_empty=True)
 
 
+def _local_store(where: str) -> LocalStore | None:
+    """The output directory read as a store is: through no link below it (a store writer
+    can put one at ``outputs/<job>/model.bin`` that points at your keys)."""
+    root = Path(where).absolute()
+    return LocalStore(root) if root.is_dir() else None
+
+
 def _local_files(where: str) -> list[OutputFile]:
-    root = Path(where)
-    if not root.is_dir():
+    store = _local_store(where)
+    if store is None:
         return []
-    return [
-        OutputFile(path.relative_to(root).as_posix(), path.stat().st_size)
-        for path in root.rglob("*")
-        if path.is_file()
-    ]
+    for link in store.links(""):
+        _log.notice(
+            f"output-link:{where}/{link}",
+            f"Left out {where}/{link}: it is a symbolic link, and outputs are read through "
+            "no link (it could point anywhere, such as your keys). Remove it.",
+        )
+    files = []
+    for name in store.list(""):
+        with store.open(name) as file:
+            files.append(OutputFile(name, os.fstat(file.fileno()).st_size))
+    return files
+
+
+def _copy_out(store: LocalStore, name: str, destination: Path) -> None:
+    """Copy one output, its mode and times with it, as it is read: through no link."""
+    with store.open(name) as source, destination.open("wb") as target:
+        shutil.copyfileobj(source, target)
+        found = os.fstat(source.fileno())
+    os.chmod(destination, stat.S_IMODE(found.st_mode))
+    os.utime(destination, ns=(found.st_atime_ns, found.st_mtime_ns))

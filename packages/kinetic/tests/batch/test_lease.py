@@ -21,6 +21,7 @@ from kinetic.batch.lease import LeaseHolder, latest_lease, submitter_status
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.sealed import BatchSeal
 from kinetic_protocol import BackendError, SubmitterLease, layout
+from kinetic_runtime.local.processes import machine_identity, process_identity
 from kinetic_runtime.stores.local import LocalStore
 
 GROUP = "grp-0000beef"
@@ -134,24 +135,64 @@ def test_a_lease_with_bad_fields_is_skipped_naming_its_key(
     assert layout.lease_key(GROUP, 0) in caplog.text
 
 
-def test_a_submitter_known_gone_on_this_host_is_gone_at_once(
+def _exited_process() -> str:
+    """The identity (pid and start time) of a process of this machine that has exited."""
+    process = subprocess.Popen([sys.executable, "-c", "input()"], stdin=subprocess.PIPE)
+    identity = process_identity(process.pid)
+    process.communicate(b"\n")
+    return identity
+
+
+def test_a_submitter_known_gone_on_this_machine_is_gone_at_once(
     store: LocalStore, records: BatchRecords
 ) -> None:
-    """After a kill -9 on this host, ``resume`` need not wait out the lease: the process that
-    held it is known to be gone."""
-    exited = subprocess.Popen([sys.executable, "-c", "pass"])
-    exited.wait()
-    here = socket.gethostname()
-    store.write(layout.lease_key(GROUP, 0), _lease(records, host=here, pid=exited.pid))
+    """After a kill -9 on this machine, ``resume`` need not wait out the lease: the process
+    that held it is known to be gone."""
+    exited = _exited_process()
+    lease = _lease(
+        records, machine=machine_identity(), process=exited, pid=int(exited.split(":")[0])
+    )
+    store.write(layout.lease_key(GROUP, 0), lease)
     assert submitter_status(records, None).gone
     assert LeaseHolder.take_over(records).epoch == 1
 
 
-def test_a_live_submitter_on_this_host_keeps_its_lease(
+def test_a_live_submitter_on_this_machine_keeps_its_lease(
     store: LocalStore, records: BatchRecords
 ) -> None:
-    here, alive = socket.gethostname(), os.getppid()
-    store.write(layout.lease_key(GROUP, 0), _lease(records, host=here, pid=alive))
+    alive = os.getppid()
+    lease = _lease(records, machine=machine_identity(), process=process_identity(alive), pid=alive)
+    store.write(layout.lease_key(GROUP, 0), lease)
+    assert submitter_status(records, None).state == "submitting"
+    with pytest.raises(SubmitterAliveError):
+        LeaseHolder.take_over(records)
+
+
+def test_a_pid_now_held_by_another_process_is_not_the_submitter(
+    store: LocalStore, records: BatchRecords
+) -> None:
+    """A live process with the holder's pid but another start time: the holder is gone."""
+    alive = os.getppid()
+    lease = _lease(records, machine=machine_identity(), process=f"{alive}:1", pid=alive)
+    store.write(layout.lease_key(GROUP, 0), lease)
+    assert submitter_status(records, None).gone
+
+
+@pytest.mark.parametrize("machine", ["another", "older"], ids=["same hostname", "older lease"])
+def test_a_submitter_elsewhere_with_this_hostname_is_judged_by_its_heartbeat(
+    store: LocalStore, records: BatchRecords, machine: str
+) -> None:
+    """Two machines with one hostname sharing a store (containers, cloned VMs): each took the
+    other's live submitter for dead, its pid being no process of its own. So does a lease of
+    a Kinetic from before machine identities (it names no machine)."""
+    exited = _exited_process()
+    fields: dict[str, object] = {"host": socket.gethostname(), "pid": int(exited.split(":")[0])}
+    if machine == "another":
+        fields |= {
+            "machine": "0b5e55ed-0000-4000-8000-000000000000/pid:4026531836",
+            "process": exited,
+        }
+    store.write(layout.lease_key(GROUP, 0), _lease(records, **fields))
     assert submitter_status(records, None).state == "submitting"
     with pytest.raises(SubmitterAliveError):
         LeaseHolder.take_over(records)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kinetic.batch.lease import LeaseHolder
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.sealed import BatchSeal
 from kinetic_protocol import layout
@@ -102,3 +103,56 @@ def test_a_garbled_completion_record_is_skipped_naming_its_key(
     assert listing.complete is None
     assert listing.latest_attempts == {0: 0}
     assert layout.completion_key(GROUP) in caplog.text
+
+
+@pytest.mark.parametrize(
+    "digits", ["²", "٣", "\uff11", "0²"], ids=["superscript", "arabic", "wide", "mixed"]
+)
+def test_key_names_with_digits_other_than_ascii_are_left_out_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, seal: BatchSeal, digits: str
+) -> None:
+    """``lease/².json`` made every batch command fail with a ValueError (``isdigit`` takes a
+    superscript, ``int`` does not); other scripts' digits read as another key's number."""
+    store = LocalStore(tmp_path)
+    records = BatchRecords(store, GROUP, seal)
+    records.add_child(0, 0, "job-0")
+    holder = LeaseHolder.first(records)
+    odd = [
+        f"{layout.leases_prefix(GROUP)}{digits}.json",
+        f"{layout.children_prefix(GROUP)}{digits}-000.json",
+        f"{layout.children_prefix(GROUP)}000001-{digits}.json",
+    ]
+    for key in odd:
+        store.write(key, b"{}")
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        lease, highest = records.leases()
+        listing = records.listing(total=3, retries=3)
+        attempts = records.attempt_keys()
+    assert lease is not None and lease.owner == holder.lease.owner and highest == 0
+    assert listing.latest_attempts == {0: 0}
+    assert attempts == [(0, 0)]
+    for key in odd:
+        assert key in caplog.text, key
+
+
+def test_an_attempt_whose_key_holds_what_does_not_verify_is_recorded_beside_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, seal: BatchSeal
+) -> None:
+    """Child records are create-only: an object planted at an attempt's key kept its true
+    record out for ever, and readers (rightly) leave the planted one out."""
+    store = LocalStore(tmp_path)
+    records = BatchRecords(store, GROUP, seal)
+    records.add_child(0, 0, "job-0")
+    planted = layout.child_key(GROUP, 1, 0)
+    store.write(planted, store.read(layout.child_key(GROUP, 0, 0)))  # signed for another key
+    assert records.listing(total=2).latest_attempts == {0: 0}
+    with caplog.at_level(logging.WARNING, logger="kinetic"):
+        records.add_child(1, 0, "job-1")
+        records.add_child(1, 0, "job-1")  # a resumed submission of it finds it recorded
+    listing = records.listing(total=2)
+    assert listing.latest_attempts == {0: 0, 1: 0}
+    assert listing.unverified == {}
+    assert records.attempt_keys() == [(0, 0), (1, 0)]
+    assert caplog.text.count(f"Recorded attempt 0 of input 1 of batch {GROUP}") == 1
+    assert len(store.list(layout.children_prefix(GROUP))) == 3
+    assert store.read(planted) == store.read(layout.child_key(GROUP, 0, 0)), "it stays as it was"

@@ -65,3 +65,15 @@ def greet_from_each_host() -> str:
     host = os.environ["KINETIC_HOST_INDEX"]
     print(f"hello from host {host}", flush=True)
     return host
+
+
+@kinetic.run(accelerator="cpu", backend="local")
+def square_or_die(x: int) -> int:
+    """Input 1 raises; input 2's process dies without storing a result."""
+    if x == 1:
+        print("one is refused", flush=True)
+        raise RuntimeError("one is not allowed")
+    if x == 2:
+        print("two dies", flush=True)
+        os._exit(3)
+    return x * x

@@ -243,3 +243,81 @@ def test_watch_of_a_batch_that_left_inputs_unsubmitted_ends_with_exit_1(
     assert result.exit_code == 1, result.stderr
     assert f"2 of 3 inputs of batch {batch.group_id} never ran" in result.stderr
     assert "cancelled" in result.stderr
+
+
+# Clear the screen; retitle the window (OSC, ended by BEL); a bare BEL.
+HOSTILE_NAMES = ["\x1b[2J", "\x1b]0;pwned\x07", "\x07"]
+
+
+@pytest.mark.parametrize("command", ["status", "failures", "results"])
+def test_store_key_names_reach_the_terminal_escaped(invoke, funcs, command: str) -> None:
+    """A file named with escape sequences under a batch's ``children/``, ``lease/`` or
+    ``errors/`` reached the terminal raw in the warning that ignores it."""
+    from kinetic_protocol import layout
+
+    batch = funcs.add.run_async_map([(1, 2)])
+    batch.wait(timeout=60)
+    batch.wait_submitted()
+    records = batch._records
+    store = records.store
+    # Its submitter gone without a completion record: every command reads its leases.
+    store.delete(layout.completion_key(batch.group_id))
+    lease, _ = records.leases()
+    assert lease is not None
+    lease.heartbeat_at = "2000-01-01T00:00:00+00:00"
+    records.write_lease(lease)
+    planted = [
+        prefix(batch.group_id) + f"{name}.json"
+        for prefix in (
+            layout.children_prefix,
+            layout.leases_prefix,
+            layout.submission_errors_prefix,
+        )
+        for name in HOSTILE_NAMES
+    ]
+    for key in planted:
+        store.write(key, b"{}")
+    shown = invoke("batch", command, batch.group_id, *(["--no-cleanup"] * (command == "results")))
+    assert shown.exit_code == 0, shown.stderr
+    out = shown.stdout + shown.stderr
+    assert not any(c in out for c in "\x1b\x07"), out
+    for key in planted:
+        escaped = key.replace("\x1b", r"\x1b").replace("\x07", r"\x07")
+        assert escaped in shown.stderr, (escaped, shown.stderr)
+
+
+@pytest.mark.parametrize("tamper", ["deleted", "changed"])
+def test_failures_and_results_agree_when_a_failure_summary_is_deleted_or_changed(
+    invoke, funcs, tamper: str
+) -> None:
+    """``results(cleanup=True)`` keeps each failed child's cause and last lines with the batch.
+    With that summary deleted or changed, ``batch failures`` called a failure "not a failure"
+    while ``results()`` still raised the input's error."""
+    import kinetic
+    from kinetic_protocol import layout
+
+    batch = funcs.square_or_die.run_async_map([0, 1, 2])
+    first = batch.results(timeout=60, return_exceptions=True)  # cleans up, keeps summaries
+    store = batch._records.store
+    summaries = store.list(layout.collected_failures_prefix(batch.group_id))
+    assert summaries, "the collection kept no failure summary"
+    for key in summaries:
+        if tamper == "deleted":
+            store.delete(key)
+        else:
+            store.write(key, store.read(key).replace(b'"last_lines":"', b'"last_lines":"x'))
+
+    shown = invoke("batch", "failures", batch.group_id)
+    document = _json(invoke("batch", "failures", batch.group_id, "--json"))
+    again = kinetic.attach_batch(batch.group_id, backend="local").results(
+        timeout=60, return_exceptions=True
+    )
+    raised = [i for i, outcome in enumerate(again) if isinstance(outcome, BaseException)]
+    assert raised == [i for i, outcome in enumerate(first) if isinstance(outcome, BaseException)]
+    assert raised == [1, 2]
+    assert [entry["index"] for entry in document["failures"]] == raised
+    assert shown.stdout.count("not a failure") == 1  # input 0, which succeeded
+    assert "RuntimeError: one is not allowed" in shown.stdout  # the kept outcome says why
+    assert shown.stdout.count("no failure summary kept with the batch verifies for it") == 2
+    for key in summaries if tamper == "changed" else []:
+        assert f"Ignoring {store.uri}/{key} in batch {batch.group_id}" in shown.stderr

@@ -233,3 +233,35 @@ def test_subprocess_logs_follow_streams_until_the_job_ends(
     assert process.returncode == 0, stderr
     assert "gate opened" in rest
     assert job.status() is JobStatus.SUCCEEDED
+
+
+def test_outputs_follow_no_link_a_store_writer_planted(
+    invoke, kinetic_env: Path, tmp_path: Path
+) -> None:
+    """A link at ``outputs/<job>/model.bin`` to the victim's key was copied, content and all,
+    into the download directory; one in place of a subdirectory was walked into."""
+    victim = tmp_path / "home"
+    (victim / ".ssh").mkdir(parents=True)
+    (victim / ".ssh" / "id_ed25519").write_bytes(b"PRIVATE KEY")
+    job_id = "planted-20260101-000000-abcdef0"
+    outputs = kinetic_env / "store" / "outputs" / job_id
+    (outputs / "real").mkdir(parents=True)
+    (outputs / "real" / "metrics.json").write_text("{}")
+    (outputs / "model.bin").symlink_to(victim / ".ssh" / "id_ed25519")
+    (outputs / "keys").symlink_to(victim / ".ssh", target_is_directory=True)
+
+    target = tmp_path / "downloaded"
+    fetched = invoke("jobs", "outputs", job_id, "--download", str(target))
+    assert fetched.exit_code == 0, fetched.stderr
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*")) == [
+        "real",
+        "real/metrics.json",
+    ]
+    for link in ("model.bin", "keys"):
+        assert f"Left out {outputs}/{link}: it is a symbolic link" in fetched.stderr
+    listed = _json(invoke("jobs", "outputs", job_id, "--json"))
+    assert [f["name"] for f in listed["files"]] == ["real/metrics.json"]
+    from kinetic.jobs import job_outputs
+    from kinetic.outputs import OutputFile
+
+    assert job_outputs(job_id, backend="local").files() == [OutputFile("real/metrics.json", 2)]

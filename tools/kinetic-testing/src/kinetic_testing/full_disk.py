@@ -1,14 +1,21 @@
-"""A disk that fills up, for a :class:`~kinetic_runtime.stores.local.LocalStore`: writes into
-chosen directories run out of space half-way through, as a real full disk makes them.
+"""Disks that fill up.
 
-It stands in for the ``os`` module inside the local store only, so the store's own code runs
-(its temporary file, its cleanup, its error), and nothing else in the process is affected.
+:func:`full_disk` is one for a :class:`~kinetic_runtime.stores.local.LocalStore` in this
+process: writes into chosen directories run out of space half-way through, as a real full disk
+makes them. It stands in for the ``os`` module inside the local store only, so the store's own
+code runs (its temporary file, its cleanup, its error), and nothing else is affected.
+
+:func:`tmpfs` is a real one, for what other processes write (a local job's supervisor and
+runtime): a small ``tmpfs`` mounted at a directory, which :meth:`Tmpfs.full` fills to its last
+byte and frees again. Mounting needs root (``CAP_SYS_ADMIN``); without it the test is skipped,
+saying so.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +23,7 @@ from typing import Any
 
 import kinetic_runtime.stores.local as local_store
 
-__all__ = ["FullDisk", "full_disk"]
+__all__ = ["FullDisk", "Tmpfs", "full_disk", "tmpfs"]
 
 
 class _HalfWritten:
@@ -87,3 +94,45 @@ def full_disk(root: Path, full: Callable[[str], bool]) -> Iterator[FullDisk]:
         yield disk
     finally:
         names["os"] = real
+
+
+class Tmpfs:
+    """A small ``tmpfs`` mounted at ``path``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @contextmanager
+    def full(self) -> Iterator[None]:
+        """While in the block, not one byte more fits (new files of no size still do)."""
+        filler = self.path / ".filler"
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            for size in (1 << 20, 4096, 1):
+                try:
+                    while True:
+                        os.write(fd, bytes(size))
+                except OSError as exc:
+                    if exc.errno != errno.ENOSPC:
+                        raise
+            yield
+        finally:
+            os.close(fd)
+            filler.unlink()
+
+
+@contextmanager
+def tmpfs(path: Path, size: str = "16m") -> Iterator[Tmpfs]:
+    """A ``tmpfs`` of ``size`` mounted at ``path`` (made if missing) for the block; skips the
+    test where this process may not mount one."""
+    import pytest
+
+    path.mkdir(parents=True, exist_ok=True)
+    mount = ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)]
+    done = subprocess.run(mount, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs to fill (needs root): {done.stderr.strip()}")
+    try:
+        yield Tmpfs(path)
+    finally:
+        subprocess.run(["umount", "--lazy", str(path)], capture_output=True, check=False)

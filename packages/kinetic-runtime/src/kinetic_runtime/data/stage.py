@@ -72,6 +72,14 @@ class _Stager:
             found = Path(self.store.url(key))
             if not found.exists():
                 raise DataUnavailableError(self._stored_missing(spec))
+            links = self.store.links(key + "/") if spec.is_dir else []
+            if links:  # the job would read through it: anywhere, such as your keys
+                raise DataUnavailableError(
+                    f"{_describe(spec)} in the jobs store ({self.store.uri}/{spec.uri}) holds "
+                    f"symbolic links ({', '.join(links[:3])}), which a job never reads through: "
+                    "whoever can write the store put them there. Remove them, or submit the "
+                    "job again to upload the data anew."
+                )
             return found
         return None
 

@@ -2,12 +2,14 @@
 
 import contextlib
 import ctypes
+import functools
 import os
 import select
 import signal
 import sys
 import time
 from collections.abc import Collection
+from pathlib import Path
 
 __all__ = [
     "await_group_gone",
@@ -15,6 +17,7 @@ __all__ = [
     "group_alive",
     "group_members",
     "kill_group_members",
+    "machine_identity",
     "pid_alive",
     "process_identity",
     "same_process_alive",
@@ -75,6 +78,19 @@ def process_identity(pid: int) -> str:
     except (OSError, IndexError):
         return str(pid)
     return f"{pid}:{start_ticks}"
+
+
+@functools.cache
+def machine_identity() -> str:
+    """What tells this machine's processes from another's (Linux): the kernel's boot id and
+    this process's PID namespace, so two machines (or containers) sharing a hostname never
+    read each other's pids as their own. Empty where there is no telling (no ``/proc``)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return ""
+    return f"{boot}/pid:{namespace}" if boot else ""
 
 
 def same_process_alive(identity: str) -> bool:

@@ -13,7 +13,11 @@ manages::
                   then the submission may still fail, so the supervisor waits for it)
     state.json    phase, pids, exit code, ``preemptions`` (runs started again), and ``cause``:
                   ``timeout`` for a job stopped past its ``timeout``, ``preempted`` for one
-                  preempted past its ``preemption_retries`` (written atomically)
+                  preempted past its ``preemption_retries``, ``infrastructure`` for one a full
+                  disk stopped past ``disk_full_retries`` (written atomically; the last one,
+                  on a full disk, into room set aside: ``state.reserve``)
+    termination.log   room set aside where a runtime says what a full disk kept it from
+                  writing, and where
     output.log    the job's stdout and stderr (host 0's on a multi-host job)
     output-host<i>.log   host i's, on a multi-host job
     cancelled     marker: the job is being deleted, do not start it
@@ -29,6 +33,12 @@ A runtime ended by a SIGTERM Kinetic did not send is the local analogue of a spo
 (a machine shutting down sends it, as a kubelet does to a pod on a reclaimed node): the
 supervisor runs the job again, in the same directory with a fresh working directory, up to
 ``preemption_retries`` times (``launch.json``), then records ``cause: preempted``.
+
+A full disk is no fault of the job's either: a runtime that it kept from starting the function
+or from storing the result (it exits ``EXIT_NO_SPACE``), or a supervisor that could not start
+it for lack of room, is run again after 1, 2, 4, ... seconds, ``disk_full_retries`` times
+(``launch.json``, default 5), then ends FAILED with ``cause: infrastructure`` and a detail
+saying what was written where. A batch's ``retries`` are not spent meanwhile.
 
 A multi-host job (``hosts`` > 1 in ``launch.json``) is one job: it holds one slot and runs one
 runtime per host, each told its place through ``KINETIC_NUM_HOSTS``, ``KINETIC_HOST_INDEX``,
@@ -51,6 +61,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from kinetic_protocol.errors import is_disk_full
+from kinetic_protocol.exits import EXIT_NO_SPACE
+from kinetic_runtime.disk_full import overwrite, set_aside
 from kinetic_runtime.local.gpus import (
     ON_DEMAND_MEMORY,
     HostDevices,
@@ -58,13 +71,19 @@ from kinetic_runtime.local.gpus import (
     visible_gpus,
 )
 from kinetic_runtime.local.processes import die_with_parent, kill_group_members, wait_children
-from kinetic_runtime.private_files import (
-    make_private_dirs,
-    open_private,
-    write_private_atomically,
+from kinetic_runtime.local.state_file import (
+    STATE_FILE,
+    read_note,
+    read_state,
+    set_room_aside,
+    write_final_state,
+    write_state,
+    write_state_if_room,
 )
+from kinetic_runtime.private_files import make_private_dirs, open_private
 
 __all__ = [
+    "STATE_FILE",
     "StartRuntime",
     "log_name",
     "read_state",
@@ -74,10 +93,14 @@ __all__ = [
     "write_state",
 ]
 
-STATE_FILE = "state.json"
 LAUNCH_FILE = "launch.json"
 CAPTURED_ENV_FILE = "captured-env.json"
 CANCEL_MARKER = "cancelled"
+TERMINATION_FILE = "termination.log"
+"""Room set aside for a runtime to say why it ended without running (``EXIT_NO_SPACE``)."""
+DISK_FULL_RETRIES = 5
+"""How often a job that a full disk stopped is run again, after 1, 2, 4, ... s, unless
+``launch.json`` says otherwise; then it fails with cause ``infrastructure``, naming the disk."""
 PID_FILE = "supervisor.pid"
 LOG_FILE = "output.log"
 NEVER_STARTED = (
@@ -114,20 +137,6 @@ def _describe_exit(code: int) -> str:
     name = signal.Signals(-code).name
     hint = " (out of memory?)" if -code == signal.SIGKILL else ""
     return f"killed by {name}{hint}"
-
-
-def write_state(job_dir: Path, **state: Any) -> None:
-    """Replace ``state.json`` atomically, so readers never see half a file."""
-    state["updated_at"] = time.time()
-    write_private_atomically(job_dir / STATE_FILE, json.dumps(state).encode())
-
-
-def read_state(job_dir: Path) -> dict[str, Any] | None:
-    try:
-        loaded: dict[str, Any] = json.loads((job_dir / STATE_FILE).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    return loaded
 
 
 def _acquire_slot(slots_dir: Path, slots: int, job_dir: Path) -> int | None:
@@ -231,7 +240,7 @@ def _confirmed(job_dir: Path) -> bool:
         if confirmed is not None or _inode(job_dir) != directory:
             return False
         if time.monotonic() > deadline:
-            write_state(
+            write_state_if_room(
                 job_dir,
                 phase="NOT_FOUND",
                 supervisor_pid=os.getpid(),
@@ -291,10 +300,12 @@ def _stop_hosts(running: dict[int, int]) -> None:
 
 class _Ended:
     """How a job's runtimes ended: the exit code (the failed host's, else 0), the state's
-    detail, and whether they were stopped past the job's timeout."""
+    detail, whether they were stopped past the job's timeout, and a cause to record."""
 
-    def __init__(self, code: int | None, detail: str, timed_out: bool = False) -> None:
-        self.code, self.detail, self.timed_out = code, detail, timed_out
+    def __init__(
+        self, code: int | None, detail: str, timed_out: bool = False, cause: str | None = None
+    ) -> None:
+        self.code, self.detail, self.timed_out, self.cause = code, detail, timed_out, cause
 
 
 def _next_exit(running: dict[int, int], deadline: float | None) -> tuple[int, int] | None:
@@ -412,10 +423,12 @@ def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
 
 def _run(job_dir: Path, start: StartRuntime) -> int:
     launch = json.loads((job_dir / LAUNCH_FILE).read_text())
+    set_room_aside(job_dir)  # while there is room: the disk may be full once a slot is free
+    set_aside(job_dir / TERMINATION_FILE)
     launch["env"] = {**launch.get("env", {}), **_take_captured_env(job_dir)}
     if visible_gpus(launch["env"]):  # shared with other jobs and the submitter
         launch["env"] = {**ON_DEMAND_MEMORY, **launch["env"]}
-    write_state(job_dir, phase="PENDING", supervisor_pid=os.getpid())
+    write_state_if_room(job_dir, phase="PENDING", supervisor_pid=os.getpid())
     slot = _acquire_slot(Path(launch["slots_dir"]), int(launch["slots"]), job_dir)
     if slot is None or (job_dir / CANCEL_MARKER).exists():
         return 0
@@ -425,7 +438,7 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
 
     def running(pids: list[int]) -> None:
         _forget_captured_env(job_dir)  # the runtimes have the values: no copy stays behind
-        write_state(
+        write_state_if_room(
             job_dir,
             phase="RUNNING",
             supervisor_pid=os.getpid(),
@@ -436,16 +449,22 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
         )
 
     budget = int(launch.get("preemption_retries") or 0)
+    room_budget, room_runs = int(launch.get("disk_full_retries", DISK_FULL_RETRIES)), 0
     while True:
-        ended, pids = _run_hosts(launch, job_dir, slot, start, running)
+        ended, pids = _run_once(launch, job_dir, slot, start, running)
+        out_of_room = ended.code == EXIT_NO_SPACE and room_runs < room_budget
+        if out_of_room and _wait_for_room(launch, job_dir, ended, room_runs):
+            room_runs += 1
+            started_at = time.time()
+            continue
         preempted = _preempted(ended, job_dir)
         if not preempted or preemptions >= budget:
             break
         preemptions += 1
         _run_again(launch, job_dir, ended, preemptions, budget)
         started_at = time.time()
-    cause = "timeout" if ended.timed_out else "preempted" if preempted else None
-    write_state(
+    cause = "timeout" if ended.timed_out else "preempted" if preempted else ended.cause
+    write_final_state(
         job_dir,
         phase="SUCCEEDED" if ended.code == 0 else "FAILED",
         supervisor_pid=os.getpid(),
@@ -458,6 +477,50 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
     )
     os.close(slot)
     return 0
+
+
+def _run_once(
+    launch: dict[str, Any],
+    job_dir: Path,
+    slot: int,
+    start: StartRuntime,
+    started: Callable[[list[int]], None],
+) -> tuple[_Ended, list[int]]:
+    """One run of the job's hosts. A full disk, met by the runtime (``EXIT_NO_SPACE``) or by
+    starting it, is an infrastructure fault, saying what was written where."""
+    overwrite(job_dir / TERMINATION_FILE)  # blank again: a run before may have written it
+    try:
+        ended, pids = _run_hosts(launch, job_dir, slot, start, started)
+    except OSError as exc:
+        if is_disk_full(exc):
+            detail = f"No space left on device while starting the job: {exc}"
+            return _Ended(EXIT_NO_SPACE, detail, cause="infrastructure"), []
+        raise
+    if ended.code == EXIT_NO_SPACE:
+        said = read_note(job_dir / TERMINATION_FILE)
+        ended.detail = said or f"No space left on device ({ended.detail}) under {job_dir}"
+        ended.cause = "infrastructure"
+    return ended, pids
+
+
+def _wait_for_room(launch: dict[str, Any], job_dir: Path, ended: _Ended, runs: int) -> bool:
+    """Before running a job again that a full disk stopped: a pause (1, 2, 4, ... s), saying
+    why in its log where there is room. False if it was cancelled meanwhile."""
+    pause = min(2.0**runs, 30.0)
+    for host in range(int(launch.get("hosts", 1))):
+        shutil.rmtree(workdir({**launch, "host": host}, job_dir), ignore_errors=True)
+    with contextlib.suppress(OSError), _open_log(job_dir / log_name(0)) as log:
+        log.write(
+            f"[kinetic] job {launch['job_id']}: {ended.detail}; running it again in "
+            f"{pause:g}s (a full disk is not the job's fault)\n".encode()
+        )
+    write_state_if_room(job_dir, phase="PENDING", supervisor_pid=os.getpid())
+    deadline = time.monotonic() + pause
+    while time.monotonic() < deadline:
+        if (job_dir / CANCEL_MARKER).exists():
+            return False
+        time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+    return not (job_dir / CANCEL_MARKER).exists()
 
 
 def _preempted(ended: _Ended, job_dir: Path) -> bool:
@@ -481,7 +544,9 @@ def _run_again(
             f"[kinetic] job {launch['job_id']}: preempted ({ended.detail}); running it again "
             f"({preemptions} of {budget} preemption retries)\n".encode()
         )
-    write_state(job_dir, phase="PENDING", supervisor_pid=os.getpid(), preemptions=preemptions)
+    write_state_if_room(
+        job_dir, phase="PENDING", supervisor_pid=os.getpid(), preemptions=preemptions
+    )
 
 
 if __name__ == "__main__":

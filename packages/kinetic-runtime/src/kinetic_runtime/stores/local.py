@@ -23,6 +23,7 @@ import secrets
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from kinetic_protocol.errors import (
     ConfigError,
@@ -91,21 +92,31 @@ class LocalStore:
         return f"LocalStore({os.fspath(self._root)!r})"
 
     def read(self, key: str) -> bytes:
+        with self.open(key) as file:
+            try:
+                return file.read()
+            except OSError as exc:
+                raise _failed("read", key, self.uri, exc) from exc
+
+    def open(self, key: str) -> BinaryIO:
+        """The object as a file to read from (for one too large to hold in memory), opened as
+        :meth:`read` opens it: through no link, and only if it is a regular file."""
         parts = self._parts(key)
         try:
             with contextlib.closing(_Fd(self._open_dir(parts[:-1], key))) as parent:
                 fd = os.open(parts[-1], _READ_FLAGS, dir_fd=parent.fd)
-                with os.fdopen(fd, "rb") as file:
-                    mode = os.fstat(file.fileno()).st_mode
-                    if stat.S_ISDIR(mode):
-                        raise FileNotFoundError(errno.ENOENT, "a directory")
-                    if not stat.S_ISREG(mode):
-                        raise StoreError(
-                            f"Cannot read {key!r} from store {self.uri}: it is not a regular "
-                            "file (a FIFO, socket or device put there by hand?). Remove it.",
-                            key=key,
-                        )
-                    return file.read()
+            file = os.fdopen(fd, "rb")
+            mode = os.fstat(file.fileno()).st_mode
+            if not stat.S_ISREG(mode):
+                file.close()
+                if stat.S_ISDIR(mode):
+                    raise FileNotFoundError(errno.ENOENT, "a directory")
+                raise StoreError(
+                    f"Cannot read {key!r} from store {self.uri}: it is not a regular "
+                    "file (a FIFO, socket or device put there by hand?). Remove it.",
+                    key=key,
+                )
+            return file
         except (FileNotFoundError, NotADirectoryError):
             raise ObjectNotFoundError(f"No object {key!r} in store {self.uri}") from None
         except OSError as exc:
@@ -153,6 +164,14 @@ class LocalStore:
         if stat.S_ISLNK(mode):
             raise _LinkRefusedError(key, key, self.uri)
         return stat.S_ISREG(mode)
+
+    def links(self, prefix: str) -> list[str]:
+        """The symbolic links under ``prefix`` (which :meth:`list` skips: they are never
+        objects), so that a reader can name what it left out."""
+        check_prefix(prefix)
+        return sorted(
+            key for key, is_link, _fd, _name in self._scan(prefix, links_too=True) if is_link
+        )
 
     def list(self, prefix: str) -> list[str]:
         check_prefix(prefix)

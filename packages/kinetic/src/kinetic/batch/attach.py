@@ -14,6 +14,7 @@ from kinetic.batch.records import BatchListing, BatchRecords, read_manifest
 from kinetic.batch.sealed import BatchSeal
 from kinetic.batch.state import BatchState
 from kinetic.batch.submitter import FailurePolicy
+from kinetic.batch.unverified import confirmed_listing
 from kinetic.config import resolve_settings
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
@@ -55,6 +56,8 @@ def _apply(state: BatchState, manifest: BatchManifest, listing: BatchListing) ->
                 state.jobs[index] = JobHandle.from_record(manifest.child_record(index, attempt))
         if listing.complete is not None:
             state.stopped_because = _ended_early(listing.complete)
+            state.submitted_all = state.stopped_because is None
+        state.unverified = {index: key for (index, _), key in sorted(listing.unverified.items())}
     state.notify()
 
 
@@ -91,18 +94,14 @@ def _poll_until_complete(
     state: BatchState,
     manifest: BatchManifest,
     records: BatchRecords,
+    backend: Backend,
     poll_interval: float,
     poll_timeout: float | None,
 ) -> None:
     deadline = Deadline(poll_timeout)
     try:
         while not state.stopping.wait(poll_interval) and not state.detached.is_set():
-            if _follow(
-                state,
-                manifest,
-                records,
-                records.listing(manifest.total_expected, retries=manifest.retries),
-            ):
+            if _follow(state, manifest, records, confirmed_listing(records, manifest, backend)):
                 break
             if deadline.expired:
                 log.warning("attach_batch stopped polling", group_id=manifest.group_id)
@@ -146,7 +145,7 @@ def attach_batch(
         )
     seal = BatchSeal.of_record(manifest.job_template)
     records = BatchRecords(store, group_id, seal, array=manifest)
-    listing = records.listing(manifest.total_expected, retries=manifest.retries)
+    listing = confirmed_listing(records, manifest, chosen)
     total = manifest.total_expected
     state = BatchState(
         total=total,
@@ -173,7 +172,7 @@ def attach_batch(
     else:
         threading.Thread(
             target=_poll_until_complete,
-            args=(state, manifest, records, poll_interval, poll_timeout),
+            args=(state, manifest, records, chosen, poll_interval, poll_timeout),
             name=f"kinetic-attach-{group_id}",
             daemon=True,
         ).start()

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import is_cleaned_up
-from kinetic.failure import failed_attempt, failure_of, kept_failure
+from kinetic.failure import failed_attempt, failure_of, kept_failure, kept_value
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     AttemptFailure,
@@ -71,21 +71,27 @@ def failed_children(
     records: BatchRecords,
 ) -> list[JobHandle]:
     """``BatchHandle.failures`` read afresh: the FAILED children, and the failed children a
-    collection cleaned up (the batch kept why each failed), in input order."""
-    kept = None
-    if any(is_cleaned_up(state) for _, state in states):
-        kept = records.collected_failures()
-    return [
-        job
-        for i, state in states
-        if (job := jobs[i]) is not None
-        and (
-            state.status is JobStatus.FAILED
-            or (
-                kept is not None
-                and is_cleaned_up(state)
-                and (said := kept.get(i)) is not None
-                and said.job_id == job.job_id
-            )
-        )
-    ]
+    collection cleaned up, in input order. A cleaned-up child failed if the batch kept its
+    failure summary, or kept an outcome for it that is no value (``results()`` raises that
+    outcome's error, so it stays a failure when its summary was deleted or changed)."""
+    summaries = collected = None
+    failed = []
+    for index, state in states:
+        job = jobs[index]
+        if job is None:
+            continue
+        if state.status is JobStatus.FAILED:
+            failed.append(job)
+            continue
+        if not is_cleaned_up(state):
+            continue
+        if summaries is None:
+            summaries, collected = records.collected_failures(), records.collected()
+        assert collected is not None
+        said = summaries.get(index)
+        kept = collected.get(index)
+        if (said is not None and said.job_id == job.job_id) or (
+            kept is not None and kept.job_id == job.job_id and not kept_value(job, kept)
+        ):
+            failed.append(job)
+    return failed

@@ -135,11 +135,29 @@ class Collector:
         return self._kept_outcomes.get(index)
 
     def never_submitted(self, index: int) -> Exception:
-        """Why input ``index`` has no job: its submission raised, or the batch stopped."""
+        """Why input ``index`` has no job: its submission raised, the batch stopped, or (in a
+        batch whose every input was submitted) its record is gone or does not verify."""
         error = self.state.submission_errors.get(index)
         if error is not None:
             return error
-        reason = self.state.stop_reason() or "the batch stopped first (fail_fast or cancel)"
+        resume = f"`kinetic batch resume {self.group_id}` (or batch.resume()) runs it once"
+        with self.state.lock:
+            planted = self.state.unverified.get(index)
+            submitted_all = self.state.submitted_all
+        if planted is not None:
+            where = f"{self.records.store.uri}/{planted}"
+            return SkippedInputError(
+                f"Input {index} of batch {self.group_id} has no record that verifies: {where} "
+                "holds an object that does not (a store writer's, or its record changed), and "
+                f"no job, result or kept outcome of it was found. {resume}."
+            )
+        if submitted_all:
+            return SkippedInputError(
+                f"Input {index} of batch {self.group_id} has no record, though its submitter "
+                f"recorded that it submitted every input: its record was deleted, and no job, "
+                f"result or kept outcome of it was found. {resume} again."
+            )
+        reason = self.state.stop_reason() or "the store holds no record of its submission"
         return SkippedInputError(
             f"Input {index} of batch {self.group_id} was never submitted: {reason}."
         )

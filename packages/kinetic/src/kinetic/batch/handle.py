@@ -259,8 +259,9 @@ class BatchHandle:
     def failures(self) -> list[JobHandle]:
         """Children whose status is FAILED, and failed children that a ``results()`` collected
         and cleaned up (the batch kept why each failed and its last lines, so their
-        ``failure()`` and ``tail()`` still answer). Other NOT_FOUND children are left out: a
-        child cleaned up after it succeeded is no failure.
+        ``failure()`` and ``tail()`` still answer; one whose kept summary is gone or does not
+        verify is still listed when its kept outcome is an error). Other NOT_FOUND children
+        are left out: a child cleaned up after it succeeded is no failure.
 
         After ``results()`` in this process, the failures it saw.
         """

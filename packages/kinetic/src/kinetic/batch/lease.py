@@ -29,7 +29,7 @@ from kinetic_protocol import (
     PreconditionFailedError,
     SubmitterLease,
 )
-from kinetic_runtime.local.processes import pid_alive
+from kinetic_runtime.local.processes import machine_identity, process_identity, same_process_alive
 
 if TYPE_CHECKING:
     from kinetic.batch.records import BatchRecords
@@ -119,7 +119,7 @@ def _by_heartbeat(lease: SubmitterLease | None) -> SubmitterStatus:
 
     A heartbeat from further in the future than one lease length is no clock skew but a
     forged or broken lease, which would otherwise hold every reader off for ever: it counts
-    as gone. So does a holder on this very host whose process has exited, at once rather
+    as gone. So does a holder on this very machine whose process has exited, at once rather
     than a lease length later.
     """
     if lease is None:
@@ -132,11 +132,14 @@ def _by_heartbeat(lease: SubmitterLease | None) -> SubmitterStatus:
 
 
 def _exited_here(lease: SubmitterLease) -> bool:
-    """Whether the lease's holder ran on this host and its process no longer exists. A live
-    process (perhaps another that reused the pid) leaves the decision to the heartbeat."""
-    if lease.host != socket.gethostname() or lease.pid in (0, os.getpid()):
+    """Whether the lease's holder ran on this very machine (its boot id and PID namespace,
+    not its hostname, which another machine may share) and that process no longer runs: a
+    pid now held by another process (its start time differs) is no longer the holder. A
+    lease that names no machine (an older Kinetic's) leaves it to the heartbeat."""
+    here = machine_identity()
+    if not here or lease.machine != here or not lease.process:
         return False
-    return not pid_alive(lease.pid)
+    return not same_process_alive(lease.process)
 
 
 class LeaseHolder:
@@ -157,6 +160,7 @@ class LeaseHolder:
             group_id=group_id, epoch=epoch, owner=secrets.token_hex(8),
             host=socket.gethostname(), pid=os.getpid(), started_at=started,
             heartbeat_at=started, lease_seconds=self.lease_seconds,
+            machine=machine_identity(), process=process_identity(os.getpid()),
         )  # fmt: skip
         self.lost = threading.Event()
         self.submitted: Callable[[], int] = lambda: 0

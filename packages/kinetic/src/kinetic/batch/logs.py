@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from kinetic import _log
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState
+from kinetic.batch.unverified import confirmed_listing
 from kinetic.handle import JobHandle
 from kinetic.kept_output import kept_text, read_output
 from kinetic_protocol import (
@@ -99,7 +100,7 @@ class BatchLogs:
 
     def attempts(self) -> list[JobHandle]:
         """Every attempt of every submitted input, in input then attempt order."""
-        listing = self.records.listing(self.manifest.total_expected, retries=self.manifest.retries)
+        listing = confirmed_listing(self.records, self.manifest, self.backend)
         return [
             JobHandle.from_record(self.manifest.child_record(index, attempt))
             for index in sorted(listing.latest_attempts)

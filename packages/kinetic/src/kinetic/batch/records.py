@@ -7,8 +7,6 @@ yet to rebuild every child's handle. Every record is signed (see :mod:`kinetic.b
 one that does not verify is left out with a warning naming its key.
 """
 
-import contextlib
-import re
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -61,16 +59,16 @@ log = _log.get_logger(__name__)
 _R = TypeVar("_R")
 PARALLEL_READS = 16
 """Store reads in flight at once when reading one record per attempt."""
-_CHILD_NAME = re.compile(r"(\d+)-(\d+)\.json")
+_NOT_A_CHILD = "not a child record (<index>-<attempt>.json, in ASCII digits)."
 MAX_EPOCH = 2**31 - 2
 """The highest lease epoch taken: a key beyond it (forged) is ignored, never counted on."""
 
 
 def parse_child_name(key: str, prefix: str) -> tuple[int, int] | None:
-    """``(index, attempt)`` of a key that :func:`layout.child_key` made under ``prefix``, or
-    ``None`` for any other object found there."""
-    match = _CHILD_NAME.fullmatch(key.removeprefix(prefix)) if key.startswith(prefix) else None
-    return None if match is None else (int(match[1]), int(match[2]))
+    """``(index, attempt)`` of a key that :func:`layout.child_key` (or
+    :func:`layout.child_rerecord_key`) made under ``prefix``, or ``None`` for any other object
+    found there."""
+    return layout.parse_child_name(key.removeprefix(prefix)) if key.startswith(prefix) else None
 
 
 def _now() -> str:
@@ -84,6 +82,10 @@ class BatchListing:
     latest_attempts: dict[int, int] = field(default_factory=dict)
     submission_errors: dict[int, BatchSubmissionError] = field(default_factory=dict)
     complete: BatchCompletion | None = None
+    unverified: dict[tuple[int, int], str] = field(default_factory=dict)
+    """Attempts above their input's latest whose key holds an object that does not verify
+    (by ``(index, attempt)``, one such key): a store writer's, or a true record changed.
+    :mod:`kinetic.batch.unverified` reads whether each exists from what its job left."""
 
 
 def read_manifest(store: ObjectStore, group_id: str) -> BatchManifest:
@@ -146,8 +148,33 @@ class BatchRecords:
             submitted_at=_now(),
         )  # fmt: skip
         key = layout.child_key(self.group_id, index, attempt)
-        with contextlib.suppress(PreconditionFailedError):
+        try:
             self._write(key, child, if_absent=True)
+        except PreconditionFailedError:
+            if self._read_json(key, BatchChild) is None:  # warned: it does not verify
+                self._rerecord(child, key)
+
+    def _rerecord(self, child: BatchChild, taken: str) -> None:
+        """Record an attempt beside its key, which holds an object that does not verify: a
+        create-only write can never replace it, and readers leave it out, so the attempt
+        would stay hidden for ever. The new key's random tag cannot be taken ahead."""
+        prefix = layout.children_prefix(self.group_id)
+        beside = [
+            key
+            for key in self.store.list(taken.removesuffix(".json") + ".")
+            if parse_child_name(key, prefix) == (child.index, child.attempt)
+        ]
+        if self._verify_children(beside):
+            return  # a resumed submission of the attempt: recorded already
+        key = layout.child_rerecord_key(
+            self.group_id, child.index, child.attempt, secrets.token_hex(8)
+        )
+        self._write(key, child, if_absent=True)
+        _log.say(
+            f"Recorded attempt {child.attempt} of input {child.index} of batch {self.group_id} "
+            f"at {self.store.uri}/{key}: {self.store.uri}/{taken} holds an object that does "
+            "not verify."
+        )
 
     def remove_child(self, index: int, attempt: int) -> None:
         """Withdraw the record of an attempt the backend refused (it never existed)."""
@@ -218,7 +245,7 @@ class BatchRecords:
         keys = []
         for key in sorted(self.store.list(prefix)):
             if parse_child_name(key, prefix) is None:
-                self._ignore(key, "not a child record (<index>-<attempt>.json).")
+                self._ignore(key, _NOT_A_CHILD)
             else:
                 keys.append(key)
         stored = [child for child in self._read_all(keys, BatchChild) if child is not None]
@@ -328,6 +355,7 @@ class BatchRecords:
         for key in self.store.list(layout.leases_prefix(self.group_id)):
             epoch = layout.parse_lease_key(key)
             if epoch is None:
+                self._ignore(key, "not a lease (<epoch>.json, the epoch in ASCII digits).")
                 continue
             if epoch > MAX_EPOCH:
                 self._ignore(key, f"epoch {epoch} is beyond any a submitter takes.")
@@ -359,7 +387,7 @@ class BatchRecords:
         for key in self.store.list(prefix):
             parsed = parse_child_name(key, prefix)
             if parsed is None:
-                self._ignore(key, "not a child record (<index>-<attempt>.json).")
+                self._ignore(key, _NOT_A_CHILD)
                 continue
             index, attempt = parsed
             if total is not None and index >= total:
@@ -370,9 +398,17 @@ class BatchRecords:
                 continue
             candidates.append((key, index, attempt))
         verified = self._verify_children([key for key, _, _ in candidates])
+        unverified: dict[tuple[int, int], str] = {}
         for key, index, attempt in candidates:
-            if key in verified and attempt >= listing.latest_attempts.get(index, -1):
+            if key not in verified:
+                unverified.setdefault((index, attempt), key)
+            elif attempt >= listing.latest_attempts.get(index, -1):
                 listing.latest_attempts[index] = attempt
+        listing.unverified = {
+            (index, attempt): key
+            for (index, attempt), key in unverified.items()
+            if attempt > listing.latest_attempts.get(index, -1)
+        }
         for key in self.store.list(layout.submission_errors_prefix(self.group_id)):
             error = self._read_json(key, BatchSubmissionError)
             if error is None:

@@ -17,6 +17,7 @@ from kinetic.batch.lease import LeaseHolder, stopped_on_its_own_error
 from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState, retryable
 from kinetic.batch.submitter import FailurePolicy, Submitter
+from kinetic.batch.unverified import confirmed_listing, lost_inputs
 from kinetic.env_capture import recapture_env
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
@@ -76,7 +77,7 @@ def _stored_outcome(job: JobHandle) -> ResultEnvelope | None:
 def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend) -> ResumePlan:
     """Read every input's latest attempt and decide what the resumed submitter does."""
     total = manifest.total_expected
-    listing = records.listing(total, retries=manifest.retries)
+    listing = confirmed_listing(records, manifest, backend)
     collected = records.collected()
     retry_on = retry_causes(manifest.retry_on)
     plan = ResumePlan(jobs=[None] * total)
@@ -129,6 +130,20 @@ def recaptured_env(group_id: str, records: BatchRecords, backend: Backend) -> di
     return recapture_env(names, os.environ, owner=f"Batch {group_id}")
 
 
+def _unfinished(
+    completion: BatchCompletion, manifest: BatchManifest, records: BatchRecords, backend: Backend
+) -> bool:
+    """Whether a batch whose submitter recorded its end still has inputs for ``resume``: it
+    stopped on an error of its own, or it submitted every input and yet some input has no
+    record that verifies and left no trace (deleted, or hidden behind a planted object)."""
+    if stopped_on_its_own_error(completion):
+        return True
+    if completion.cancelled or completion.fail_fast or completion.error:
+        return False
+    listing = confirmed_listing(records, manifest, backend)
+    return bool(lost_inputs(listing, manifest.total_expected))
+
+
 def resume_children(
     manifest: BatchManifest,
     records: BatchRecords,
@@ -141,7 +156,7 @@ def resume_children(
     did, in words. ``current`` is the state the handle follows now; ``adopt`` hands the
     handle the new state and failure policy before anything is submitted."""
     group_id = manifest.group_id
-    if completion is not None and not stopped_on_its_own_error(completion):
+    if completion is not None and not _unfinished(completion, manifest, records, backend):
         return (
             f"Batch {group_id} finished submitting at {completion.finished_at} "
             f"({completion.submitted} of {current.total} inputs); nothing to resume."

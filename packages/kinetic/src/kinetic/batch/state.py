@@ -132,6 +132,12 @@ class BatchState:
     """For attached batches: what became of a submitter that died before it finished."""
     stopped_because: str | None = None
     """Why submission ended before every input (cancelled, fail-fast), in words."""
+    submitted_all: bool = False
+    """For attached batches: the submitter recorded that it submitted every input (no
+    cancel, fail-fast or error of its own), so an input without a record had one once."""
+    unverified: dict[int, str] = field(default_factory=dict)
+    """For attached batches: inputs with no attempt whose record key holds an object that
+    does not verify (by index, the key), and nothing else shows that they ran."""
 
     def __post_init__(self) -> None:
         self.changed = threading.Condition(self.lock)

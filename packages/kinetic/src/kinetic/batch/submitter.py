@@ -29,6 +29,7 @@ from kinetic_protocol import (
     Backend,
     BackendError,
     BatchManifest,
+    DiskFullError,
     JobRecord,
     JobStatus,
     KineticError,
@@ -137,8 +138,9 @@ class Submitter:
         self.poll_cost = 0.0
         self.vanished = False
         """A child failed or was deleted since the last look for a cancel request."""
-        self.fatal: StorageError | None = None
-        """The store refused a child's record: the batch cannot go on submitting."""
+        self.fatal: StorageError | DiskFullError | None = None
+        """The store refused a child's record, or the disk was full for its job's files: the
+        batch cannot go on submitting now."""
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -301,8 +303,9 @@ class Submitter:
                 self.active[index] = handle
                 if self.policy.cancel_running and self.policy.tripped.is_set():
                     self._cancel_late(handle)
-            elif isinstance(error, StorageError):
-                # The input is fine; the store is not. Stop, and say so everywhere.
+            elif isinstance(error, StorageError | DiskFullError):
+                # The input is fine; the store (or the disk) is not. Stop, and say so
+                # everywhere: ``resume`` submits the rest once the cause is gone.
                 _log.say(
                     f"Batch {self.manifest.group_id} stopped submitting: {error}", logging.ERROR
                 )

@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from kinetic._log import printable
 from kinetic.cli.context import SHARED_OPTIONS, CliContext, accept_shared_options
 from kinetic.cli.errors import print_traceback, translate
 from kinetic_protocol.commands import COMMANDS_GROUP
@@ -101,11 +102,12 @@ class LazyGroup(click.Group):
 
 
 class _StderrHandler(logging.Handler):
-    """Writes to whatever ``sys.stderr`` is at the time of each record."""
+    """Writes to whatever ``sys.stderr`` is at the time of each record, control characters
+    shown as escapes: any library's record may quote what the store holds."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            sys.stderr.write(self.format(record) + "\n")
+            sys.stderr.write(printable(self.format(record)) + "\n")
         except Exception:
             self.handleError(record)
 

@@ -20,6 +20,7 @@ from kinetic.cli.params import GivenPath, Seconds
 
 if TYPE_CHECKING:
     from kinetic.batch import BatchHandle
+    from kinetic.handle import JobHandle
     from kinetic_protocol import JobState
 
 __all__ = ["batch"]
@@ -287,7 +288,7 @@ def results(
     if as_json:
         render.emit_json(document)
     elif out is not None:
-        click.echo(f"Wrote {len(items)} results ({len(failed)} failed) to {out}.")
+        render.echo(f"Wrote {len(items)} results ({len(failed)} failed) to {out}.")
     else:
         rows = [
             [
@@ -322,10 +323,34 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
     failures; they are named as such, since their logs are gone.
     """
     handle = cli.attach_batch(group_id)
+    entries, cleaned = _failure_entries(handle, tail)
+    if as_json:
+        render.emit_json(_header(handle) | {"failures": entries, "cleaned_up": cleaned})
+        return
+    for gone in cleaned:
+        render.echo(f"[{gone['index']}] {gone['job_id']}  {gone['description']}: not a failure; "
+                    "its result and logs are no longer stored.")  # fmt: skip
+    if not entries:
+        render.echo(f"No failed inputs in batch {group_id}.", err=True)
+        return
+    styled = render.is_terminal()
+    for entry in entries:
+        _show_failure(entry, styled)
+
+
+def _failure_entries(
+    handle: "BatchHandle", tail: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every input whose outcome ``results()`` raises, as ``batch failures --json`` lists it;
+    and the inputs collected and cleaned up that are no failure."""
+    from kinetic.failure import failure_document, failure_of
+    from kinetic_protocol import JobStatus
+
     entries: list[dict[str, Any]] = []
     jobs = handle.jobs
     failed = handle.failures()
     failed_indices = {job.group_index for job in failed}
+    states = handle.states()
     cleaned: list[dict[str, Any]] = [
         {
             "index": index,
@@ -333,14 +358,13 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
             "status": state.status.value,
             "description": state.describe(),
         }
-        for index, state in handle.states()
+        for index, state in states
         if _cleaned_up(state) and index not in failed_indices
     ]
-    from kinetic.failure import failure_document, failure_of
-
     for job in failed:
         state = job.status_detail()
         failure = failure_of(job, state)
+        logs, note = _last_lines(job, tail)
         entries.append(
             {
                 "index": job.group_index,
@@ -349,8 +373,30 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
                 "description": state.describe(),
                 "cause": failure.cause.value if failure else None,
                 "failure": failure_document(failure),
-                "logs": job.tail(tail) if tail else "",
+                "logs": logs,
+                "note": note,
                 "cleaned_up": _cleaned_up(state),
+            }
+        )
+    for index, state in states:
+        # Gone without a result and without a word of why (its failure summary deleted or
+        # changed, say): results() raises for it, so it is listed too.
+        job = jobs[index]
+        if job is None or index in failed_indices or state.status is not JobStatus.NOT_FOUND:
+            continue
+        if _cleaned_up(state) or failure_of(job, state) is not None:
+            continue
+        entries.append(
+            {
+                "index": index,
+                "job_id": job.job_id,
+                "status": state.status.value,
+                "description": state.describe(),
+                "cause": None,
+                "failure": None,
+                "logs": "",
+                "note": f"gone without a result, and {_NO_SUMMARY}",
+                "cleaned_up": False,
             }
         )
     for index, exc in sorted(handle.submission_failures.items()):
@@ -364,35 +410,47 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
                 "failure": None,
                 "error": _error_document(exc),
                 "logs": "",
+                "note": "",
                 "cleaned_up": False,
             }
         )
     entries.sort(key=lambda e: (e["index"] is None, e["index"] or 0))
-    if as_json:
-        render.emit_json(_header(handle) | {"failures": entries, "cleaned_up": cleaned})
-        return
-    for gone in cleaned:
-        render.echo(f"[{gone['index']}] {gone['job_id']}  {gone['description']}: not a failure; "
-                    "its result and logs are no longer stored.")  # fmt: skip
-    if not entries:
-        click.echo(f"No failed inputs in batch {group_id}.", err=True)
-        return
-    styled = render.is_terminal()
-    for entry in entries:
-        cause = f"  cause: {entry['cause']}" if entry["cause"] else ""
-        title = (f"[{entry['index']}] {entry['job_id'] or '(not submitted)'}  "
-                 f"{entry['description']}{cause}")  # fmt: skip
-        if entry["failure"] and entry["failure"]["reason"] not in entry["description"]:
-            title += f" ({entry['failure']['reason']})"
-        render.echo(title, bold=styled, fg="red" if styled else "")
-        if "error" in entry:
-            render.echo("    {type}: {message}".format(**entry["error"]))
-        for line in entry["logs"].rstrip("\n").splitlines():
-            render.echo(f"    {line}")
-        if entry.get("cleaned_up"):
-            render.echo("    (its last lines, kept with the batch: the child was cleaned up)")
-        elif entry["job_id"]:
-            render.echo(f"    (full output: kinetic jobs logs {entry['job_id']})")
+    return entries, cleaned
+
+
+def _show_failure(entry: dict[str, Any], styled: bool) -> None:
+    cause = f"  cause: {entry['cause']}" if entry["cause"] else ""
+    title = (f"[{entry['index']}] {entry['job_id'] or '(not submitted)'}  "
+             f"{entry['description']}{cause}")  # fmt: skip
+    if entry["failure"] and entry["failure"]["reason"] not in entry["description"]:
+        title += f" ({entry['failure']['reason']})"
+    render.echo(title, bold=styled, fg="red" if styled else "")
+    if "error" in entry:
+        render.echo("    {type}: {message}".format(**entry["error"]))
+    for line in entry["logs"].rstrip("\n").splitlines():
+        render.echo(f"    {line}")
+    if entry["note"]:
+        render.echo(f"    ({entry['note']})")
+    elif entry.get("cleaned_up"):
+        render.echo("    (its last lines, kept with the batch: the child was cleaned up)")
+    elif entry["job_id"]:
+        render.echo(f"    (full output: kinetic jobs logs {entry['job_id']})")
+
+
+_NO_SUMMARY = "no failure summary kept with the batch verifies for it (deleted or changed)"
+
+
+def _last_lines(job: "JobHandle", tail: int) -> tuple[str, str]:
+    """A failed child's last ``tail`` lines, and a note when they are gone: a collected
+    child's lines live only in the failure summary its batch kept."""
+    from kinetic_protocol import JobNotFoundError
+
+    if not tail:
+        return "", ""
+    try:
+        return job.tail(tail), ""
+    except JobNotFoundError:
+        return "", f"its last lines are gone: {_NO_SUMMARY}"
 
 
 @batch.command()
@@ -409,10 +467,10 @@ def resume(cli: CliContext, group_id: str) -> None:
     from kinetic.batch.lease import stopped_on_its_own_error
 
     handle = cli.attach_batch(group_id)
-    click.echo(handle.resume())
+    render.echo(handle.resume())
     if handle.submission_status().state != "submitting":
         return
-    click.echo(f"Submitting from this process; follow it with: kinetic batch watch {group_id}")
+    render.echo(f"Submitting from this process; follow it with: kinetic batch watch {group_id}")
     handle.wait_submitted()
     completion = handle.submission_status().completion
     if completion is not None and not stopped_on_its_own_error(completion):
@@ -434,7 +492,7 @@ def cancel(cli: CliContext, group_id: str) -> None:
     """
     handle = cli.attach_batch(group_id)
     handle.cancel()
-    click.echo(
+    render.echo(
         f"Cancelled the unfinished jobs of batch {group_id}. Artifacts are kept; remove "
         f"everything with `kinetic batch cleanup {group_id}`."
     )
@@ -458,4 +516,4 @@ def cleanup(cli: CliContext, group_id: str, k8s: bool, gcs: bool) -> None:
     removed = " and ".join(
         what for what, on in (("backend resources", k8s), ("stored records", gcs)) if on
     )
-    click.echo(f"Cleaned up batch {group_id}: removed its {removed}.")
+    render.echo(f"Cleaned up batch {group_id}: removed its {removed}.")

@@ -35,8 +35,8 @@ def timeline(cli: CliContext, group_id: str, out: Path) -> None:
     check_out(out, "a timeline")
     drawn = cli.attach_batch(group_id).timeline()
     written = drawn.write(out)
-    click.echo(f"{drawn.summary().describe()}")
-    click.echo(f"Wrote {written}")
+    render.echo(f"{drawn.summary().describe()}")
+    render.echo(f"Wrote {written}")
 
 
 @click.command()

@@ -119,5 +119,5 @@ def translate(exc: Exception, *, job_id: str | None = None) -> CliError:  # noqa
 
 
 def print_traceback(exc: BaseException) -> None:
-    """The full traceback, for ``--debug``."""
-    traceback.print_exception(exc, file=sys.stderr)
+    """The full traceback, for ``--debug`` (its messages quote the store, so escaped)."""
+    sys.stderr.write(printable("".join(traceback.format_exception(exc))))

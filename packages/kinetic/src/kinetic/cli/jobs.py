@@ -181,7 +181,7 @@ def logs(
         kept = cli.stored_output(job_id, tail=tail, host=selection)
         if kept is None:
             raise
-        click.echo(f"Showing the output job {job_id} kept in the store ({exc})", err=True)
+        render.echo(f"Showing the output job {job_id} kept in the store ({exc})", err=True)
         if as_json:
             render.emit_json({"job_id": job_id, "logs": kept})
         else:
@@ -197,7 +197,7 @@ def logs(
     elif text:
         render.echo(text, nl=not text.endswith("\n"))
     else:
-        click.echo(f"Job {job.job_id} has no output (yet).", err=True)
+        render.echo(f"Job {job.job_id} has no output (yet).", err=True)
 
 
 @jobs.command()
@@ -250,7 +250,7 @@ def cancel(cli: CliContext, job_id: str) -> None:
     """
     job = cli.attach(job_id)
     job.cancel()
-    click.echo(
+    render.echo(
         f"Cancelled {job.job_id}. Its stored artifacts are kept; remove them with "
         f"`kinetic jobs cleanup {job.job_id}`."
     )
@@ -278,7 +278,7 @@ def cleanup(cli: CliContext, job_id: str, k8s: bool, gcs: bool) -> None:
     removed = " and ".join(
         what for what, on in (("backend resource", k8s), ("stored artifacts", gcs)) if on
     )
-    click.echo(f"Cleaned up {job.job_id}: removed its {removed}.")
+    render.echo(f"Cleaned up {job.job_id}: removed its {removed}.")
 
 
 @jobs.command()
@@ -312,7 +312,7 @@ def outputs(
         if as_json:
             render.emit_json({"job_id": job_id, "downloaded": [str(p) for p in written]})
         else:
-            click.echo(f"Downloaded {len(written)} file(s) of {job_id} to {directory}.")
+            render.echo(f"Downloaded {len(written)} file(s) of {job_id} to {directory}.")
         return
     files = found.files()
     if as_json:
@@ -324,7 +324,7 @@ def outputs(
             }
         )
         return
-    click.echo(f"Outputs of {job_id} in {found.location}:", err=True)
+    render.echo(f"Outputs of {job_id} in {found.location}:", err=True)
     render.table(
         ["FILE", "SIZE"],
         [[f.name, render.size(f.size)] for f in files],
@@ -366,12 +366,12 @@ def debug(
 
     job = cli.attach(job_id)
     proc = job.debug_attach(local_port=port, working_dir=working_dir, timeout=timeout)
-    click.echo("Waiting until the job ends; Ctrl-C stops forwarding.", err=True)
+    render.echo("Waiting until the job ends; Ctrl-C stops forwarding.", err=True)
     try:
         while proc.poll() is None:
             state = job.status_detail()
             if state.status.is_terminal:
-                click.echo(f"Job {job.job_id} ended {state.describe()}.", err=True)
+                render.echo(f"Job {job.job_id} ended {state.describe()}.", err=True)
                 return
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=1.0)
@@ -380,6 +380,6 @@ def debug(
             f"Run `kinetic jobs debug {job.job_id}` again to reconnect."
         )
     except KeyboardInterrupt:
-        click.echo("Stopped forwarding.", err=True)
+        render.echo("Stopped forwarding.", err=True)
     finally:
         cleanup_port_forward(proc)

@@ -53,7 +53,7 @@ def rotate(cli: CliContext) -> None:
     backend = _backend(cli)
     rotated = backend.signing_keys(create=True).rotated()
     backend.replace_signing_keys(rotated)
-    click.echo(
+    render.echo(
         f"{rotated.source}: now signing with {rotated.current} (keys: {len(rotated.key_ids)})."
     )
 
@@ -73,4 +73,4 @@ def retire(cli: CliContext, key_id: str, yes: bool) -> None:
             abort=True,
         )
     backend.replace_signing_keys(reduced)
-    click.echo(f"{reduced.source}: retired {key_id}; {len(reduced.key_ids)} keys left.")
+    render.echo(f"{reduced.source}: retired {key_id}; {len(reduced.key_ids)} keys left.")

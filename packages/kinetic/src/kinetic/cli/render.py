@@ -11,12 +11,13 @@ sequences could clear the screen, retitle the window or plant hyperlinks. JSON e
 
 import json
 import math
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from kinetic._log import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,9 +33,6 @@ __all__ = [
     "printable",
     "table",
 ]
-
-# C0 controls but tab and newline, DEL, and C1 controls (an 8-bit CSI is one of them).
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _STATUS_STYLES = {
     "SUCCEEDED": "green",
@@ -55,12 +53,6 @@ def console() -> "Console":
 def is_terminal() -> bool:
     """Whether stdout takes live redraws and colour (rich's detection, env overrides included)."""
     return console().is_terminal
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters other than newline and tab shown as escapes
-    (``\\x1b``), so it cannot drive the terminal."""
-    return _UNPRINTABLE.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
 
 
 def echo(

@@ -33,6 +33,7 @@ from kinetic_protocol import (
     BackendSettings,
     Capabilities,
     ConfigError,
+    DiskFullError,
     FailureCause,
     HostSelection,
     JobRecord,
@@ -47,6 +48,7 @@ from kinetic_protocol import (
     runtime_args,
 )
 from kinetic_protocol import JobStatus as S
+from kinetic_protocol.errors import is_disk_full
 from kinetic_protocol.records import decode_result
 from kinetic_protocol.signing import open_blob
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
@@ -65,7 +67,7 @@ from kinetic_runtime.private_files import (
     write_private,
     write_private_atomically,
 )
-from kinetic_runtime.settings import SIGNING_KEYS
+from kinetic_runtime.settings import SIGNING_KEYS, TERMINATION_LOG
 from kinetic_runtime.stores import default_local_store_uri, open_store
 
 __all__ = ["LocalBackend", "local_slots"]
@@ -93,18 +95,42 @@ def _staging_prefix(job_id: str) -> str:
 def _writer_gone(staging_name: str) -> bool:
     """Whether the process that made this staging directory no longer exists."""
     parts = staging_name.rsplit("-", 2)
-    return len(parts) == 3 and parts[1].isdigit() and not pid_alive(int(parts[1]))
+    pid = layout.ascii_count(parts[1]) if len(parts) == 3 else None
+    return pid is not None and not pid_alive(pid)
 
 
 def _unwritable(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
     """The error for a job whose files could not be written: nothing of it runs."""
     reason = os.strerror(exc.errno) if exc.errno else str(exc)
-    hint = ""
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        hint = " The disk is full: free some space or point KINETIC_HOME at a disk with room."
+    where = f" ({exc.filename})" if exc.filename else ""
+    said = f"Job {job_id} was not submitted: writing its files under {job_dir} failed"
+    if is_disk_full(exc):
+        return DiskFullError(
+            f"{said} ({reason}{where}); nothing was started. The disk is full: free some "
+            "space or point KINETIC_HOME at a disk with room, then submit it again (a batch: "
+            "kinetic batch resume)."
+        )
+    return BackendError(f"{said} ({reason}{where}); nothing was started.")
+
+
+def _not_started(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
+    """The error for a job whose supervisor could not be started: nothing of it runs."""
+    if exc.errno == errno.E2BIG:
+        size = sum(len(name) + len(value) + 2 for name, value in os.environ.items())
+        largest = max(os.environ, key=lambda name: len(os.environ[name]), default="")
+        return BackendError(
+            f"Job {job_id} was not submitted: its supervisor could not be started "
+            f"({exc.strerror}): this process's environment ({size} bytes in "
+            f"{len(os.environ)} variables, the largest {largest} with "
+            f"{len(os.environ.get(largest, ''))}) is more than the system passes to a new "
+            "process (one variable over 128 KiB is enough). Unset the large variables; "
+            "nothing was started."
+        )
+    if is_disk_full(exc):
+        return _unwritable(job_id, job_dir, exc)
     return BackendError(
-        f"Job {job_id} was not submitted: writing its files under {job_dir} failed "
-        f"({reason}); nothing was started.{hint}"
+        f"Job {job_id} was not submitted: its supervisor could not be started ({exc}); "
+        "nothing was started."
     )
 
 
@@ -117,6 +143,16 @@ def _cause(state: dict[str, object]) -> FailureCause:
 
 
 _CAUSES = frozenset(cause.value for cause in FailureCause)
+
+
+def _disk_full_retries() -> int:
+    raw = settings.DISK_FULL_RETRIES.value() or "0"
+    count = layout.ascii_count(raw)
+    if count is None:
+        raise ConfigError(
+            f"{settings.DISK_FULL_RETRIES.env} must be a count (0 or more), got {raw!r}."
+        )
+    return count
 
 
 def local_slots() -> int:
@@ -220,13 +256,17 @@ class LocalBackend:
             self._start(job_dir, record.backend_data.get(PYTHON_KEY) or self._python)
         except OSError as exc:
             self._remove(job_dir)
-            raise _unwritable(record.job_id, job_dir, exc) from exc
+            raise _not_started(record.job_id, job_dir, exc) from exc
 
     def _publish(self, record: JobRecord, job_dir: Path, env: Mapping[str, str]) -> bool:
         """Write the job's directory (0700, its files 0600) under a temporary name and
         rename it into place."""
         python = record.backend_data.get(PYTHON_KEY) or self._python
-        inherited = {**host_environment(os.environ), SIGNING_KEYS.env: str(self._keys)}
+        inherited = {
+            **host_environment(os.environ),
+            SIGNING_KEYS.env: str(self._keys),
+            TERMINATION_LOG.env: str(job_dir / supervisor.TERMINATION_FILE),
+        }
         found_through = runtime_path(os.environ) if python == sys.executable else None
         if found_through:
             inherited["PYTHONPATH"] = found_through
@@ -239,6 +279,7 @@ class LocalBackend:
             "hosts": parse_accelerator(record.accelerator).hosts,
             "timeout": record.timeout,
             "preemption_retries": record.preemption_retries,
+            "disk_full_retries": _disk_full_retries(),
             "submitter": process_identity(os.getpid()),
             "env": inherited,
         }

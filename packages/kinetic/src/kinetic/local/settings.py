@@ -2,7 +2,7 @@
 
 from kinetic_protocol.settings import SettingSpec
 
-__all__ = ["LAUNCHER", "SETTINGS", "SLOTS"]
+__all__ = ["DISK_FULL_RETRIES", "LAUNCHER", "SETTINGS", "SLOTS"]
 
 _OWNER = "kinetic (local backend)"
 
@@ -16,4 +16,11 @@ LAUNCHER = SettingSpec(
     _OWNER, default="1",
 )  # fmt: skip
 
-SETTINGS = (SLOTS, LAUNCHER)
+DISK_FULL_RETRIES = SettingSpec(
+    "local_disk_full_retries", "KINETIC_LOCAL_DISK_FULL_RETRIES",
+    "How often a local job that a full disk stopped is run again (after 1, 2, 4, ... s) "
+    "before it fails with cause infrastructure; a batch's retries are not spent meanwhile.",
+    _OWNER, default="5",
+)  # fmt: skip
+
+SETTINGS = (SLOTS, LAUNCHER, DISK_FULL_RETRIES)

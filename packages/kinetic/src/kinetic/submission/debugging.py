@@ -3,7 +3,7 @@ which local port a blocking debug call offers it on. Read before anything is wri
 malformed setting refuses the job before its code is uploaded."""
 
 from kinetic.settings import DEBUG_PORT, DEBUG_WAIT
-from kinetic_protocol import Capabilities, ConfigError, DebugOptions
+from kinetic_protocol import Capabilities, ConfigError, DebugOptions, layout
 
 __all__ = ["debug_options", "debug_port"]
 
@@ -23,7 +23,7 @@ def debug_options(capabilities: Capabilities) -> DebugOptions:
 def debug_port() -> int:
     """``KINETIC_DEBUG_PORT``: the local port a blocking debug call attaches the debugger on."""
     raw = DEBUG_PORT.value() or ""
-    port = int(raw) if raw.strip().isdigit() else 0
+    port = layout.ascii_count(raw.strip()) or 0
     if not 1 <= port <= 65535:
         raise ConfigError(
             f"{DEBUG_PORT.env} must be a TCP port, 1-65535; got {raw!r}. {DEBUG_PORT.help}."
