@@ -25,7 +25,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "handle jobs debug _debug_call outputs _results _waiting trust failure kept_output",
         "submission options env_capture",  # turning a call into stored records and a submit
         "data packaging local",  # data, code bundles, the local backend's client side
-        "config settings backends session _context _log _log_copier _interrupted job_status _relay",
+        "config settings backends session _context _log _log_copier _interrupted job_status _relay"
+        " _seconds",
     )
 )
 """Units (a top-level module, or a subpackage as a whole), top layer first. A unit may import

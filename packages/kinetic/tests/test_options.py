@@ -106,8 +106,12 @@ def test_the_largest_accepted_timeout_is_kept() -> None:
 
 
 def test_a_negative_int_past_a_floats_range_is_refused_without_spelling_it_out() -> None:
-    with pytest.raises(ConfigError, match=r"timeout=-an int of 401 digits must be a positive"):
+    with pytest.raises(
+        ConfigError, match=r"timeout=-an int of about 401 digits must be a positive"
+    ):
         kinetic.run(accelerator="cpu", timeout=-(10**400))
+    with pytest.raises(ConfigError, match=r"timeout=an int of about 5001 digits is longer than"):
+        kinetic.run(accelerator="cpu", timeout=10**5000)
 
 
 @pytest.mark.parametrize(

@@ -6,25 +6,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kinetic._seconds import as_seconds, shown_seconds
 from kinetic_protocol import ConfigError
 
-__all__ = ["Backoff", "Deadline", "StatusCallback", "as_seconds", "check_timeout", "shown_seconds"]
-
-
-def as_seconds(number: float) -> float:
-    """``number`` as a float; an int past a float's range as the infinity of its sign (a bare
-    ``float()`` raises ``OverflowError`` there)."""
-    try:
-        return float(number)
-    except OverflowError:
-        return math.inf if number > 0 else -math.inf
-
-
-def shown_seconds(number: float) -> str:
-    """``number`` for a message: an int of hundreds of digits is described, not spelled out."""
-    if isinstance(number, int) and abs(number) >= 10**15:
-        return f"{'-' if number < 0 else ''}an int of {len(str(abs(number)))} digits"
-    return repr(number)
+__all__ = ["Backoff", "Deadline", "StatusCallback", "check_timeout"]
 
 
 def check_timeout(seconds: float | None, *, what: str = "timeout") -> float | None:

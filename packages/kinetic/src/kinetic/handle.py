@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kinetic import _log
 from kinetic._context import backend_for, store_for
 from kinetic._interrupted import say_job_left_running
 from kinetic._log_copier import LogCopier

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kinetic._waiting import as_seconds, shown_seconds
+from kinetic._seconds import as_seconds, shown_seconds
 from kinetic.data import Data
 from kinetic.env_capture import check_patterns
 from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
