@@ -13,7 +13,6 @@ Needs root (it mounts the tmpfs, under ``--root``, and unmounts it at the end).
 """
 
 import argparse
-import errno
 import json
 import os
 import subprocess
@@ -22,6 +21,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from kinetic_testing.full_disk import Tmpfs
 
 FUNCTION = """
 import os, time
@@ -37,20 +38,8 @@ def traced(index, runs, seconds=0.0):
 
 def _fill(home: Path, seconds: float) -> None:
     """Fill ``home``'s tmpfs to its last byte, hold it full, then free it."""
-    filler = home / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        for size in (1 << 20, 4096, 1):
-            try:
-                while True:
-                    os.write(fd, bytes(size))
-            except OSError as exc:
-                if exc.errno != errno.ENOSPC:
-                    raise
+    with Tmpfs(home).full():
         time.sleep(seconds)
-    finally:
-        os.close(fd)
-        filler.unlink()
 
 
 def _turn(number: int, root: Path, options: argparse.Namespace) -> dict[str, Any]:
