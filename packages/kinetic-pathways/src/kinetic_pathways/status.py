@@ -28,9 +28,9 @@ from kinetic_protocol.slices import (
     HOST_PODS,
     LOG_TAIL_BYTES,
     LOG_TAIL_LINES,
-    REPLACED,
     WORKER_INDEX,
     first_run,
+    host_failure,
     host_of,
     log_tail_key,
     newest_by_host,
@@ -121,23 +121,16 @@ def _hosts_state(
     """FAILED if any host failed (the lowest such host named), SUCCEEDED if all succeeded."""
     count = hosts_of(lws)
     newest = newest_by_host(pods)
-    replaced = replaced_host(lws, newest)
+    replaced = replaced_host(lws, newest, count)
     if replaced is not None:
-        return JobState(
-            status=JobStatus.FAILED,
-            detail=f"host {replaced} of {count}: {REPLACED}",
-            cause=FailureCause.PREEMPTED,
-        )
+        return replaced
     if not newest and events:
         message = (events[-1].get("message") or "").strip()[:300]
         return JobState(status=JobStatus.PENDING, detail=f"FailedCreate: {message}")
     hosts = [_host_state(newest.get(i), timeout, now) for i in range(count)]
     for index, host in enumerate(hosts):
         if host.status is JobStatus.FAILED:
-            detail = f"host {index} of {count}: {host.detail}".rstrip(": ")
-            return JobState(
-                status=JobStatus.FAILED, detail=detail, exit_code=host.exit_code, cause=host.cause
-            )
+            return host_failure(index, count, host)
     if all(host.status is JobStatus.SUCCEEDED for host in hosts):
         return JobState(status=JobStatus.SUCCEEDED)
     waiting = [(i, h) for i, h in enumerate(hosts) if h.status is JobStatus.PENDING]

@@ -30,6 +30,7 @@ __all__ = [
     "WORKER_INDEX",
     "final_annotations",
     "first_run",
+    "host_failure",
     "host_of",
     "log_tail_key",
     "newest_by_host",
@@ -54,6 +55,7 @@ REPLACED_EXIT = 3
 TIMEOUT_EXIT = 4
 """The runtime's exit status when it ended its run at the attempt's timeout."""
 REPLACED = "its pod was replaced after the host had started (evicted, preempted or node lost)"
+_REPLACED_STATE = JobState(status=JobStatus.FAILED, detail=REPLACED, cause=FailureCause.PREEMPTED)
 _CAUSES = frozenset(cause.value for cause in FailureCause)
 """Causes this Kinetic knows; one recorded by a newer Kinetic reads as none."""
 
@@ -107,13 +109,22 @@ def run_state(terminated: Obj) -> JobState:
     return JobState(status=JobStatus.FAILED, detail=text, exit_code=code, cause=cause)
 
 
-def replaced_host(lws: Obj, newest: dict[int, Obj]) -> int | None:
-    """The first host whose pod is not the one recorded in :data:`HOST_PODS`, if any: a host
-    Kubernetes started again in a new pod (evicted, preempted, its node lost)."""
+def host_failure(index: int, count: int, failed: JobState) -> JobState:
+    """The job's state once host ``index`` of ``count`` failed as ``failed`` says."""
+    detail = f"host {index} of {count}: {failed.detail}".rstrip(": ")
+    return JobState(
+        status=JobStatus.FAILED, detail=detail, exit_code=failed.exit_code, cause=failed.cause
+    )
+
+
+def replaced_host(lws: Obj, newest: dict[int, Obj], count: int) -> JobState | None:
+    """The job's failure if a host's newest pod is not the one recorded in
+    :data:`HOST_PODS` (Kubernetes started the host again in a new pod: evicted, preempted,
+    its node lost), the first such host named; None if every host runs where it started."""
     recorded = ((lws.get("metadata") or {}).get("annotations") or {}).get(HOST_PODS)
     for index, uid in enumerate(str(recorded).split(",") if recorded else []):
         if ((newest.get(index) or {}).get("metadata") or {}).get("uid") != uid:
-            return index
+            return host_failure(index, count, _REPLACED_STATE)
     return None
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinetic_protocol import FailureCause, JobState, JobStatus
-from kinetic_protocol.slices import REPLACED, first_run, replaced_host, run_state
+from kinetic_protocol import JobState, JobStatus
+from kinetic_protocol.slices import first_run, host_failure, replaced_host, run_state
 
 __all__ = ["slice_outcome"]
 
@@ -33,13 +33,9 @@ def _running(pod: Obj) -> bool:
 def slice_outcome(count: int, lws: Obj, pods: dict[int, Obj]) -> JobState | None:
     """The outcome of a slice of ``count`` hosts (``pods``: each host's newest pod), or None
     while it is not known here (a host still runs, or one is in a state only a client reads)."""
-    replaced = replaced_host(lws, pods)
+    replaced = replaced_host(lws, pods, count)
     if replaced is not None:
-        return JobState(
-            status=JobStatus.FAILED,
-            detail=f"host {replaced} of {count}: {REPLACED}",
-            cause=FailureCause.PREEMPTED,
-        )
+        return replaced
     succeeded = 0
     for index in range(count):
         pod = pods.get(index)
@@ -50,9 +46,6 @@ def slice_outcome(count: int, lws: Obj, pods: dict[int, Obj]) -> JobState | None
             continue
         ended = run_state(run)
         if ended.status is JobStatus.FAILED:
-            detail = f"host {index} of {count}: {ended.detail}".rstrip(": ")
-            return JobState(
-                status=JobStatus.FAILED, detail=detail, exit_code=ended.exit_code, cause=ended.cause
-            )
+            return host_failure(index, count, ended)
         succeeded += 1
     return JobState(status=JobStatus.SUCCEEDED) if succeeded == count else None
