@@ -12,20 +12,25 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kinetic.cli import render
-from kinetic.cli.batch_views import logs, timeline
+from kinetic.cli.batch_views import (
+    JSON_OPTION,
+    batch_header,
+    cleaned_up,
+    error_document,
+    failures,
+    logs,
+    timeline,
+)
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import Failed, TimedOut
 from kinetic.cli.out_files import check_out, write_out
 from kinetic.cli.params import GivenPath, Seconds
 
 if TYPE_CHECKING:
-    from kinetic.batch import BatchHandle
-    from kinetic.handle import JobHandle
-    from kinetic_protocol import JobState
+    pass
 
 __all__ = ["batch"]
 
-JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 TIMEOUT_OPTION = click.option("--timeout", type=Seconds(), help="Give up after S seconds (exit 3).")
 
 
@@ -36,6 +41,7 @@ def batch() -> None:
 
 batch.add_command(timeline)
 batch.add_command(logs)
+batch.add_command(failures)
 
 
 @batch.command("list")
@@ -87,16 +93,6 @@ def list_(cli: CliContext, limit: int, as_json: bool) -> None:
     )
 
 
-def _header(handle: "BatchHandle") -> dict[str, Any]:
-    return {"group_id": handle.group_id, "name": handle.name, "tags": dict(handle.tags)}
-
-
-def _cleaned_up(state: "JobState") -> bool:
-    from kinetic.batch.state import is_cleaned_up
-
-    return is_cleaned_up(state)
-
-
 @batch.command()
 @click.argument("group_id")
 @JSON_OPTION
@@ -111,13 +107,13 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
 
     handle = cli.attach_batch(group_id)
     counts, per_input, states = tally(handle)
-    cleaned = sum(1 for state in states.values() if _cleaned_up(state))
+    cleaned = sum(1 for state in states.values() if cleaned_up(state))
     failures = handle.child_failures()
     causes = dict(collections.Counter(failure.cause.value for failure in failures.values()))
     if as_json:
         jobs = handle.jobs
         render.emit_json(
-            _header(handle)
+            batch_header(handle)
             | {
                 "submission": handle.submission_status().state,
                 "counts": counts.as_dict() | {"cleaned_up": cleaned},
@@ -192,7 +188,9 @@ def watch(
         except TimeoutError as exc:
             raise _timed_out(group_id, str(exc)) from None
     if as_json:
-        render.emit_json(_header(handle) | {"counts": counts.as_dict(), "elapsed": display.elapsed})
+        render.emit_json(
+            batch_header(handle) | {"counts": counts.as_dict(), "elapsed": display.elapsed}
+        )
     else:
         display.finish(counts)
     problems = []
@@ -218,17 +216,10 @@ def _timed_out(group_id: str, message: str) -> TimedOut:
     )
 
 
-def _error_document(exc: BaseException) -> dict[str, str]:
-    return {
-        "type": getattr(exc, "exc_type", None) or type(exc).__name__,
-        "message": getattr(exc, "message", None) or str(exc),
-    }
-
-
 def _result_item(index: int, job_id: str | None, value: Any) -> dict[str, Any]:
     item: dict[str, Any] = {"index": index, "job_id": job_id}
     if isinstance(value, BaseException):
-        return item | {"ok": False, "error": _error_document(value)}
+        return item | {"ok": False, "error": error_document(value)}
     if render.jsonable(value):
         return item | {"ok": True, "value": value}
     return item | {"ok": True, "value": None, "repr": repr(value)}
@@ -277,7 +268,7 @@ def results(
         for i, (job, value) in enumerate(zip(jobs, values, strict=True))
     ]
     failed = [item for item in items if not item["ok"]]
-    document = _header(handle) | {"results": items}
+    document = batch_header(handle) | {"results": items}
     if out is not None:
         text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
         again = (
@@ -305,152 +296,6 @@ def results(
     if failed:
         raise Failed(f"{len(failed)} of {len(items)} inputs of batch {group_id} failed. "
                      f"See: kinetic batch failures {group_id}")  # fmt: skip
-
-
-@batch.command()
-@click.argument("group_id")
-@click.option(
-    "--tail", "-n", type=click.IntRange(min=0), default=20, show_default=True,
-    help="Log lines to show per failed job.",
-)  # fmt: skip
-@JSON_OPTION
-@pass_cli
-def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
-    """Show each failed input of GROUP_ID with the tail of its logs.
-
-    A failed input that ``results(cleanup=True)`` collected and cleaned up still shows its
-    cause and last lines (the batch kept them). Other inputs collected and cleaned up are not
-    failures; they are named as such, since their logs are gone.
-    """
-    handle = cli.attach_batch(group_id)
-    entries, cleaned = _failure_entries(handle, tail)
-    if as_json:
-        render.emit_json(_header(handle) | {"failures": entries, "cleaned_up": cleaned})
-        return
-    for gone in cleaned:
-        render.echo(f"[{gone['index']}] {gone['job_id']}  {gone['description']}: not a failure; "
-                    "its result and logs are no longer stored.")  # fmt: skip
-    if not entries:
-        render.echo(f"No failed inputs in batch {group_id}.", err=True)
-        return
-    styled = render.is_terminal()
-    for entry in entries:
-        _show_failure(entry, styled)
-
-
-def _failure_entries(
-    handle: "BatchHandle", tail: int
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every input whose outcome ``results()`` raises, as ``batch failures --json`` lists it;
-    and the inputs collected and cleaned up that are no failure."""
-    from kinetic.failure import failure_document, failure_of
-    from kinetic_protocol import JobStatus
-
-    entries: list[dict[str, Any]] = []
-    jobs = handle.jobs
-    failed = handle.failures()
-    failed_indices = {job.group_index for job in failed}
-    states = handle.states()
-    cleaned: list[dict[str, Any]] = [
-        {
-            "index": index,
-            "job_id": job.job_id if (job := jobs[index]) else None,
-            "status": state.status.value,
-            "description": state.describe(),
-        }
-        for index, state in states
-        if _cleaned_up(state) and index not in failed_indices
-    ]
-    for job in failed:
-        state = job.status_detail()
-        failure = failure_of(job, state)
-        logs, note = _last_lines(job, tail)
-        entries.append(
-            {
-                "index": job.group_index,
-                "job_id": job.job_id,
-                "status": state.status.value,
-                "description": state.describe(),
-                "cause": failure.cause.value if failure else None,
-                "failure": failure_document(failure),
-                "logs": logs,
-                "note": note,
-                "cleaned_up": _cleaned_up(state),
-            }
-        )
-    for index, state in states:
-        # Gone without a result and without a word of why (its failure summary deleted or
-        # changed, say): results() raises for it, so it is listed too.
-        job = jobs[index]
-        if job is None or index in failed_indices or state.status is not JobStatus.NOT_FOUND:
-            continue
-        if _cleaned_up(state) or failure_of(job, state) is not None:
-            continue
-        entries.append(
-            {
-                "index": index,
-                "job_id": job.job_id,
-                "status": state.status.value,
-                "description": state.describe(),
-                "cause": None,
-                "failure": None,
-                "logs": "",
-                "note": f"gone without a result, and {_NO_SUMMARY}",
-                "cleaned_up": False,
-            }
-        )
-    for index, exc in sorted(handle.submission_failures.items()):
-        entries.append(
-            {
-                "index": index,
-                "job_id": None,
-                "status": "SUBMISSION_FAILED",
-                "description": "could not be submitted",
-                "cause": None,
-                "failure": None,
-                "error": _error_document(exc),
-                "logs": "",
-                "note": "",
-                "cleaned_up": False,
-            }
-        )
-    entries.sort(key=lambda e: (e["index"] is None, e["index"] or 0))
-    return entries, cleaned
-
-
-def _show_failure(entry: dict[str, Any], styled: bool) -> None:
-    cause = f"  cause: {entry['cause']}" if entry["cause"] else ""
-    title = (f"[{entry['index']}] {entry['job_id'] or '(not submitted)'}  "
-             f"{entry['description']}{cause}")  # fmt: skip
-    if entry["failure"] and entry["failure"]["reason"] not in entry["description"]:
-        title += f" ({entry['failure']['reason']})"
-    render.echo(title, bold=styled, fg="red" if styled else "")
-    if "error" in entry:
-        render.echo("    {type}: {message}".format(**entry["error"]))
-    for line in entry["logs"].rstrip("\n").splitlines():
-        render.echo(f"    {line}")
-    if entry["note"]:
-        render.echo(f"    ({entry['note']})")
-    elif entry.get("cleaned_up"):
-        render.echo("    (its last lines, kept with the batch: the child was cleaned up)")
-    elif entry["job_id"]:
-        render.echo(f"    (full output: kinetic jobs logs {entry['job_id']})")
-
-
-_NO_SUMMARY = "no failure summary kept with the batch verifies for it (deleted or changed)"
-
-
-def _last_lines(job: "JobHandle", tail: int) -> tuple[str, str]:
-    """A failed child's last ``tail`` lines, and a note when they are gone: a collected
-    child's lines live only in the failure summary its batch kept."""
-    from kinetic_protocol import JobNotFoundError
-
-    if not tail:
-        return "", ""
-    try:
-        return job.tail(tail), ""
-    except JobNotFoundError:
-        return "", f"its last lines are gone: {_NO_SUMMARY}"
 
 
 @batch.command()
