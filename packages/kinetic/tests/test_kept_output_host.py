@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from kinetic.kept_output import stored_text
 from kinetic_protocol import KeptOutput, layout
 from kinetic_protocol.records import encode_json
@@ -39,23 +41,36 @@ def test_the_host_whose_failure_stopped_the_slice_is_shown_by_default(tmp_path: 
     assert stored_text(store, JOB, host="all") == "[host 1] leaving with status 5\n"
 
 
-def test_each_host_is_judged_by_its_last_run_when_it_kept_several(tmp_path: Path) -> None:
+RUNS = {
+    "all succeeded": [
+        (1, "worker, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:01Z", 1),
+        (0, "leader, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:02Z", 1),
+        (0, "leader, run 2\n", "exit 0", "2026-11-26T12:00:09Z", 2),
+        (1, "worker, run 2\n", "exit 0", "2026-11-26T12:00:08Z", 2),
+    ],
+    "the worker failed": [
+        (0, "leader, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:01Z", 1),
+        (1, "worker, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:02Z", 1),
+        (1, "leaving with status 3\n", "exit 3", "2026-11-26T12:00:08Z", 2),
+        (0, "", "killed by SIGTERM", "2026-11-26T12:00:09Z", 2),
+    ],
+}
+SHOWN = {
+    "all succeeded": ("leader, run 1\n", "leader, run 2\n"),
+    "the worker failed": ("worker, run 1\n", "leaving with status 3\n"),
+}
+
+
+@pytest.mark.parametrize("case", RUNS)
+def test_each_host_is_judged_by_its_last_run_when_it_kept_several(
+    tmp_path: Path, case: str
+) -> None:
     """A preempted local multi-host job runs every host again: a run the preemption ended
     decides nothing once the host ran again."""
-    store = LocalStore(tmp_path / "all-succeeded")
-    _keep(store, 1, "worker, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:01Z")
-    _keep(store, 0, "leader, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:02Z")
-    _keep(store, 0, "leader, run 2\n", "exit 0", "2026-11-26T12:00:09Z", run_number=2)
-    _keep(store, 1, "worker, run 2\n", "exit 0", "2026-11-26T12:00:08Z", run_number=2)
+    store = LocalStore(tmp_path)
+    for host, text, ended, at, run_number in RUNS[case]:
+        _keep(store, host, text, ended, at, run_number=run_number)
     shown = stored_text(store, JOB)
-    assert shown is not None and shown.startswith("leader, run 1\n")
-    assert shown.endswith("leader, run 2\n")
-
-    store = LocalStore(tmp_path / "worker-failed")
-    _keep(store, 0, "leader, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:01Z")
-    _keep(store, 1, "worker, run 1\n", "killed by SIGTERM", "2026-11-26T12:00:02Z")
-    _keep(store, 1, "leaving with status 3\n", "exit 3", "2026-11-26T12:00:08Z", run_number=2)
-    _keep(store, 0, "", "killed by SIGTERM", "2026-11-26T12:00:09Z", run_number=2)
-    shown = stored_text(store, JOB)
-    assert shown is not None and shown.startswith("worker, run 1\n")
-    assert shown.endswith("leaving with status 3\n")
+    first, last = SHOWN[case]
+    assert shown is not None and shown.startswith(first)
+    assert shown.endswith(last)
