@@ -246,6 +246,8 @@ def _keep(
         say(f"stopped keeping this run's output in the store: {exc!r}")
         if status is None:
             status = _copy_until_exit(child, pipe)
+    # A run this keeper killed after the stop grace ends as stopped by the SIGTERM it was
+    # sent (a wait status whose low bits are a signal number is a death by that signal).
     _end_like(signal.SIGTERM if stop.killed else status)
 
 
