@@ -135,6 +135,12 @@ class PrepareRequest(msgspec.Struct, frozen=True, kw_only=True):
     fuse: bool = False
     """Whether some of the decorator's volumes are FUSE mounts (arguments are only known at
     each call; a backend checks those in ``submit``)."""
+    queue: str | None = None
+    """``queue=`` (None: the backend's default queue). A backend with queues refuses one it
+    does not have here, naming those it has."""
+    priority: str | None = None
+    """``priority=``, a priority class name (None: none). Refused here when unknown, naming
+    the classes that exist."""
 
 
 class Preparation(msgspec.Struct, frozen=True, kw_only=True):
@@ -146,6 +152,9 @@ class Preparation(msgspec.Struct, frozen=True, kw_only=True):
     requirements: tuple[str, ...] = ()
     """Requirement lines each job installs when it starts (``CallDescriptor.requirements``):
     a prebuilt image's."""
+    queue: str = ""
+    """The queue the jobs will be admitted through (``JobRecord.queue``): the one asked for or
+    the backend's default; empty where the backend has no queues."""
 
 
 class Backend(Protocol):

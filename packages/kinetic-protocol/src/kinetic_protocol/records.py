@@ -94,6 +94,11 @@ class JobRecord(msgspec.Struct, kw_only=True, gc=False):
     in_array: bool = False
     """One index (``group_index``) of its batch's array object, ``k8s_name``, which its
     siblings share (``Capabilities.array_batches``): the backend reads its state there."""
+    queue: str = ""
+    """The queue the job was admitted through (``queue=``, or the backend's default queue);
+    empty where the backend has none."""
+    priority: str = ""
+    """``priority=``: the priority class the job was submitted with; empty for none."""
     array_offset: int = 0
     """The first input of that array object (a batch split into several holds input
     ``group_index`` at index ``group_index - array_offset`` of its object)."""

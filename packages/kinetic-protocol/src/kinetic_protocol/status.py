@@ -6,6 +6,7 @@ import re
 import msgspec
 
 from kinetic_protocol.causes import FailureCause
+from kinetic_protocol.queueing import QueuePlace
 
 __all__ = ["TERMINAL_STATUSES", "JobState", "JobStatus"]
 
@@ -45,6 +46,9 @@ class JobState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """For an attempt its backend has already run again as a new attempt of the same input
     (one index of an array batch, ``Capabilities.array_batches``): that attempt's number. The
     batch follows it instead of settling the input; None for any other job."""
+    queue: QueuePlace | None = None
+    """For PENDING while the job waits to be admitted (a Kueue queue, the local backend's
+    slots): where it stands. ``detail`` says the same in words."""
 
     @property
     def failed_host(self) -> int | None:
