@@ -1,0 +1,44 @@
+"""Kueue's API as Kinetic speaks it: the group and version, the labels a workload carries, and
+whether a cluster serves Kueue at all.
+
+Kinetic never assumes Kueue: a cluster that serves ``kueue.x-k8s.io`` admits every workload
+Kinetic creates through a LocalQueue; one that does not runs them as before.
+"""
+
+from __future__ import annotations
+
+from kinetic_gke.k8s.connection import ClusterConnection
+
+__all__ = [
+    "GROUP",
+    "KUEUE_VERSION",
+    "MIN_PARALLELISM",
+    "PRIORITY_LABEL",
+    "QUEUE_LABEL",
+    "VERSION",
+    "served_version",
+]
+
+GROUP = "kueue.x-k8s.io"
+VERSION = "v1beta2"
+"""The Kueue API version Kinetic reads and writes (Kueue's storage version since v0.15)."""
+KUEUE_VERSION = "v0.17.0"
+"""The Kueue release ``kinetic up`` installs and the tests run."""
+QUEUE_LABEL = f"{GROUP}/queue-name"
+"""On a Job, JobSet or LeaderWorkerSet: the LocalQueue it is admitted through."""
+PRIORITY_LABEL = f"{GROUP}/priority-class"
+"""On the same: the WorkloadPriorityClass its Workload gets."""
+MIN_PARALLELISM = f"{GROUP}/job-min-parallelism"
+"""On an Indexed Job: the fewest pods Kueue may admit it with (partial admission)."""
+
+
+def served_version(connection: ClusterConnection) -> str | None:
+    """The Kueue API version the cluster serves (preferred), or None if it serves none."""
+    from kubernetes import client
+
+    apis = client.ApisApi(connection.api_client)
+    listing = connection.read("discovering API groups", apis.get_api_versions)
+    for group in listing.get("groups") or []:
+        if group.get("name") == GROUP:
+            return str((group.get("preferredVersion") or {}).get("version") or "unknown")
+    return None
