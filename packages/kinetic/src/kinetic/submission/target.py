@@ -46,6 +46,8 @@ class Target:
     backend_data: dict[str, str] = field(default_factory=dict)
     debug: DebugOptions | None = None
     """The debug server's options of a ``debug=True`` call; None otherwise."""
+    queue: str = ""
+    """The queue the backend admits the jobs through (``Preparation.queue``)."""
 
     @property
     def backend_name(self) -> str:
@@ -165,5 +167,5 @@ def resolve_target(
     return Target(
         options, settings, backend, store, bundle, image_uri=preparation.image,
         requirements=preparation.requirements, backend_data=preparation.backend_data,
-        debug=debug,
+        debug=debug, queue=preparation.queue,
     )  # fmt: skip
