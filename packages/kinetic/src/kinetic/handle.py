@@ -89,6 +89,8 @@ class JobHandle:
     preemption_retries: int = dataclasses.field(default=DEFAULT_PREEMPTION_RETRIES, kw_only=True)
     mounts: list[Mount] = dataclasses.field(default_factory=list, kw_only=True)
     in_array: bool = dataclasses.field(default=False, kw_only=True)
+    queue: str = dataclasses.field(default="", kw_only=True)
+    priority: str = dataclasses.field(default="", kw_only=True)
     array_offset: int = dataclasses.field(default=0, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
         _record: JobRecord = dataclasses.field(init=False)
