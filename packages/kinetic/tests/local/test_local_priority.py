@@ -3,7 +3,6 @@ submitted, says where each waits, and refuses a priority class it does not have 
 anything is stored (issue 49). Real supervisors and runtimes, one slot."""
 
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,36 +18,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import queue_userfuncs as uf
 
-DEADLINE_S = 60.0
+WaitUntil = Callable[[str, Callable[[], bool]], None]
 
 pytestmark = pytest.mark.usefixtures("clean_kinetic_env")
-
-
-def _wait_until(what: str, done: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not done():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.01)
 
 
 def _places(jobs: dict[str, JobHandle]) -> dict[str, QueuePlace | None]:
     return {label: job.status_detail().queue for label, job in jobs.items()}
 
 
+@pytest.mark.usefixtures("one_slot")
 def test_with_one_slot_the_waiting_jobs_start_high_normal_low(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, wait_until: WaitUntil
 ) -> None:
-    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "1")
     run = kinetic.run(accelerator="cpu", backend="local")
     gate, log = tmp_path / "gate", tmp_path / "started"
     blocker = run(uf.hold).run_async(str(gate))
-    _wait_until("the first job to take the slot", lambda: blocker.status() is JobStatus.RUNNING)
+    wait_until("the first job to take the slot", lambda: blocker.status() is JobStatus.RUNNING)
     note = run(uf.note_start)
     jobs = {
         label: note.with_options(priority=label).run_async(str(log), label)
         for label in ("low", "normal", "high")
     }
-    _wait_until(
+    wait_until(
         "all three jobs to wait in line",
         lambda: all(place and place.waiting == 3 for place in _places(jobs).values()),
     )
