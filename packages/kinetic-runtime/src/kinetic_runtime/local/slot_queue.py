@@ -55,27 +55,18 @@ def _held(path: Path) -> bool | None:
     return False
 
 
-def _live_tickets(waiting: Path, *, sweep: bool) -> list[str]:
-    """The sorted names of the tickets whose holders still wait; ``sweep`` removes the
-    leftovers of killed supervisors on the way."""
+def _tickets(waiting: Path) -> list[str]:
+    """Every ticket's name, sorted (leftovers too)."""
     try:
-        names = sorted(name for name in os.listdir(waiting) if not name.startswith(_HIDDEN))
+        return sorted(name for name in os.listdir(waiting) if not name.startswith(_HIDDEN))
     except FileNotFoundError:
         return []
-    live = []
-    for name in names:
-        held = _held(waiting / name)
-        if held:
-            live.append(name)
-        elif held is False and sweep:
-            with contextlib.suppress(FileNotFoundError):
-                (waiting / name).unlink()
-    return live
 
 
 def waiting_jobs(slots_dir: Path) -> list[str]:
     """The ids of the jobs waiting for a slot, in the order they will get one."""
-    return [_job_id(name) for name in _live_tickets(slots_dir / WAITING_DIR, sweep=False)]
+    waiting = slots_dir / WAITING_DIR
+    return [_job_id(name) for name in _tickets(waiting) if _held(waiting / name)]
 
 
 class Ticket:
@@ -101,9 +92,16 @@ class Ticket:
         return cls(waiting, name, fd)
 
     def ahead(self) -> str | None:
-        """The ticket just ahead of this one whose holder still waits; None at the head."""
-        before = [name for name in _live_tickets(self._waiting, sweep=True) if name < self.name]
-        return before[-1] if before else None
+        """The ticket just ahead of this one whose holder still waits; None at the head.
+        Leftovers met on the way are removed."""
+        for name in reversed([name for name in _tickets(self._waiting) if name < self.name]):
+            held = _held(self._waiting / name)
+            if held:
+                return name
+            if held is False:
+                with contextlib.suppress(FileNotFoundError):
+                    (self._waiting / name).unlink()
+        return None
 
     def wait_behind(self, name: str) -> None:
         """Block until the holder of ticket ``name`` has left the line (or died)."""
