@@ -48,6 +48,8 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     cluster: str | None = None
     namespace: str | None = None
     backend: str | None = None
+    queue: str | None = None
+    priority: str | None = None
     build_service_account: str | None = None
     state_backend: str | None = None
     """Written by another Kinetic version (where its provisioning state lives); unused here,
@@ -90,6 +92,10 @@ class ResolvedSettings:
     namespace: Setting
     store: Setting
     build_service_account: Setting
+    queue: Setting
+    """``queue=``; None: the backend's default queue."""
+    priority: Setting
+    """``priority=``; None: no priority class."""
     profile: str | None
 
     @property
@@ -114,6 +120,8 @@ class ResolvedSettings:
             ("zone", self.zone),
             ("cluster", self.cluster),
             ("namespace", self.namespace),
+            ("queue", self.queue),
+            ("priority", self.priority),
             ("store", self.store),
             ("build_service_account", self.build_service_account),
         ]
@@ -176,6 +184,8 @@ def resolve_settings(
     zone: str | None = None,
     cluster: str | None = None,
     namespace: str | None = None,
+    queue: str | None = None,
+    priority: str | None = None,
     quiet: bool = False,
     accelerator: Accelerator | None = None,
 ) -> ResolvedSettings:
@@ -215,5 +225,7 @@ def resolve_settings(
         namespace=_pick(declared.NAMESPACE, namespace, profile, active),
         store=_pick(STORE, None, None, None),
         build_service_account=_pick(declared.BUILD_SERVICE_ACCOUNT, None, profile, active),
+        queue=_pick(declared.QUEUE, queue, profile, active),
+        priority=_pick(declared.PRIORITY, priority, profile, active),
         profile=active,
     )

@@ -55,6 +55,7 @@ def job_record(
         timeout=options.timeout,
         preemption_retries=options.preemption_retries,
         queue=target.queue,
+        priority=target.priority,
     )
 
 
