@@ -9,8 +9,10 @@ quota alone.
 """
 
 import json
+import time
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,7 @@ from kinetic_testing.nodeagent import NodeAgent
 pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-ROOM = {"cpu": "100", "memory": "1Ti", "ephemeral-storage": "10Ti"}
+ROOM = {"cpu": "1000", "memory": "4Ti", "ephemeral-storage": "10Ti"}
 
 
 class Queues:
@@ -44,11 +46,13 @@ class Queues:
         self.plane = plane
         self.namespace = namespace
         self.cluster_queue = f"cq-{uuid.uuid4().hex[:8]}"
+        self.made = False
 
     def make(self, quota: dict[str, str], *local_queues: str) -> None:
         self.plane.request(
             "POST", f"{KUEUE}/clusterqueues", cluster_queue(self.cluster_queue, ROOM | quota)
         )
+        self.made = True
         for name in local_queues:
             make_namespace_queue(self.plane, self.namespace, name, self.cluster_queue)
 
@@ -64,7 +68,8 @@ class Queues:
         return list(listing["items"])
 
     def delete(self) -> None:
-        self.plane.request("DELETE", f"{KUEUE}/clusterqueues/{self.cluster_queue}")
+        if self.made:
+            self.plane.request("DELETE", f"{KUEUE}/clusterqueues/{self.cluster_queue}")
 
 
 @pytest.fixture
@@ -110,25 +115,31 @@ def test_batches_wait_for_quota_and_start_by_priority_then_in_order(
     log, gate = tmp_path / "runs", tmp_path / "gate"
     log.mkdir()
     blocker = _on_gpu(qf.hold_and_log, "gpu-l4-x2", queue="team-a", priority="high")
-    held = blocker.run_async(str(log), "blocker", str(gate))
-    wait_until((log / "blocker").exists, "the blocker to hold the whole quota")
+    held = blocker.run_async(str(log), "hold", str(gate))
+    wait_until((log / "hold").exists, "the blocker to hold the whole quota")
 
     def submit(queue: str, priority: str, name: str) -> kinetic.BatchHandle:
         remote = _on_gpu(qf.run_and_log, queue=queue, priority=priority)
         return remote.run_async_map([(str(log), f"{name}{i}") for i in range(2)])
 
     first_low = submit("team-a", "low", "a")
+    # Kueue orders equal priorities by creation time, which Kubernetes keeps in whole seconds:
+    # the later batches must be made in a later second than this one to come after it.
+    created = wait_until(lambda: [w["metadata"]["creationTimestamp"] for w in queues.workloads()
+                                  if not _admitted(w)], "the first batch's workload")  # fmt: skip
+    made = datetime.fromisoformat(created[0].replace("Z", "+00:00")).timestamp()
+    wait_until(lambda: time.time() >= made + 1, "the next second on the cluster's clock")
     high = submit("team-b", "high", "b")
     second_low = submit("team-a", "low", "c")
     wait_until(
         lambda: sum(1 for w in queues.workloads() if not _admitted(w)) == 3,
         "Kueue to hold the three batches back",
     )
-    assert not any(name[0] in "abc" for name in _runs(log)), "nothing ran past the quota"
+    assert list(_runs(log)) == ["hold"], "nothing ran past the quota"
     gate.touch()
     for name, batch in zip("abc", (first_low, high, second_low), strict=True):
         assert batch.results(timeout=120) == [f"{name}0", f"{name}1"]
-    assert held.result(timeout=60) == "blocker"
+    assert held.result(timeout=60) == "hold"
 
     runs = _runs(log)
     first_start = {name: min(runs[f"{name}{i}"][0] for i in range(2)) for name in "abc"}
@@ -136,7 +147,7 @@ def test_batches_wait_for_quota_and_start_by_priority_then_in_order(
         "the high-priority batch first, then the two low ones in the order they came",
         first_start,
     )
-    gpus = [(start, end, 2 if name == "blocker" else 1) for name, (start, end) in runs.items()]
+    gpus = [(start, end, 2 if name == "hold" else 1) for name, (start, end) in runs.items()]
     assert _most_at_once(gpus) <= 2, f"the quota of 2 GPUs was exceeded: {runs}"
 
 
@@ -238,32 +249,37 @@ def test_a_queued_jobs_place_in_line_is_reported_and_falls_as_those_ahead_finish
     jobs = [remote.run_async(str(log), f"j{i}", str(gates[i])) for i in range(4)]
     wait_until((log / "j0").exists, "the first job to run")
 
-    def places() -> list[tuple[int | None, int | None]]:
-        found = []
-        for job in jobs[1:]:
-            place = job.status_detail().queue
-            found.append((place.position, place.waiting) if place else (None, None))
-        return found
+    def places(waiting: list[int]) -> dict[int, int]:
+        """Index of each waiting job by its place, once they all read the same count."""
+        found = {}
+        for i in waiting:
+            place = jobs[i].status_detail().queue
+            if place is None or place.position is None or place.waiting != len(waiting):
+                return {}
+            found[place.position] = i
+        return found if sorted(found) == list(range(1, len(waiting) + 1)) else {}
 
-    wait_until(lambda: places() == [(1, 3), (2, 3), (3, 3)], "three places in line")
-    detail = jobs[2].status_detail()
-    assert detail.status is JobStatus.PENDING
-    assert detail.queue is not None and detail.queue.cluster_queue == queues.cluster_queue
-    assert detail.queue.requested == {"nvidia.com/gpu": "1"}
-    assert (detail.queue.quota, detail.queue.in_use) == (
+    # Jobs made in the same second are in line in no particular order among themselves.
+    line = wait_until(lambda: places([1, 2, 3]), "three places in line")
+    second = jobs[line[2]].status_detail()
+    assert second.status is JobStatus.PENDING
+    assert second.queue is not None and second.queue.cluster_queue == queues.cluster_queue
+    assert second.queue.requested == {"nvidia.com/gpu": "1"}
+    assert (second.queue.quota, second.queue.in_use) == (
         {"nvidia.com/gpu": "1"},
         {"nvidia.com/gpu": "1"},
     )
-    assert detail.detail.startswith(
+    assert second.detail.startswith(
         f"queued in team-a (cluster queue {queues.cluster_queue}): 2nd of 3, waiting for 1 "
         "nvidia.com/gpu (quota 1, 1 in use)"
     )
-    shown = CliRunner().invoke(cli, ["--backend", "gke", "jobs", "status", jobs[2].job_id])
+    shown = CliRunner().invoke(cli, ["--backend", "gke", "jobs", "status", jobs[line[2]].job_id])
     assert "2nd of 3" in shown.output, shown.output
 
     gates[0].touch()
-    wait_until((log / "j1").exists, "the second job to run")
-    wait_until(lambda: places()[1:] == [(1, 2), (2, 2)], "the line to move up")
+    wait_until((log / f"j{line[1]}").exists, "the first in line to run")
+    moved = wait_until(lambda: places([line[2], line[3]]), "the line to move up")
+    assert moved == {1: line[2], 2: line[3]}, "each moved up one place, in the same order"
     for gate in gates:
         gate.touch()
     assert [job.result(timeout=120) for job in jobs] == ["j0", "j1", "j2", "j3"]
@@ -279,3 +295,31 @@ def test_an_unknown_queue_or_priority_is_refused_before_anything_is_uploaded(
     with pytest.raises(ConfigError, match=r"Priority class 'urgent'.*high, low, normal"):
         _on_gpu(gke_userfuncs.hold_until, priority="urgent").run_async("x")
     assert set(store.list("")) == before
+
+
+def test_a_two_host_slice_is_admitted_whole_or_not_at_all(
+    pathways_scenario_env: NodeAgent, queues: Queues, tmp_path: Path, real_k8s: ControlPlane
+) -> None:
+    queues.make({"google.com/tpu": "4"}, "slices")  # half of what a 2-host slice asks for
+    log, gate = tmp_path / "runs", tmp_path / "gate"
+    log.mkdir()
+    gate.touch()
+    remote = kinetic.run(
+        accelerator="tpu-v5litepod-2x4", backend="pathways", container_image=GKE_IMAGE,
+        queue="slices",
+    )(qf.hold_and_log)  # fmt: skip
+    job = remote.run_async(str(log), "slice", str(gate))
+    waiting = wait_until(
+        lambda: (state := job.status_detail()).queue is not None and state,
+        "the slice to wait in its queue",
+    )
+    assert waiting.status is JobStatus.PENDING
+    assert waiting.queue is not None and waiting.queue.requested == {"google.com/tpu": "8"}
+    pods = real_k8s.request("GET", f"/api/v1/namespaces/{queues.namespace}/pods")["items"]
+    assert all(
+        pod["spec"].get("schedulingGates") and not pod["spec"].get("nodeName") for pod in pods
+    ), "no host of the slice may start before the whole slice is admitted"
+    assert not list(log.iterdir())
+
+    queues.set_quota({"google.com/tpu": "8"})
+    assert job.result(timeout=120) == "slice"

@@ -167,7 +167,7 @@ class KueueView:
                     queue=queue,
                     cluster_queue=cluster_queue,
                     position=None if position is None else position + 1,
-                    waiting=None if waiting_count is None else int(waiting_count),
+                    waiting=_waiting(waiting_count, position),
                     priority=_priority_class(workload),
                     requested=requested,
                     quota=_quota(cq, requested) if cq else {},
@@ -222,6 +222,14 @@ class KueueView:
         return dict(answer) if isinstance(answer, dict) else None
 
 
+def _waiting(count: object, position: int | None) -> int | None:
+    """How many wait in the cluster queue, this one included (its status may lag behind the
+    visibility API's list by a moment)."""
+    if count is None:
+        return None
+    return max(int(str(count)), 0 if position is None else position + 1)
+
+
 def _condition(obj: Obj, kind: str, status: str = "True") -> Obj | None:
     for condition in obj.get("status", {}).get("conditions") or []:
         if condition.get("type") == kind and condition.get("status") == status:
@@ -251,12 +259,17 @@ def _pending_message(workload: Obj) -> str:
 
 
 def _requested(workload: Obj) -> dict[str, str]:
-    """The workload's requests, all its pods together, by resource (Kueue's own sums): its
-    accelerators when it asks for any, else everything."""
+    """What the workload asks for, all its pods together, by resource: its accelerators when it
+    asks for any, else everything. Read from its pod sets, which are there from the start
+    (Kueue's own sums appear only once it has weighed the workload)."""
     totals: dict[str, Decimal] = {}
-    for pod_set in workload.get("status", {}).get("resourceRequests") or []:
-        for resource, amount in (pod_set.get("resources") or {}).items():
-            totals[resource] = totals.get(resource, Decimal(0)) + _quantity(amount)
+    for pod_set in workload["spec"].get("podSets") or []:
+        count = int(pod_set.get("count") or 1)
+        pod = (pod_set.get("template") or {}).get("spec") or {}
+        for container in pod.get("containers") or []:
+            requests = (container.get("resources") or {}).get("requests") or {}
+            for resource, amount in requests.items():
+                totals[resource] = totals.get(resource, Decimal(0)) + count * _quantity(amount)
     accelerators = {k: v for k, v in totals.items() if "/" in k}
     return {name: _shown(name, total) for name, total in (accelerators or totals).items()}
 

@@ -29,7 +29,7 @@ Completion = Callable[[Sequence[Seen]], dict[str, JobState]]
 
 def queued_states(view: KueueView, seen: Sequence[Seen], kind: str) -> dict[str, JobState]:
     """The state of each job of ``seen`` (record, object of ``kind``, state as its object and
-    pods say)
+    pods say; a finished one too, for the preemptions it went through)
     whose object waits or runs under a queue, completed from Kueue; by job id. One listing of
     Workloads for them all, and more reads only for those waiting."""
     live = [
@@ -37,7 +37,7 @@ def queued_states(view: KueueView, seen: Sequence[Seen], kind: str) -> dict[str,
         for record, obj, state in seen
         if obj is not None
         and QUEUE_LABEL in (obj["metadata"].get("labels") or {})
-        and not state.status.is_terminal
+        and state.status is not JobStatus.NOT_FOUND
     ]
     if not live:
         return {}
@@ -52,6 +52,8 @@ def queued_states(view: KueueView, seen: Sequence[Seen], kind: str) -> dict[str,
 
 def _completed(view: KueueView, record: JobRecord, state: JobState, found: Queued) -> JobState:
     preemptions = state.preemptions + found.preemptions
+    if state.status.is_terminal:
+        return msgspec.structs.replace(state, preemptions=preemptions)
     if found.evicted and found.preemptions > record.preemption_retries:
         view.deactivate(found.workload)
         return JobState(
