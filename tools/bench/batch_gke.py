@@ -16,7 +16,10 @@ Prints one JSON object (a section left out with ``--skip`` is absent)::
                "store_writes_per_child": ..., "attach_batch_s": ...},
      "gke":   {the same keys, and "k8s_writes": ..., "status_poll_s": ...,
                "api_calls_per_poll": ...},
-     "gke_per_child": {the same keys as "gke"}}
+     "gke_per_child": {the same keys as "gke"},
+     "gke_kueue": {the same keys as "gke", and "workloads": ..., "admitted_s": ...,
+                   "queued_poll_s": ..., "queued_api_calls_per_poll": ...,
+                   "queued_place": {...}}}
 
 ``k8s_writes`` counts the Kubernetes API requests that change something (not GET) during
 ``run_async_map``; ``api_calls_per_poll`` the requests the client sends for one
@@ -24,6 +27,17 @@ Prints one JSON object (a section left out with ``--skip`` is absent)::
 batch (its Job controller; Pending, since no node agent runs), over the seconds from the start
 of ``run_async_map`` until all ``n`` existed, or ``--pods-timeout`` passed
 (``pods_created`` says how many did).
+
+``gke_kueue`` is the array path through Kueue (``--skip gke_kueue`` leaves it out): the batch
+goes to a LocalQueue of a roomy ClusterQueue made for the benchmark; ``workloads`` counts the
+Kueue Workloads made for it (one is the goal, however many inputs), ``admitted_s`` is the time
+from the start of ``run_async_map`` until Kueue lifted the Job's suspension. A second batch of
+the same size then waits in a queue with no quota: ``queued_poll_s`` and
+``queued_api_calls_per_poll`` are one status poll of it, which reads its place in line from
+Kueue's visibility API (``queued_place``, the first input's). Started here, the ``gke`` and
+``gke_per_child`` sections run on a control plane without Kueue and ``gke_kueue`` on one with
+it; on a cluster given with ``--kubeconfig`` all three run there (through Kueue where it
+serves it).
 
 ``--per-child-submit-only`` measures only the per-child path's submission, pods and one
 status poll (no ``attach_batch``, which reads every child record): its section then says
@@ -194,6 +208,129 @@ def bench_gke(
     return report
 
 
+_KUEUE = ("kueue.x-k8s.io", "v1beta2")
+_ROOM = {"cpu": "100000", "memory": "400Ti", "ephemeral-storage": "1000Ti"}
+
+
+def make_bench_queues(namespace: str) -> Callable[[], None]:
+    """A roomy cluster queue (LocalQueue ``bench``) and one with no quota (``bench-held``);
+    returns what deletes both."""
+    import uuid
+
+    from kubernetes import client, config
+
+    from kinetic_testing.controlplane.queues import (
+        FLAVOR,
+        cluster_queue,
+        local_queue,
+        resource_flavor,
+    )
+
+    api = config.new_client_from_config(context=os.environ["KINETIC_KUBE_CONTEXT"])
+    custom = client.CustomObjectsApi(api)
+    group, version = _KUEUE
+    suffix = uuid.uuid4().hex[:6]
+    roomy, held = f"bench-{suffix}", f"bench-held-{suffix}"
+    try:
+        custom.create_cluster_custom_object(group, version, "resourceflavors", resource_flavor())
+    except client.ApiException as error:
+        if error.status != 409:
+            raise
+    for name, quota in ((roomy, _ROOM), (held, dict.fromkeys(_ROOM, "0"))):
+        body = cluster_queue(name, quota, flavor=FLAVOR)
+        custom.create_cluster_custom_object(group, version, "clusterqueues", body)
+    for name, target in (("bench", roomy), ("bench-held", held)):
+        custom.create_namespaced_custom_object(
+            group, version, namespace, "localqueues", local_queue(namespace, name, target)
+        )
+
+    def delete() -> None:
+        for name in (roomy, held):
+            custom.delete_cluster_custom_object(group, version, "clusterqueues", name)
+        api.close()
+
+    return delete
+
+
+def count_workloads(job_names: list[str]) -> int:
+    """Kueue Workloads owned by the Jobs ``job_names`` in the benchmark's namespace."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(context=os.environ["KINETIC_KUBE_CONTEXT"])
+    try:
+        group, version = _KUEUE
+        listing = client.CustomObjectsApi(api).list_namespaced_custom_object(
+            group, version, os.environ["KINETIC_NAMESPACE"], "workloads"
+        )
+        return sum(
+            1
+            for workload in listing.get("items") or []
+            if any(
+                owner.get("name") in job_names
+                for owner in workload["metadata"].get("ownerReferences") or []
+            )
+        )
+    finally:
+        api.close()
+
+
+def admitted_after(job_name: str, started: float, timeout: float) -> float | None:
+    """Seconds from ``started`` until the Job ``job_name`` was no longer suspended."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(context=os.environ["KINETIC_KUBE_CONTEXT"])
+    batch_api = client.BatchV1Api(api)
+    deadline = time.perf_counter() + timeout
+    try:
+        while time.perf_counter() < deadline:
+            job = batch_api.read_namespaced_job(job_name, os.environ["KINETIC_NAMESPACE"])
+            if not job.spec.suspend:
+                return round(time.perf_counter() - started, 3)
+            time.sleep(0.02)  # a benchmark's poll, not a test's synchronisation
+        return None
+    finally:
+        api.close()
+
+
+def bench_gke_kueue(n: int, square: Any, *, pods_timeout: float) -> dict[str, Any]:
+    """The array path through Kueue: submission, one Workload, admission, pods, polls."""
+    import kinetic
+    from kinetic_runtime.stores.gcs import GCSStore
+
+    delete_queues = make_bench_queues(os.environ["KINETIC_NAMESPACE"])
+    try:
+        remote = kinetic.run(
+            accelerator="cpu", backend="gke", container_image="python:3.11", queue="bench"
+        )(square)
+        remote.run_async_map([0], max_concurrent=None)  # warm up: bundle, clients, discovery
+        started = time.perf_counter()
+        with counted_api_calls() as calls:
+            batch, report = submit(remote, n, GCSStore)
+        report["k8s_writes"] = sum(1 for call in calls if not call.startswith("GET "))
+        job_names = sorted({job.record.k8s_name for job in batch.jobs if job is not None})
+        report["admitted_s"] = admitted_after(job_names[0], started, pods_timeout)
+        report |= pods_created(batch.group_id, n, started, pods_timeout)
+        report["workloads"] = count_workloads(job_names)
+        with counted_api_calls() as calls:
+            _, report["status_poll_s"] = timed(batch.statuses)
+        report["api_calls_per_poll"] = len(calls)
+
+        held = remote.with_options(queue="bench-held").run_async_map(range(n), max_concurrent=None)
+        with counted_api_calls() as calls:
+            states, report["queued_poll_s"] = timed(held.states)
+        report["queued_api_calls_per_poll"] = len(calls)
+        place = states[0][1].queue if states else None
+        report["queued_place"] = None if place is None else {
+            "queue": place.queue, "position": place.position, "waiting": place.waiting,
+            "requested": place.requested,
+        }  # fmt: skip
+        held.cancel()
+        batch.cancel()
+        return report
+    finally:
+        delete_queues()
+
+
 def bench_both_gke_paths(
     n: int, square: Any, *, pods_timeout: float, per_child_submit_only: bool, per_child: bool = True
 ) -> dict[str, Any]:
@@ -212,18 +349,29 @@ def bench_both_gke_paths(
 
 
 @contextmanager
-def cluster_and_store(options: argparse.Namespace, tmp: Path) -> Iterator[None]:
+def cluster_and_store(
+    options: argparse.Namespace, tmp: Path, *, kueue: bool = False
+) -> Iterator[None]:
     """Point the gke backend at a cluster and a gs:// store: the ones named in ``options``,
-    else a control plane and a fake-gcs-server started here (stopped on leaving)."""
+    else a control plane (with Kueue, and its queue, or without) and a fake-gcs-server
+    started here (stopped on leaving)."""
     with ExitStack() as stack:
         if options.kubeconfig:
             kube = (str(options.kubeconfig), options.context, options.namespace)
         else:
             from kinetic_testing.controlplane.build import ensure_built
             from kinetic_testing.controlplane.cluster import ControlPlane
+            from kinetic_testing.controlplane.queues import (
+                make_namespace_queue,
+                make_session_queues,
+            )
 
-            plane = stack.enter_context(ControlPlane(ensure_built(), tmp / "k8s"))
+            directory = tmp / ("k8s-kueue" if kueue else "k8s")
+            plane = stack.enter_context(ControlPlane(ensure_built(), directory, kueue=kueue))
             kube = (str(plane.kubeconfig), plane.context, plane.create_namespace("bench"))
+            if kueue:
+                make_session_queues(plane)
+                make_namespace_queue(plane, kube[2])
         if options.store:
             store = options.store
         else:
@@ -257,7 +405,9 @@ def bench_local(n: int, square: Any) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
-    parser.add_argument("--skip", nargs="*", default=[], choices=["gke", "gke_per_child", "local"])
+    parser.add_argument(
+        "--skip", nargs="*", default=[], choices=["gke", "gke_per_child", "gke_kueue", "local"]
+    )
     parser.add_argument(
         "--pods-timeout", type=float, default=120.0,
         help="seconds to wait for the cluster to create every pod of a gke batch",
@@ -290,6 +440,11 @@ def main() -> None:
                     per_child_submit_only=options.per_child_submit_only,
                     per_child="gke_per_child" not in options.skip,
                 )  # fmt: skip
+        if "gke_kueue" not in options.skip:
+            with cluster_and_store(options, Path(tmp), kueue=True):
+                report["gke_kueue"] = bench_gke_kueue(
+                    options.n, square, pods_timeout=options.pods_timeout
+                )
     print(json.dumps(report, indent=2))
 
 

@@ -143,9 +143,16 @@ def test_batch_gke_submits_attaches_and_polls_on_the_session_cluster(
         assert_figures(report[path], "pods_created_s", "pods_created_per_s")
         assert report[path]["pods_created"] == 3  # the cluster created every input's pod
     assert report["gke"]["k8s_writes"] < report["gke_per_child"]["k8s_writes"]
+    kueue = report["gke_kueue"]
+    assert_figures(kueue, *_SUBMISSION[:-1], "status_poll_s", "admitted_s", "queued_poll_s")
+    assert kueue["workloads"] == 1, "a batch is one Kueue Workload"
+    assert kueue["pods_created"] == 3
+    assert kueue["queued_place"]["queue"] == "bench-held"
+    assert kueue["queued_place"]["position"] == 1
     jobs = real_k8s.request("GET", f"/apis/batch/v1/namespaces/{k8s_namespace}/jobs")
-    # The warm-up's Indexed Job, the array batch's, and one per input of the per-child batch.
-    assert len(jobs["items"]) == 1 + 1 + 3
+    # The warm-up's Indexed Job, the array batch's, one per input of the per-child batch, and
+    # the warm-up's through Kueue (its two batches were cancelled, which deletes their Jobs).
+    assert len(jobs["items"]) == 1 + 1 + 3 + 1
 
 
 _PROGRAM = ("program_s", "first_step_s", "steps_per_s", "final_loss", "call_s")
