@@ -1,10 +1,10 @@
 """Regenerate the LeaderWorkerSet manifest that ``kinetic up`` installs, and check its pin.
 
-The file ``packages/kinetic/src/kinetic/provision/data/lws-<version>.yaml`` ships inside the
-``kinetic`` package, so installing LeaderWorkerSet needs no download. It is rendered here the
-way the LWS project renders its release manifest (``make artifacts``: ``kustomize build
-config/default`` after setting the controller image to ``registry.k8s.io/lws/lws:<version>``),
-from sources fetched through the Go module proxy only:
+The file ``packages/kinetic-gke/src/kinetic_gke/provision/data/lws-<version>.yaml`` ships
+inside the ``kinetic-gke`` package, so installing LeaderWorkerSet needs no download. It is
+rendered here the way the LWS project renders its release manifest (``make artifacts``:
+``kustomize build config/default`` after setting the controller image to
+``registry.k8s.io/lws/lws:<version>``), from sources fetched through the Go module proxy only:
 
 - the module ``sigs.k8s.io/lws@<version>``, at the version the test control plane builds its
   LWS controller from (``kinetic_testing.controlplane.versions.PINS.lws``), so the manifest
@@ -35,7 +35,7 @@ from kinetic_testing.controlplane.versions import PINS, cache_root
 KUSTOMIZE = "v5.2.1"
 """``KUSTOMIZE_VERSION`` in the Makefile of LWS v0.8.0."""
 IMAGE = "registry.k8s.io/lws/lws"
-DATA = Path(__file__).resolve().parents[1] / "packages/kinetic/src/kinetic/provision/data"
+DATA = Path(__file__).resolve().parents[1] / "packages/kinetic-gke/src/kinetic_gke/provision/data"
 
 
 def _go(go: str, args: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -93,7 +93,7 @@ def main() -> None:
         print(f"wrote {target} ({len(data)} bytes)")
     if digest != LWS.sha256:
         problems.append(f"the pinned sha256 is {LWS.sha256 or '(none)'}; set it to {digest} in "
-                        "packages/kinetic/src/kinetic/provision/manifests.py")  # fmt: skip
+                        "packages/kinetic-gke/src/kinetic_gke/provision/manifests.py")  # fmt: skip
     print(f"sha256 {digest}")
     if problems:
         sys.exit("\n".join(problems))

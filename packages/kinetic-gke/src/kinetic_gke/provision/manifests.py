@@ -43,7 +43,7 @@ class PinnedManifest:
     name: str
     version: str
     packaged: str
-    """The file in ``kinetic/provision/data`` that holds it; empty when none ships."""
+    """The file in ``kinetic_gke/provision/data`` that holds it; empty when none ships."""
     sha256: str
     """The sha256 of the packaged file."""
     upstream: str
