@@ -10,6 +10,8 @@ __all__ = [
     "GPU_DRIVER_MANIFEST",
     "GPU_DRIVER_MANIFEST_SHA256",
     "KUBE_CONTEXT",
+    "KUEUE_MANIFEST",
+    "KUEUE_MANIFEST_SHA256",
     "LWS_MANIFEST",
     "LWS_MANIFEST_SHA256",
     "POD_CPU",
@@ -89,6 +91,17 @@ LWS_MANIFEST_SHA256 = SettingSpec(
     "sha256 the KINETIC_LWS_MANIFEST manifest must have; kinetic up applies nothing else.",
     _OWNER,
 )  # fmt: skip
+KUEUE_MANIFEST = SettingSpec(
+    "kueue_manifest", "KINETIC_KUEUE_MANIFEST",
+    "A Kueue manifest (URL or file) for kinetic up to install instead of the release that ships "
+    "with Kinetic; needs KINETIC_KUEUE_MANIFEST_SHA256.",
+    _OWNER,
+)  # fmt: skip
+KUEUE_MANIFEST_SHA256 = SettingSpec(
+    "kueue_manifest_sha256", "KINETIC_KUEUE_MANIFEST_SHA256",
+    "sha256 the KINETIC_KUEUE_MANIFEST manifest must have; kinetic up applies nothing else.",
+    _OWNER,
+)  # fmt: skip
 GPU_DRIVER_MANIFEST = SettingSpec(
     "gpu_driver_manifest", "KINETIC_GPU_DRIVER_MANIFEST",
     "An NVIDIA driver installer manifest (URL or file) for kinetic up to install when GPU pools "
@@ -104,5 +117,5 @@ GPU_DRIVER_MANIFEST_SHA256 = SettingSpec(
 SETTINGS = (
     KUBE_CONTEXT, SERVICE_ACCOUNT, UNSCHEDULABLE_TIMEOUT, POLL, RUN_AS_ROOT, POD_CPU, POD_MEMORY,
     GCP_API_ENDPOINT, CONTAINER_IMAGE, BASE_IMAGE_REPO, LWS_MANIFEST, LWS_MANIFEST_SHA256,
-    GPU_DRIVER_MANIFEST, GPU_DRIVER_MANIFEST_SHA256,
+    KUEUE_MANIFEST, KUEUE_MANIFEST_SHA256, GPU_DRIVER_MANIFEST, GPU_DRIVER_MANIFEST_SHA256,
 )  # fmt: skip
