@@ -21,7 +21,7 @@ __all__ = ["config", "profile"]
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-_FIELDS = ("backend", "project", "zone", "cluster", "namespace")
+_FIELDS = ("backend", "project", "zone", "cluster", "namespace", "queues")
 
 
 @click.group()
@@ -131,6 +131,7 @@ def _active_name(file_active: str | None) -> str | None:
 @click.option("--cluster", help="GKE cluster name.")
 @click.option("--namespace", help="Kubernetes namespace.")
 @click.option("--backend", help="Backend name (local, gke, pathways).")
+@click.option("--queues", help="Queues `kinetic up` makes on a cluster with Kueue: NAME=SHARE,...")
 @click.option("--use", "activate", is_flag=True, help="Also make it the active profile.")
 @click.option("--force", is_flag=True, help="Replace a profile of the same name.")
 def create(
@@ -141,6 +142,7 @@ def create(
     cluster: str | None,
     namespace: str | None,
     backend: str | None,
+    queues: str | None,
     activate: bool,
     force: bool,
 ) -> None:
@@ -160,8 +162,9 @@ def create(
             f"it, or remove it first: kinetic profile rm {name}"
         )
     profiles.profiles[name] = Profile(
-        project=project, zone=zone, cluster=cluster, namespace=namespace, backend=backend
-    )
+        project=project, zone=zone, cluster=cluster, namespace=namespace, backend=backend,
+        queues=queues,
+    )  # fmt: skip
     if activate:
         profiles.active = name
     save_profiles(profiles)
