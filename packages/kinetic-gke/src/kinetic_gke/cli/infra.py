@@ -33,6 +33,7 @@ def spec_from(host: CommandHost, **extra: Any) -> ClusterSpec:
         cluster=settings.cluster,
         namespace=settings.namespace or "default",
         ksa=gke_settings.SERVICE_ACCOUNT.from_env() or "default",
+        queues=host.setting(gke_settings.QUEUES) or "",
         **extra,
     )
 

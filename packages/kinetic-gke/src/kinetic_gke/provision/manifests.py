@@ -34,7 +34,15 @@ from kinetic_gke.k8s import ClusterConnection, NotFound
 from kinetic_protocol import ConfigError
 from kinetic_protocol.settings import SettingSpec
 
-__all__ = ["GPU_DRIVER", "KUEUE", "LWS", "PinnedManifest", "apply_manifest", "unfinished_install"]
+__all__ = [
+    "GPU_DRIVER",
+    "KUEUE",
+    "LWS",
+    "PinnedManifest",
+    "apply_manifest",
+    "apply_objects",
+    "unfinished_install",
+]
 
 _FETCH_TIMEOUT = 60
 
@@ -216,8 +224,15 @@ def apply_manifest(
 ) -> list[str]:
     """Apply every object server-side, in order; ``Kind/name`` of each. ``dry_run``: the API
     server validates and admits each one (``dryRun=All``) and stores nothing."""
+    return apply_objects(connection, _documents(data), dry_run=dry_run)
+
+
+def apply_objects(
+    connection: ClusterConnection, documents: list[dict[str, Any]], *, dry_run: bool = False
+) -> list[str]:
+    """:func:`apply_manifest` of objects already parsed."""
     with _dynamic(connection) as dynamic:
-        return [_apply(connection, dynamic, doc, dry_run) for doc in _documents(data)]
+        return [_apply(connection, dynamic, doc, dry_run) for doc in documents]
 
 
 def _apply(
