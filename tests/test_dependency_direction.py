@@ -100,6 +100,7 @@ def test_the_local_supervisor_loads_only_the_standard_library() -> None:
         "kinetic_runtime.local",
         "kinetic_runtime.local.gpus",  # standard library only, too
         "kinetic_runtime.local.processes",
+        "kinetic_runtime.local.slot_queue",  # standard library and private_files only
         "kinetic_runtime.local.supervisor",
         "kinetic_runtime.private_files",  # standard library only, too
         "kinetic_runtime.disk_full",  # standard library and the two below only

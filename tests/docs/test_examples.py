@@ -23,6 +23,7 @@ RUN_ON_LOCAL = {
     "getting-started.md",
     "guides/detached-jobs.md",
     "guides/batches.md",
+    "guides/queues.md",
     "guides/data.md",
     "guides/tpu.md",
 }

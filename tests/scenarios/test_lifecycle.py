@@ -1,7 +1,5 @@
 """Submit, observe, collect, cancel and clean up one job, in real processes."""
 
-import fcntl
-import os
 import re
 import warnings
 from pathlib import Path
@@ -312,18 +310,11 @@ def test_list_jobs_returns_the_submitted_jobs(
     assert kinetic.list_jobs(backend=kinetic_backend.name) == []
 
 
-def _lock_is_held(path: Path) -> bool:
-    """Whether another open file holds an exclusive ``flock`` on ``path``."""
-    if not path.exists():
-        return False
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing also drops the lock if it was taken
-    return False
+def _in_line(job: JobHandle) -> bool:
+    """Whether the job's supervisor waits in line for a slot (its ticket is held), which its
+    state says as its place in line."""
+    place = job.status_detail().queue
+    return place is not None and place.position == 1
 
 
 def test_one_local_slot_keeps_the_second_job_pending_while_the_first_runs(
@@ -342,11 +333,10 @@ def test_one_local_slot_keeps_the_second_job_pending_while_the_first_runs(
     wait_until(lambda: _status_is(first, JobStatus.RUNNING), "the first job to run")
     second = hold.run_async(str(second_gate), 2, str(second_started))
     second_dir = isolated_kinetic / "local" / "jobs" / second.job_id
-    queue = isolated_kinetic / "local" / "slots" / "queue.lock"
     # Wait until the second supervisor has asked for the slot and been refused: a waiter holds
-    # the slot queue's lock for as long as it polls (or, if the limit is broken, its job starts).
+    # its place in line for as long as it polls (or, if the limit is broken, its job starts).
     wait_until(
-        lambda: second_started.exists() or _lock_is_held(queue),
+        lambda: second_started.exists() or _in_line(second),
         "the second job's supervisor to wait for the slot",
     )
     assert not second_started.exists(), "the second job started while the first held the slot"
@@ -354,7 +344,7 @@ def test_one_local_slot_keeps_the_second_job_pending_while_the_first_runs(
     assert second.status() is JobStatus.PENDING
     assert first.status() is JobStatus.RUNNING
     # Still held after those reads: a waiter polling, not a supervisor passing through the queue.
-    assert _lock_is_held(queue), "the second supervisor stopped waiting while the slot was taken"
+    assert _in_line(second), "the second supervisor stopped waiting while the slot was taken"
     assert not second_started.exists()
 
     first_gate.touch()

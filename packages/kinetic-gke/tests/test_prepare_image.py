@@ -7,6 +7,7 @@ import pytest
 
 from kinetic_gke import GKEBackend
 from kinetic_gke.images import prebuilt_image_uri
+from kinetic_gke.queueing.kueue_view import KueueView
 from kinetic_protocol import BackendSettings, ConfigError, PrepareRequest, parse_accelerator
 
 CUSTOM = "us-docker.pkg.dev/p/r/mine:1"
@@ -19,6 +20,7 @@ SETTINGS = BackendSettings(project="p", zone="us-central1-a", store_uri="gs://b"
 def backend(monkeypatch: pytest.MonkeyPatch) -> GKEBackend:
     for name in ("KINETIC_CONTAINER_IMAGE", "KINETIC_BASE_IMAGE_REPO"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(KueueView, "served", False)  # a cluster without Kueue, never reached
     return GKEBackend(SETTINGS)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kinetic_gke.status import job_state, needs_pods
+from kinetic_gke.status import WAITING_FOR_ADMISSION, job_state, needs_pods
 from kinetic_protocol import FailureCause, JobState, JobStatus
 
 NOW = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
@@ -438,9 +438,27 @@ def test_a_job_whose_pod_the_cluster_keeps_refusing_fails_after_the_deadline() -
 def test_a_job_with_no_pod_and_no_event_fails_after_the_deadline() -> None:
     stuck = job()
     stuck["metadata"]["creationTimestamp"] = _stamp(TIMEOUT + 1)
+    stuck["status"]["startTime"] = _stamp(TIMEOUT + 1)
     result = job_state(stuck, [], unschedulable_timeout=TIMEOUT, now=NOW)
     assert result.status is JobStatus.FAILED
     assert "waiting for the Job's pod" in result.detail
+
+
+def test_the_deadline_of_a_queued_job_counts_from_its_admission_not_its_creation() -> None:
+    admitted = job()  # started (admitted, unsuspended) a minute ago
+    admitted["metadata"]["creationTimestamp"] = _stamp(TIMEOUT * 10)
+    result = job_state(admitted, [], unschedulable_timeout=TIMEOUT, now=NOW)
+    assert result.status is JobStatus.PENDING, result
+
+
+def test_a_job_its_queue_holds_suspended_is_pending_past_any_deadline() -> None:
+    queued = job()
+    queued["metadata"]["creationTimestamp"] = _stamp(TIMEOUT * 10)
+    del queued["status"]["startTime"]
+    queued["spec"] = {"suspend": True}
+    result = job_state(queued, [], unschedulable_timeout=TIMEOUT, now=NOW)
+    assert result.status is JobStatus.PENDING
+    assert result.detail == WAITING_FOR_ADMISSION
 
 
 def test_a_pod_nobody_schedules_is_pending_then_fails_after_the_deadline() -> None:

@@ -12,13 +12,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from kinetic_runtime.local import supervisor
+from kinetic_runtime.local import slot_queue, supervisor
 
 DEADLINE_S = 30.0
 
 
 class Waiter:
-    """``_acquire_slot`` in a thread; ``refused`` is set once it has found every slot taken."""
+    """``acquire_slot`` in a thread; ``refused`` is set once it has found every slot taken."""
 
     def __init__(self, slots_dir: Path, slots: int, job_dir: Path, refused: threading.Event):
         self.job_dir = job_dir
@@ -32,7 +32,7 @@ class Waiter:
 
     def _run(self, slots_dir: Path, slots: int) -> None:
         try:
-            self.slot = supervisor._acquire_slot(slots_dir, slots, self.job_dir)
+            self.slot = _acquire(slots_dir, slots, self.job_dir)
         finally:
             self.done.set()
 
@@ -50,14 +50,14 @@ class Waiter:
 
 @pytest.fixture
 def refused(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Set when ``_acquire_slot`` first sleeps, which it does only after every slot refused it."""
+    """Set when ``acquire_slot`` first sleeps, which it does only after every slot refused it."""
     event = threading.Event()
 
     def sleep(seconds: float) -> None:
         event.set()
         time.sleep(seconds)
 
-    monkeypatch.setattr(supervisor, "time", SimpleNamespace(sleep=sleep, time=time.time))
+    monkeypatch.setattr(slot_queue, "time", SimpleNamespace(sleep=sleep))
     return event
 
 
@@ -74,6 +74,13 @@ def job_dirs(tmp_path: Path) -> list[Path]:
     return dirs
 
 
+def _acquire(slots_dir: Path, slots: int, job_dir: Path) -> int | None:
+    """A slot for the job in ``job_dir``, all jobs of one priority, in the order they ask."""
+    ticket = slot_queue.ticket_name(0, time.time_ns(), job_dir.name)
+    cancelled = (job_dir / supervisor.CANCEL_MARKER).exists
+    return slot_queue.acquire_slot(slots_dir, slots, ticket, cancelled=cancelled)
+
+
 def _release(slot: int | None) -> None:
     if slot is not None:
         os.close(slot)
@@ -82,7 +89,7 @@ def _release(slot: int | None) -> None:
 def test_a_second_acquire_waits_while_the_only_slot_is_held_and_gets_it_once_freed(
     slots_dir: Path, job_dirs: list[Path], refused: threading.Event
 ) -> None:
-    first = supervisor._acquire_slot(slots_dir, 1, job_dirs[0])
+    first = _acquire(slots_dir, 1, job_dirs[0])
     assert first is not None
     assert not refused.is_set(), "a free slot was taken without waiting"
     second = Waiter(slots_dir, 1, job_dirs[1], refused)
@@ -101,7 +108,7 @@ def test_a_second_acquire_waits_while_the_only_slot_is_held_and_gets_it_once_fre
 def test_a_cancel_while_waiting_returns_without_a_slot(
     slots_dir: Path, job_dirs: list[Path], refused: threading.Event
 ) -> None:
-    first = supervisor._acquire_slot(slots_dir, 1, job_dirs[0])
+    first = _acquire(slots_dir, 1, job_dirs[0])
     assert first is not None
     second = Waiter(slots_dir, 1, job_dirs[1], refused)
     try:
@@ -126,7 +133,7 @@ def test_a_cancel_while_waiting_returns_without_a_slot(
 def test_each_of_several_slots_goes_to_one_job_only(
     slots_dir: Path, job_dirs: list[Path], refused: threading.Event
 ) -> None:
-    held = [supervisor._acquire_slot(slots_dir, 2, job_dir) for job_dir in job_dirs[:2]]
+    held = [_acquire(slots_dir, 2, job_dir) for job_dir in job_dirs[:2]]
     try:
         assert None not in held and len(set(held)) == 2
         assert not refused.is_set(), "two slots did not take two jobs without waiting"

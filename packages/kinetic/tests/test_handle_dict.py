@@ -52,8 +52,16 @@ def test_to_dict_is_json_safe_and_from_dict_rebuilds_an_equal_handle() -> None:
 
 
 def test_from_dict_ignores_keys_it_does_not_know() -> None:
-    rebuilt = JobHandle.from_dict({**PUBLIC, "from_the_future": [1, 2], "priority": "high"})
+    rebuilt = JobHandle.from_dict({**PUBLIC, "from_the_future": [1, 2], "placement": "high"})
     assert rebuilt == JobHandle(**PUBLIC)
+
+
+def test_the_queue_and_priority_class_survive_a_round_trip() -> None:
+    handle = JobHandle(**PUBLIC, queue="team-a", priority="high")
+    data = json.loads(json.dumps(handle.to_dict()))
+    assert (data["queue"], data["priority"]) == ("team-a", "high")
+    assert JobHandle.from_dict(data) == handle
+    assert JobHandle.from_dict(PUBLIC).queue == "" and JobHandle.from_dict(PUBLIC).priority == ""
 
 
 def test_from_dict_names_every_missing_field() -> None:

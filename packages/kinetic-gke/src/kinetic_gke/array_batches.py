@@ -19,6 +19,7 @@ from kinetic_gke.k8s.errors import NotFound
 from kinetic_gke.k8s.pod_states import list_pod_states
 from kinetic_gke.labels import APP, group_selector, pod_selector
 from kinetic_gke.manifests import PodOptions
+from kinetic_gke.queueing.states import Completion
 from kinetic_protocol import BatchManifest, JobRecord, JobState
 
 __all__ = ["ArrayBatches", "AwaitGone"]
@@ -108,15 +109,20 @@ class ArrayBatches:
             )
 
     def statuses(
-        self, records: Sequence[JobRecord], *, unschedulable_timeout: float
+        self,
+        records: Sequence[JobRecord],
+        *,
+        unschedulable_timeout: float,
+        queued: Completion = lambda seen: {},
     ) -> dict[str, JobState]:
         """Attempts of array Jobs' indexes: one LIST of the batch's Jobs and one of its pods
-        per batch, however many of its children (and Jobs) are asked about."""
+        per batch, however many of its children (and Jobs) are asked about. ``queued``
+        completes the states of Jobs a queue admits (``queueing.states``)."""
         with _collector_paused():
-            return self._statuses(records, unschedulable_timeout)
+            return self._statuses(records, unschedulable_timeout, queued)
 
     def _statuses(
-        self, records: Sequence[JobRecord], unschedulable_timeout: float
+        self, records: Sequence[JobRecord], unschedulable_timeout: float, queued: Completion
     ) -> dict[str, JobState]:
         by_group: dict[str, list[JobRecord]] = defaultdict(list)
         for record in records:
@@ -141,8 +147,12 @@ class ArrayBatches:
                     unschedulable_timeout=unschedulable_timeout,
                     refusals=refusals,
                 )
-                for record in wanted:
-                    found[record.job_id] = states[_local_index(record), record.attempt]
+                seen = [
+                    (record, jobs.get(name), states[_local_index(record), record.attempt])
+                    for record in wanted
+                ]
+                found |= {record.job_id: state for record, _, state in seen}
+                found |= queued(seen)
         return found
 
     def _refusals(self) -> list[Obj]:

@@ -222,6 +222,8 @@ def _podless_state(
     admission, a missing service account). A refusal counts towards the deadline only while
     no pod of the Job is still to end, and from the last time one was made or ended: until
     then the Job is moving, and a pod of its own that ends frees what a quota lacks."""
+    if status.suspended(job):  # its queue has not admitted it (or took it back)
+        return JobState(status=JobStatus.PENDING, detail=status.WAITING_FOR_ADMISSION)
     turns = job.get("spec", {}).get("parallelism")
     if isinstance(turns, int) and grouped.active >= turns:
         return JobState(

@@ -31,6 +31,7 @@ from kinetic_gke.manifests import (
     pod_failure_policy,
     pod_template,
 )
+from kinetic_gke.queueing.admission import queued
 from kinetic_protocol import (
     EXIT_PREEMPTIONS_SPENT,
     BatchManifest,
@@ -181,7 +182,7 @@ def array_job_manifest(
     }
     if manifest.fail_fast:
         spec["maxFailedIndexes"] = 0
-    return {
+    job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
@@ -196,3 +197,4 @@ def array_job_manifest(
         },
         "spec": spec,
     }
+    return queued(job, record)

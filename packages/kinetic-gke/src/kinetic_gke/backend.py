@@ -37,6 +37,8 @@ from kinetic_gke.labels import (
     pod_selector,
 )
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
+from kinetic_gke.queueing.kueue_view import KueueView
+from kinetic_gke.queueing.states import queued_states
 from kinetic_protocol import (
     NO_ENV,
     Accelerator,
@@ -159,6 +161,13 @@ class GKEBackend:
         self.poll_bounds = _poll_bounds(declared.POLL.value(self._environ) or "")
         self._capacity: CapacityCheck | None = None
         self._keyrings: dict[int, Keyring] = {}
+        self._kueue = KueueView(lambda: self.connection)
+
+    @property
+    def kueue(self) -> KueueView:
+        """Kueue on this backend's cluster (whether it serves it is read once, when first
+        needed)."""
+        return self._kueue
 
     @property
     def store_uri(self) -> str:
@@ -240,6 +249,9 @@ class GKEBackend:
         """Refuse what cannot run here, then resolve the jobs' image (building a bundled one
         on Cloud Build if its tag does not exist yet)."""
         self.check_accelerator(request.accelerator)
+        queue = self.kueue.resolve(
+            request.queue, request.priority, self._settings.cluster or self._context_name()
+        )
         self.capacity.require(request.accelerator, spot=request.spot)
         if request.fuse:
             self.check_fuse_driver()
@@ -263,7 +275,7 @@ class GKEBackend:
             logs_bucket=f"{self.store_uri.rstrip('/')}/build-logs",
             runtime_extras=request.runtime_extras,
         )
-        return Preparation(image=image.uri, requirements=tuple(image.requirements))
+        return Preparation(image=image.uri, requirements=tuple(image.requirements), queue=queue)
 
     def signing_keys(self, *, create: bool, refresh: bool = False) -> Keyring:
         """The namespace's keyring, read from its Secret once per connection (and again on
@@ -339,7 +351,11 @@ class GKEBackend:
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         in_arrays = [record for record in records if record.in_array]
         found = (
-            self._arrays.statuses(in_arrays, unschedulable_timeout=self._unschedulable_timeout)
+            self._arrays.statuses(
+                in_arrays,
+                unschedulable_timeout=self._unschedulable_timeout,
+                queued=lambda seen: queued_states(self.kueue, seen, "Job"),
+            )
             if in_arrays
             else {}
         )
@@ -366,6 +382,20 @@ class GKEBackend:
                 pods_by_job[pod["metadata"].get("labels", {}).get(JOB_ID, "")].append(pod)
         podless = {r.k8s_name for r in explained_by_pods if not pods_by_job.get(r.job_id)}
         events = self._failed_create_events(podless) if podless else {}
+        seen = [
+            (
+                record,
+                obj,
+                workload.state(
+                    obj,
+                    pods_by_job.get(record.job_id, []),
+                    events=events.get(record.k8s_name, []),
+                    unschedulable_timeout=self._unschedulable_timeout,
+                ),
+            )
+            for record, obj in zip(records, wanted, strict=True)
+        ]
+        queued = queued_states(self.kueue, seen, workload.kind)
         return {
             record.job_id: self._remember(
                 obj,
@@ -373,15 +403,10 @@ class GKEBackend:
                     record,
                     obj,
                     pods_by_job.get(record.job_id, []),
-                    workload.state(
-                        obj,
-                        pods_by_job.get(record.job_id, []),
-                        events=events.get(record.k8s_name, []),
-                        unschedulable_timeout=self._unschedulable_timeout,
-                    ),
+                    queued.get(record.job_id, state),
                 ),
             )
-            for record, obj in zip(records, wanted, strict=True)
+            for record, obj, state in seen
         }
 
     def _settle(

@@ -9,6 +9,7 @@ from typing import Any
 from kinetic_gke.k8s.signing import MOUNT_PATH as SIGNING_MOUNT_PATH
 from kinetic_gke.k8s.signing import signing_volume
 from kinetic_gke.labels import job_labels
+from kinetic_gke.queueing.admission import queued
 from kinetic_gke.scheduling import scheduling_for
 from kinetic_gke.volumes import pod_volumes
 from kinetic_protocol import DEFAULT_DEBUG_PORT, JobRecord, parse_accelerator, runtime_args
@@ -192,7 +193,7 @@ def job_manifest(
         record, options=options or PodOptions(), labels=labels, args=runtime_args(record),
         command=command, extra_env=extra_env, env_secret=env_secret,
     )  # fmt: skip
-    return {
+    job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
@@ -208,3 +209,4 @@ def job_manifest(
             "template": template,
         },
     }
+    return queued(job, record)

@@ -19,6 +19,7 @@ from kinetic_protocol import FailureCause, JobState, JobStatus
 
 __all__ = [
     "IMAGE_PULL_REASONS",
+    "WAITING_FOR_ADMISSION",
     "deadline_state",
     "failed",
     "job_state",
@@ -29,6 +30,7 @@ __all__ = [
     "refusal",
     "disrupted",
     "succeeded",
+    "suspended",
     "termination_cause",
     "terminated_reason",
     "waiting_reason",
@@ -197,8 +199,9 @@ def _state_now(
     pod = _newest(pods)
     if failed(job):
         return _failed_state(job, pod)
-    if job.get("status", {}).get("ready"):
-        return JobState(status=JobStatus.RUNNING)
+    running_or_held = _running_or_held(job)
+    if running_or_held is not None:
+        return running_or_held
     now = now or datetime.now(UTC)
     if pod is None:
         return _no_pod_state(job, events, unschedulable_timeout, now)
@@ -208,6 +211,26 @@ def _state_now(
             status=JobStatus.PENDING, detail=f"{detail}; Kubernetes runs it again in a new pod"
         )
     return pod_state(pod, unschedulable_timeout, now)
+
+
+WAITING_FOR_ADMISSION = "waiting to be admitted by its queue"
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+"""The scheduling gate Kueue puts on the pods of a workload it manages pod by pod (a
+LeaderWorkerSet's) until it admits the workload."""
+
+
+def _running_or_held(job: Obj) -> JobState | None:
+    if job.get("status", {}).get("ready"):
+        return JobState(status=JobStatus.RUNNING)
+    if suspended(job):
+        # Kueue holds it: waiting in a queue is not a failure, whatever the deadline.
+        return JobState(status=JobStatus.PENDING, detail=WAITING_FOR_ADMISSION)
+    return None
+
+
+def suspended(obj: Obj) -> bool:
+    """The workload is suspended: a queue (Kueue) has not admitted it yet, or took it back."""
+    return bool(obj.get("spec", {}).get("suspend"))
 
 
 def preemptions_of(job: Obj) -> int:
@@ -245,9 +268,11 @@ def _runs_again(job: Obj, pod: Obj, pods: list[Obj]) -> bool:
 
 
 def _no_pod_state(job: Obj, events: list[Obj], timeout: float, now: datetime) -> JobState:
-    """No pod yet: the cluster may be refusing to create it, which only its events say."""
-    created = parse_time(job.get("metadata", {}).get("creationTimestamp"))
-    detail, since = refusal(events) or ("waiting for the Job's pod", created)
+    """No pod yet: the cluster may be refusing to create it, which only its events say. The
+    wait counts from when the Job started (its admission, where a queue admits it)."""
+    status, metadata = job.get("status", {}), job.get("metadata", {})
+    started = parse_time(status.get("startTime") or metadata.get("creationTimestamp"))
+    detail, since = refusal(events) or ("waiting for the Job's pod", started)
     return deadline_state(detail, since, timeout, now)
 
 
@@ -336,6 +361,8 @@ def _pending_state(pod: Obj, reason: str, unschedulable_timeout: float, now: dat
         return JobState(status=JobStatus.PENDING, detail=reason)
     # Not placed, and no scheduler has said why (none running, or scheduling gates).
     gates = [gate.get("name", "") for gate in pod.get("spec", {}).get("schedulingGates") or []]
+    if ADMISSION_GATE in gates:  # Kueue holds a slice's pods until it admits the slice
+        return JobState(status=JobStatus.PENDING, detail=WAITING_FOR_ADMISSION)
     detail = f"scheduling gated by {', '.join(gates)}" if gates else "not scheduled yet"
     since = parse_time(pod.get("metadata", {}).get("creationTimestamp"))
     return deadline_state(detail, since, unschedulable_timeout, now)

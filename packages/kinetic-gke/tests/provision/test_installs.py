@@ -100,9 +100,10 @@ def test_an_lws_the_cluster_serves_is_kept_and_one_it_does_not_is_planned(
 def bare_k8s(
     k8s_binaries: Built, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ControlPlane]:
-    """A control plane with no LeaderWorkerSet, as a new GKE cluster is (module-wide: it
-    costs about 5 s and 0.5 GB)."""
-    with ControlPlane(k8s_binaries, tmp_path_factory.mktemp("bare-k8s"), lws=False) as plane:
+    """A control plane with no LeaderWorkerSet and no Kueue, as a new GKE cluster is
+    (module-wide: it costs about 5 s and 0.5 GB)."""
+    directory = tmp_path_factory.mktemp("bare-k8s")
+    with ControlPlane(k8s_binaries, directory, lws=False, kueue=False) as plane:
         yield plane
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from kinetic_gke.labels import job_labels
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
+from kinetic_gke.queueing.admission import queue_labels
 from kinetic_protocol import JobRecord, parse_accelerator
 
 __all__ = ["APP", "LWS_GROUP", "RUNTIME_COMMAND", "lws_manifest"]
@@ -60,7 +61,8 @@ def lws_manifest(
     container["env"].append(
         {"name": "KINETIC_HOST_INSTANCE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}}
     )
-    metadata = {**job["metadata"], "labels": labels}
+    # A slice is one Kueue workload, admitted whole: the queue labels go on the set alone.
+    metadata = {**job["metadata"], "labels": {**labels, **queue_labels(record)}}
     metadata["annotations"] = {**metadata["annotations"], EXCLUSIVE_TOPOLOGY: NODE_POOL_LABEL}
     return {
         "apiVersion": f"{LWS_GROUP}/{version}",

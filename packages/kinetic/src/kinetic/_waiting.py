@@ -1,4 +1,5 @@
-"""Adaptive waiting: poll fast while things change, back off while they do not."""
+"""Adaptive waiting: poll fast while things change, back off while they do not; and what the
+waiting caller is told meanwhile (its status callback, where its job stands in a queue)."""
 
 import logging
 import math
@@ -6,10 +7,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kinetic import _log
 from kinetic._seconds import as_seconds, shown_seconds
-from kinetic_protocol import ConfigError
+from kinetic_protocol import Backend, ConfigError, JobRecord, JobState, JobStatus
 
-__all__ = ["Backoff", "Deadline", "StatusCallback", "check_timeout"]
+__all__ = [
+    "Backoff",
+    "Deadline",
+    "QueueLine",
+    "StatusCallback",
+    "check_timeout",
+    "until_terminal",
+]
 
 
 def check_timeout(seconds: float | None, *, what: str = "timeout") -> float | None:
@@ -103,3 +112,53 @@ class StatusCallback:
                     getattr(status, "value", status),
                     exc_info=True,
                 )
+
+
+class QueueLine:
+    """One line each time a waiting job's place in its queue changes (``Job ...: queued in
+    team-a: 3rd of 7``), for a call that blocks on it: the first place seen, then each new
+    position. Nothing while the job is not queued; a job that leaves its queue and is queued
+    again (preempted) is told about afresh."""
+
+    def __init__(self, job_id: str) -> None:
+        self._job_id = job_id
+        self._shown: tuple[str, str, int | None] | None = None
+
+    def __call__(self, state: JobState) -> None:
+        place = state.queue if state.status is JobStatus.PENDING else None
+        seen = None if place is None else (place.queue, place.cluster_queue, place.position)
+        if seen == self._shown:
+            return
+        self._shown = seen
+        if place is not None:
+            _log.say(f"Job {self._job_id}: {place.describe()}")
+
+
+def until_terminal(
+    backend: Backend,
+    record: JobRecord,
+    timeout: float | None,
+    notify: StatusCallback,
+    on_state: Callable[[JobState], None] | None = None,
+) -> JobState:
+    """Poll ``record``'s job until it is terminal (``TimeoutError`` past ``timeout``, which
+    leaves it running): ``notify`` gets each new status, ``on_state`` every state polled."""
+    deadline = Deadline(timeout)
+    backoff = Backoff(*backend.poll_bounds)
+    last: JobStatus | None = None
+    while True:
+        state = backend.statuses([record])[record.job_id]
+        if on_state is not None:
+            on_state(state)
+        if state.status is not last:
+            last = state.status
+            backoff.reset()
+            notify(state.status)
+        if state.status.is_terminal:
+            return state
+        if deadline.expired:
+            raise TimeoutError(
+                f"Job {record.job_id} is still {state.status.value} after {timeout:g}s; it "
+                "keeps running. Call result() again, tail(), or cancel()."
+            )
+        backoff.sleep(deadline)

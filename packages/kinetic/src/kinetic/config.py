@@ -49,6 +49,8 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     cluster: str | None = None
     namespace: str | None = None
     backend: str | None = None
+    queue: str | None = None
+    priority: str | None = None
     build_service_account: str | None = None
     queues: str | None = None
     """The queues ``kinetic up`` makes on a cluster with Kueue (``KINETIC_QUEUES``)."""
@@ -93,6 +95,10 @@ class ResolvedSettings:
     namespace: Setting
     store: Setting
     build_service_account: Setting
+    queue: Setting
+    """``queue=``; None: the backend's default queue."""
+    priority: Setting
+    """``priority=``; None: no priority class."""
     profile: str | None
 
     @property
@@ -117,6 +123,8 @@ class ResolvedSettings:
             ("zone", self.zone),
             ("cluster", self.cluster),
             ("namespace", self.namespace),
+            ("queue", self.queue),
+            ("priority", self.priority),
             ("store", self.store),
             ("build_service_account", self.build_service_account),
         ]
@@ -186,6 +194,8 @@ def resolve_settings(
     zone: str | None = None,
     cluster: str | None = None,
     namespace: str | None = None,
+    queue: str | None = None,
+    priority: str | None = None,
     quiet: bool = False,
     accelerator: Accelerator | None = None,
 ) -> ResolvedSettings:
@@ -225,5 +235,7 @@ def resolve_settings(
         namespace=_pick(declared.NAMESPACE, namespace, profile, active),
         store=_pick(STORE, None, None, None),
         build_service_account=_pick(declared.BUILD_SERVICE_ACCOUNT, None, profile, active),
+        queue=_pick(declared.QUEUE, queue, profile, active),
+        priority=_pick(declared.PRIORITY, priority, profile, active),
         profile=active,
     )

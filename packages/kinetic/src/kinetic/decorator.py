@@ -66,6 +66,8 @@ class RemoteFunction(Generic[P, R]):
         name: str | None = None,
         tags: dict[str, str] | None = None,
         retry_on: "Iterable[str] | None" = None,
+        queue: str | None = None,
+        priority: str | None = None,
     ) -> "BatchHandle":
         """Submit one job per input and return a :class:`~kinetic.BatchHandle` at once.
 
@@ -73,6 +75,9 @@ class RemoteFunction(Generic[P, R]):
         ``retries`` apply to; by default every cause but ``unschedulable``, ``image`` and
         ``cancelled``. Preempted attempts are run again within ``preemption_retries`` of the
         decorator first, without spending ``retries``.
+
+        ``queue`` and ``priority`` override the decorator's for this batch's children (see
+        :func:`kinetic.run`).
         """
         from kinetic.batch import run_map
 
@@ -81,7 +86,23 @@ class RemoteFunction(Generic[P, R]):
             fail_fast=fail_fast, cancel_running_on_fail=cancel_running_on_fail, name=name,
             tags=tags, retry_on=retry_on,
         )  # fmt: skip
-        return run_map(self.__wrapped__, self.options, inputs, options)
+        run_options = self.options.overridden(queue=queue, priority=priority)
+        return run_map(self.__wrapped__, run_options, inputs, options)
+
+    def with_options(
+        self, *, queue: str | None = None, priority: str | None = None
+    ) -> "RemoteFunction[P, R]":
+        """This remote function with another ``queue`` or ``priority`` (None keeps the
+        decorator's), for one call or many: ``train.with_options(priority="high")(x)``,
+        ``train.with_options(queue="team-a").run_async(x)``.
+
+        They are options of their own, not keywords of :meth:`run_async`, whose keywords all
+        go to the function (which may well have a parameter called ``queue``). The names are
+        checked here; whether they exist, when the call is submitted.
+        """
+        return RemoteFunction(
+            self.__wrapped__, self.options.overridden(queue=queue, priority=priority)
+        )
 
     def __get__(self, instance: object, owner: type | None = None) -> "RemoteFunction[..., R]":
         """Bind like a plain function, so a decorated method works on an instance.
@@ -122,6 +143,8 @@ def run(
     isolate: bool = False,
     timeout: float | None = None,
     preemption_retries: int = DEFAULT_PREEMPTION_RETRIES,
+    queue: str | None = None,
+    priority: str | None = None,
 ) -> Callable[[Callable[P, R]], RemoteFunction[P, R]]:
     """Run the decorated function remotely on ``accelerator``.
 
@@ -149,6 +172,16 @@ def run(
     job, with the same ``KINETIC_OUTPUT_DIR``, so a job that checkpoints there resumes from its
     last checkpoint. The backend does it where the job runs (on ``gke``, Kubernetes itself),
     so no client needs to be alive; a batch's ``retries`` are not spent on it.
+
+    ``queue`` names the queue jobs wait in for capacity (on GKE with Kueue, a LocalQueue of
+    the namespace; locally it is only recorded), and ``priority`` a priority class: ``low``,
+    ``normal`` and ``high`` exist everywhere, a cluster may declare more. A job of a higher
+    class is admitted before those of lower ones (locally: started first when every slot is
+    taken) and, on Kueue, may preempt them. Not given, they come from ``KINETIC_QUEUE`` and
+    ``KINETIC_PRIORITY``, then the profile; else the backend's default queue and no class.
+    A malformed name is refused here; one the backend does not have, when a call is submitted,
+    before anything is uploaded. :meth:`RemoteFunction.with_options` and ``run_async_map``
+    override them per call.
     """
     if callable(accelerator):  # ``@kinetic.run`` above a def: the function came as accelerator
         name = getattr(accelerator, "__name__", repr(accelerator))
@@ -174,6 +207,8 @@ def run(
         isolate=isolate,
         timeout=timeout,
         preemption_retries=preemption_retries,
+        queue=queue,
+        priority=priority,
     )
 
     def decorate(fn: Callable[P, R]) -> RemoteFunction[P, R]:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from kinetic.handle import JobHandle
     from kinetic_protocol import AttemptFailure, JobState
 
-__all__ = ["batch_html", "job_html"]
+__all__ = ["batch_html", "job_html", "queue_text"]
 
 _COLOURS = {
     "SUCCEEDED": "#2e7d32",
@@ -49,9 +49,15 @@ def _cause(failure: "AttemptFailure") -> str:
     return f"{_badge(failure.cause.value, 'FAILED')} {escape(failure.reason)}"
 
 
+def queue_text(job: "JobHandle") -> str:
+    """``team-a, priority high``: the queue and class a job was submitted with."""
+    said = [job.queue] if job.queue else []
+    return ", ".join([*said, *([f"priority {job.priority}"] if job.priority else [])])
+
+
 def job_html(job: "JobHandle") -> str:
-    """Id, status with its reason, why it failed, accelerator, and the commands that show its
-    logs."""
+    """Id, status with its reason (where it waits in its queue), why it failed, its queue and
+    class, accelerator, and the commands that show its logs."""
     from kinetic.failure import failure_of
 
     cause = ""
@@ -67,6 +73,7 @@ def job_html(job: "JobHandle") -> str:
         _row("status", status),
         *([cause] if cause else []),
         _row("function", escape(job.func_name)),
+        *([_row("queue", escape(queue_text(job)))] if job.queue or job.priority else []),
         _row("accelerator", escape(f"{job.accelerator} on {job.backend}")),
         _row("created", escape(job.created_at)),
         _row("logs", _code(f"kinetic jobs logs {job.job_id} --follow")),
@@ -114,9 +121,11 @@ def _failures(batch: "BatchHandle", states: "dict[int, JobState]", limit: int = 
 
 
 def batch_html(batch: "BatchHandle", polled: "Polled | None" = None) -> str:
-    """Group id, name, counts with a progress bar, the first failures with their reasons, and
-    the commands for logs and status. ``polled``: a :func:`~kinetic.batch.tally.tally` result
-    already in hand (else one status poll is made here)."""
+    """Group id, name, counts with a progress bar, how many inputs wait in a queue (and the
+    first's place), the first failures with their reasons, and the commands for logs and
+    status. ``polled``: a :func:`~kinetic.batch.tally.tally` result already in hand (else one
+    status poll is made here)."""
+    from kinetic.batch.queued import queued_children
     from kinetic.batch.tally import tally
 
     states: dict[int, JobState] = {}
@@ -136,6 +145,9 @@ def batch_html(batch: "BatchHandle", polled: "Polled | None" = None) -> str:
         _row("function", escape(batch.func_name)),
         _row("progress", summary),
     ]
+    queued = queued_children(states)
+    if queued is not None:
+        rows.append(_row("queued", escape(queued.describe())))
     failed = _failures(batch, states)
     if failed:
         rows.append(_row("failed", failed))

@@ -12,7 +12,7 @@ from kinetic._context import backend_for, store_for
 from kinetic._interrupted import say_job_left_running
 from kinetic._log_copier import LogCopier
 from kinetic._results import unwrap
-from kinetic._waiting import Backoff, Deadline, StatusCallback
+from kinetic._waiting import QueueLine, StatusCallback, until_terminal
 from kinetic.trust import SealedOutcome, open_outcome
 from kinetic_protocol import (
     AttemptFailure,
@@ -89,6 +89,8 @@ class JobHandle:
     preemption_retries: int = dataclasses.field(default=DEFAULT_PREEMPTION_RETRIES, kw_only=True)
     mounts: list[Mount] = dataclasses.field(default_factory=list, kw_only=True)
     in_array: bool = dataclasses.field(default=False, kw_only=True)
+    queue: str = dataclasses.field(default="", kw_only=True)
+    priority: str = dataclasses.field(default="", kw_only=True)
     array_offset: int = dataclasses.field(default=0, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
         _record: JobRecord = dataclasses.field(init=False)
@@ -327,25 +329,16 @@ class JobHandle:
         ``on_status_change`` is called with each new status; if it raises, the wait goes on
         and the first exception is shown on stderr (the ``kinetic`` logger) with its traceback.
         """
-        backend = backend_for(self._record)
-        deadline = Deadline(timeout)
-        backoff = Backoff(*backend.poll_bounds)
+        return self._wait(timeout, on_status_change)
+
+    def _wait(
+        self,
+        timeout: float | None,
+        on_status_change: Callable[[JobStatus], None] | None,
+        on_state: Callable[[JobState], None] | None = None,
+    ) -> JobState:
         notify = StatusCallback(on_status_change, self.job_id)
-        last: JobStatus | None = None
-        while True:
-            state = backend.statuses([self._record])[self.job_id]
-            if state.status is not last:
-                last = state.status
-                backoff.reset()
-                notify(state.status)
-            if state.status.is_terminal:
-                return state
-            if deadline.expired:
-                raise TimeoutError(
-                    f"Job {self.job_id} is still {state.status.value} after {timeout:g}s; it "
-                    "keeps running. Call result() again, tail(), or cancel()."
-                )
-            backoff.sleep(deadline)
+        return until_terminal(backend_for(self._record), self._record, timeout, notify, on_state)
 
     def result(
         self,
@@ -365,7 +358,9 @@ class JobHandle:
         try:
             if stream_logs:
                 copier = LogCopier(backend_for(self._record), self._record)
-            state = self.wait(timeout, on_status_change)
+            # A blocking call also says where its job stands while it waits in a queue.
+            queue_line = QueueLine(self.job_id) if stream_logs else None
+            state = self._wait(timeout, on_status_change, queue_line)
         except KeyboardInterrupt:
             if copier is not None:
                 copier.abandon()

@@ -1,6 +1,7 @@
 """The validated options of one ``@kinetic.run(...)`` decoration, and of one
 ``run_async_map(...)`` fan-out over it."""
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Iterable
@@ -13,6 +14,7 @@ from kinetic.env_capture import check_patterns
 from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
 from kinetic_protocol.causes import RETRYABLE
 from kinetic_protocol.data import check_volume_path
+from kinetic_protocol.queueing import check_priority_name, check_queue_name
 from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES
 
 __all__ = ["MapOptions", "RunOptions"]
@@ -40,6 +42,10 @@ class RunOptions:
     """Seconds each attempt may run (validated: a positive finite number)."""
     preemption_retries: int = DEFAULT_PREEMPTION_RETRIES
     """Times a preempted attempt is run again in place (validated: a non-negative int)."""
+    queue: str | None = None
+    """``queue=`` (validated as a name); None: ``KINETIC_QUEUE``, the profile, the backend's."""
+    priority: str | None = None
+    """``priority=`` (validated as a name); None: ``KINETIC_PRIORITY``, the profile, none."""
 
     @classmethod
     def build(
@@ -67,12 +73,31 @@ class RunOptions:
         if rest.get("timeout") is not None:
             rest["timeout"] = _checked_timeout(rest["timeout"])
         _check_preemption_retries(rest.get("preemption_retries", DEFAULT_PREEMPTION_RETRIES))
+        _check_queueing(rest.get("queue"), rest.get("priority"))
         return cls(
             accelerator=parse_accelerator(accelerator),
             capture_env_vars=patterns,
             volumes=_checked_volumes(volumes),
             **rest,  # type: ignore[arg-type]
         )
+
+    def overridden(self, *, queue: object = None, priority: object = None) -> "RunOptions":
+        """These options with a call's own ``queue``/``priority`` (None keeps the decorator's),
+        checked as the decorator checks them."""
+        _check_queueing(queue, priority)
+        return dataclasses.replace(
+            self,
+            queue=self.queue if queue is None else str(queue),
+            priority=self.priority if priority is None else str(priority),
+        )
+
+
+def _check_queueing(queue: object, priority: object) -> None:
+    """Names only: whether the queue and class exist is the backend's to say (``prepare``)."""
+    if queue is not None:
+        check_queue_name(queue)
+    if priority is not None:
+        check_priority_name(priority)
 
 
 def _checked_volumes(volumes: object) -> tuple[tuple[str, Data], ...]:

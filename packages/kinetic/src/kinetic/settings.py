@@ -25,7 +25,9 @@ __all__ = [
     "NAMESPACE",
     "PROFILE",
     "PROFILES_FILE",
+    "PRIORITY",
     "PROJECT",
+    "QUEUE",
     "SETTINGS",
     "ZONE",
     "registry",
@@ -53,6 +55,16 @@ CLUSTER = SettingSpec(
 NAMESPACE = SettingSpec(
     "namespace", "KINETIC_NAMESPACE", "Kubernetes namespace jobs run in.", _OWNER,
     default="default", profile_key="namespace",
+)  # fmt: skip
+QUEUE = SettingSpec(
+    "queue", "KINETIC_QUEUE",
+    "Queue jobs are admitted through (on GKE with Kueue: a LocalQueue of the namespace). "
+    "Unset: the backend's default queue, kinetic.", _OWNER, profile_key="queue",
+)  # fmt: skip
+PRIORITY = SettingSpec(
+    "priority", "KINETIC_PRIORITY",
+    "Priority class of jobs: low, normal or high, or a class the cluster declares. Unset: none "
+    "(the value of normal).", _OWNER, profile_key="priority",
 )  # fmt: skip
 BATCH_HEARTBEAT = SettingSpec(
     "batch_heartbeat", "KINETIC_BATCH_HEARTBEAT",
@@ -103,8 +115,9 @@ DEBUG_WAIT = SettingSpec(
 
 
 SETTINGS = (
-    BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, PROFILE, PROFILES_FILE, BUILD_SERVICE_ACCOUNT,
-    BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_PORT, DEBUG_WAIT, BATCH_HEARTBEAT, BATCH_LEASE,
+    BACKEND, PROJECT, ZONE, CLUSTER, NAMESPACE, QUEUE, PRIORITY, PROFILE, PROFILES_FILE,
+    BUILD_SERVICE_ACCOUNT, BUNDLE_WARN_MB, BUNDLE_GITIGNORE, DEBUG_PORT, DEBUG_WAIT,
+    BATCH_HEARTBEAT, BATCH_LEASE,
 )  # fmt: skip
 
 

@@ -40,7 +40,8 @@ def test_profile_create_ls_use_show_rm(invoke, kinetic_env: Path) -> None:
     shown = _json(invoke("profile", "show", "--json"))
     assert shown == {
         "name": "prod", "active": True, "backend": "gke", "project": "p-prod",
-        "zone": None, "cluster": None, "namespace": None, "queues": None,
+        "zone": None, "cluster": None, "namespace": None, "queue": None, "priority": None,
+        "queues": None,
     }  # fmt: skip
     human = invoke("profile", "show", "dev")
     assert "Profile:   dev" in human.stdout
@@ -107,6 +108,45 @@ def test_config_show_says_where_each_setting_came_from(
             if line.strip()}  # fmt: skip
     assert rows["project"] == ["project", "p-dev", "profile", "profile", "'dev'", "KINETIC_PROJECT"]
     assert rows["cluster"] == ["cluster", "from-env", "env", "$KINETIC_CLUSTER", "KINETIC_CLUSTER"]
+
+
+def test_config_show_explains_the_queue_and_the_priority_class(
+    invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``queue`` from a profile (made with ``--queue``), ``priority`` from its variable."""
+    created = invoke("profile", "create", "team", "--queue", "team-a", "--priority", "low", "--use")
+    assert created.exit_code == 0, created.stderr
+    monkeypatch.setenv("KINETIC_PRIORITY", "high")
+    settings = _json(invoke("config", "show", "--json"))["settings"]
+    assert {key: settings["queue"][key] for key in ("value", "source", "origin", "env")} == {
+        "value": "team-a", "source": "profile", "origin": "team", "env": "KINETIC_QUEUE",
+    }  # fmt: skip
+    assert {key: settings["priority"][key] for key in ("value", "source", "origin")} == {
+        "value": "high", "source": "env", "origin": "KINETIC_PRIORITY",
+    }  # fmt: skip
+    monkeypatch.delenv("KINETIC_PRIORITY")
+    rows = {line.split()[0]: line.split() for line in invoke("config", "show").stdout.splitlines()
+            if line.strip()}  # fmt: skip
+    assert rows["priority"] == [
+        "priority",
+        "low",
+        "profile",
+        "profile",
+        "'team'",
+        "KINETIC_PRIORITY",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--queue", "Team A"), ("--priority", "-high")]
+)  # fmt: skip
+def test_a_profile_with_a_malformed_queue_or_class_is_refused(
+    invoke, option: str, value: str
+) -> None:
+    result = invoke("profile", "create", "bad", option, value)
+    assert result.exit_code == 2
+    assert repr(value) in result.stderr and option in result.stderr
+    assert invoke("profile", "ls", "--json").stdout.strip() == "[]"
 
 
 def test_config_show_lists_every_declared_variable_with_its_source(

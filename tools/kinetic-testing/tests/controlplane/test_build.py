@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from kinetic_testing.controlplane import build, versions
+from kinetic_testing.controlplane import build, kueue_build, versions
 from kinetic_testing.controlplane.build import BINARIES, BuildError, built, go_toolchain
-from kinetic_testing.controlplane.versions import Pins, bin_dir
+from kinetic_testing.controlplane.kueue_build import KUEUE_BINARY
+from kinetic_testing.controlplane.versions import Pins, bin_dir, kueue_dir
 
 
 def test_the_cache_is_keyed_by_the_pinned_versions(
@@ -26,14 +27,38 @@ def test_staging_modules_follow_the_kubernetes_version() -> None:
 
 def test_a_partial_build_is_not_built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(versions.CACHE_ENV, str(tmp_path))
-    directory = bin_dir()
+    directory, kueue = bin_dir(), kueue_dir()
     directory.mkdir(parents=True)
+    kueue.mkdir(parents=True)
+    (kueue / "VERSIONS").write_text("x")
+    (kueue / KUEUE_BINARY).write_bytes(b"")
     for name in BINARIES[:-1]:
         (directory / name).write_bytes(b"")
     (directory / "VERSIONS").write_text("x")
     assert built() is None, "one binary is missing"
     (directory / BINARIES[-1]).write_bytes(b"")
     assert built() is not None
+    (kueue / KUEUE_BINARY).unlink()
+    assert built() is None, "Kueue's controller is missing"
+
+
+def test_kueue_has_a_directory_of_its_own_so_adding_it_rebuilds_nothing_else() -> None:
+    assert Pins().key == Pins(kueue="v0.99.0").key
+    assert Pins().kueue_key != Pins(kueue="v0.99.0").kueue_key
+
+
+def test_the_patches_that_let_kueue_run_outside_a_container_apply_or_fail_loudly() -> None:
+    main = (
+        'import (\n\t"sigs.k8s.io/kueue/pkg/visibility"\n)\n'
+        '\t\tmetricsCertPath := "/etc/kueue/metrics/certs"\n'
+    )
+    patched = kueue_build._patched_main(main)
+    assert "kinetic.test/kueue-patched/visibility" in patched
+    assert 'os.Getenv("KUEUE_METRICS_CERT_DIR")' in patched
+    server = 'import (\n\t"context"\n)\nvar (\n\tcertDir = "/visibility"\n)\n'
+    assert 'os.Getenv("KUEUE_VISIBILITY_CERT_DIR")' in kueue_build._patched_visibility(server)
+    with pytest.raises(RuntimeError, match="needs updating for this version"):
+        kueue_build._patched_main(main.replace("/etc/kueue/metrics/certs", "/elsewhere"))
 
 
 def test_without_go_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,8 @@
 """The detached process that owns one local job: wait for a slot, run the runtime, record the exit.
 
+Jobs wait for a slot in line (``kinetic_runtime.local.slot_queue``): by ``priority`` (the value
+of the job's class, in ``launch.json``), then by ``submitted_ns``, when it was submitted.
+
 Run as ``python -m kinetic_runtime.local.supervisor JOB_DIR`` in its own session, so it outlives
 the submitting process and ``os.killpg`` on its pid stops the whole tree. Standard library only
 (the client's ``kinetic`` package is never loaded), so it starts fast. The job directory it
@@ -48,7 +51,6 @@ their failed peer will never join.
 """
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -71,6 +73,7 @@ from kinetic_runtime.local.gpus import (
     visible_gpus,
 )
 from kinetic_runtime.local.processes import die_with_parent, kill_group_members, wait_children
+from kinetic_runtime.local.slot_queue import acquire_slot, ticket_name
 from kinetic_runtime.local.state_file import (
     STATE_FILE,
     read_note,
@@ -80,7 +83,7 @@ from kinetic_runtime.local.state_file import (
     write_state,
     write_state_if_room,
 )
-from kinetic_runtime.private_files import make_private_dirs, open_private
+from kinetic_runtime.private_files import open_private
 
 __all__ = [
     "STATE_FILE",
@@ -137,38 +140,6 @@ def _describe_exit(code: int) -> str:
     name = signal.Signals(-code).name
     hint = " (out of memory?)" if -code == signal.SIGKILL else ""
     return f"killed by {name}{hint}"
-
-
-def _acquire_slot(slots_dir: Path, slots: int, job_dir: Path) -> int | None:
-    """Hold one of ``slots`` lock files; None if the job was cancelled while waiting.
-
-    Waiting jobs queue on one blocking lock, so only the head of the queue polls the slots
-    (briefly); the kernel wakes the next waiter when the head gets its slot.
-    """
-    make_private_dirs(slots_dir)
-    queue = open_private(slots_dir / "queue.lock", os.O_RDWR)
-    handles = [open_private(slots_dir / f"{i}.lock", os.O_RDWR) for i in range(slots)]
-    acquired: int | None = None
-    try:
-        fcntl.flock(queue, fcntl.LOCK_EX)
-        delay = 0.001
-        while acquired is None and not (job_dir / CANCEL_MARKER).exists():
-            for fd in handles:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    continue
-                acquired = fd
-                break
-            else:
-                time.sleep(delay)
-                delay = min(delay * 2, 0.01)
-    finally:
-        os.close(queue)
-        for fd in handles:
-            if fd != acquired:
-                os.close(fd)
-    return acquired
 
 
 def runtime_env(launch: dict[str, Any]) -> dict[str, str]:
@@ -429,7 +400,15 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
     if visible_gpus(launch["env"]):  # shared with other jobs and the submitter
         launch["env"] = {**ON_DEMAND_MEMORY, **launch["env"]}
     write_state_if_room(job_dir, phase="PENDING", supervisor_pid=os.getpid())
-    slot = _acquire_slot(Path(launch["slots_dir"]), int(launch["slots"]), job_dir)
+    ticket = ticket_name(
+        int(launch.get("priority") or 0),
+        int(launch.get("submitted_ns") or time.time_ns()),
+        launch["job_id"],
+    )
+    slot = acquire_slot(
+        Path(launch["slots_dir"]), int(launch["slots"]), ticket,
+        cancelled=(job_dir / CANCEL_MARKER).exists,
+    )  # fmt: skip
     if slot is None or (job_dir / CANCEL_MARKER).exists():
         return 0
     started_at = time.time()

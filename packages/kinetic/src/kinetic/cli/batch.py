@@ -19,6 +19,8 @@ from kinetic.cli.batch_views import (
     error_document,
     failures,
     logs,
+    place_document,
+    queued_table,
     timeline,
 )
 from kinetic.cli.context import CliContext, pass_cli
@@ -95,18 +97,25 @@ def list_(cli: CliContext, limit: int, as_json: bool) -> None:
 
 @batch.command()
 @click.argument("group_id")
+@click.option(
+    "--queued", "list_queued", is_flag=True,
+    help="Also list each input that waits in a queue, with its place.",
+)  # fmt: skip
 @JSON_OPTION
 @pass_cli
-def status(cli: CliContext, group_id: str, as_json: bool) -> None:
+def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> None:
     """Count the inputs of GROUP_ID by state.
 
     Exits 0 whatever the states are: the read worked. Inputs whose results were already
-    collected and cleaned up (``results(cleanup=True)``) are NOT_FOUND, counted apart.
+    collected and cleaned up (``results(cleanup=True)``) are NOT_FOUND, counted apart. Inputs
+    waiting in a queue are summed up in one line: how many, and the place of the first.
     """
     from kinetic.batch.progress import tally
+    from kinetic.batch.queued import queued_children
 
     handle = cli.attach_batch(group_id)
     counts, per_input, states = tally(handle)
+    queued = queued_children(states)
     cleaned = sum(1 for state in states.values() if cleaned_up(state))
     failures = handle.child_failures()
     causes = dict(collections.Counter(failure.cause.value for failure in failures.values()))
@@ -118,6 +127,7 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
                 "submission": handle.submission_status().state,
                 "counts": counts.as_dict() | {"cleaned_up": cleaned},
                 "causes": causes,
+                "queued": queued.as_dict() if queued else None,
                 "jobs": [
                     {
                         "index": i,
@@ -125,6 +135,7 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
                         "status": status,
                         "description": states[i].describe() if i in states else status,
                         "cause": failures[i].cause.value if i in failures else None,
+                        "queue_place": place_document(states.get(i)),
                     }
                     for (i, status), job in zip(per_input, jobs, strict=True)
                 ],
@@ -137,6 +148,8 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
     pairs["Submission"] = submission.describe(
         handle.group_id, counts.total - counts.unsubmitted, counts.total
     )
+    if queued is not None:
+        pairs["Queued"] = queued.describe()
     render.key_values(pairs)
     by_state = [
         ("SUCCEEDED", counts.succeeded),
@@ -155,6 +168,8 @@ def status(cli: CliContext, group_id: str, as_json: bool) -> None:
     )
     if causes:
         render.table(["CAUSE", "COUNT"], [[cause, str(n)] for cause, n in sorted(causes.items())])
+    if list_queued:
+        queued_table(handle, states)
 
 
 @batch.command()

@@ -1,6 +1,7 @@
 """``kinetic batch timeline``, ``logs`` and ``failures``: a batch as one picture, as one stream
 of output, and as the inputs that failed (registered on the ``kinetic batch`` group), with the
-pieces of a batch's JSON documents the other batch commands share."""
+pieces of a batch's documents the other batch commands share (its header, where its inputs
+wait in queues)."""
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ __all__ = [
     "error_document",
     "failures",
     "logs",
+    "place_document",
+    "queued_table",
     "timeline",
 ]
 
@@ -32,6 +35,31 @@ JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JS
 
 def batch_header(handle: "BatchHandle") -> dict[str, Any]:
     return {"group_id": handle.group_id, "name": handle.name, "tags": dict(handle.tags)}
+
+
+def place_document(state: "JobState | None") -> dict[str, Any] | None:
+    """Where a job waits in a queue, as data (``QueuePlace``'s fields); None if it does not."""
+    import msgspec
+
+    if state is None or state.queue is None:
+        return None
+    document: dict[str, Any] = msgspec.to_builtins(state.queue)
+    return document
+
+
+def queued_table(handle: "BatchHandle", states: "dict[int, JobState]") -> None:
+    """Each input that waits in a queue, the nearest the front first, with its place."""
+    from kinetic.batch.queued import queued_places
+
+    jobs = handle.jobs
+    render.table(
+        ["INPUT", "JOB ID", "PLACE"],
+        [
+            [str(i), job.job_id if (job := jobs[i]) else "", place.describe()]
+            for i, place in queued_places(states)
+        ],
+        empty="No input waits in a queue.",
+    )
 
 
 def cleaned_up(state: "JobState") -> bool:

@@ -13,6 +13,7 @@ from kinetic.cli import render
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import ConfigProblem
 from kinetic.config import Setting
+from kinetic_protocol import ConfigError
 
 if TYPE_CHECKING:
     from kinetic.config import Profile
@@ -21,7 +22,7 @@ __all__ = ["config", "profile"]
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-_FIELDS = ("backend", "project", "zone", "cluster", "namespace", "queues")
+_FIELDS = ("backend", "project", "zone", "cluster", "namespace", "queue", "priority", "queues")
 
 
 @click.group()
@@ -106,6 +107,19 @@ def _check_name(name: str) -> str:
     return name
 
 
+def _check_queueing(queue: str | None, priority: str | None) -> None:
+    from kinetic_protocol.queueing import check_priority_name, check_queue_name
+
+    for option, value, check in (
+        ("--queue", queue, check_queue_name), ("--priority", priority, check_priority_name)
+    ):  # fmt: skip
+        if value is not None:
+            try:
+                check(value)
+            except ConfigError as exc:
+                raise click.BadParameter(str(exc), param_hint=option) from None
+
+
 def _unknown(name: str, known: dict[str, "Profile"]) -> ConfigProblem:
     names = ", ".join(sorted(known)) or "none"
     return ConfigProblem(
@@ -131,6 +145,8 @@ def _active_name(file_active: str | None) -> str | None:
 @click.option("--cluster", help="GKE cluster name.")
 @click.option("--namespace", help="Kubernetes namespace.")
 @click.option("--backend", help="Backend name (local, gke, pathways).")
+@click.option("--queue", help="Queue jobs are admitted through (default: the backend's).")
+@click.option("--priority", help="Priority class of jobs (low, normal, high, ...).")
 @click.option("--queues", help="Queues `kinetic up` makes on a cluster with Kueue: NAME=SHARE,...")
 @click.option("--use", "activate", is_flag=True, help="Also make it the active profile.")
 @click.option("--force", is_flag=True, help="Replace a profile of the same name.")
@@ -142,6 +158,8 @@ def create(
     cluster: str | None,
     namespace: str | None,
     backend: str | None,
+    queue: str | None,
+    priority: str | None,
     queues: str | None,
     activate: bool,
     force: bool,
@@ -151,6 +169,7 @@ def create(
     from kinetic.config import Profile, load_profiles, profiles_path, save_profiles
 
     _check_name(name)
+    _check_queueing(queue, priority)
     if backend is not None and backend not in available_backends():
         raise ConfigProblem(
             f"Unknown backend {backend!r}. Available: {', '.join(sorted(available_backends()))}."
@@ -163,7 +182,7 @@ def create(
         )
     profiles.profiles[name] = Profile(
         project=project, zone=zone, cluster=cluster, namespace=namespace, backend=backend,
-        queues=queues,
+        queue=queue, priority=priority, queues=queues,
     )  # fmt: skip
     if activate:
         profiles.active = name

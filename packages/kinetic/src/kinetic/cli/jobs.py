@@ -46,11 +46,13 @@ def jobs() -> None:
 def _job_document(
     job: "JobHandle", state: "JobState | None", failure: "AttemptFailure | None" = None
 ) -> dict[str, Any]:
-    """The handle's fields, its state (``preemptions``: runs started again after a
-    preemption), and (once it ended without a value) its ``failure``:
-    ``{"cause", "reason", "attempt", "phase", "exit_code"}``."""
+    """The handle's fields (``queue`` and ``priority`` among them), its state
+    (``preemptions``: runs started again after a preemption; ``queue_place``: where it waits
+    in its queue, ``QueuePlace``'s fields), and (once it ended without a value) its
+    ``failure``: ``{"cause", "reason", "attempt", "phase", "exit_code"}``."""
     document = job.to_dict()
     if state is not None:
+        from kinetic.cli.batch_views import place_document
         from kinetic.failure import failure_document
 
         document.update(
@@ -59,6 +61,7 @@ def _job_document(
             exit_code=state.exit_code,
             description=state.describe(),
             preemptions=state.preemptions,
+            queue_place=place_document(state),
             failure=failure_document(failure),
         )
     return document
@@ -129,6 +132,10 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
     }
     if job.group_id:
         pairs["Batch"] = f"{job.group_id} (input {job.group_index})"
+    if job.queue or job.priority:
+        from kinetic.display import queue_text
+
+        pairs["Queue"] = queue_text(job)
     if state.preemptions:
         pairs["Preempted"] = f"{state.preemptions} time(s), run again each time"
     if failure is not None:

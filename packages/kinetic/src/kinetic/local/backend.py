@@ -26,6 +26,7 @@ from kinetic.local import settings
 from kinetic.local.environment import host_environment, runtime_path
 from kinetic.local.host_logs import HostLog
 from kinetic.local.launcher_client import launcher_enabled, request_start
+from kinetic.local.queueing import SlotLine, check_priority, prepared_queue, priority_value
 from kinetic.local.volumes import check_volumes
 from kinetic_protocol import (
     NO_ENV,
@@ -70,7 +71,7 @@ from kinetic_runtime.private_files import (
 from kinetic_runtime.settings import SIGNING_KEYS, TERMINATION_LOG
 from kinetic_runtime.stores import default_local_store_uri, open_store
 
-__all__ = ["LocalBackend", "local_slots"]
+__all__ = ["LocalBackend"]
 
 _TERMINATE_GRACE = 3.0
 _WITHDRAW_TIMEOUT = 30.0
@@ -145,32 +146,9 @@ def _cause(state: dict[str, object]) -> FailureCause:
 _CAUSES = frozenset(cause.value for cause in FailureCause)
 
 
-def _disk_full_retries() -> int:
-    raw = settings.DISK_FULL_RETRIES.value() or "0"
-    count = layout.ascii_count(raw)
-    if count is None:
-        raise ConfigError(
-            f"{settings.DISK_FULL_RETRIES.env} must be a count (0 or more), got {raw!r}."
-        )
-    return count
-
-
-def local_slots() -> int:
-    """How many local jobs run at once: ``KINETIC_LOCAL_SLOTS``, else the CPU count."""
-    raw = settings.SLOTS.from_env()
-    if raw is None:
-        return os.cpu_count() or 1
-    try:
-        slots = int(raw)
-    except ValueError:
-        slots = 0
-    if slots < 1:
-        raise ConfigError(f"KINETIC_LOCAL_SLOTS must be a positive integer, got {raw!r}.")
-    return slots
-
-
 class LocalBackend:
-    """Runs jobs as detached local processes, at most ``local_slots()`` at a time."""
+    """Runs jobs as detached local processes, at most ``local_slots()`` at a time (those
+    waiting start by priority, then in the order they were submitted)."""
 
     name = "local"
     declared_settings = settings.SETTINGS
@@ -216,7 +194,9 @@ class LocalBackend:
 
     def prepare(self, request: PrepareRequest) -> Preparation:
         """With ``isolate=True``, run in a cached venv of the project's requirements; with
-        volumes, check that jobs can have them (a private mount namespace) here."""
+        volumes, check that jobs can have them (a private mount namespace) here; a priority
+        class must be one of the defaults (``kinetic.local.queueing``)."""
+        check_priority(request)
         python = self._python
         data: dict[str, str] = {}
         if request.isolate:
@@ -228,7 +208,7 @@ class LocalBackend:
             data[PYTHON_KEY] = python
         if request.volumes:
             check_volumes(request.volumes, python, self.store_uri)
-        return Preparation(backend_data=data)
+        return Preparation(backend_data=data, queue=prepared_queue(request))
 
     def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
         """Publish the job directory whole, then start its supervisor; raising means nothing
@@ -275,11 +255,13 @@ class LocalBackend:
             "runtime_args": runtime_args(record),
             "python": python,
             "slots_dir": str(self._root / "slots"),
-            "slots": local_slots(),
+            "slots": settings.local_slots(),
             "hosts": parse_accelerator(record.accelerator).hosts,
             "timeout": record.timeout,
             "preemption_retries": record.preemption_retries,
-            "disk_full_retries": _disk_full_retries(),
+            "disk_full_retries": settings.disk_full_retries(),
+            "priority": priority_value(record.priority),
+            "submitted_ns": time.time_ns(),
             "submitter": process_identity(os.getpid()),
             "env": inherited,
         }
@@ -424,7 +406,8 @@ class LocalBackend:
         return state
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
-        return {r.job_id: self._state(r.job_id, r.store_uri) for r in records}
+        line = SlotLine(self._root / "slots")
+        return {r.job_id: line.placed(r, self._state(r.job_id, r.store_uri)) for r in records}
 
     def _host_count(self, record: JobRecord) -> int:
         """How many hosts the job was started with; its accelerator's before it was."""

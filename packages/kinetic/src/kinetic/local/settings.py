@@ -1,8 +1,12 @@
-"""The local backend's settings, declared once (see :mod:`kinetic_protocol.settings`)."""
+"""The local backend's settings, declared once (see :mod:`kinetic_protocol.settings`), and
+read as the values they stand for."""
 
+import os
+
+from kinetic_protocol import ConfigError, layout
 from kinetic_protocol.settings import SettingSpec
 
-__all__ = ["DISK_FULL_RETRIES", "LAUNCHER", "SETTINGS", "SLOTS"]
+__all__ = ["DISK_FULL_RETRIES", "LAUNCHER", "SETTINGS", "SLOTS", "disk_full_retries", "local_slots"]
 
 _OWNER = "kinetic (local backend)"
 
@@ -24,3 +28,26 @@ DISK_FULL_RETRIES = SettingSpec(
 )  # fmt: skip
 
 SETTINGS = (SLOTS, LAUNCHER, DISK_FULL_RETRIES)
+
+
+def disk_full_retries() -> int:
+    """How often a job a full disk stopped is run again (``KINETIC_LOCAL_DISK_FULL_RETRIES``)."""
+    raw = DISK_FULL_RETRIES.value() or "0"
+    count = layout.ascii_count(raw)
+    if count is None:
+        raise ConfigError(f"{DISK_FULL_RETRIES.env} must be a count (0 or more), got {raw!r}.")
+    return count
+
+
+def local_slots() -> int:
+    """How many local jobs run at once: ``KINETIC_LOCAL_SLOTS``, else the CPU count."""
+    raw = SLOTS.from_env()
+    if raw is None:
+        return os.cpu_count() or 1
+    try:
+        slots = int(raw)
+    except ValueError:
+        slots = 0
+    if slots < 1:
+        raise ConfigError(f"KINETIC_LOCAL_SLOTS must be a positive integer, got {raw!r}.")
+    return slots

@@ -18,7 +18,9 @@ from kinetic_protocol import ConfigError, JobRecord
 __all__ = ["JobContext", "record_from_context"]
 
 _REQUIRED = ("job_id", "project", "cluster_name", "zone", "bucket_name", "image_uri", "accelerator")
-_OPTIONAL = ("group_id", "group_kind", "group_index", "debug", "spot", "output_dir")
+_OPTIONAL = (
+    "group_id", "group_kind", "group_index", "debug", "spot", "output_dir", "queue", "priority",
+)  # fmt: skip
 
 
 class JobContext(Protocol):
@@ -26,7 +28,7 @@ class JobContext(Protocol):
     ``zone``, ``bucket_name``, ``image_uri`` and ``accelerator`` (a name, or an object with a
     ``name``). Optional: ``func_name`` (else the name of ``func``), ``display_name``,
     ``created_at``, ``group_id``/``group_kind``/``group_index``, ``debug``, ``spot``,
-    ``output_dir``."""
+    ``output_dir``, ``queue``, ``priority``."""
 
     job_id: str
     project: str

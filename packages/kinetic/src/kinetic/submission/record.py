@@ -54,6 +54,8 @@ def job_record(
         output_dir=options.output_dir or "",
         timeout=options.timeout,
         preemption_retries=options.preemption_retries,
+        queue=target.queue,
+        priority=target.priority,
     )
 
 

@@ -27,6 +27,7 @@ from kinetic.data import Data
 from kinetic.options import RunOptions
 from kinetic.packaging import CodeBundle, build_bundle
 from kinetic.submission.debugging import debug_options
+from kinetic.submission.queueing import queueing_names
 from kinetic_protocol import Backend, ConfigError, DebugOptions, ObjectStore, PrepareRequest
 
 __all__ = ["Target", "resolve_target"]
@@ -46,6 +47,11 @@ class Target:
     backend_data: dict[str, str] = field(default_factory=dict)
     debug: DebugOptions | None = None
     """The debug server's options of a ``debug=True`` call; None otherwise."""
+    queue: str = ""
+    """``JobRecord.queue``: the queue the backend will admit the jobs through, else the one
+    asked for, else empty."""
+    priority: str = ""
+    """``JobRecord.priority``: the priority class asked for; empty for none."""
 
     @property
     def backend_name(self) -> str:
@@ -125,7 +131,9 @@ def resolve_target(
     settings = resolve_settings(
         backend=options.backend, project=options.project, zone=options.zone,
         cluster=options.cluster, namespace=options.namespace, accelerator=options.accelerator,
+        queue=options.queue, priority=options.priority,
     )  # fmt: skip
+    queue, priority = queueing_names(settings)
     name = settings.backend_name
     backend = get_backend(name, settings.backend_settings())
     capabilities = backend.capabilities
@@ -159,11 +167,11 @@ def resolve_target(
             base_image_repo=options.base_image_repo,
             runtime_extras=("hf",) if any(item.is_hf for item in every) else (),
             volumes=tuple(path for path, _ in options.volumes),
-            fuse=any(item.fuse for item in every),
+            fuse=any(item.fuse for item in every), queue=queue, priority=priority,
         )
     )  # fmt: skip
     return Target(
         options, settings, backend, store, bundle, image_uri=preparation.image,
         requirements=preparation.requirements, backend_data=preparation.backend_data,
-        debug=debug,
+        debug=debug, queue=preparation.queue or queue or "", priority=priority or "",
     )  # fmt: skip

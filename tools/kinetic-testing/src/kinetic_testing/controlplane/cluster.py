@@ -1,4 +1,5 @@
-"""Start and stop a real control plane: etcd, kube-apiserver, kube-controller-manager, LWS.
+"""Start and stop a real control plane: etcd, kube-apiserver, kube-controller-manager, LWS and
+Kueue.
 
 There is no kubelet and no scheduler: `kinetic_testing.nodeagent` plays both. Everything
 listens on 127.0.0.1 only, on free ports, with a throwaway PKI and etcd data directory under
@@ -29,6 +30,7 @@ from typing import Any, Self
 import urllib3
 
 from .build import Built
+from .kueue_start import front_proxy_flags, install_kueue_crds, start_kueue
 from .pki import Pki, issue_serving_cert, make_pki
 
 __all__ = ["CONTEXT", "ApiError", "ControlPlane", "ControlPlaneError"]
@@ -71,13 +73,17 @@ class ApiError(Exception):
 class ControlPlane:
     """A running control plane for one test session. Use as a context manager.
 
-    ``lws=False`` leaves LeaderWorkerSet out (no CRD, no controller), as on a new GKE cluster.
+    ``lws=False`` leaves LeaderWorkerSet out (no CRD, no controller), as on a new GKE cluster;
+    ``kueue=False`` leaves Kueue out, as on a cluster where nobody installed it.
     """
 
-    def __init__(self, binaries: Built, run_dir: Path, *, lws: bool = True) -> None:
+    def __init__(
+        self, binaries: Built, run_dir: Path, *, lws: bool = True, kueue: bool = True
+    ) -> None:
         self.binaries = binaries
         self.run_dir = run_dir
         self.lws = lws
+        self.kueue = kueue
         self.kubeconfig = run_dir / "admin.kubeconfig"
         self.context = CONTEXT
         self.logs: dict[str, Path] = {}
@@ -117,11 +123,7 @@ class ControlPlane:
         """A new namespace whose `default` ServiceAccount exists, so pods can be admitted."""
         name = f"{_dns_label(prefix)[:40]}-{uuid.uuid4().hex[:6]}"
         self.request("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
-        self._wait(
-            f"ServiceAccount default in {name}",
-            30.0,
-            lambda: self._exists(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
-        )
+        self.wait_until_served(f"/api/v1/namespaces/{name}/serviceaccounts/default")
         return name
 
     def delete_namespace(self, name: str) -> None:
@@ -164,6 +166,23 @@ class ControlPlane:
                    "spec": {"expirationSeconds": 3600}}  # fmt: skip
         issued = self.request("POST", f"{accounts}/{name}/token", request)
         return str(issued["status"]["token"])
+
+    def post_or_get(self, path: str, body: Any, *, content_type: str = "") -> Any:
+        """Create an object; one that exists already is read back instead."""
+        try:
+            return self.request("POST", path, body, content_type=content_type)
+        except ApiError as error:
+            if error.code != 409:
+                raise
+        if isinstance(body, bytes):
+            import yaml  # type: ignore[import-untyped]  # a dependency of the kubernetes client
+
+            body = yaml.safe_load(body)
+        return self.request("GET", f"{path}/{body['metadata']['name']}")
+
+    def wait_until_served(self, path: str, timeout: float = 30.0) -> None:
+        """Until ``path`` answers a GET (a new CRD's resource list, say)."""
+        self.wait(f"{path} to be served", lambda: self._exists(path), timeout=timeout)
 
     def log_tails(self, lines: int = _LOG_TAIL_LINES) -> str:
         """The last lines of every component's log, for a failing test's report."""
@@ -223,22 +242,29 @@ class ControlPlane:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(exist_ok=True)
         self._pki = make_pki(self.run_dir / "pki")
-        ports = _free_ports(6)
+        ports = _free_ports(9)
         self.api_port = ports[0]
-        etcd_port, etcd_peer, kcm_port, webhook_port, probe_port = ports[1:]
+        etcd_port, etcd_peer, kcm_port, webhook_port, probe_port = ports[1:6]
         self._write_kubeconfig()
         with self._timed("etcd"):
             self._start_etcd(etcd_port, etcd_peer)
         with self._timed("kube-apiserver"):
             self._start_apiserver(etcd_port)
+        # CRDs before KCM, so its garbage collector sees the kinds.
         if self.lws:
             with self._timed("lws-crd"):
-                self._install_lws_crd()  # before KCM, so its garbage collector sees the kind
+                self._install_lws_crd()
+        if self.kueue:
+            with self._timed("kueue-crds"):
+                install_kueue_crds(self)
         with self._timed("kube-controller-manager"):
             self._start_controller_manager(kcm_port)
         if self.lws:
             with self._timed("lws-controller"):
                 self._start_lws(webhook_port, probe_port)
+        if self.kueue:
+            with self._timed("kueue-controller"):
+                start_kueue(self, *ports[6:])
         self.startup_seconds["total"] = time.monotonic() - started
 
     def stop(self) -> None:
@@ -262,7 +288,7 @@ class ControlPlane:
 
     def _start_etcd(self, port: int, peer: int) -> None:
         client, peer_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{peer}"
-        self._spawn(
+        self.spawn(
             "etcd",
             [
                 str(self.binaries.binary("etcd")),
@@ -278,11 +304,11 @@ class ControlPlane:
                 "--log-level=warn",
             ],
         )
-        self._wait_http("etcd", f"{client}/health", lambda body: b'"health":"true"' in body)
+        self.wait_http("etcd", f"{client}/health", lambda body: b'"health":"true"' in body)
 
     def _start_apiserver(self, etcd_port: int) -> None:
         pki = self.pki
-        self._spawn(
+        self.spawn(
             "kube-apiserver",
             [
                 str(self.binaries.binary("kube-apiserver")),
@@ -300,9 +326,10 @@ class ControlPlane:
                 "--service-cluster-ip-range=10.0.0.0/24",
                 "--allow-privileged=true",
                 f"--cert-dir={self.run_dir / 'apiserver-certs'}",
+                *(front_proxy_flags(self.run_dir) if self.kueue else []),
             ],
         )
-        self._wait_http("kube-apiserver", f"{self.server}/readyz", lambda body: body == b"ok")
+        self.wait_http("kube-apiserver", f"{self.server}/readyz", lambda body: body == b"ok")
 
     def _install_lws_crd(self) -> None:
         crd = self.binaries.lws_crd.read_bytes()
@@ -316,15 +343,11 @@ class ControlPlane:
         except ApiError as error:
             if error.code != 409:
                 raise
-        self._wait(
-            "the LeaderWorkerSet CRD to be served",
-            30.0,
-            lambda: self._exists("/apis/leaderworkerset.x-k8s.io/v1/leaderworkersets"),
-        )
+        self.wait_until_served("/apis/leaderworkerset.x-k8s.io/v1/leaderworkersets")
 
     def _start_controller_manager(self, port: int) -> None:
         pki, kubeconfig = self.pki, str(self.kubeconfig)
-        self._spawn(
+        self.spawn(
             "kube-controller-manager",
             [
                 str(self.binaries.binary("kube-controller-manager")),
@@ -346,9 +369,8 @@ class ControlPlane:
             ],
         )
         # /healthz answers before the controllers run; the default ServiceAccount proves they do.
-        self._wait(
+        self.wait(
             "kube-controller-manager's controllers",
-            _READY_TIMEOUT_S,
             lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
             component="kube-controller-manager",
         )
@@ -371,7 +393,7 @@ class ControlPlane:
                 }
             )
         )
-        self._spawn(
+        self.spawn(
             "lws-controller",
             [
                 str(self.binaries.binary("lws-controller")),
@@ -379,7 +401,7 @@ class ControlPlane:
                 f"--config={config}",
             ],
         )
-        self._wait_http(
+        self.wait_http(
             "lws-controller",
             f"http://127.0.0.1:{probe_port}/readyz",
             lambda body: body.startswith(b"ok"),
@@ -467,7 +489,8 @@ class ControlPlane:
             )
         )
 
-    def _spawn(self, name: str, argv: list[str]) -> None:
+    def spawn(self, name: str, argv: list[str], *, env: dict[str, str] | None = None) -> None:
+        """Start a component of the plane (it dies with this process)."""
         log = self.run_dir / "logs" / f"{name}.log"
         self.logs[name] = log
         with log.open("ab") as sink:
@@ -477,7 +500,7 @@ class ControlPlane:
                 stdout=sink,
                 stderr=subprocess.STDOUT,
                 cwd=self.run_dir,
-                env={"GOGC": GO_GC_PERCENT, **os.environ},
+                env={"GOGC": GO_GC_PERCENT, **os.environ, **(env or {})},
                 preexec_fn=_die_with_parent,  # noqa: PLW1509
             )
 
@@ -499,7 +522,7 @@ class ControlPlane:
             raise
         return True
 
-    def _wait_http(self, component: str, url: str, healthy: Callable[[bytes], bool]) -> None:
+    def wait_http(self, component: str, url: str, healthy: Callable[[bytes], bool]) -> None:
         context = self.admin_ssl_context() if url.startswith("https") else None
 
         def probe() -> bool:
@@ -509,11 +532,18 @@ class ControlPlane:
             except (OSError, urllib.error.URLError):
                 return False
 
-        self._wait(f"{component} to be ready", _READY_TIMEOUT_S, probe, component=component)
+        self.wait(f"{component} to be ready", probe, component=component)
 
-    def _wait(
-        self, what: str, timeout: float, ready: Callable[[], bool], *, component: str = ""
+    def wait(
+        self,
+        what: str,
+        ready: Callable[[], bool],
+        *,
+        timeout: float = _READY_TIMEOUT_S,
+        component: str = "",
     ) -> None:
+        """Poll ``ready`` until it holds; a ControlPlaneError with the logs' tails if
+        ``component`` exits first or ``timeout`` passes."""
         deadline = time.monotonic() + timeout
         delay = 0.02
         while not ready():

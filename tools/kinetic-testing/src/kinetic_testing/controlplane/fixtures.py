@@ -16,6 +16,7 @@ import pytest
 
 from .build import BuildError, Built, built, ensure_built, go_toolchain
 from .cluster import ControlPlane
+from .queues import make_namespace_queue, make_session_queues
 
 if TYPE_CHECKING:
     from kinetic_testing.nodeagent import NodeAgent
@@ -99,19 +100,24 @@ def k8s_binaries(pytestconfig: pytest.Config) -> Built:
 def real_k8s(
     k8s_binaries: Built, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ControlPlane]:
-    """etcd, kube-apiserver, kube-controller-manager and the LWS controller for the session.
+    """etcd, kube-apiserver, kube-controller-manager and the LWS and Kueue controllers for the
+    session, with the queues ``kinetic up`` would make (see ``queues``).
 
     The binaries were built at collection time (see the plugin), outside any test's timeout.
     """
     run_dir = Path(tmp_path_factory.mktemp("k8s-control-plane"))
     with ControlPlane(k8s_binaries, run_dir) as plane:
+        make_session_queues(plane)
         yield plane
 
 
 @pytest.fixture
 def k8s_namespace(real_k8s: ControlPlane, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A namespace of this test's own; deleted afterwards without waiting for it to go."""
+    """A namespace of this test's own, with its default LocalQueue; deleted afterwards without
+    waiting for it to go."""
     name = real_k8s.create_namespace(request.node.name)
+    if real_k8s.kueue:
+        make_namespace_queue(real_k8s, name)
     request.node.stash[NAMESPACE] = (real_k8s, name)
     yield name
     real_k8s.delete_namespace(name)

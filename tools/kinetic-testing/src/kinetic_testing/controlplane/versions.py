@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PINS", "Pins", "cache_root", "bin_dir"]
+__all__ = ["PINS", "Pins", "cache_root", "bin_dir", "kueue_dir"]
 
 CACHE_ENV = "KINETIC_K8S_CACHE"
 
@@ -20,6 +20,9 @@ class Pins:
     kubernetes: str = "v1.36.3"
     etcd: str = "v3.6.8"
     lws: str = "v0.8.0"
+    kueue: str = "v0.17.0"
+    """Built into a directory of its own (:func:`kueue_dir`): adding or bumping it leaves the
+    rest of the plane's build in place."""
 
     @property
     def staging(self) -> str:
@@ -38,6 +41,12 @@ class Pins:
     def describe(self) -> str:
         return f"kubernetes {self.kubernetes}, etcd {self.etcd}, lws {self.lws}"
 
+    @property
+    def kueue_key(self) -> str:
+        # The build patches two of Kueue's files (kueue_build.py): its revision is in the key.
+        text = f"kueue={self.kueue} patch=1"
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
 
 PINS = Pins()
 
@@ -54,3 +63,8 @@ def cache_root() -> Path:
 def bin_dir(pins: Pins = PINS) -> Path:
     """Where the binaries of one set of pins live: keyed by the pins, so bumps never mix."""
     return cache_root() / f"bin-{pins.key}"
+
+
+def kueue_dir(pins: Pins = PINS) -> Path:
+    """Where the Kueue controller of one set of pins, its CRDs and webhooks live."""
+    return cache_root() / f"kueue-{pins.kueue_key}"

@@ -1,0 +1,304 @@
+"""Kueue as one backend sees it: whether the cluster has it, the checks of ``queue=`` and
+``priority=`` before anything is uploaded, and where queued workloads stand.
+
+A status poll reads Kueue only for workloads that wait (suspended): one listing of their
+Workloads, and per queue they wait in, its LocalQueue, its ClusterQueue and Kueue's visibility
+API (pending workloads in order). A reader without the right to see cluster-scoped objects
+still gets the queue and Kueue's own message, without the position or the quota.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+from typing import Any
+
+from kinetic_gke.k8s import ClusterConnection, KubeApiError, NotFound, Obj
+from kinetic_gke.k8s.kueue_api import GROUP, VERSION, served_version
+from kinetic_protocol import ConfigError
+from kinetic_protocol.queueing import DEFAULT_QUEUE, QueuePlace
+
+__all__ = ["KueueView", "Queued"]
+
+_VISIBILITY = f"/apis/visibility.{GROUP}/{VERSION}"
+_NAMESPACED = f"/apis/{GROUP}/{VERSION}/namespaces/{{ns}}/{{plural}}"
+_CLUSTER = f"/apis/{GROUP}/{VERSION}/{{plural}}"
+_MAX_UIDS_IN_SELECTOR = 50
+
+
+class Queued:
+    """What Kueue says of one workload: where it waits, and how often it was preempted."""
+
+    def __init__(
+        self, workload: str, place: QueuePlace | None, preemptions: int, evicted: str
+    ) -> None:
+        self.workload = workload
+        """The Workload's name."""
+        self.place = place
+        self.preemptions = preemptions
+        """Times Kueue evicted it for another workload (it re-queues it each time)."""
+        self.evicted = evicted
+        """Kueue's message of its latest eviction, while it is not admitted again."""
+
+
+class KueueView:
+    """Made for one connection, which it reaches only when first asked something."""
+
+    def __init__(self, connect: Callable[[], ClusterConnection]) -> None:
+        self._connect = connect
+        self._served: bool | None = None
+
+    @property
+    def _connection(self) -> ClusterConnection:
+        return self._connect()
+
+    @property
+    def served(self) -> bool:
+        """Whether the cluster serves Kueue's API (read once)."""
+        if self._served is None:
+            self._served = served_version(self._connection) is not None
+        return self._served
+
+    # -- before a submission ---------------------------------------------------------------
+
+    def resolve(self, queue: str | None, priority: str | None, cluster: str) -> str:
+        """The LocalQueue jobs go to (``""`` on a cluster without Kueue); a ConfigError for a
+        queue or priority class the cluster does not have, naming those it has."""
+        if not self.served:
+            if queue or priority:
+                asked = ", ".join(
+                    f"{name}={value!r}"
+                    for name, value in (("queue", queue), ("priority", priority))
+                    if value
+                )
+                raise ConfigError(
+                    f"{asked} needs Kueue, and cluster {cluster!r} does not serve it, so its "
+                    "jobs run unqueued. Run `kinetic up` to install Kueue and its queues, or "
+                    "leave queue/priority unset (and KINETIC_QUEUE/KINETIC_PRIORITY)."
+                )
+            return ""
+        name = queue or DEFAULT_QUEUE
+        namespace = self._connection.namespace
+        queues = self._names(_NAMESPACED.format(ns=namespace, plural="localqueues"))
+        if name not in queues:
+            have = ", ".join(sorted(queues)) or "none"
+            raise ConfigError(
+                f"Queue {name!r} does not exist in namespace {namespace!r} of cluster "
+                f"{cluster!r} (queues there: {have}). Run `kinetic up` to make the queues your "
+                "profile declares (the default one is 'kinetic'), or pass one of those."
+            )
+        if priority:
+            classes = self._names(_CLUSTER.format(plural="workloadpriorityclasses"))
+            if priority not in classes:
+                have = ", ".join(sorted(classes)) or "none"
+                raise ConfigError(
+                    f"Priority class {priority!r} does not exist on cluster {cluster!r} "
+                    f"(classes there: {have}). Run `kinetic up` to make Kinetic's (low, normal, "
+                    "high), or pass one of those."
+                )
+        return name
+
+    def _names(self, path: str) -> set[str]:
+        listing = self._get(f"listing {path.rsplit('/', 1)[-1]}", path) or {}
+        return {item["metadata"]["name"] for item in listing.get("items") or []}
+
+    # -- while a poll reads waiting workloads -----------------------------------------------
+
+    def queued(self, owners: Iterable[Obj], kind: str) -> dict[str, Queued]:
+        """What Kueue says of each of ``owners`` (objects of ``kind``: Jobs, JobSets,
+        LeaderWorkerSets), by uid."""
+        listed = list(owners)
+        if not listed:
+            return {}
+        workloads = self._workloads(listed, kind)
+        places = self._places([w for w in workloads.values() if not _condition(w, "QuotaReserved")])
+        return {
+            uid: Queued(
+                workload["metadata"]["name"],
+                places.get(workload["metadata"]["name"]),
+                _preemptions(workload),
+                _eviction(workload),
+            )
+            for uid, workload in workloads.items()
+        }
+
+    def deactivate(self, workload: str) -> None:
+        """Keep Kueue from admitting ``workload`` again (``spec.active: false``)."""
+        from kinetic_gke.k8s.kueue_api import GROUP as group
+
+        custom = self._connection.custom
+        self._connection.send(
+            f"deactivating Kueue workload {workload}",
+            custom.patch_namespaced_custom_object,
+            group, VERSION, self._connection.namespace, "workloads", workload,
+            {"spec": {"active": False}},
+        )  # fmt: skip
+
+    def _workloads(self, owners: list[Obj], kind: str) -> dict[str, Obj]:
+        """The Workload of each owner, by the owner's uid (one listing). Kueue labels a Job's
+        Workload with the Job's uid, so a few Jobs' are listed by that label."""
+        uids = {owner["metadata"]["uid"] for owner in owners}
+        path = _NAMESPACED.format(ns=self._connection.namespace, plural="workloads")
+        if kind == "Job" and len(uids) <= _MAX_UIDS_IN_SELECTOR:
+            path += f"?labelSelector={GROUP}/job-uid+in+({','.join(sorted(uids))})"
+        listing = self._get("listing Kueue workloads", path) or {}
+        found: dict[str, Obj] = {}
+        for workload in listing.get("items") or []:
+            for owner in workload["metadata"].get("ownerReferences") or []:
+                if owner.get("uid") in uids:
+                    found[owner["uid"]] = workload
+        return found
+
+    def _places(self, waiting: list[Obj]) -> dict[str, QueuePlace]:
+        places: dict[str, QueuePlace] = {}
+        by_queue: dict[str, list[Obj]] = {}
+        for workload in waiting:
+            by_queue.setdefault(workload["spec"].get("queueName", ""), []).append(workload)
+        for queue, workloads in by_queue.items():
+            local = self._local_queue(queue)
+            cluster_queue = str((local or {}).get("spec", {}).get("clusterQueue") or "")
+            cq = self._cluster_queue(cluster_queue) if cluster_queue else None
+            positions = self._positions(queue)
+            waiting_count = (cq or {}).get("status", {}).get("pendingWorkloads")
+            for workload in workloads:
+                requested = _requested(workload)
+                position = positions.get(workload["metadata"]["name"])
+                places[workload["metadata"]["name"]] = QueuePlace(
+                    queue=queue,
+                    cluster_queue=cluster_queue,
+                    position=None if position is None else position + 1,
+                    waiting=None if waiting_count is None else int(waiting_count),
+                    priority=_priority_class(workload),
+                    requested=requested,
+                    quota=_quota(cq, requested) if cq else {},
+                    in_use=_in_use(cq, requested) if cq else {},
+                    reason=_pending_message(workload),
+                )
+        return places
+
+    def _local_queue(self, name: str) -> Obj | None:
+        path = _NAMESPACED.format(ns=self._connection.namespace, plural="localqueues")
+        return self._get_quietly(f"reading LocalQueue {name}", f"{path}/{name}")
+
+    def _cluster_queue(self, name: str) -> Obj | None:
+        path = _CLUSTER.format(plural="clusterqueues")
+        return self._get_quietly(f"reading ClusterQueue {name}", f"{path}/{name}")
+
+    def _positions(self, queue: str) -> dict[str, int]:
+        """0-based place in the cluster queue of each workload waiting in ``queue``."""
+        path = (
+            f"{_VISIBILITY}/namespaces/{self._connection.namespace}/localqueues/{queue}"
+            "/pendingworkloads"
+        )
+        answer = self._get_quietly(f"reading the pending workloads of queue {queue}", path)
+        return {
+            item["metadata"]["name"]: int(item.get("positionInClusterQueue", 0))
+            for item in (answer or {}).get("items") or []
+        }
+
+    def _get_quietly(self, doing: str, path: str) -> Obj | None:
+        """A read whose absence (not found, not allowed, not served) leaves a detail out."""
+        try:
+            return self._get(doing, path)
+        except KubeApiError:
+            return None
+
+    def _get(self, doing: str, path: str) -> Obj | None:
+        api = self._connection.api_client
+
+        def fetch() -> Any:
+            method, url, headers, _, _ = api.param_serialize(
+                "GET", path, header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+            )  # fmt: skip
+            response = api.call_api(method, url, header_params=headers)
+            response.read()
+            return api.response_deserialize(response, {"200": "object"}).data
+
+        try:
+            answer = self._connection.call(doing, fetch)
+        except NotFound:
+            return None
+        return dict(answer) if isinstance(answer, dict) else None
+
+
+def _condition(obj: Obj, kind: str, status: str = "True") -> Obj | None:
+    for condition in obj.get("status", {}).get("conditions") or []:
+        if condition.get("type") == kind and condition.get("status") == status:
+            return dict(condition)
+    return None
+
+
+def _preemptions(workload: Obj) -> int:
+    evictions = (workload.get("status", {}).get("schedulingStats") or {}).get("evictions") or []
+    return sum(int(e.get("count") or 0) for e in evictions if e.get("reason") == "Preempted")
+
+
+def _eviction(workload: Obj) -> str:
+    evicted = _condition(workload, "Evicted")
+    if evicted is None or _condition(workload, "Admitted"):
+        return ""
+    return str(evicted.get("message") or evicted.get("reason") or "evicted")
+
+
+def _priority_class(workload: Obj) -> str:
+    return str((workload["spec"].get("priorityClassRef") or {}).get("name") or "")
+
+
+def _pending_message(workload: Obj) -> str:
+    pending = _condition(workload, "QuotaReserved", "False") or {}
+    return str(pending.get("message") or "")
+
+
+def _requested(workload: Obj) -> dict[str, str]:
+    """The workload's requests, all its pods together, by resource (Kueue's own sums): its
+    accelerators when it asks for any, else everything."""
+    totals: dict[str, Decimal] = {}
+    for pod_set in workload.get("status", {}).get("resourceRequests") or []:
+        for resource, amount in (pod_set.get("resources") or {}).items():
+            totals[resource] = totals.get(resource, Decimal(0)) + _quantity(amount)
+    accelerators = {k: v for k, v in totals.items() if "/" in k}
+    return {name: _shown(name, total) for name, total in (accelerators or totals).items()}
+
+
+def _quota(cluster_queue: Obj, resources: dict[str, str]) -> dict[str, str]:
+    amounts = [
+        (resource["name"], resource.get("nominalQuota"))
+        for group in cluster_queue.get("spec", {}).get("resourceGroups") or []
+        for flavor in group.get("flavors") or []
+        for resource in flavor.get("resources") or []
+    ]
+    return _summed(amounts, resources)
+
+
+def _in_use(cluster_queue: Obj, resources: dict[str, str]) -> dict[str, str]:
+    amounts = [
+        (resource["name"], resource.get("total"))
+        for flavor in cluster_queue.get("status", {}).get("flavorsUsage") or []
+        for resource in flavor.get("resources") or []
+    ]
+    return _summed(amounts, resources)
+
+
+def _summed(amounts: list[tuple[str, object]], wanted: dict[str, str]) -> dict[str, str]:
+    totals: dict[str, Decimal] = {}
+    for name, amount in amounts:
+        if name in wanted:
+            totals[name] = totals.get(name, Decimal(0)) + _quantity(amount)
+    return {name: _shown(name, total) for name, total in totals.items()}
+
+
+def _quantity(amount: object) -> Decimal:
+    from kubernetes.utils import parse_quantity
+
+    try:
+        return Decimal(parse_quantity(str(amount or "0")))  # type: ignore[no-untyped-call]
+    except ValueError:
+        return Decimal(0)
+
+
+def _shown(resource: str, amount: Decimal) -> str:
+    """``16``, ``2.5`` (CPUs), ``64Gi`` (memory)."""
+    if resource == "memory" or resource.endswith("-storage"):
+        return f"{amount / (1 << 30):.4g}Gi"
+    return f"{amount.normalize():f}"

@@ -1,0 +1,71 @@
+"""A queued job's state, completed with what Kueue says of it: its place in line while it waits,
+the preemptions Kueue made, and the end of a job that Kueue preempted more often than its
+``preemption_retries`` allow.
+
+Kueue re-queues a workload it evicts for a higher-priority one and runs it again when quota
+frees; the Job never counts that as a failure. Kinetic counts it as a preemption, as it counts
+a node taken away, and stops the job once they are spent: its Workload is deactivated, so Kueue
+admits it no more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import msgspec
+
+from kinetic_gke.k8s import Obj
+from kinetic_gke.k8s.kueue_api import QUEUE_LABEL
+from kinetic_gke.queueing.kueue_view import KueueView, Queued
+from kinetic_protocol import FailureCause, JobRecord, JobState, JobStatus
+
+__all__ = ["Completion", "Seen", "queued_states"]
+
+Seen = tuple[JobRecord, Obj | None, JobState]
+"""A job's record, its object (None: gone) and its state as the object and its pods say."""
+Completion = Callable[[Sequence[Seen]], dict[str, JobState]]
+"""Completes the states of queued jobs (:func:`queued_states` bound to a view and a kind)."""
+
+
+def queued_states(view: KueueView, seen: Sequence[Seen], kind: str) -> dict[str, JobState]:
+    """The state of each job of ``seen`` (record, object of ``kind``, state as its object and
+    pods say)
+    whose object waits or runs under a queue, completed from Kueue; by job id. One listing of
+    Workloads for them all, and more reads only for those waiting."""
+    live = [
+        (record, obj, state)
+        for record, obj, state in seen
+        if obj is not None
+        and QUEUE_LABEL in (obj["metadata"].get("labels") or {})
+        and not state.status.is_terminal
+    ]
+    if not live:
+        return {}
+    queued = view.queued((obj for _, obj, _ in live if obj is not None), kind)
+    states: dict[str, JobState] = {}
+    for record, obj, state in live:
+        found = queued.get(str((obj or {}).get("metadata", {}).get("uid")))
+        if found is not None:
+            states[record.job_id] = _completed(view, record, state, found)
+    return states
+
+
+def _completed(view: KueueView, record: JobRecord, state: JobState, found: Queued) -> JobState:
+    preemptions = state.preemptions + found.preemptions
+    if found.evicted and found.preemptions > record.preemption_retries:
+        view.deactivate(found.workload)
+        return JobState(
+            status=JobStatus.FAILED,
+            detail=(
+                f"preempted by its queue {found.preemptions} times, more than its "
+                f"preemption_retries ({record.preemption_retries}): {found.evicted}"
+            ),
+            cause=FailureCause.PREEMPTED,
+            preemptions=record.preemption_retries,
+        )
+    if state.status is not JobStatus.PENDING or found.place is None:
+        return msgspec.structs.replace(state, preemptions=preemptions)
+    detail = found.place.describe()
+    if found.evicted:
+        detail = f"preempted ({found.evicted}); {detail}"
+    return msgspec.structs.replace(state, detail=detail, queue=found.place, preemptions=preemptions)

@@ -1,0 +1,281 @@
+"""Kueue admits every gke workload: jobs and batches wait in a visible line for quota, by
+priority then in order, a higher priority preempts a lower one (which runs again and resumes),
+and a slice is admitted whole or not at all.
+
+The real Kueue controller runs on the test control plane (``kinetic_testing.controlplane``); each
+test makes a scarce ClusterQueue of its own and LocalQueues for it in the test's namespace. The
+node agent's GPU node has 4 L4s, more than those queues' quotas, so what holds jobs back is the
+quota alone.
+"""
+
+import json
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gke_userfuncs
+import pytest
+import queue_userfuncs as qf
+import retry_userfuncs
+from click.testing import CliRunner
+from gke_env import GKE_IMAGE
+from scenario_support import run_script, wait_until
+
+import kinetic
+from kinetic import JobStatus
+from kinetic.cli import cli
+from kinetic_protocol import ConfigError, ObjectNotFoundError
+from kinetic_runtime.stores import open_store
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.controlplane.queues import cluster_queue, make_namespace_queue
+from kinetic_testing.nodeagent import NodeAgent
+
+pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+ROOM = {"cpu": "100", "memory": "1Ti", "ephemeral-storage": "10Ti"}
+
+
+class Queues:
+    """A scarce cluster queue of this test's own, and LocalQueues for it in its namespace."""
+
+    def __init__(self, plane: ControlPlane, namespace: str) -> None:
+        self.plane = plane
+        self.namespace = namespace
+        self.cluster_queue = f"cq-{uuid.uuid4().hex[:8]}"
+
+    def make(self, quota: dict[str, str], *local_queues: str) -> None:
+        self.plane.request(
+            "POST", f"{KUEUE}/clusterqueues", cluster_queue(self.cluster_queue, ROOM | quota)
+        )
+        for name in local_queues:
+            make_namespace_queue(self.plane, self.namespace, name, self.cluster_queue)
+
+    def set_quota(self, quota: dict[str, str]) -> None:
+        path = f"{KUEUE}/clusterqueues/{self.cluster_queue}"
+        current = self.plane.request("GET", path)
+        wanted = cluster_queue(self.cluster_queue, ROOM | quota)
+        current["spec"]["resourceGroups"] = wanted["spec"]["resourceGroups"]
+        self.plane.request("PUT", path, current)
+
+    def workloads(self) -> list[dict[str, Any]]:
+        listing = self.plane.request("GET", f"{KUEUE}/namespaces/{self.namespace}/workloads")
+        return list(listing["items"])
+
+    def delete(self) -> None:
+        self.plane.request("DELETE", f"{KUEUE}/clusterqueues/{self.cluster_queue}")
+
+
+@pytest.fixture
+def queues(gke_scenario_env: NodeAgent, real_k8s: ControlPlane, k8s_namespace: str) -> Any:
+    made = Queues(real_k8s, k8s_namespace)
+    yield made
+    made.delete()
+
+
+def _on_gpu(fn: Callable[..., Any], accelerator: str = "gpu-l4", **options: Any) -> Any:
+    return kinetic.run(
+        accelerator=accelerator, backend="gke", container_image=GKE_IMAGE, **options
+    )(fn)
+
+
+def _runs(directory: Path) -> dict[str, tuple[float, float]]:
+    """When each logged run began and ended, by label (a run not ended yet: end = inf)."""
+    runs = {}
+    for path in directory.iterdir():
+        times = dict(line.split() for line in path.read_text().splitlines())
+        runs[path.name] = (float(times["start"]), float(times.get("end", "inf")))
+    return runs
+
+
+def _most_at_once(intervals: list[tuple[float, float, int]]) -> int:
+    """The most GPUs held at one moment by runs ``(start, end, gpus)``."""
+    edges = sorted(
+        [(start, gpus) for start, _, gpus in intervals]
+        + [(end, -gpus) for _, end, gpus in intervals],
+        key=lambda edge: (edge[0], edge[1]),  # an end before a start at the same instant
+    )
+    held = most = 0
+    for _, change in edges:
+        held += change
+        most = max(most, held)
+    return most
+
+
+def test_batches_wait_for_quota_and_start_by_priority_then_in_order(
+    queues: Queues, tmp_path: Path
+) -> None:
+    queues.make({"nvidia.com/gpu": "2"}, "team-a", "team-b")
+    log, gate = tmp_path / "runs", tmp_path / "gate"
+    log.mkdir()
+    blocker = _on_gpu(qf.hold_and_log, "gpu-l4-x2", queue="team-a", priority="high")
+    held = blocker.run_async(str(log), "blocker", str(gate))
+    wait_until((log / "blocker").exists, "the blocker to hold the whole quota")
+
+    def submit(queue: str, priority: str, name: str) -> kinetic.BatchHandle:
+        remote = _on_gpu(qf.run_and_log, queue=queue, priority=priority)
+        return remote.run_async_map([(str(log), f"{name}{i}") for i in range(2)])
+
+    first_low = submit("team-a", "low", "a")
+    high = submit("team-b", "high", "b")
+    second_low = submit("team-a", "low", "c")
+    wait_until(
+        lambda: sum(1 for w in queues.workloads() if not _admitted(w)) == 3,
+        "Kueue to hold the three batches back",
+    )
+    assert not any(name[0] in "abc" for name in _runs(log)), "nothing ran past the quota"
+    gate.touch()
+    for name, batch in zip("abc", (first_low, high, second_low), strict=True):
+        assert batch.results(timeout=120) == [f"{name}0", f"{name}1"]
+    assert held.result(timeout=60) == "blocker"
+
+    runs = _runs(log)
+    first_start = {name: min(runs[f"{name}{i}"][0] for i in range(2)) for name in "abc"}
+    assert first_start["b"] < first_start["a"] < first_start["c"], (
+        "the high-priority batch first, then the two low ones in the order they came",
+        first_start,
+    )
+    gpus = [(start, end, 2 if name == "blocker" else 1) for name, (start, end) in runs.items()]
+    assert _most_at_once(gpus) <= 2, f"the quota of 2 GPUs was exceeded: {runs}"
+
+
+def _admitted(workload: dict[str, Any]) -> bool:
+    return any(
+        c["type"] == "Admitted" and c["status"] == "True"
+        for c in workload.get("status", {}).get("conditions") or []
+    )
+
+
+def test_a_100_input_batch_is_one_workload_running_max_concurrent_or_what_quota_allows(
+    queues: Queues, tmp_path: Path
+) -> None:
+    queues.make({"nvidia.com/gpu": "2"}, "scarce")
+    log, gate = tmp_path / "runs", tmp_path / "gate"
+    log.mkdir()
+    roomy = kinetic.run(accelerator="cpu", backend="gke", container_image=GKE_IMAGE)(
+        qf.hold_and_log
+    )
+    batch = roomy.run_async_map(
+        [(str(log), f"cpu{i}", str(gate)) for i in range(100)], max_concurrent=4
+    )
+    wait_until(lambda: len(list(log.iterdir())) == 4, "four inputs to run")
+    scarce = _on_gpu(qf.hold_and_log, queue="scarce").run_async_map(
+        [(str(log), f"gpu{i}", str(gate)) for i in range(3)]
+    )
+    wait_until(lambda: len(list(log.iterdir())) == 6, "two GPU inputs to run")
+
+    (cpu_workload,) = [w for w in queues.workloads() if w["spec"]["queueName"] == "kinetic"]
+    (gpu_workload,) = [w for w in queues.workloads() if w["spec"]["queueName"] == "scarce"]
+    assert [p["count"] for p in cpu_workload["spec"]["podSets"]] == [4]
+    admitted = gpu_workload["status"]["admission"]["podSetAssignments"]
+    assert [p["count"] for p in admitted] == [2], "admitted in part: the quota holds 2 of 3"
+    assert sorted(path.name for path in log.iterdir()) == sorted(
+        [f"cpu{i}" for i in range(4)] + ["gpu0", "gpu1"]
+    )
+    batch.cancel()
+    scarce.cancel()
+
+
+def _checkpoint_step(store: Any) -> int:
+    try:
+        return int(json.loads(store.read(retry_userfuncs.CHECKPOINT))["step"])
+    except ObjectNotFoundError:
+        return 0
+
+
+def test_a_higher_priority_job_preempts_a_lower_one_which_resumes_from_its_checkpoint(
+    queues: Queues, tmp_path: Path
+) -> None:
+    queues.make({"nvidia.com/gpu": "1"}, "team-a")
+    never = tmp_path / "never-opened"
+    options = {"accelerator": "gpu-l4", "backend": "gke", "container_image": GKE_IMAGE,
+               "queue": "team-a", "priority": "low"}  # fmt: skip
+    submitted = run_script(
+        f"""
+        import sys
+        sys.path.insert(0, {str(Path(retry_userfuncs.__file__).parent)!r})
+        import kinetic
+        import retry_userfuncs
+
+        remote = kinetic.run(**{options!r})(retry_userfuncs.count_with_checkpoints)
+        print("JOB", remote.run_async(6, [3], {str(never)!r}).job_id)
+        """,
+        tmp_path / "submitter",
+        timeout=120,
+    )
+    low = kinetic.attach(submitted.stdout.split("JOB ", 1)[1].split()[0], backend="gke")
+    checkpoints = open_store(low.output_location)
+    wait_until(lambda: _checkpoint_step(checkpoints) == 3, "the low job's checkpoint of step 3")
+
+    gate = tmp_path / "gate"
+    high = _on_gpu(gke_userfuncs.hold_until, queue="team-a", priority="high").run_async(
+        str(gate), "high"
+    )
+    preempted = wait_until(
+        lambda: "preempted" in low.status_detail().detail and low.status_detail(),
+        "the low job to read preempted and queued",
+    )
+    assert preempted.status is JobStatus.PENDING
+    assert preempted.preemptions == 1
+    gate.touch()
+    assert high.result(timeout=60) == "high"
+
+    final = low.result(timeout=120, cleanup=False)
+    assert final == {"step": 6, "sum": 21, "resumed_from": [0, 3]}
+    state = low.status_detail()
+    assert (state.status, state.preemptions) == (JobStatus.SUCCEEDED, 1)
+
+
+def test_a_queued_jobs_place_in_line_is_reported_and_falls_as_those_ahead_finish(
+    queues: Queues, tmp_path: Path
+) -> None:
+    queues.make({"nvidia.com/gpu": "1"}, "team-a")
+    log = tmp_path / "runs"
+    log.mkdir()
+    remote = _on_gpu(qf.hold_and_log, queue="team-a")
+    gates = [tmp_path / f"gate{i}" for i in range(4)]
+    jobs = [remote.run_async(str(log), f"j{i}", str(gates[i])) for i in range(4)]
+    wait_until((log / "j0").exists, "the first job to run")
+
+    def places() -> list[tuple[int | None, int | None]]:
+        found = []
+        for job in jobs[1:]:
+            place = job.status_detail().queue
+            found.append((place.position, place.waiting) if place else (None, None))
+        return found
+
+    wait_until(lambda: places() == [(1, 3), (2, 3), (3, 3)], "three places in line")
+    detail = jobs[2].status_detail()
+    assert detail.status is JobStatus.PENDING
+    assert detail.queue is not None and detail.queue.cluster_queue == queues.cluster_queue
+    assert detail.queue.requested == {"nvidia.com/gpu": "1"}
+    assert (detail.queue.quota, detail.queue.in_use) == (
+        {"nvidia.com/gpu": "1"},
+        {"nvidia.com/gpu": "1"},
+    )
+    assert detail.detail.startswith(
+        f"queued in team-a (cluster queue {queues.cluster_queue}): 2nd of 3, waiting for 1 "
+        "nvidia.com/gpu (quota 1, 1 in use)"
+    )
+    shown = CliRunner().invoke(cli, ["--backend", "gke", "jobs", "status", jobs[2].job_id])
+    assert "2nd of 3" in shown.output, shown.output
+
+    gates[0].touch()
+    wait_until((log / "j1").exists, "the second job to run")
+    wait_until(lambda: places()[1:] == [(1, 2), (2, 2)], "the line to move up")
+    for gate in gates:
+        gate.touch()
+    assert [job.result(timeout=120) for job in jobs] == ["j0", "j1", "j2", "j3"]
+
+
+def test_an_unknown_queue_or_priority_is_refused_before_anything_is_uploaded(
+    queues: Queues, gcs_bucket: str
+) -> None:
+    store = open_store(gcs_bucket)
+    before = set(store.list(""))
+    with pytest.raises(ConfigError, match=r"Queue 'nope' does not exist.*queues there: kinetic"):
+        _on_gpu(gke_userfuncs.hold_until, queue="nope").run_async("x")
+    with pytest.raises(ConfigError, match=r"Priority class 'urgent'.*high, low, normal"):
+        _on_gpu(gke_userfuncs.hold_until, priority="urgent").run_async("x")
+    assert set(store.list("")) == before
