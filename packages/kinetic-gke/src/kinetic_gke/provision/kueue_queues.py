@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from kinetic_gke.k8s import ClusterConnection, NotFound
@@ -26,6 +27,7 @@ from kinetic_gke.pools import Autoprovisioning, PoolInfo
 from kinetic_gke.provision.engine import Action, Plan, Report, Step
 from kinetic_gke.provision.kueue_objects import KINDS, SHARE_ANNOTATION, kueue_objects
 from kinetic_gke.provision.manifests import apply_objects
+from kinetic_gke.provision.quantities import amount, shown, totals
 from kinetic_gke.provision.queue_shares import QueueShares
 from kinetic_gke.provision.spec import ClusterSpec
 from kinetic_protocol import BackendError
@@ -112,7 +114,17 @@ def _contains(found: Any, wanted: Any) -> bool:
             and len(found) == len(wanted)
             and all(_contains(f, w) for f, w in zip(found, wanted, strict=True))
         )
-    return bool(found == wanted)
+    return bool(found == wanted) or _same_quantity(found, wanted)
+
+
+def _same_quantity(found: Any, wanted: Any) -> bool:
+    """Whether two quantities are one amount: the server may write ``1024Gi`` as ``1Ti``."""
+    if not isinstance(wanted, str) or not isinstance(found, str | int):
+        return False
+    try:
+        return amount(found) == amount(wanted)
+    except ValueError:
+        return False
 
 
 def _key(obj: Obj) -> Key:
@@ -121,13 +133,11 @@ def _key(obj: Obj) -> Key:
 
 def _quota_totals(cluster_queue: Obj) -> dict[str, str]:
     """Each resource's nominal quota over every flavor, for people (``google.com/tpu 8``)."""
-    totals: dict[str, list[str]] = {}
+    summed: dict[str, Fraction] = {}
     for group in cluster_queue.get("spec", {}).get("resourceGroups") or []:
-        for flavor in group.get("flavors") or []:
-            for resource in flavor.get("resources") or []:
-                totals.setdefault(resource["name"], []).append(str(resource["nominalQuota"]))
-    return {name: "+".join(v for v in amounts if v not in ("0", "0Gi")) or "0"
-            for name, amounts in totals.items()}  # fmt: skip
+        for resource, total in totals(group.get("flavors") or [], "nominalQuota").items():
+            summed[resource] = summed.get(resource, Fraction(0)) + total
+    return {resource: shown(resource, total) for resource, total in summed.items()}
 
 
 def _change(wanted: Obj, found: Obj | None) -> str:
@@ -177,8 +187,16 @@ def plan_queues(
     def run(report: Report) -> None:
         connection = connect()
         _wait_for_kueue(connection, report)
-        if apply:
-            applied = apply_objects(connection, apply)
+        now = read_queues(connection, spec.namespace)  # the plan may predate the cluster
+        foreign = [
+            obj for obj in apply
+            if _key(obj) in now.objects and not now.made_by_kinetic(_key(obj), spec.labels)
+        ]  # fmt: skip
+        for kind, name in map(_key, foreign):
+            report(f"  {kind} {name} was not made by Kinetic; kept as it is")
+        mine = [obj for obj in apply if obj not in foreign]
+        if mine:
+            applied = apply_objects(connection, mine)
             report(f"  applied {', '.join(applied)}")
         for key in sorted(unwanted, key=lambda k: -KINDS.index(k[0])):
             _delete(connection, key, spec.namespace, report)
