@@ -226,7 +226,7 @@ def test_kueue_says_which_mode_the_cluster_is_in_and_fails_without_the_default_q
     assert "serving (API v1beta2)" in found["kueue"]["message"]
     assert found["queues"]["outcome"] == "PASS"
     assert found["queues"]["message"].startswith(
-        "kinetic (cluster queue kinetic): 0 admitted, 0 pending; cpu 0 of 256"
+        "kinetic (cluster queue kinetic): 0 admitted, 0 pending; cpu 0 of 512"  # 256 + 256 spot
     )
 
     queues = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues"

@@ -70,7 +70,7 @@ def test_up_makes_the_queues_converging_then_pool_add_and_remove_move_the_quota(
     assert failed.exit_code == 1 and "applying ClusterQueue" in failed.output
 
     made = ok(kinetic("up"))
-    assert "create Kueue queues kinetic (share 0), team-a (share 2), team-b (share 1)" in made
+    assert "Kueue queues kinetic (share 0), team-a (share 2), team-b (share 1)" in made
     again = ok(kinetic("up"))
     assert "Nothing to do: everything is in place." in again
     assert "Kueue queues in place (kinetic, team-a, team-b)" in again

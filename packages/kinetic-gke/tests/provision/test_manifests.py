@@ -33,7 +33,7 @@ def test_the_shipped_kueue_is_the_release_kinetic_speaks_with_its_integrations_o
     assert hashlib.sha256(data).hexdigest() == KUEUE.sha256
     assert KUEUE.version == KUEUE_VERSION
     assert Path(KUEUE.source).is_file()
-    documents = [d for d in yaml.safe_load_all(data) if d]
+    documents = [d for d in yaml.load_all(data, Loader=yaml.CSafeLoader) if d]
     [deployment] = [d for d in documents if d["kind"] == "Deployment"]
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert container["image"] == f"registry.k8s.io/kueue/kueue:{KUEUE.version}"
