@@ -68,7 +68,8 @@ def test_the_shell_is_their_host_and_keeps_profiles_it_resolves_from(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in ("KINETIC_PROJECT", "KINETIC_ZONE", "KINETIC_CLUSTER", "KINETIC_NAMESPACE",
-                 "KINETIC_PROFILE", "KINETIC_STORE", "KINETIC_BUILD_SERVICE_ACCOUNT"):  # fmt: skip
+                 "KINETIC_PROFILE", "KINETIC_STORE", "KINETIC_BUILD_SERVICE_ACCOUNT",
+                 "KINETIC_QUEUES"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
     host = CliContext()
@@ -84,6 +85,18 @@ def test_the_shell_is_their_host_and_keeps_profiles_it_resolves_from(
         build_service_account="b@p1.iam.gserviceaccount.com",
     )  # fmt: skip
     assert CliContext(project="other").backend_settings().project == "other"
+
+    # A backend's own setting resolves as the client's do, and `kinetic up` keeps it.
+    from kinetic_gke.settings import QUEUES
+
+    profiles = json.loads((tmp_path / "profiles.json").read_text())
+    profiles["profiles"]["c1"]["queues"] = "team-a=2,team-b=1"
+    (tmp_path / "profiles.json").write_text(json.dumps(profiles))
+    assert host.setting(QUEUES) == "team-a=2,team-b=1"
+    host.save_profile("c1", made)
+    assert host.setting(QUEUES) == "team-a=2,team-b=1"
+    monkeypatch.setenv("KINETIC_QUEUES", "solo")
+    assert host.setting(QUEUES) == "solo"
 
 
 def test_a_contributed_command_gets_the_shells_settings_output_and_exit_codes(

@@ -150,17 +150,19 @@ def pool_info(pool: Any) -> PoolInfo:
 def cluster_view(cluster: Any) -> ClusterView:
     """A ``container_v1.Cluster`` as a :class:`ClusterView`."""
     scaling = cluster.autoscaling
-    limits = tuple(
-        (limit.resource_type, int(limit.maximum))
-        for limit in scaling.resource_limits
-        if limit.resource_type not in ("cpu", "memory")
-    )
+    maxima = {limit.resource_type: int(limit.maximum) for limit in scaling.resource_limits}
+    limits = tuple((kind, most) for kind, most in maxima.items() if kind not in ("cpu", "memory"))
     return ClusterView(
         name=cluster.name,
         location=cluster.location,
         status=cluster.status.name if cluster.status else "",
         pools=tuple(pool_info(pool) for pool in cluster.node_pools),
-        autoprovisioning=Autoprovisioning(bool(scaling.enable_node_autoprovisioning), limits),
+        autoprovisioning=Autoprovisioning(
+            bool(scaling.enable_node_autoprovisioning),
+            limits,
+            max_cpu=maxima.get("cpu", 0),
+            max_memory_gb=maxima.get("memory", 0),
+        ),
         workload_pool=cluster.workload_identity_config.workload_pool,
         fuse_driver=bool(cluster.addons_config.gcs_fuse_csi_driver_config.enabled),
         release_channel=(channel.name if (channel := cluster.release_channel.channel) else ""),

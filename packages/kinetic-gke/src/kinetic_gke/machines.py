@@ -8,11 +8,12 @@ reservation and daemon sets), which makes the pod Burstable with real guarantees
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from kinetic_protocol import Accelerator
 
-__all__ = ["CPU_ONLY", "MachineShape", "machine_for", "pod_requests"]
+__all__ = ["CPU_ONLY", "MachineShape", "machine_for", "machine_shape", "pod_requests"]
 
 _SHARE = 0.75
 
@@ -74,6 +75,32 @@ def machine_for(accelerator: Accelerator) -> MachineShape | None:
     if accelerator.category == "tpu":
         return _TPU_MACHINES.get(accelerator.machine_type)
     return None
+
+
+_BY_NAME = {
+    shape.machine_type: shape
+    for shape in (*_TPU_MACHINES.values(), *(s for c in _GPU_MACHINES.values() for s in c.values()))
+}
+_PREDEFINED = re.compile(
+    r"(?P<family>[a-z][a-z0-9]*)-(?P<kind>standard|highmem|highcpu)-(?P<n>\d+)"
+)
+_GIB_PER_VCPU = {"standard": 4.0, "highmem": 8.0, "highcpu": 1.0}
+_N1_GIB_PER_VCPU = {"standard": 3.75, "highmem": 6.5, "highcpu": 0.9}
+
+
+def machine_shape(machine_type: str) -> MachineShape | None:
+    """The vCPUs and memory of a Compute Engine machine type: one an accelerator runs on, or a
+    predefined ``<family>-standard|highmem|highcpu-<vCPUs>`` shape (memory by the family's
+    ratio, rounded down); None for a type Kinetic does not know (a custom machine)."""
+    known = _BY_NAME.get(machine_type)
+    if known is not None:
+        return known
+    match = _PREDEFINED.fullmatch(machine_type)
+    if match is None:
+        return None
+    vcpus = int(match["n"])
+    ratios = _N1_GIB_PER_VCPU if match["family"] == "n1" else _GIB_PER_VCPU
+    return MachineShape(machine_type, vcpus, int(vcpus * ratios[match["kind"]]))
 
 
 def pod_requests(accelerator: Accelerator) -> dict[str, str]:

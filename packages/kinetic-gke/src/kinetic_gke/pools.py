@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from kinetic_gke.k8s import Obj
 from kinetic_gke.machines import machine_for
 from kinetic_gke.scheduling import GPU_RESOURCE, TPU_RESOURCE, scheduling_for
-from kinetic_protocol import Accelerator, ConfigError
+from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
+from kinetic_protocol.accelerators import valid_accelerator_names
 
 __all__ = [
     "SPOT_TAINT",
@@ -24,6 +25,7 @@ __all__ = [
     "PoolInfo",
     "PoolShape",
     "node_serves",
+    "pool_accelerator",
     "pool_name",
     "pool_serves",
     "pool_shape",
@@ -105,6 +107,9 @@ class Autoprovisioning:
 
     enabled: bool = False
     accelerator_limits: tuple[tuple[str, int], ...] = ()
+    max_cpu: int = 0
+    """vCPUs the cluster may have in all (GKE's ``cpu`` resource limit); 0 when none is set."""
+    max_memory_gb: int = 0
 
     def can_create(self, accelerator: Accelerator) -> bool:
         if not self.enabled:
@@ -113,6 +118,33 @@ class Autoprovisioning:
             return True
         limit = dict(self.accelerator_limits).get(accelerator.k8s_accelerator, 0)
         return limit >= accelerator.count
+
+
+def pool_accelerator(pool: PoolInfo) -> Accelerator | None:
+    """The largest accelerator of the catalogue one node (a TPU pool: its slice) of ``pool``
+    runs, whose scheduling terms are what the pool's nodes carry; None for a CPU pool or
+    hardware the catalogue does not have."""
+    hardware = pool.hardware
+    if not hardware.gpu_type and not hardware.tpu:
+        return None
+    best: Accelerator | None = None
+    for name in valid_accelerator_names():
+        candidate = parse_accelerator(name)
+        if hardware.gpu_type:
+            fits = (
+                candidate.category == "gpu"
+                and candidate.k8s_accelerator == hardware.gpu_type
+                and candidate.count <= hardware.gpu_count
+            )
+        else:
+            fits = candidate.machine_type == hardware.machine_type and (
+                candidate.topology == hardware.tpu_topology
+                if hardware.tpu_topology
+                else not candidate.multi_host
+            )
+        if fits and (best is None or candidate.count > best.count):
+            best = candidate
+    return best
 
 
 def pool_shape(accelerator: Accelerator) -> PoolShape:

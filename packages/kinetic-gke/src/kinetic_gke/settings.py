@@ -10,11 +10,14 @@ __all__ = [
     "GPU_DRIVER_MANIFEST",
     "GPU_DRIVER_MANIFEST_SHA256",
     "KUBE_CONTEXT",
+    "KUEUE_MANIFEST",
+    "KUEUE_MANIFEST_SHA256",
     "LWS_MANIFEST",
     "LWS_MANIFEST_SHA256",
     "POD_CPU",
     "POD_MEMORY",
     "POLL",
+    "QUEUES",
     "RUN_AS_ROOT",
     "SERVICE_ACCOUNT",
     "SETTINGS",
@@ -78,6 +81,13 @@ BASE_IMAGE_REPO = SettingSpec(
     "Artifact Registry repository for images Kinetic builds.", _OWNER, default="kinetic",
 )  # fmt: skip
 
+QUEUES = SettingSpec(
+    "queues", "KINETIC_QUEUES",
+    "Queues kinetic up makes on a cluster with Kueue, each with its share of the node pools' "
+    "capacity: NAME=SHARE,... (a name alone: share 1). The default queue, kinetic, is made "
+    "with share 0 unless named. Unset: the queues the cluster has are kept.",
+    _OWNER, profile_key="queues",
+)  # fmt: skip
 LWS_MANIFEST = SettingSpec(
     "lws_manifest", "KINETIC_LWS_MANIFEST",
     "A LeaderWorkerSet manifest (URL or file) for kinetic up to install instead of the release "
@@ -87,6 +97,17 @@ LWS_MANIFEST = SettingSpec(
 LWS_MANIFEST_SHA256 = SettingSpec(
     "lws_manifest_sha256", "KINETIC_LWS_MANIFEST_SHA256",
     "sha256 the KINETIC_LWS_MANIFEST manifest must have; kinetic up applies nothing else.",
+    _OWNER,
+)  # fmt: skip
+KUEUE_MANIFEST = SettingSpec(
+    "kueue_manifest", "KINETIC_KUEUE_MANIFEST",
+    "A Kueue manifest (URL or file) for kinetic up to install instead of the release that ships "
+    "with Kinetic; needs KINETIC_KUEUE_MANIFEST_SHA256.",
+    _OWNER,
+)  # fmt: skip
+KUEUE_MANIFEST_SHA256 = SettingSpec(
+    "kueue_manifest_sha256", "KINETIC_KUEUE_MANIFEST_SHA256",
+    "sha256 the KINETIC_KUEUE_MANIFEST manifest must have; kinetic up applies nothing else.",
     _OWNER,
 )  # fmt: skip
 GPU_DRIVER_MANIFEST = SettingSpec(
@@ -103,6 +124,6 @@ GPU_DRIVER_MANIFEST_SHA256 = SettingSpec(
 
 SETTINGS = (
     KUBE_CONTEXT, SERVICE_ACCOUNT, UNSCHEDULABLE_TIMEOUT, POLL, RUN_AS_ROOT, POD_CPU, POD_MEMORY,
-    GCP_API_ENDPOINT, CONTAINER_IMAGE, BASE_IMAGE_REPO, LWS_MANIFEST, LWS_MANIFEST_SHA256,
-    GPU_DRIVER_MANIFEST, GPU_DRIVER_MANIFEST_SHA256,
+    GCP_API_ENDPOINT, CONTAINER_IMAGE, BASE_IMAGE_REPO, QUEUES, LWS_MANIFEST, LWS_MANIFEST_SHA256,
+    KUEUE_MANIFEST, KUEUE_MANIFEST_SHA256, GPU_DRIVER_MANIFEST, GPU_DRIVER_MANIFEST_SHA256,
 )  # fmt: skip

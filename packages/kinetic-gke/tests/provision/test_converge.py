@@ -8,7 +8,8 @@ Failures are injected where they happen for real: an API call refused, a call ca
 answer is lost, a long-running operation that ends in an error (GKE then leaves the cluster or
 pool in ERROR), in the Google Cloud fake, in front of fake-gcs-server and in front of the real
 API server. Refusals walk every step of `up`; lost answers and failed operations walk each kind
-of resource. The LeaderWorkerSet install step is in test_lws.py (it needs a cluster without it).
+of resource. The LeaderWorkerSet and Kueue install steps are in test_installs.py (they need a
+cluster without them).
 """
 
 import os

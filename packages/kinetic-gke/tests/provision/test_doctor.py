@@ -210,3 +210,51 @@ def test_lws_fails_with_its_fix_for_a_multi_host_accelerator_where_the_api_is_ab
     assert "kubectl apply --server-side -f" in finding["fix"]
     assert multi_host.exit_code == 1
     assert _findings(single)["lws"]["outcome"] == "WARN"
+
+
+def test_kueue_says_which_mode_the_cluster_is_in_and_fails_without_the_default_queue(
+    healthy: FakeGoogleCloud,
+    kinetic: Invoke,
+    real_k8s: ControlPlane,
+    cluster_name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    namespace = os.environ["KINETIC_NAMESPACE"]
+    found = _findings(kinetic("doctor", "--json"))
+    assert found["kueue"]["outcome"] == "PASS", found["kueue"]
+    assert "serving (API v1beta2)" in found["kueue"]["message"]
+    assert found["queues"]["outcome"] == "PASS"
+    assert found["queues"]["message"].startswith(
+        "kinetic (cluster queue kinetic): 0 admitted, 0 pending; cpu 0 of 512"  # 256 + 256 spot
+    )
+
+    queues = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues"
+    made = real_k8s.request("GET", f"{queues}/kinetic")
+    real_k8s.request("DELETE", f"{queues}/kinetic")
+    try:
+        missing = kinetic("doctor", "--json")
+    finally:
+        metadata = {k: made["metadata"][k] for k in ("name", "namespace", "labels")}
+        real_k8s.request("POST", queues, {**made, "metadata": metadata, "status": {}})
+    finding = _findings(missing)["kueue"]
+    assert finding["outcome"] == "FAIL", finding
+    assert f"namespace {namespace} has no LocalQueue kinetic" in finding["message"]
+    assert f"kinetic up --project {PROJECT}" in finding["fix"]
+    assert missing.exit_code == 1
+
+    with ApiProxy(real_k8s) as proxy:
+        proxy.hide_api_group("kueue.x-k8s.io")
+        context = kube_context_name(PROJECT, ZONE, cluster_name)
+        config = proxy.kubeconfig(tmp_path / "proxied", context=context, namespace=namespace)
+        monkeypatch.setenv("KUBECONFIG", str(config))
+        unqueued = _findings(kinetic("doctor", "--json"))
+    assert unqueued["kueue"]["outcome"] == "WARN"
+    assert unqueued["kueue"]["message"].startswith("no Kueue: jobs run unqueued")
+    assert "installs Kueue v0.17.0" in unqueued["kueue"]["fix"]
+    assert unqueued["queues"] == {
+        "check": "queues",
+        "outcome": "PASS",
+        "message": "no Kueue: no queues",
+        "fix": "",
+    }

@@ -1,5 +1,5 @@
-"""The LeaderWorkerSet manifest that ships with Kinetic, and how a manifest is trusted: by the
-sha256 pinned for it, checked before anything is applied."""
+"""The LeaderWorkerSet and Kueue manifests that ship with Kinetic, and how a manifest is
+trusted: by the sha256 pinned for it, checked before anything is applied."""
 
 import hashlib
 from pathlib import Path
@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml  # type: ignore[import-untyped]
 
-from kinetic_gke.provision.manifests import GPU_DRIVER, LWS
+from kinetic_gke.k8s.kueue_api import KUEUE_VERSION
+from kinetic_gke.provision.manifests import GPU_DRIVER, KUEUE, LWS
 from kinetic_protocol import ConfigError
 from kinetic_testing.controlplane.versions import PINS
 
@@ -25,6 +26,27 @@ def test_the_shipped_manifest_is_the_pinned_release_the_test_control_plane_runs(
         "Namespace", "CustomResourceDefinition", "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration", "ClusterRole", "Service",
     }  # fmt: skip
+
+
+def test_the_shipped_kueue_is_the_release_kinetic_speaks_with_its_integrations_on() -> None:
+    data = KUEUE.load()
+    assert hashlib.sha256(data).hexdigest() == KUEUE.sha256
+    assert KUEUE.version == KUEUE_VERSION
+    assert Path(KUEUE.source).is_file()
+    documents = [d for d in yaml.load_all(data, Loader=yaml.CSafeLoader) if d]
+    [deployment] = [d for d in documents if d["kind"] == "Deployment"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == f"registry.k8s.io/kueue/kueue:{KUEUE.version}"
+    [config_map] = [d for d in documents if d["kind"] == "ConfigMap"]
+    [config] = [yaml.safe_load(text) for text in config_map["data"].values()]
+    assert {
+        "batch/job",
+        "jobset.x-k8s.io/jobset",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+    } <= set(config["integrations"]["frameworks"])
+    # Installs converge by checking the first object and the last (see unfinished_install).
+    assert documents[0]["kind"] == "Namespace"
+    assert documents[-1]["kind"] == "ValidatingWebhookConfiguration"
 
 
 def test_a_manifest_whose_checksum_differs_is_refused(

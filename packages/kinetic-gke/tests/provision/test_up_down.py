@@ -120,6 +120,13 @@ def test_pool_add_gpu_and_multi_host_tpu_then_status_and_down(
     assert shown["kinetic-gpu-l4-x2-spot"]["spot"] is True
     assert status["lws"].startswith("installed")
     assert "job(s) running" in status["running"]
+    # The session's Kueue, and the namespace's queue (the session's, kept as it was made)
+    assert status["kueue"]["api"] == "v1beta2"
+    [queue] = status["kueue"]["queues"]
+    assert (queue["name"], queue["admitted"], queue["pending"]) == ("kinetic", 0, 0)
+    shown_status = _ok(kinetic("status"))
+    assert "Kueue:" in shown_status and "(API v1beta2)" in shown_status
+    assert "QUEUE" in shown_status and "ADMITTED" in shown_status
     assert "kinetic-tpu-v5e-8-multihost" in _ok(kinetic("pool", "list"))
 
     _ok(kinetic("pool", "remove", "kinetic-tpu-v5e-8-multihost", "--yes"))

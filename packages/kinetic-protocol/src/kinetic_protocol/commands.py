@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from kinetic_protocol.backend import BackendSettings
+from kinetic_protocol.settings import SettingSpec
 
 __all__ = ["COMMANDS_GROUP", "CommandHost"]
 
@@ -27,10 +28,16 @@ class CommandHost(Protocol):
         """Project, zone, cluster and namespace: option > ``KINETIC_*`` > profile > default."""
         ...
 
+    def setting(self, spec: SettingSpec) -> str | None:
+        """A setting the backend declares, as every setting resolves: its ``KINETIC_*``
+        variable, else the active profile's ``spec.profile_key``, else its default."""
+        ...
+
     def save_profile(
         self, name: str, settings: BackendSettings, *, build_service_account: str = ""
     ) -> None:
-        """Keep ``settings`` as the profile ``name`` and make it the active one."""
+        """Keep ``settings`` as the profile ``name`` (its other keys as they were) and make it
+        the active one."""
         ...
 
     def emit_json(self, document: Any) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "kinetic_home",
     "load_profiles",
     "profiles_path",
+    "resolve_setting",
     "resolve_settings",
     "save_profiles",
 ]
@@ -51,6 +52,8 @@ class Profile(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     queue: str | None = None
     priority: str | None = None
     build_service_account: str | None = None
+    queues: str | None = None
+    """The queues ``kinetic up`` makes on a cluster with Kueue (``KINETIC_QUEUES``)."""
     state_backend: str | None = None
     """Written by another Kinetic version (where its provisioning state lives); unused here,
     kept so that version still reads the file after this one writes it."""
@@ -175,6 +178,13 @@ def _pick(
         if fallback:
             return Setting(fallback, "env", var)
     return Setting(spec.default, "default")
+
+
+def resolve_setting(spec: SettingSpec) -> Setting:
+    """One declared setting (a backend's too): its variable, the active profile, its default."""
+    profiles = load_profiles()
+    active = declared.PROFILE.from_env() or profiles.active
+    return _pick(spec, None, profiles.profiles.get(active) if active else None, active)
 
 
 def resolve_settings(

@@ -41,6 +41,7 @@ def test_profile_create_ls_use_show_rm(invoke, kinetic_env: Path) -> None:
     assert shown == {
         "name": "prod", "active": True, "backend": "gke", "project": "p-prod",
         "zone": None, "cluster": None, "namespace": None, "queue": None, "priority": None,
+        "queues": None,
     }  # fmt: skip
     human = invoke("profile", "show", "dev")
     assert "Profile:   dev" in human.stdout

@@ -4,7 +4,8 @@
 A backend package's own tests run in an environment without ``kinetic`` (see ``.ci/run``); its
 commands still need a root group and a :class:`kinetic_protocol.commands.CommandHost`. This one
 resolves the settings from ``KINETIC_PROJECT``/``ZONE``/``CLUSTER``/``NAMESPACE`` only (no
-profiles, no defaults: tests set what they use), keeps profiles in ``KINETIC_PROFILES_FILE`` in
+profiles, no defaults: tests set what they use; a backend's declared setting from its variable
+and default), keeps profiles in ``KINETIC_PROFILES_FILE`` in
 the client's format (``active`` and ``profiles``), renders plain text, and maps errors to the
 client's exit codes (configuration 2, other failures 1). That the real command line lists and
 hosts the same commands is checked on the client's side (``tests/test_contributed_commands.py``).
@@ -21,6 +22,7 @@ import click
 
 from kinetic_protocol import BackendSettings, ConfigError, KineticError
 from kinetic_protocol.commands import COMMANDS_GROUP
+from kinetic_protocol.settings import SettingSpec
 
 __all__ = ["StandInHost", "stand_in_command_line"]
 
@@ -37,6 +39,9 @@ class StandInHost:
             namespace=env.get("KINETIC_NAMESPACE", "default"),
         )
 
+    def setting(self, spec: SettingSpec) -> str | None:
+        return spec.value()
+
     def save_profile(
         self, name: str, settings: BackendSettings, *, build_service_account: str = ""
     ) -> None:
@@ -46,7 +51,8 @@ class StandInHost:
             "project": settings.project, "zone": settings.zone, "cluster": settings.cluster,
             "namespace": settings.namespace, "build_service_account": build_service_account,
         }  # fmt: skip
-        document.setdefault("profiles", {})[name] = {k: v for k, v in profile.items() if v}
+        kept = document.setdefault("profiles", {}).get(name, {})
+        document["profiles"][name] = {**kept, **{k: v for k, v in profile.items() if v}}
         document["active"] = name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(document))

@@ -33,6 +33,7 @@ def spec_from(host: CommandHost, **extra: Any) -> ClusterSpec:
         cluster=settings.cluster,
         namespace=settings.namespace or "default",
         ksa=gke_settings.SERVICE_ACCOUNT.from_env() or "default",
+        queues=host.setting(gke_settings.QUEUES) or "",
         **extra,
     )
 
@@ -107,7 +108,9 @@ def up(
     Enables the APIs; creates the service accounts and their roles, the GKE cluster (Workload
     Identity, GCS FUSE driver, auto-provisioning, a default pool), the jobs bucket, the Artifact
     Registry repository, the Workload Identity binding, the namespace's service account, and
-    installs LeaderWorkerSet. What exists is kept; running it again changes nothing.
+    installs LeaderWorkerSet and Kueue, with Kueue's queues sized to the node pools
+    (KINETIC_QUEUES or the profile's queues declare several). What exists is kept; running it
+    again changes nothing.
     """
     from kinetic_gke.k8s import get_credentials_command
     from kinetic_gke.provision import GoogleClients, up_plan
@@ -161,7 +164,8 @@ def down(host: CommandHost, yes: bool, delete_bucket: bool, dry_run: bool) -> No
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_host
 def status(host: CommandHost, as_json: bool) -> None:
-    """The cluster, its pools, bucket, registry, LeaderWorkerSet, FUSE driver and what runs."""
+    """The cluster, its pools, bucket, registry, LeaderWorkerSet, Kueue and its queues, FUSE
+    driver and what runs."""
     from kinetic_gke.provision.status import cluster_status
 
     document = cluster_status(spec_from(host))
@@ -194,8 +198,40 @@ def _show_status(host: CommandHost, document: dict[str, Any]) -> None:
             "GCS FUSE driver": "on" if cluster["fuse_driver"] else "off",
             "Auto-provisioning": "on" if cluster["autoprovisioning"] else "off",
             "LeaderWorkerSet": document["lws"] or "not installed",
+            "Kueue": _kueue_line(document.get("kueue")),
             "Running": document["running"],
         }
     )
     click.echo("")
     show_pools(host, cluster["pools"])
+    queues = (document.get("kueue") or {}).get("queues") or []
+    if queues:
+        click.echo("")
+        _show_queues(host, queues)
+
+
+def _kueue_line(kueue: dict[str, Any] | None) -> str:
+    """Whether jobs are queued, and Kueue's controller."""
+    if not kueue:
+        return "unknown"
+    if "error" in kueue:
+        return f"unknown ({kueue['error']})"
+    if kueue["api"] is None:
+        return "not installed: jobs run unqueued (`kinetic up` installs it)"
+    text = f"{kueue['release'] or 'serving'} (API {kueue['api']})"
+    if kueue["controller"]:
+        available, wanted = kueue["controller"]
+        text += f", controller {available}/{wanted} available"
+    return text
+
+
+def _show_queues(host: CommandHost, queues: list[dict[str, Any]]) -> None:
+    """Each queue of the namespace: its jobs and the quota its cluster queue holds."""
+    rows = [
+        [q["name"], q["cluster_queue"], str(q["admitted"]), str(q["pending"]),
+         ", ".join(f"{r} {q['in_use'].get(r, '0')}/{amount}"
+                   for r, amount in q["quota"].items() if amount != "0")]
+        for q in queues
+    ]  # fmt: skip
+    host.table(["QUEUE", "CLUSTER QUEUE", "ADMITTED", "PENDING", "IN USE / QUOTA"], rows,
+               empty="No queues.")  # fmt: skip

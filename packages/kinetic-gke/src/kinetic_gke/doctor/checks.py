@@ -7,7 +7,7 @@ from kinetic_gke import settings as gke_settings
 from kinetic_gke.doctor.model import Check, Context, Outcome, fail, ok, warn
 from kinetic_gke.gcp import cluster_view
 from kinetic_gke.k8s import get_credentials_command
-from kinetic_gke.provision.manifests import GPU_DRIVER, LWS
+from kinetic_gke.provision.manifests import GPU_DRIVER, KUEUE, LWS
 from kinetic_gke.provision.spec import JOB_BUCKET_ROLE, REQUIRED_APIS
 
 __all__ = ["CHECKS"]
@@ -182,6 +182,51 @@ def lws(ctx: Context) -> Result:
     return (fail if needed else warn)(message, fix)
 
 
+def kueue(ctx: Context) -> Result:
+    """Which mode the cluster is in (queued by Kueue, or not), Kueue's controller, and the
+    namespace's default queue, which jobs that name none go through."""
+    from kinetic_gke.provision.kueue_queues import CONTROLLER
+    from kinetic_protocol.queueing import DEFAULT_QUEUE
+
+    state = ctx.kueue
+    if state.api is None:
+        return warn(
+            "no Kueue: jobs run unqueued, each asking for its nodes at once (no queues, "
+            "quotas or priorities)",
+            f"{_up(ctx)}  (installs Kueue {KUEUE.version} and its queues; or: "
+            f"{KUEUE.manual_command})",
+        )
+    serving = f"Kueue {state.release or ''} serving (API {state.api})".replace("  ", " ")
+    if state.controller is not None and state.controller[0] < 1:
+        namespace, name = CONTROLLER
+        return fail(
+            f"{serving}, but its controller {namespace}/{name} has {state.controller[0]} of "
+            f"{state.controller[1]} replicas available: no job is admitted",
+            f"kubectl -n {namespace} get pods",
+        )
+    if DEFAULT_QUEUE not in [queue.name for queue in state.queues]:
+        return fail(
+            f"{serving}, but namespace {ctx.spec.namespace} has no LocalQueue {DEFAULT_QUEUE}, "
+            "which jobs that name no queue are admitted through",
+            _up(ctx),
+        )
+    return ok(f"{serving}; jobs queue in namespace {ctx.spec.namespace}")
+
+
+def queues(ctx: Context) -> Result:
+    """Each queue of the namespace: admitted and pending jobs, quota in use."""
+    state = ctx.kueue
+    if state.api is None:
+        return ok("no Kueue: no queues")
+    if not state.queues:
+        return ok(f"no queues in namespace {ctx.spec.namespace}")
+    described = "; ".join(queue.describe() for queue in state.queues)
+    inactive = [queue.name for queue in state.queues if queue.inactive]
+    if inactive:
+        return warn(described, f"{_up(ctx)}  (makes the cluster queues Kinetic's queues use)")
+    return ok(described)
+
+
 def fuse(ctx: Context) -> Result:
     found = ctx.cluster
     if found is not None and cluster_view(found).fuse_driver:
@@ -218,6 +263,8 @@ CHECKS = (
     Check("registry", registry),
     Check("workload-identity", workload_identity),
     Check("lws", lws),
+    Check("kueue", kueue),
+    Check("queues", queues),
     Check("fuse", fuse),
     Check("gpu-driver", gpu_driver),
 )

@@ -62,6 +62,13 @@ class Context:
 
         return kubeconfig_connection(self.spec)
 
+    @functools.cached_property
+    def kueue(self) -> Any:
+        """Kueue and the namespace's queues (a ``KueueState``), as the backends see them."""
+        from kinetic_gke.provision.kueue_report import read_kueue
+
+        return read_kueue(self.connection, self.spec.namespace)
+
 
 @dataclass(frozen=True)
 class Check:

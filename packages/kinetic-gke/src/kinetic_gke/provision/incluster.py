@@ -1,5 +1,6 @@
 """Objects inside the cluster: the namespace, the Kubernetes service account with its Workload
-Identity annotation, the LeaderWorkerSet controller and the GPU driver installer.
+Identity annotation, the LeaderWorkerSet controller, Kueue and its queues
+(:mod:`kinetic_gke.provision.kueue_queues`) and the GPU driver installer.
 
 ``kinetic up`` reaches the cluster directly (:func:`connect`): at the endpoint the GKE API
 reports, trusting the cluster's own CA, with a token of the user's Google credentials, so a
@@ -8,8 +9,8 @@ written. ``kinetic doctor`` instead checks the kubeconfig context the backends w
 (:func:`kubeconfig_connection`).
 
 A cluster that cannot be read yet (being created) is planned as a new one; every step accepts
-finding its work done. An existing LeaderWorkerSet install is recognised by the API it serves
-(whoever installed it, whatever version), and kept.
+finding its work done. An existing LeaderWorkerSet or Kueue install is recognised by the API it
+serves (whoever installed it, whatever version), and kept.
 """
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ from kinetic_gke.k8s import (
     get_credentials_command,
     kube_context_name,
 )
-from kinetic_gke.pools import PoolInfo
+from kinetic_gke.k8s.kueue_api import served_version
+from kinetic_gke.pools import Autoprovisioning, PoolInfo
 from kinetic_gke.provision.clients import GoogleClients
 from kinetic_gke.provision.engine import Action, Plan, Report, Step
+from kinetic_gke.provision.kueue_queues import QueuesFound, plan_queues, read_queues
 from kinetic_gke.provision.manifests import (
     GPU_DRIVER,
+    KUEUE,
     LWS,
     PinnedManifest,
     apply_manifest,
@@ -125,6 +129,11 @@ class InCluster:
     """An install of Kinetic's stopped half-way (the API may be served already)."""
     slice_role: bool = False
     """The jobs' service account may stop its own slice (``slice_role``)."""
+    kueue: str | None = None
+    """The Kueue API version served, None if none."""
+    kueue_unfinished: bool = False
+    queues: QueuesFound | None = None
+    """Kueue's objects of the kinds Kinetic makes; None where Kueue is not served."""
 
 
 def new_cluster(spec: ClusterSpec) -> InCluster:
@@ -149,6 +158,7 @@ def read_in_cluster(spec: ClusterSpec, connection: ClusterConnection) -> InClust
         core.read_namespaced_service_account, spec.ksa, spec.namespace,
     )  # fmt: skip
     annotations = ((account or {}).get("metadata") or {}).get("annotations") or {}
+    kueue = served_version(connection)
     return InCluster(
         namespace=namespace is not None,
         service_account=account is not None,
@@ -158,6 +168,9 @@ def read_in_cluster(spec: ClusterSpec, connection: ClusterConnection) -> InClust
         lws_unfinished=unfinished_install(connection, LWS.load()),
         slice_role=namespace is not None
         and slice_role_granted(connection, spec.namespace, spec.ksa),
+        kueue=kueue,
+        kueue_unfinished=unfinished_install(connection, KUEUE.load()),
+        queues=read_queues(connection, spec.namespace) if kueue else None,
     )
 
 
@@ -205,14 +218,18 @@ def _slice_role_step(spec: ClusterSpec, connect: Connect) -> Step:
     return Step("grant", target, run, "a finished multi-host job stops its own slice")
 
 
+_SERVED = {LWS.name: lws_version, KUEUE.name: served_version}
+"""How to tell that a manifest's API is served already (by whoever installed it)."""
+
+
 def _install_step(pin: PinnedManifest, connect: Connect, why: str) -> Step:
     data = pin.load()  # checked now, so a bad override stops the plan before any change
 
     def run(report: Report) -> None:
         connection = connect()
-        served = lws_version(connection) if pin is LWS else None
+        served = _SERVED[pin.name](connection) if pin.name in _SERVED else None
         if served is not None and not unfinished_install(connection, data):
-            report(f"  LeaderWorkerSet API served ({served}); kept")
+            report(f"  {pin.name} API served ({served}); kept")
             return
         applied = apply_manifest(connection, data)
         report(f"  applied {len(applied)} objects of {pin.name} {pin.version}")
@@ -220,10 +237,27 @@ def _install_step(pin: PinnedManifest, connect: Connect, why: str) -> Step:
     return Step("install", f"{pin.name} {pin.version}", run, why)
 
 
-def plan_in_cluster(
-    spec: ClusterSpec, connect: Connect, pools: tuple[PoolInfo, ...], found: InCluster
+def _plan_install(
+    pin: PinnedManifest, connect: Connect, served: str | None, unfinished: bool, why: str
 ) -> Plan:
-    """The in-cluster steps, given what the cluster has (:func:`new_cluster` for one being made)."""
+    """Install ``pin`` where its API is not served, or finish an install of Kinetic's that
+    stopped half-way; keep whatever else serves it."""
+    if unfinished:
+        return Plan([_install_step(pin, connect, "finish the install an earlier run began")])
+    if served is None:
+        return Plan([_install_step(pin, connect, why)])
+    return Plan(notes=[f"{pin.name} API served ({served}); kept"])
+
+
+def plan_in_cluster(
+    spec: ClusterSpec,
+    connect: Connect,
+    pools: tuple[PoolInfo, ...],
+    found: InCluster,
+    scaling: Autoprovisioning | None = None,
+) -> Plan:
+    """The in-cluster steps, given what the cluster has (:func:`new_cluster` for one being made)
+    and its pools and auto-provisioning (``scaling``; None: as ``kinetic up`` sets it)."""
     plan = Plan()
     if not found.namespace:
         plan.steps.append(_namespace_step(spec, connect))
@@ -233,12 +267,15 @@ def plan_in_cluster(
         plan.steps.append(_ksa_step(spec, connect, found.service_account))
     if not found.slice_role:
         plan.steps.append(_slice_role_step(spec, connect))
-    if found.lws_unfinished:
-        plan.steps.append(_install_step(LWS, connect, "finish the install an earlier run began"))
-    elif found.lws is None:
-        plan.steps.append(_install_step(LWS, connect, "multi-host TPU jobs run on it"))
-    else:
-        plan.notes.append(f"LeaderWorkerSet API served ({found.lws}); kept")
+    plan += _plan_install(
+        LWS, connect, found.lws, found.lws_unfinished, "multi-host TPU jobs run on it"
+    )
+    plan += _plan_install(
+        KUEUE, connect, found.kueue, found.kueue_unfinished, "jobs wait their turn in its queues"
+    )
+    if scaling is None or not scaling.enabled:
+        scaling = Autoprovisioning(True, max_cpu=spec.max_cpu, max_memory_gb=spec.max_memory_gb)
+    plan += plan_queues(spec, connect, pools, scaling, found.queues)
     needing = [pool.name for pool in pools if pool.needs_gpu_driver]
     if needing and not found.gpu_driver:
         why = f"GPU pools without GKE-managed drivers: {', '.join(needing)}"

@@ -1,14 +1,15 @@
 """Third-party Kubernetes manifests Kinetic installs, pinned by checksum.
 
-The LeaderWorkerSet release ships inside this package (``data/lws-<version>.yaml``), rendered
-from the pinned LWS sources by ``tools/lws_manifest.py``, which also checks the sha256 pinned
-here; installing it needs no network. Before anything is applied the bytes are checked against
+The LeaderWorkerSet and Kueue releases ship inside this package (``data/lws-<version>.yaml``,
+``data/kueue-<version>.yaml``), rendered from their pinned sources by ``tools/lws_manifest.py``
+and ``tools/kueue_manifest.py``, which also check the sha256 pinned here; installing them needs
+no network. Before anything is applied the bytes are checked against
 the pinned sha256, and every object is applied server-side (field manager ``kinetic``), so
 installing twice changes nothing.
 
 A source can be replaced (``KINETIC_LWS_MANIFEST``: a URL or a file, with the sha256 it must
-have in ``KINETIC_LWS_MANIFEST_SHA256``; the same for the GPU driver installer), for a mirror
-or a newer release. No NVIDIA driver installer ships (its publisher's repository cannot be
+have in ``KINETIC_LWS_MANIFEST_SHA256``; the same for Kueue and the GPU driver installer), for a
+mirror or a newer release. No NVIDIA driver installer ships (its publisher's repository cannot be
 fetched where this package is built), so that one installs only from such an override.
 """
 
@@ -33,7 +34,15 @@ from kinetic_gke.k8s import ClusterConnection, NotFound
 from kinetic_protocol import ConfigError
 from kinetic_protocol.settings import SettingSpec
 
-__all__ = ["GPU_DRIVER", "LWS", "PinnedManifest", "apply_manifest", "unfinished_install"]
+__all__ = [
+    "GPU_DRIVER",
+    "KUEUE",
+    "LWS",
+    "PinnedManifest",
+    "apply_manifest",
+    "apply_objects",
+    "unfinished_install",
+]
 
 _FETCH_TIMEOUT = 60
 
@@ -43,7 +52,7 @@ class PinnedManifest:
     name: str
     version: str
     packaged: str
-    """The file in ``kinetic/provision/data`` that holds it; empty when none ships."""
+    """The file in ``kinetic_gke/provision/data`` that holds it; empty when none ships."""
     sha256: str
     """The sha256 of the packaged file."""
     upstream: str
@@ -123,6 +132,15 @@ LWS = PinnedManifest(
     "https://github.com/kubernetes-sigs/lws/releases/download/v0.8.0/manifests.yaml",
     declared.LWS_MANIFEST,
     declared.LWS_MANIFEST_SHA256,
+)
+KUEUE = PinnedManifest(
+    "Kueue",
+    "v0.17.0",
+    "kueue-v0.17.0.yaml",
+    "cb6b837a1d9520d6d53ff7bcb70b593280eedf699efdec59ae3a713f8a90f83d",
+    "https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.0/manifests.yaml",
+    declared.KUEUE_MANIFEST,
+    declared.KUEUE_MANIFEST_SHA256,
 )
 GPU_DRIVER = PinnedManifest(
     "NVIDIA driver installer",
@@ -206,8 +224,15 @@ def apply_manifest(
 ) -> list[str]:
     """Apply every object server-side, in order; ``Kind/name`` of each. ``dry_run``: the API
     server validates and admits each one (``dryRun=All``) and stores nothing."""
+    return apply_objects(connection, _documents(data), dry_run=dry_run)
+
+
+def apply_objects(
+    connection: ClusterConnection, documents: list[dict[str, Any]], *, dry_run: bool = False
+) -> list[str]:
+    """:func:`apply_manifest` of objects already parsed."""
     with _dynamic(connection) as dynamic:
-        return [_apply(connection, dynamic, doc, dry_run) for doc in _documents(data)]
+        return [_apply(connection, dynamic, doc, dry_run) for doc in documents]
 
 
 def _apply(

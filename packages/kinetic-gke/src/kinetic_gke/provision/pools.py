@@ -3,14 +3,18 @@
 A pool's shape (machine type, GPUs or TPU topology, hosts) comes from
 :func:`kinetic_gke.pools.pool_shape`, the rule the pre-flight check and ``doctor`` use to
 recognise it later. A pool whose creation by Kinetic failed (GKE leaves it in ERROR) is
-deleted and created again by the next ``pool add``.
+deleted and created again by the next ``pool add``. On a cluster with Kueue, the queues' quotas
+follow: a pool added raises them by its capacity, one removed lowers them (its flavor goes).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from kinetic_gke.pools import SPOT_TAINT, PoolShape
+from kinetic_gke.gcp import cluster_view
+from kinetic_gke.k8s.kueue_api import served_version
+from kinetic_gke.pools import SPOT_TAINT, PoolInfo, PoolShape
 from kinetic_gke.provision.clients import GoogleClients
 from kinetic_gke.provision.cluster import (
     BUSY,
@@ -22,6 +26,7 @@ from kinetic_gke.provision.cluster import (
     wait_step,
 )
 from kinetic_gke.provision.engine import Plan, Report, Step
+from kinetic_gke.provision.kueue_queues import plan_queues, read_queues
 from kinetic_gke.provision.spec import ClusterSpec
 from kinetic_protocol import ConfigError
 
@@ -135,16 +140,41 @@ def _delete_step(spec: ClusterSpec, clients: GoogleClients, name: str, detail: s
     )  # fmt: skip
 
 
+def _requested(name: str, request: PoolRequest) -> PoolInfo:
+    """The pool ``request`` makes, as the cluster will have it."""
+    return PoolInfo(
+        name, request.shape.hardware, spot=request.spot, autoscaling=True,
+        min_nodes=request.min_nodes, max_nodes=request.max_nodes,
+    )  # fmt: skip
+
+
+def _queues_for(
+    spec: ClusterSpec, clients: GoogleClients, cluster: Any, pools: list[PoolInfo]
+) -> Plan:
+    """Kueue's quotas for the pools the cluster will have; nothing where Kueue is not served."""
+    from kinetic_gke.provision.incluster import connect as connect_to
+
+    connect = functools.cache(lambda: connect_to(spec, clients))
+    if served_version(connect()) is None:
+        return Plan(notes=["Kueue is not installed, so no queue has a quota to change"])
+    found = read_queues(connect(), spec.namespace)
+    scaling = cluster_view(cluster).autoprovisioning
+    return plan_queues(spec, connect, pools, scaling, found)
+
+
 def plan_pool(spec: ClusterSpec, clients: GoogleClients, name: str, request: PoolRequest) -> Plan:
     cluster = require_cluster(spec, clients)
+    others = [pool for pool in cluster_view(cluster).pools if pool.name != name]
     existing = next((pool for pool in cluster.node_pools if pool.name == name), None)
     if existing is None:
-        return Plan([_create_step(spec, clients, name, request)])
+        plan = Plan([_create_step(spec, clients, name, request)])
+        return plan + _queues_for(spec, clients, cluster, [*others, _requested(name, request)])
     status = existing.status.name
     if status in BUSY:
         return Plan([wait_step(spec, clients, f"node pool {name}", status)])
     if status != "ERROR":
-        return Plan(notes=[f"node pool {name} exists (kept as it is)"])
+        kept = Plan(notes=[f"node pool {name} exists (kept as it is)"])
+        return kept + _queues_for(spec, clients, cluster, list(cluster_view(cluster).pools))
     message = existing.status_message or "no message"
     if not made_by_kinetic(existing.config.labels, spec):
         raise ConfigError(
@@ -152,7 +182,8 @@ def plan_pool(spec: ClusterSpec, clients: GoogleClients, name: str, request: Poo
             f"(`kinetic pool remove {name}`), then add it again."
         )
     replaced = _delete_step(spec, clients, name, f"its creation failed ({message})")
-    return Plan([replaced, _create_step(spec, clients, name, request)])
+    plan = Plan([replaced, _create_step(spec, clients, name, request)])
+    return plan + _queues_for(spec, clients, cluster, [*others, _requested(name, request)])
 
 
 def unplan_pool(spec: ClusterSpec, clients: GoogleClients, name: str) -> Plan:
@@ -163,4 +194,5 @@ def unplan_pool(spec: ClusterSpec, clients: GoogleClients, name: str) -> Plan:
             f"Cluster {spec.cluster} has no node pool {name!r}. Its pools: "
             f"{', '.join(names) or 'none'} (`kinetic pool list`)."
         )
-    return Plan([_delete_step(spec, clients, name)])
+    others = [pool for pool in cluster_view(cluster).pools if pool.name != name]
+    return Plan([_delete_step(spec, clients, name)]) + _queues_for(spec, clients, cluster, others)

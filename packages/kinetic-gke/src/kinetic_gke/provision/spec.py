@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from kinetic_gke import default_bucket_name
 from kinetic_gke.gcp import cluster_name
 from kinetic_gke.images.resolve import region_from_zone
+from kinetic_gke.provision.queue_shares import QueueShares
 from kinetic_protocol import ConfigError
 
 __all__ = [
@@ -71,6 +72,8 @@ class ClusterSpec:
     machine_types: tuple[str, ...] = DEFAULT_MACHINE_TYPES
     bucket_override: str = ""
     labels: dict[str, str] = field(default_factory=lambda: {"managed-by": "kinetic"})
+    queues: str = ""
+    """The queues declared for Kueue (``KINETIC_QUEUES``); empty: keep the cluster's."""
 
     def __post_init__(self) -> None:
         if not self.project:
@@ -79,6 +82,8 @@ class ClusterSpec:
                 "use a profile (`kinetic profile create NAME --project P --use`)."
             )
         region_from_zone(self.zone)  # a ConfigError for what is not a zone
+        if self.queues:
+            QueueShares.parse(self.queues)  # refused before anything is planned
         if not re.fullmatch(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?", self.cluster):
             raise ConfigError(
                 f"Cluster name {self.cluster!r} is not valid on GKE: lowercase letters, digits "

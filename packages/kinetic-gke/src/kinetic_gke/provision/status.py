@@ -12,6 +12,7 @@ from kinetic_gke.provision import cluster as clusters
 from kinetic_gke.provision.clients import GoogleClients
 from kinetic_gke.provision.cloud import disabled_apis, get_bucket, get_repository
 from kinetic_gke.provision.incluster import connect, lws_version
+from kinetic_gke.provision.kueue_report import read_kueue
 from kinetic_gke.provision.spec import ClusterSpec
 from kinetic_protocol import KineticError
 
@@ -52,15 +53,17 @@ def _running(spec: ClusterSpec, connection: ClusterConnection, lws: str | None) 
     return f"{text} in namespace {spec.namespace}"
 
 
-def _in_cluster(spec: ClusterSpec, clients: GoogleClients) -> tuple[str, str]:
-    """The LeaderWorkerSet line and the running line, or why they cannot be read."""
+def _in_cluster(spec: ClusterSpec, clients: GoogleClients) -> tuple[str, str, dict[str, Any]]:
+    """The LeaderWorkerSet line, the running line and Kueue's document, or why they cannot be
+    read."""
     try:
         connection = connect(spec, clients)
         lws = lws_version(connection)
         running = _running(spec, connection, lws)
+        kueue = read_kueue(connection, spec.namespace).document()
     except KineticError as exc:
-        return f"unknown ({exc})", f"unknown ({exc})"
-    return (f"installed (API {lws})" if lws else ""), running
+        return f"unknown ({exc})", f"unknown ({exc})", {"error": str(exc)}
+    return (f"installed (API {lws})" if lws else ""), running, kueue
 
 
 def cluster_status(spec: ClusterSpec, clients: GoogleClients | None = None) -> dict[str, Any]:
@@ -80,6 +83,7 @@ def cluster_status(spec: ClusterSpec, clients: GoogleClients | None = None) -> d
         "cluster": None,
         "lws": "",
         "running": "",
+        "kueue": None,
     }
     if found is None:
         return document
@@ -94,5 +98,5 @@ def cluster_status(spec: ClusterSpec, clients: GoogleClients | None = None) -> d
         "pools": [pool_document(pool) for pool in view.pools],
     }
     if view.status == "RUNNING":
-        document["lws"], document["running"] = _in_cluster(spec, clients)
+        document["lws"], document["running"], document["kueue"] = _in_cluster(spec, clients)
     return document

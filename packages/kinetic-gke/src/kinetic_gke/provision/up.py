@@ -54,8 +54,9 @@ def _in_cluster(spec: ClusterSpec, clients: GoogleClients) -> Plan:
     pools = cluster_view(found).pools
     if found.status.name != "RUNNING":  # being created by an earlier, interrupted run
         return incluster.plan_in_cluster(spec, connect, pools, incluster.new_cluster(spec))
+    found_in = incluster.read_in_cluster(spec, connect())
     return incluster.plan_in_cluster(
-        spec, connect, pools, incluster.read_in_cluster(spec, connect())
+        spec, connect, pools, found_in, cluster_view(found).autoprovisioning
     )
 
 

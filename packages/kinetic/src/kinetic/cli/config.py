@@ -22,7 +22,7 @@ __all__ = ["config", "profile"]
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 _PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
-_FIELDS = ("backend", "project", "zone", "cluster", "namespace", "queue", "priority")
+_FIELDS = ("backend", "project", "zone", "cluster", "namespace", "queue", "priority", "queues")
 
 
 @click.group()
@@ -147,6 +147,7 @@ def _active_name(file_active: str | None) -> str | None:
 @click.option("--backend", help="Backend name (local, gke, pathways).")
 @click.option("--queue", help="Queue jobs are admitted through (default: the backend's).")
 @click.option("--priority", help="Priority class of jobs (low, normal, high, ...).")
+@click.option("--queues", help="Queues `kinetic up` makes on a cluster with Kueue: NAME=SHARE,...")
 @click.option("--use", "activate", is_flag=True, help="Also make it the active profile.")
 @click.option("--force", is_flag=True, help="Replace a profile of the same name.")
 def create(
@@ -159,6 +160,7 @@ def create(
     backend: str | None,
     queue: str | None,
     priority: str | None,
+    queues: str | None,
     activate: bool,
     force: bool,
 ) -> None:
@@ -180,7 +182,7 @@ def create(
         )
     profiles.profiles[name] = Profile(
         project=project, zone=zone, cluster=cluster, namespace=namespace, backend=backend,
-        queue=queue, priority=priority,
+        queue=queue, priority=priority, queues=queues,
     )  # fmt: skip
     if activate:
         profiles.active = name

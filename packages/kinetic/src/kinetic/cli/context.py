@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from kinetic.jobs import JobHandle
     from kinetic.outputs import JobOutputs
     from kinetic_protocol import BackendSettings, HostSelection
+    from kinetic_protocol.settings import SettingSpec
 
 __all__ = ["SHARED_OPTIONS", "CliContext", "accept_shared_options", "pass_cli"]
 
@@ -99,13 +100,21 @@ class CliContext:
     def backend_settings(self) -> "BackendSettings":
         return self.resolve().backend_settings()
 
+    def setting(self, spec: "SettingSpec") -> str | None:
+        from kinetic.config import resolve_setting
+
+        return resolve_setting(spec).value
+
     def save_profile(
         self, name: str, settings: "BackendSettings", *, build_service_account: str = ""
     ) -> None:
+        import msgspec
+
         from kinetic.config import Profile, load_profiles, save_profiles
 
         profiles = load_profiles()
-        profiles.profiles[name] = Profile(
+        profiles.profiles[name] = msgspec.structs.replace(
+            profiles.profiles.get(name) or Profile(),
             project=settings.project, zone=settings.zone, cluster=settings.cluster,
             namespace=settings.namespace, build_service_account=build_service_account or None,
         )  # fmt: skip

@@ -1,21 +1,34 @@
-"""Installing LeaderWorkerSet, against real API servers: every object of the shipped manifest
-is accepted; an install found (whoever made it) is kept; where there is none, `kinetic up`
-installs it, converges after a failure half-way, and then finds it. The GPU driver installer
-(none ships) installs from an override."""
+"""Installing LeaderWorkerSet and Kueue, against real API servers: every object of the shipped
+LWS manifest is accepted; an install found (whoever made it) is kept; where there is none,
+`kinetic up` installs it, converges after a failure half-way, and then finds it. The GPU driver
+installer (none ships) installs from an override.
+
+The bare plane has no kubelet for Kueue's controller, so its Kueue cannot run there: while
+registered, its webhooks would refuse every Job and Pod. The tests of other installs use a
+stand-in Kueue named by the override settings (its CRDs alone: served, no webhooks); the test
+of Kueue's own install removes it again from the plane when it ends."""
 
 import base64
+import contextlib
+import copy
+import functools
 import hashlib
+import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml  # type: ignore[import-untyped]
 from provision_support import PROJECT, ZONE, Invoke, add_unmanaged_gpu_pool, ok, point_gke_at
 
 from kinetic_gke.k8s import ClusterConnection
+from kinetic_gke.k8s.kueue_api import GROUP as KUEUE_GROUP
+from kinetic_gke.provision import kueue_queues
 from kinetic_gke.provision.incluster import LWS_GROUP, plan_in_cluster, read_in_cluster
-from kinetic_gke.provision.manifests import LWS, apply_manifest
+from kinetic_gke.provision.manifests import KUEUE, LWS, apply_manifest
 from kinetic_gke.provision.spec import ClusterSpec
 from kinetic_testing.controlplane.build import Built
 from kinetic_testing.controlplane.cluster import ApiError, ControlPlane
@@ -110,6 +123,12 @@ def bare_env(
         if name.startswith("KINETIC_") and name != "KINETIC_GCP_API_ENDPOINT":
             monkeypatch.delenv(name)
     cluster = f"bare-{uuid.uuid4().hex[:6]}"
+    stand_in = tmp_path / "kueue-crds.yaml"
+    stand_in.write_text("\n---\n".join(json.dumps(crd) for crd in _kueue_crds()))
+    monkeypatch.setenv(KUEUE.source_setting.env, str(stand_in))
+    monkeypatch.setenv(
+        KUEUE.checksum_setting.env, hashlib.sha256(stand_in.read_bytes()).hexdigest()
+    )
     with ApiProxy(bare_k8s, tls=True) as proxy:
         adc = tmp_path / "adc.json"
         point_gke_at(cloud, bare_k8s, proxy.address, bare_k8s.bearer_token(), adc)
@@ -145,6 +164,90 @@ def test_up_installs_the_shipped_lws_converging_after_a_failure_half_way(
     third = ok(kinetic("up"))
     assert "Nothing to do: everything is in place." in third
     assert "LeaderWorkerSet API served (v1); kept" in third
+
+
+@functools.cache
+def _kueue_documents() -> tuple[dict[str, Any], ...]:
+    """The shipped Kueue manifest's objects (libyaml: the pure-Python parser takes seconds)."""
+    return tuple(yaml.load_all(KUEUE.load(), Loader=yaml.CSafeLoader))
+
+
+def _kueue_crds() -> list[dict[str, Any]]:
+    """The shipped Kueue's CRDs, served without its conversion webhook: a Kueue whose API is
+    there and whose controller and webhooks are not."""
+    crds = [copy.deepcopy(d) for d in _kueue_documents() if d["kind"] == "CustomResourceDefinition"]
+    for crd in crds:
+        crd["spec"].pop("conversion", None)
+    return crds
+
+
+def _remove_kueue(plane: ControlPlane) -> None:
+    """Take Kueue (the shipped one or the stand-in) out of ``plane``: its webhooks, its
+    aggregated API and its CRDs, with every object of theirs; wait until its API is gone."""
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import NotFoundError
+
+    dynamic = DynamicClient(plane.api_client())  # type: ignore[no-untyped-call]
+    gone = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService",
+            "Deployment", "CustomResourceDefinition")  # fmt: skip
+    for document in reversed(_kueue_documents()):
+        if document["kind"] in gone:
+            resource = dynamic.resources.get(
+                api_version=document["apiVersion"], kind=document["kind"]
+            )
+            with contextlib.suppress(NotFoundError):
+                resource.delete(
+                    name=document["metadata"]["name"],
+                    namespace=document["metadata"].get("namespace"),
+                )
+    deadline = time.monotonic() + 60
+    while KUEUE_GROUP in [g["name"] for g in plane.request("GET", "/apis")["groups"]]:
+        assert time.monotonic() < deadline, "Kueue's API is still served 60 s after its removal"
+        time.sleep(0.2)
+
+
+def test_up_installs_the_shipped_kueue_converging_after_a_failure_half_way(
+    bare_env: tuple[FakeGoogleCloud, ApiProxy, str],
+    bare_k8s: ControlPlane,
+    kinetic: Invoke,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real manifest: applied after a failure half-way, then recognised and kept. Its
+    controller never runs here, so the queues step waits no time and says why it stops."""
+    _cloud, proxy, _cluster = bare_env
+    monkeypatch.delenv(KUEUE.source_setting.env)
+    monkeypatch.delenv(KUEUE.checksum_setting.env)
+    monkeypatch.setattr(kueue_queues, "READY_WAIT_S", 0.0)
+    _remove_kueue(bare_k8s)
+    deployment_path = "/apis/apps/v1/namespaces/kueue-system/deployments/kueue-controller-manager"
+    try:
+        proxy.inject(ApiFault(method="PATCH", path_contains="/deployments/kueue-", code=403))
+        failed = kinetic("up")
+        assert (
+            failed.exit_code == 1
+            and "applying Deployment kueue-controller-manager" in failed.output
+        )
+        with pytest.raises(ApiError):
+            bare_k8s.request("GET", deployment_path)
+
+        again = kinetic("up")
+        assert f"applied {len(_kueue_documents())} objects of Kueue {KUEUE.version}" in again.output
+        assert again.exit_code == 1
+        assert (
+            "Kueue is not running after 0 s (its controller kueue-system/kueue-controller-"
+            "manager has 0 of 1 replicas available)" in again.output
+        )
+        deployment = bare_k8s.request("GET", deployment_path)
+        image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        assert image == f"registry.k8s.io/kueue/kueue:{KUEUE.version}"
+        assert "kinetic" in {entry["manager"] for entry in deployment["metadata"]["managedFields"]}
+
+        planned = ok(kinetic("up", "--dry-run"))
+        assert "Kueue API served (v1beta2); kept" in planned
+        assert "install Kueue" not in planned
+        assert "+ create Kueue queues kinetic (share 1)" in planned
+    finally:
+        _remove_kueue(bare_k8s)
 
 
 def test_a_gpu_driver_installer_named_by_its_checksum_is_installed_for_unmanaged_gpu_pools(

@@ -1,0 +1,106 @@
+"""Kueue's queues as `kinetic up` and `kinetic pool add/remove` keep them, on the real control
+plane with Kueue running: made after a failure half-way, unchanged by a second `up`, raised by
+`pool add` and lowered by `pool remove`, and accepted by Kueue itself (each queue Active)."""
+
+import time
+from collections.abc import Iterator
+from fractions import Fraction
+
+import pytest
+from provision_support import Invoke, ok
+
+from kinetic_gke.provision.quantities import amount
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.controlplane.proxy import ApiFault, ApiProxy
+from kinetic_testing.gcp_fake import FakeGoogleCloud
+
+pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
+
+API = "/apis/kueue.x-k8s.io/v1beta2"
+SPOT_L4 = "kinetic-gpu-l4-x2-spot"
+
+
+def _quota(plane: ControlPlane, queue: str) -> dict[str, dict[str, Fraction]]:
+    """Nominal quota of a ClusterQueue, by flavor and resource (as amounts: Kueue may write
+    ``1024Gi`` as ``1Ti``)."""
+    found = plane.request("GET", f"{API}/clusterqueues/{queue}")
+    [group] = found["spec"]["resourceGroups"]
+    return {
+        flavor["name"]: {r["name"]: amount(r["nominalQuota"]) for r in flavor["resources"]}
+        for flavor in group["flavors"]
+    }
+
+
+def _wait_active(plane: ControlPlane, queue: str) -> None:
+    """Until Kueue reports the ClusterQueue Active (it checked its flavors exist)."""
+    deadline = time.monotonic() + 30
+    while True:
+        conditions = plane.request("GET", f"{API}/clusterqueues/{queue}").get("status", {})
+        active = [c for c in conditions.get("conditions", []) if c["type"] == "Active"]
+        if active and active[0]["status"] == "True":
+            return
+        assert time.monotonic() < deadline, f"ClusterQueue {queue} not Active: {active}"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def own_queues(real_k8s: ControlPlane, k8s_namespace: str) -> Iterator[None]:
+    """The test namespace without the session's LocalQueue (so `up` makes its own); what
+    Kinetic made cluster-wide is removed afterwards (a later `up` makes what it needs)."""
+    real_k8s.request("DELETE", f"{API}/namespaces/{k8s_namespace}/localqueues/kinetic")
+    yield
+    for plural in ("clusterqueues", "resourceflavors"):
+        listing = real_k8s.request("GET", f"{API}/{plural}?labelSelector=managed-by%3Dkinetic")
+        for item in listing["items"]:
+            real_k8s.request("DELETE", f"{API}/{plural}/{item['metadata']['name']}")
+
+
+def test_up_makes_the_queues_converging_then_pool_add_and_remove_move_the_quota(
+    up_env: FakeGoogleCloud,
+    own_queues: None,
+    cluster_api: ApiProxy,
+    real_k8s: ControlPlane,
+    k8s_namespace: str,
+    kinetic: Invoke,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KINETIC_QUEUES", "team-a=2,team-b=1")
+    cluster_api.inject(ApiFault(method="PATCH", path_contains="/clusterqueues/", code=403))
+    failed = kinetic("up")
+    assert failed.exit_code == 1 and "applying ClusterQueue" in failed.output
+
+    made = ok(kinetic("up"))
+    assert "Kueue queues kinetic (share 0), team-a (share 2), team-b (share 1)" in made
+    again = ok(kinetic("up"))
+    assert "Nothing to do: everything is in place." in again
+    assert "Kueue queues in place (kinetic, team-a, team-b)" in again
+    for name in ("kinetic", "team-a", "team-b"):
+        _wait_active(real_k8s, name)
+        local = real_k8s.request("GET", f"{API}/namespaces/{k8s_namespace}/localqueues/{name}")
+        assert local["spec"]["clusterQueue"] == name
+        assert local["metadata"]["labels"] == {"managed-by": "kinetic"}
+    # 256 vCPUs and 1024 GB of auto-provisioning, split 0:2:1
+    assert _quota(real_k8s, "team-a")["kinetic-cpu"] == {
+        "cpu": amount("170667m"),
+        "memory": amount("699051Mi"),
+    }
+    assert _quota(real_k8s, "kinetic")["kinetic-cpu"] == {"cpu": 0, "memory": 0}
+    cohort = real_k8s.request("GET", f"{API}/clusterqueues/team-b")["spec"]["cohortName"]
+    assert cohort == "kinetic"
+
+    added = ok(kinetic("pool", "add", "--accelerator", "gpu-l4-x2", "--max-nodes", "4", "--spot"))
+    assert f"+ResourceFlavor/{SPOT_L4}" in added
+    assert "nvidia.com/gpu 0 -> 5" in added
+    assert _quota(real_k8s, "team-a")[SPOT_L4]["nvidia.com/gpu"] == 5
+    assert _quota(real_k8s, "team-b")[SPOT_L4]["nvidia.com/gpu"] == 3
+    flavor = real_k8s.request("GET", f"{API}/resourceflavors/{SPOT_L4}")["spec"]
+    assert flavor["nodeLabels"]["cloud.google.com/gke-accelerator"] == "nvidia-l4"
+    assert {"key": "cloud.google.com/gke-spot", "value": "true", "effect": "NoSchedule"} in (
+        flavor["nodeTaints"]
+    )
+    _wait_active(real_k8s, "team-a")
+
+    removed = ok(kinetic("pool", "remove", SPOT_L4, "--yes"))
+    assert f"-ResourceFlavor/{SPOT_L4}" in removed
+    assert SPOT_L4 not in _quota(real_k8s, "team-a")
+    assert "Nothing to do: everything is in place." in ok(kinetic("up"))
