@@ -7,6 +7,7 @@ Kinetic creates through a LocalQueue; one that does not runs them as before.
 
 from __future__ import annotations
 
+from kinetic_gke.k8s import discovery
 from kinetic_gke.k8s.connection import ClusterConnection
 
 __all__ = [
@@ -34,11 +35,4 @@ MIN_PARALLELISM = f"{GROUP}/job-min-parallelism"
 
 def served_version(connection: ClusterConnection) -> str | None:
     """The Kueue API version the cluster serves (preferred), or None if it serves none."""
-    from kubernetes import client
-
-    apis = client.ApisApi(connection.api_client)
-    listing = connection.read("discovering API groups", apis.get_api_versions)
-    for group in listing.get("groups") or []:
-        if group.get("name") == GROUP:
-            return str((group.get("preferredVersion") or {}).get("version") or "unknown")
-    return None
+    return discovery.served_version(connection, GROUP)

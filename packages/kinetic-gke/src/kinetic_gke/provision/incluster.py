@@ -25,6 +25,7 @@ from kinetic_gke.k8s import (
     AlreadyExists,
     ClusterConnection,
     NotFound,
+    discovery,
     get_credentials_command,
     kube_context_name,
 )
@@ -90,14 +91,7 @@ def kubeconfig_connection(spec: ClusterSpec) -> ClusterConnection:
 
 def lws_version(connection: ClusterConnection) -> str | None:
     """The LeaderWorkerSet API version the cluster serves; None if it serves none."""
-    from kubernetes import client
-
-    apis = client.ApisApi(connection.api_client)
-    listing = connection.read("discovering API groups", apis.get_api_versions)
-    for group in listing.get("groups") or []:
-        if group.get("name") == LWS_GROUP:
-            return str((group.get("preferredVersion") or {}).get("version") or "unknown")
-    return None
+    return discovery.served_version(connection, LWS_GROUP)
 
 
 def gpu_driver_installed(connection: ClusterConnection) -> bool:

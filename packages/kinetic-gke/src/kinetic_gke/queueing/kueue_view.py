@@ -80,22 +80,22 @@ class KueueView:
         name = queue or DEFAULT_QUEUE
         namespace = self._connection.namespace
         queues = self._names(_NAMESPACED.format(ns=namespace, plural="localqueues"))
-        if name not in queues:
-            have = ", ".join(sorted(queues)) or "none"
-            raise ConfigError(
-                f"Queue {name!r} does not exist in namespace {namespace!r} of cluster "
-                f"{cluster!r} (queues there: {have}). Run `kinetic up` to make the queues your "
-                "profile declares (the default one is 'kinetic'), or pass one of those."
-            )
+        _require(
+            name,
+            queues,
+            f"Queue {name!r} does not exist in namespace {namespace!r} of cluster {cluster!r} "
+            "(queues there: {have}). Run `kinetic up` to make the queues your profile declares "
+            "(the default one is 'kinetic'), or pass one of those.",
+        )
         if priority:
             classes = self._names(_CLUSTER.format(plural="workloadpriorityclasses"))
-            if priority not in classes:
-                have = ", ".join(sorted(classes)) or "none"
-                raise ConfigError(
-                    f"Priority class {priority!r} does not exist on cluster {cluster!r} "
-                    f"(classes there: {have}). Run `kinetic up` to make Kinetic's (low, normal, "
-                    "high), or pass one of those."
-                )
+            _require(
+                priority,
+                classes,
+                f"Priority class {priority!r} does not exist on cluster {cluster!r} (classes "
+                "there: {have}). Run `kinetic up` to make Kinetic's (low, normal, high), or pass "
+                "one of those.",
+            )
         return name
 
     def _names(self, path: str) -> set[str]:
@@ -124,15 +124,13 @@ class KueueView:
 
     def deactivate(self, workload: str) -> None:
         """Keep Kueue from admitting ``workload`` again (``spec.active: false``)."""
-        from kinetic_gke.k8s.kueue_api import GROUP as group
-
-        custom = self._connection.custom
-        self._connection.send(
+        connection = self._connection
+        connection.send(
             f"deactivating Kueue workload {workload}",
-            custom.patch_namespaced_custom_object,
-            group, VERSION, self._connection.namespace, "workloads", workload,
+            connection.custom.patch_namespaced_custom_object,
+            *(GROUP, VERSION, connection.namespace, "workloads", workload),
             {"spec": {"active": False}},
-        )  # fmt: skip
+        )
 
     def _workloads(self, owners: list[Obj], kind: str) -> dict[str, Obj]:
         """The Workload of each owner, by the owner's uid (one listing). Kueue labels a Job's
@@ -208,9 +206,11 @@ class KueueView:
 
         def fetch() -> Any:
             method, url, headers, _, _ = api.param_serialize(
-                "GET", path, header_params={"Accept": "application/json"},
+                "GET",
+                path,
+                header_params={"Accept": "application/json"},
                 auth_settings=["BearerToken"],
-            )  # fmt: skip
+            )
             response = api.call_api(method, url, header_params=headers)
             response.read()
             return api.response_deserialize(response, {"200": "object"}).data
@@ -220,6 +220,13 @@ class KueueView:
         except NotFound:
             return None
         return dict(answer) if isinstance(answer, dict) else None
+
+
+def _require(name: str, have: set[str], refusal: str) -> None:
+    """A ConfigError saying ``refusal`` (its ``{have}`` the names there) unless ``name`` is
+    one of ``have``."""
+    if name not in have:
+        raise ConfigError(refusal.format(have=", ".join(sorted(have)) or "none"))
 
 
 def _waiting(count: object, position: int | None) -> int | None:

@@ -27,8 +27,16 @@ __all__ = ["KUEUE_NAMESPACE", "front_proxy_flags", "install_kueue_crds", "start_
 
 KUEUE_NAMESPACE = "kueue-system"
 _FRAMEWORKS = ["batch/job", "jobset.x-k8s.io/jobset", "leaderworkerset.x-k8s.io/leaderworkerset"]
-_HOOKS = {"clusterqueue", "cohort", "resourceflavor", "workload", "job", "jobset",
-          "leaderworkerset", "pod"}  # fmt: skip
+_HOOKS = {
+    "clusterqueue",
+    "cohort",
+    "resourceflavor",
+    "workload",
+    "job",
+    "jobset",
+    "leaderworkerset",
+    "pod",
+}
 """Kinds whose webhooks are registered (``m<kind>.kb.io``, ``v<kind>.kb.io``)."""
 _LWS_POD = {"matchExpressions": [{"key": "leaderworkerset.sigs.k8s.io/name", "operator": "Exists"}]}
 _CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

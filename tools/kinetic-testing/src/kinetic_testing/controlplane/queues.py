@@ -25,14 +25,23 @@ API = "/apis/kueue.x-k8s.io/v1beta2"
 ROOMY_CLUSTER_QUEUE = "kinetic-test"
 """The cluster queue of every test namespace's default LocalQueue: never the reason to wait."""
 FLAVOR = "default-flavor"
-_ROOMY = {"cpu": "1000", "memory": "4Ti", "ephemeral-storage": "100Ti",
-          "nvidia.com/gpu": "1000", "google.com/tpu": "1000"}  # fmt: skip
+_ROOMY = {
+    "cpu": "1000",
+    "memory": "4Ti",
+    "ephemeral-storage": "100Ti",
+    "nvidia.com/gpu": "1000",
+    "google.com/tpu": "1000",
+}
 
 
 def resource_flavor(name: str = FLAVOR, node_labels: dict[str, str] | None = None) -> Any:
     spec = {"nodeLabels": node_labels} if node_labels else {}
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-            "metadata": {"name": name}, "spec": spec}  # fmt: skip
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
 
 
 def cluster_queue(name: str, quota: dict[str, str], *, flavor: str = FLAVOR) -> Any:
@@ -65,9 +74,12 @@ def cluster_queue(name: str, quota: dict[str, str], *, flavor: str = FLAVOR) -> 
 
 
 def local_queue(namespace: str, name: str, cluster_queue_name: str) -> Any:
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"clusterQueue": cluster_queue_name}}  # fmt: skip
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cluster_queue_name},
+    }
 
 
 def make_session_queues(plane: ControlPlane) -> None:
@@ -77,15 +89,21 @@ def make_session_queues(plane: ControlPlane) -> None:
     for name, value in DEFAULT_PRIORITY_CLASSES.items():
         plane.post_or_get(
             f"{API}/workloadpriorityclasses",
-            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass",
-             "metadata": {"name": name}, "value": value},
-        )  # fmt: skip
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            },
+        )
 
 
 def make_namespace_queue(
-    plane: ControlPlane, namespace: str, name: str = DEFAULT_QUEUE,
+    plane: ControlPlane,
+    namespace: str,
+    name: str = DEFAULT_QUEUE,
     cluster_queue_name: str = ROOMY_CLUSTER_QUEUE,
-) -> None:  # fmt: skip
+) -> None:
     plane.request(
         "POST",
         f"{API}/namespaces/{namespace}/localqueues",
