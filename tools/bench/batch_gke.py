@@ -147,11 +147,22 @@ _METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=
 counts a list for a label selector itself only when it is not one: ``remainingItemCount``.)"""
 
 
+def _kube_api() -> Any:
+    """A Kubernetes client for the benchmark's cluster, read from ``KUBECONFIG`` now (the
+    client's own default path is read once, when it is imported: before a second control
+    plane started here)."""
+    from kubernetes import config
+
+    return config.new_client_from_config(
+        config_file=os.environ["KUBECONFIG"], context=os.environ["KINETIC_KUBE_CONTEXT"]
+    )
+
+
 def count_pods(selector: str) -> int:
     """Pods matching ``selector`` in the benchmark's namespace: one LIST of their metadata."""
-    from kubernetes import client, config
+    from kubernetes import client
 
-    api = config.new_client_from_config(context=os.environ["KINETIC_KUBE_CONTEXT"])
+    api = _kube_api()
     try:
         response = client.CoreV1Api(api).list_namespaced_pod(
             os.environ["KINETIC_NAMESPACE"], label_selector=selector,
@@ -217,7 +228,7 @@ def make_bench_queues(namespace: str) -> Callable[[], None]:
     returns what deletes both."""
     import uuid
 
-    from kubernetes import client, config
+    from kubernetes import client
 
     from kinetic_testing.controlplane.queues import (
         FLAVOR,
@@ -226,7 +237,7 @@ def make_bench_queues(namespace: str) -> Callable[[], None]:
         resource_flavor,
     )
 
-    api = config.new_client_from_config(context=os.environ["KINETIC_KUBE_CONTEXT"])
+    api = _kube_api()
     custom = client.CustomObjectsApi(api)
     group, version = _KUEUE
     suffix = uuid.uuid4().hex[:6]
@@ -254,9 +265,9 @@ def make_bench_queues(namespace: str) -> Callable[[], None]:
 
 def count_workloads(job_names: list[str]) -> int:
     """Kueue Workloads owned by the Jobs ``job_names`` in the benchmark's namespace."""
-    from kubernetes import client, config
+    from kubernetes import client
 
-    api = config.new_client_from_config(context=os.environ["KINETIC_KUBE_CONTEXT"])
+    api = _kube_api()
     try:
         group, version = _KUEUE
         listing = client.CustomObjectsApi(api).list_namespaced_custom_object(
@@ -276,9 +287,9 @@ def count_workloads(job_names: list[str]) -> int:
 
 def admitted_after(job_name: str, started: float, timeout: float) -> float | None:
     """Seconds from ``started`` until the Job ``job_name`` was no longer suspended."""
-    from kubernetes import client, config
+    from kubernetes import client
 
-    api = config.new_client_from_config(context=os.environ["KINETIC_KUBE_CONTEXT"])
+    api = _kube_api()
     batch_api = client.BatchV1Api(api)
     deadline = time.perf_counter() + timeout
     try:
