@@ -360,12 +360,9 @@ def bench_both_gke_paths(
 
 
 @contextmanager
-def cluster_and_store(
-    options: argparse.Namespace, tmp: Path, *, kueue: bool = False
-) -> Iterator[None]:
-    """Point the gke backend at a cluster and a gs:// store: the ones named in ``options``,
-    else a control plane (with Kueue, and its queue, or without) and a fake-gcs-server
-    started here (stopped on leaving)."""
+def a_cluster(options: argparse.Namespace, tmp: Path, *, kueue: bool = False) -> Iterator[None]:
+    """Point the gke backend at a cluster: the one named in ``options``, else a control plane
+    started here (with Kueue and its queue, or without; stopped on leaving)."""
     with ExitStack() as stack:
         if options.kubeconfig:
             kube = (str(options.kubeconfig), options.context, options.namespace)
@@ -383,19 +380,26 @@ def cluster_and_store(
             if kueue:
                 make_session_queues(plane)
                 make_namespace_queue(plane, kube[2])
-        if options.store:
-            store = options.store
-        else:
+        os.environ.update(
+            KUBECONFIG=kube[0], KINETIC_KUBE_CONTEXT=kube[1], KINETIC_NAMESPACE=kube[2]
+        )
+        yield
+
+
+@contextmanager
+def a_store(options: argparse.Namespace) -> Iterator[None]:
+    """Point the gke backend at a gs:// store: the one named in ``options``, else a
+    fake-gcs-server started here, one for every section (the client keeps its store)."""
+    with ExitStack() as stack:
+        store = options.store
+        if not store:
             from kinetic_testing.fake_gcs import FakeGcsServer
 
             gcs = stack.enter_context(FakeGcsServer())
             gcs.create_bucket("kinetic-bench")
             os.environ["STORAGE_EMULATOR_HOST"] = gcs.endpoint
             store = "gs://kinetic-bench"
-        os.environ.update(
-            KUBECONFIG=kube[0], KINETIC_KUBE_CONTEXT=kube[1], KINETIC_NAMESPACE=kube[2],
-            KINETIC_STORE=store, KINETIC_PROJECT="kinetic-bench",
-        )  # fmt: skip
+        os.environ.update(KINETIC_STORE=store, KINETIC_PROJECT="kinetic-bench")
         yield
 
 
@@ -444,18 +448,22 @@ def main() -> None:
         if "local" not in options.skip:
             os.environ["KINETIC_STORE"] = f"file://{tmp}/store"
             report["local"] = bench_local(options.n, square)
-        if "gke" not in options.skip:
-            with cluster_and_store(options, Path(tmp)):
-                report |= bench_both_gke_paths(
-                    options.n, square, pods_timeout=options.pods_timeout,
-                    per_child_submit_only=options.per_child_submit_only,
-                    per_child="gke_per_child" not in options.skip,
-                )  # fmt: skip
-        if "gke_kueue" not in options.skip:
-            with cluster_and_store(options, Path(tmp), kueue=True):
-                report["gke_kueue"] = bench_gke_kueue(
-                    options.n, square, pods_timeout=options.pods_timeout
-                )
+        gke_sections = {"gke", "gke_kueue"} - set(options.skip)
+        with ExitStack() as stack:
+            if gke_sections:
+                stack.enter_context(a_store(options))
+            if "gke" in gke_sections:
+                with a_cluster(options, Path(tmp)):
+                    report |= bench_both_gke_paths(
+                        options.n, square, pods_timeout=options.pods_timeout,
+                        per_child_submit_only=options.per_child_submit_only,
+                        per_child="gke_per_child" not in options.skip,
+                    )  # fmt: skip
+            if "gke_kueue" in gke_sections:
+                with a_cluster(options, Path(tmp), kueue=True):
+                    report["gke_kueue"] = bench_gke_kueue(
+                        options.n, square, pods_timeout=options.pods_timeout
+                    )
     print(json.dumps(report, indent=2))
 
 
