@@ -151,8 +151,8 @@ def test_batch_gke_submits_attaches_and_polls_on_the_session_cluster(
     assert kueue["queued_place"]["position"] == 1
     jobs = real_k8s.request("GET", f"/apis/batch/v1/namespaces/{k8s_namespace}/jobs")
     # The warm-up's Indexed Job, the array batch's, one per input of the per-child batch, and
-    # the warm-up's through Kueue (its two batches were cancelled, which deletes their Jobs).
-    assert len(jobs["items"]) == 1 + 1 + 3 + 1
+    # through Kueue the warm-up's and the array batch's (the queued batch was cancelled).
+    assert len(jobs["items"]) == 1 + 1 + 3 + 1 + 1
 
 
 _PROGRAM = ("program_s", "first_step_s", "steps_per_s", "final_loss", "call_s")
