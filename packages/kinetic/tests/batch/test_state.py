@@ -9,7 +9,7 @@ import pytest
 
 from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.jobs import JobHandle
-from kinetic_protocol import Failed, JobRecord, JobState, JobStatus, Succeeded, layout
+from kinetic_protocol import Failed, JobRecord, JobState, JobStatus, RetryRule, Succeeded, layout
 from kinetic_runtime.stores.local import LocalStore
 from kinetic_testing.signed import seal_result
 
@@ -36,7 +36,7 @@ def _state(
     more_attempts: bool = False,
     total: int = 1,
 ) -> BatchState:
-    state = BatchState(total=total, retries=retries, jobs=[None] * total)
+    state = BatchState(total=total, rule=RetryRule(retries=retries), jobs=[None] * total)
     if stopping:
         state.stopping.set()
     state.submitter_retries = submitter_retries

@@ -21,6 +21,7 @@ import msgspec
 
 from kinetic import _log
 from kinetic.backends import array_backend
+from kinetic.batch.array import client_rule
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.inputs import to_call_arguments
 from kinetic.batch.lease import LeaseHolder
@@ -45,7 +46,6 @@ from kinetic_protocol import (
     KineticError,
     layout,
 )
-from kinetic_protocol.causes import retry_causes
 
 __all__ = ["new_group_id", "run_map"]
 
@@ -118,12 +118,7 @@ def run_map(
         raise
     if lease is None:  # an array batch: every child exists now
         return _array_handle(manifest, target.backend, records)
-    state = BatchState(
-        total=len(items),
-        retries=options.retries,
-        jobs=[None] * len(items),
-        retry_on=retry_causes(options.retry_on),
-    )
+    state = BatchState(total=len(items), rule=manifest.retry_rule, jobs=[None] * len(items))
     policy = FailurePolicy(
         state, fail_fast=options.fail_fast, cancel_running=options.cancel_running_on_fail
     )
@@ -157,9 +152,8 @@ def _array_handle(manifest: BatchManifest, backend: Backend, records: BatchRecor
         )
     state = BatchState(
         total=total,
-        retries=0,  # the backend's own: a failed child is final
+        rule=client_rule(manifest),  # the backend retries: a failed child is final here
         jobs=[JobHandle.from_record(manifest.child_record(i, 0)) for i in range(total)],
-        retry_on=retry_causes(manifest.retry_on),
     )
     state.submission_done.set()
     policy = FailurePolicy(state, fail_fast=False, cancel_running=False)  # the backend's too

@@ -17,9 +17,9 @@ from kinetic_protocol import (
     JobState,
     JobStatus,
     ObjectNotFoundError,
+    RetryRule,
     Succeeded,
 )
-from kinetic_protocol.causes import retry_causes
 
 __all__ = [
     "CLEANED_UP",
@@ -28,7 +28,7 @@ __all__ = [
     "child_state",
     "effective_state",
     "is_cleaned_up",
-    "retryable",
+    "retry_cause",
 ]
 
 CLEANED_UP = "collected and cleaned up"
@@ -81,9 +81,10 @@ def is_cleaned_up(state: JobState) -> bool:
     return state.status is JobStatus.NOT_FOUND and state.detail == CLEANED_UP
 
 
-def retryable(handle: JobHandle, state: JobState, retry_on: frozenset[FailureCause]) -> bool:
-    """Whether ``retries`` apply to how ``handle``'s attempt ended (``retry_on``). A preempted
-    attempt reaches here only once the backend's own ``preemption_retries`` are spent.
+def retry_cause(handle: JobHandle, state: JobState) -> FailureCause:
+    """The cause the batch's :class:`~kinetic_protocol.RetryRule` is asked about, for how
+    ``handle``'s attempt ended. A preempted attempt reaches here only once the backend's own
+    ``preemption_retries`` are spent.
 
     A child cancelled through its own handle is gone from under its batch: the spec retries a
     child that reached NOT_FOUND, so it counts as one that ended without a result (``exit``).
@@ -93,8 +94,8 @@ def retryable(handle: JobHandle, state: JobState, retry_on: frozenset[FailureCau
 
     cause = cause_of(handle, state)
     if cause is FailureCause.CANCELLED and batch_cancelled(handle.record) is None:
-        cause = FailureCause.EXIT
-    return cause in retry_on
+        return FailureCause.EXIT
+    return cause
 
 
 @dataclass
@@ -102,10 +103,9 @@ class BatchState:
     """Everything about a batch that changes while it runs; guarded by ``lock``."""
 
     total: int
-    retries: int
+    rule: RetryRule
+    """When this process runs a failed child again (none for an array batch: its backend's)."""
     jobs: list[JobHandle | None]
-    retry_on: frozenset[FailureCause] = field(default_factory=lambda: retry_causes(None))
-    """The causes ``retries`` apply to (the manifest's ``retry_on``)."""
     lock: threading.RLock = field(default_factory=threading.RLock)
     submission_errors: dict[int, Exception] = field(default_factory=dict)
     states: dict[int, JobState] = field(default_factory=dict)
@@ -165,9 +165,12 @@ class BatchState:
         if is_cleaned_up(state):
             return Decision.FAILED  # settled: its outcome was kept when it was collected
         stopping = self.stopping.is_set()
-        may_retry = handle.attempt < self.retries and not stopping
-        if may_retry:  # only then is the cause read (a FAILED child's stored result, at most)
-            may_retry = retryable(handle, state, self.retry_on)
+        # The cause is read last: it may cost a read of a FAILED child's stored result.
+        may_retry = (
+            not stopping
+            and self.rule.attempts_left(handle.attempt)
+            and self.rule.covers(retry_cause(handle, state))
+        )
         if may_retry and self.submitter_retries:
             return Decision.RETRY
         # Another process submits this batch: it may still retry the child, and since a child

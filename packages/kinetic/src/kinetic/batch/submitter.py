@@ -145,7 +145,7 @@ class Submitter:
     # -- entry points ----------------------------------------------------------------------
 
     def start_background(self) -> None:
-        self.state.submitter_retries = self.state.retries > 0
+        self.state.submitter_retries = self.state.rule.retries > 0
         self.thread = threading.Thread(
             target=self.run, name=f"kinetic-batch-{self.manifest.group_id}", daemon=False
         )
@@ -208,7 +208,7 @@ class Submitter:
 
     def _must_watch(self) -> bool:
         """Whether active children still need this thread once nothing is left to submit."""
-        return self.state.retries > 0 or self.policy.cancel_running
+        return self.state.rule.retries > 0 or self.policy.cancel_running
 
     def _loop(self, *, watch: bool) -> bool:
         """Returns True if submission stopped early (cancel, Ctrl-C)."""
