@@ -98,8 +98,8 @@ def _in_memory(seal: Any, children: int) -> tuple[float, float]:
 
 
 def bench(children: int, root: Path) -> dict[str, Any]:
-    from kinetic.batch.records import BatchRecords
-    from kinetic.batch.sealed import BatchSeal
+    from kinetic.bookkeeping.records import BatchRecords
+    from kinetic.bookkeeping.sealed import BatchSeal
     from kinetic_protocol import layout
     from kinetic_runtime.keydir import directory_keyring
     from kinetic_runtime.stores import LocalStore

@@ -125,8 +125,8 @@ def bench_attach(children: int) -> dict[str, Any]:
     each child record (to verify it), and starts no polling thread.
     """
     import kinetic
-    from kinetic.batch.records import BatchRecords
-    from kinetic.batch.sealed import BatchSeal
+    from kinetic.bookkeeping.records import BatchRecords
+    from kinetic.bookkeeping.sealed import BatchSeal
     from kinetic_protocol import BatchManifest, JobRecord
     from kinetic_runtime.stores import open_store
     from kinetic_testing.signed import keyring_of

@@ -22,7 +22,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "__init__",  # the public namespace
         "decorator",  # composes submission and the batch engine into kinetic.run
         "batch display",  # the batch engine and the views of batches and jobs
-        "handle jobs debug _debug_call outputs _results _waiting trust failure kept_output",
+        "handle jobs debug _debug_call outputs _results _waiting trust failure kept_output"
+        " bookkeeping",
         "submission options env_capture",  # turning a call into stored records and a submit
         "data packaging local",  # data, code bundles, the local backend's client side
         "config settings backends session _context _log _log_copier _interrupted job_status _relay"
@@ -36,8 +37,6 @@ KNOWN_LOOPS = {
     ("submission", "handle"): "submission returns the JobHandle it made",
     ("submission", "__init__"): "a record carries kinetic.__version__",
     ("handle", "display"): "a handle's notebook view",
-    ("handle", "batch"): "a batch child's handle keeps its outcome with the batch (batch.kept)",
-    ("failure", "batch"): "a collected child's failure is read from what its batch kept",
 }
 """Upward imports that exist today, each named so that it is removed here when its loop is
 opened (issue 26 lists them); no other may be added."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from kinetic._context import store_for
+from kinetic.bookkeeping.kept import batch_cancelled, kept_failure_summary, kept_outcome
 from kinetic_protocol import (
     AttemptFailure,
     CollectedOutcome,
@@ -110,8 +111,6 @@ def from_envelope(envelope: Failed, attempt: int, exit_code: int | None = None) 
 def _cancelled(job: "JobHandle") -> AttemptFailure | None:
     """A cancellation recorded for this attempt: by its batch (a signed batch record), or by
     ``cancel()``."""
-    from kinetic.batch.kept import batch_cancelled
-
     record = job.record
     by_batch = batch_cancelled(record)
     if by_batch is not None:
@@ -131,8 +130,6 @@ def _kept_failure(job: "JobHandle") -> AttemptFailure | None:
     summary the batch kept (a child killed before it stored a result leaves only that)."""
     if job.group_index is None:
         return None
-    from kinetic.batch.kept import kept_failure_summary, kept_outcome
-
     found = kept_failure(job, kept_outcome(job.record))
     if found is not None:
         return found

@@ -13,6 +13,13 @@ from kinetic._interrupted import say_job_left_running
 from kinetic._log_copier import LogCopier
 from kinetic._results import unwrap
 from kinetic._waiting import QueueLine, StatusCallback, until_terminal
+from kinetic.bookkeeping.kept import (
+    cleaned_up_error,
+    collected_with_batch,
+    keep_with_batch,
+    kept_failure_summary,
+    seen_by_batch,
+)
 from kinetic.trust import SealedOutcome, open_outcome
 from kinetic_protocol import (
     AttemptFailure,
@@ -172,10 +179,7 @@ class JobHandle:
         A debug job waiting for its debugger is RUNNING "waiting for debugger at HOST:PORT".
         """
         state = backend_for(self._record).statuses([self._record])[self.job_id]
-        if state.status is JobStatus.NOT_FOUND and self._collected_with_batch():
-            from kinetic.batch.state import CLEANED_UP
-
-            return JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP)
+        state = seen_by_batch(self._record, state)  # a child collected with its batch
         if not self.debug:
             return state
         from kinetic.debug import waiting_detail
@@ -253,17 +257,6 @@ class JobHandle:
         text = read_output(backend, self._record, tail=tail, host=selection)
         return self._unless_collected(text, tail)
 
-    def _collected_with_batch(self) -> bool:
-        """A batch child whose outcome (or failure) a collection kept with the batch before
-        deleting it."""
-        if self.group_index is None:
-            return False
-        from kinetic.batch.kept import kept_failure_summary, kept_outcome
-
-        return (
-            kept_outcome(self._record) is not None or kept_failure_summary(self._record) is not None
-        )
-
     def _unless_collected(self, text: str, tail: int | None = None) -> str:
         """``text``, unless it is the empty output of a batch child that was collected and
         cleaned up: a failed one shows the last lines its batch kept (``tail`` of them), and
@@ -273,14 +266,12 @@ class JobHandle:
         state = backend_for(self._record).statuses([self._record])[self.job_id]
         if state.status is not JobStatus.NOT_FOUND:
             return text
-        from kinetic.batch.kept import cleaned_up_error, kept_failure_summary
-
         summary = kept_failure_summary(self._record)
         if summary is not None:
             lines = summary.last_lines.splitlines(keepends=True)
             kept = lines if tail is None else (lines[-tail:] if tail > 0 else [])
             return "".join(kept)
-        if not self._collected_with_batch():
+        if not collected_with_batch(self._record):
             return text
         raise cleaned_up_error(self._record)
 
@@ -375,10 +366,7 @@ class JobHandle:
         sealed = self.sealed_outcome(state)
         value = unwrap(sealed.envelope)  # raises the user's exception for a failed job
         if cleanup if cleanup is not None else not self.debug:
-            if self.group_index is not None:  # a batch child: the batch keeps its outcome
-                from kinetic.batch.kept import keep_with_batch
-
-                keep_with_batch(self._record, sealed)
+            keep_with_batch(self._record, sealed)  # a batch child's outcome stays with it
             self.cleanup(
                 cleanup_timeout=cleanup_timeout, cleanup_poll_interval=cleanup_poll_interval
             )

@@ -6,9 +6,9 @@ from pathlib import Path
 import cloudpickle
 
 from kinetic.batch.causes import child_failures, failed_children
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
-from kinetic.batch.state import CLEANED_UP
+from kinetic.bookkeeping.kept import CLEANED_UP
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic.jobs import JobHandle
 from kinetic_protocol import (
     AttemptFailure,

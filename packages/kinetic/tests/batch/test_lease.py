@@ -18,8 +18,8 @@ import pytest
 
 from kinetic.batch import SubmitterAliveError
 from kinetic.batch.lease import LeaseHolder, latest_lease, submitter_status
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic_protocol import BackendError, SubmitterLease, layout
 from kinetic_runtime.local.processes import machine_identity, process_identity
 from kinetic_runtime.stores.local import LocalStore

@@ -7,8 +7,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic_protocol import (
     BatchChild,
     BatchManifest,

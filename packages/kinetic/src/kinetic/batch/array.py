@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from kinetic.batch.records import BatchRecords
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic_protocol import ArrayBackend, BatchManifest, RetryRule
 
 __all__ = ["ArrayBatch", "array_of", "client_rule", "submit_array"]

@@ -10,11 +10,11 @@ from kinetic.backends import get_backend
 from kinetic.batch.array import client_rule
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.lease import submitter_status
-from kinetic.batch.records import BatchListing, BatchRecords, read_manifest
-from kinetic.batch.sealed import BatchSeal
 from kinetic.batch.state import BatchState
 from kinetic.batch.submitter import FailurePolicy
 from kinetic.batch.unverified import confirmed_listing
+from kinetic.bookkeeping.records import BatchListing, BatchRecords, read_manifest
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic.config import resolve_settings
 from kinetic.handle import JobHandle
 from kinetic_protocol import (

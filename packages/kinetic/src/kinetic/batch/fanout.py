@@ -25,11 +25,11 @@ from kinetic.batch.array import client_rule
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.inputs import to_call_arguments
 from kinetic.batch.lease import LeaseHolder
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
 from kinetic.batch.state import BatchState
 from kinetic.batch.stored_call import PickledBatch
 from kinetic.batch.submitter import FailurePolicy, Submitter
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic.handle import JobHandle
 from kinetic.options import MapOptions, RunOptions
 from kinetic.submission import (

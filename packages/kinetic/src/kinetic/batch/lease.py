@@ -32,7 +32,7 @@ from kinetic_protocol import (
 from kinetic_runtime.local.processes import machine_identity, process_identity, same_process_alive
 
 if TYPE_CHECKING:
-    from kinetic.batch.records import BatchRecords
+    from kinetic.bookkeeping.records import BatchRecords
 
 __all__ = [
     "LeaseHolder",

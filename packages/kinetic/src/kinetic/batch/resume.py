@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from kinetic.batch.cleanup import in_parallel
 from kinetic.batch.lease import LeaseHolder, stopped_on_its_own_error
-from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState, retry_cause
 from kinetic.batch.submitter import FailurePolicy, Submitter
 from kinetic.batch.unverified import confirmed_listing, lost_inputs
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic.env_capture import recapture_env
 from kinetic.handle import JobHandle
 from kinetic_protocol import (

@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from kinetic.bookkeeping.kept import CLEANED_UP, batch_cancelled, is_cleaned_up
+from kinetic.failure import cause_of
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     FailureCause,
@@ -21,19 +23,7 @@ from kinetic_protocol import (
     Succeeded,
 )
 
-__all__ = [
-    "CLEANED_UP",
-    "BatchState",
-    "Decision",
-    "child_state",
-    "effective_state",
-    "is_cleaned_up",
-    "retry_cause",
-]
-
-CLEANED_UP = "collected and cleaned up"
-"""The reason of a NOT_FOUND child whose own records are gone: ``results(cleanup=True)``
-deleted them after its outcome was read and kept with the batch. It did not fail."""
+__all__ = ["BatchState", "Decision", "child_state", "effective_state", "retry_cause"]
 
 
 class Decision(enum.Enum):
@@ -76,11 +66,6 @@ def child_state(
     return seen
 
 
-def is_cleaned_up(state: JobState) -> bool:
-    """True for the state :func:`child_state` gives a collected and cleaned-up child."""
-    return state.status is JobStatus.NOT_FOUND and state.detail == CLEANED_UP
-
-
 def retry_cause(handle: JobHandle, state: JobState) -> FailureCause:
     """The cause the batch's :class:`~kinetic_protocol.RetryRule` is asked about, for how
     ``handle``'s attempt ended. A preempted attempt reaches here only once the backend's own
@@ -89,9 +74,6 @@ def retry_cause(handle: JobHandle, state: JobState) -> FailureCause:
     A child cancelled through its own handle is gone from under its batch: the spec retries a
     child that reached NOT_FOUND, so it counts as one that ended without a result (``exit``).
     Only the batch's own cancellation (``cancel()``, fail-fast) is final."""
-    from kinetic.batch.kept import batch_cancelled
-    from kinetic.failure import cause_of
-
     cause = cause_of(handle, state)
     if cause is FailureCause.CANCELLED and batch_cancelled(handle.record) is None:
         return FailureCause.EXIT

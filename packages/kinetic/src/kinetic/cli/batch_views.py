@@ -63,7 +63,7 @@ def queued_table(handle: "BatchHandle", states: "dict[int, JobState]") -> None:
 
 
 def cleaned_up(state: "JobState") -> bool:
-    from kinetic.batch.state import is_cleaned_up
+    from kinetic.bookkeeping.kept import is_cleaned_up
 
     return is_cleaned_up(state)
 

@@ -3,7 +3,7 @@
 Nothing here rewrites an object per child: the manifest is written once, each attempt adds its
 own ``children/<index>-<attempt>.json`` before its backend resource is created, and a reader
 needs one manifest read, one listing, and one read of each child record it has not verified
-yet to rebuild every child's handle. Every record is signed (see :mod:`kinetic.batch.sealed`):
+yet to rebuild every child's handle. Every record is signed (see :mod:`kinetic.bookkeeping.sealed`):
 one that does not verify is left out with a warning naming its key.
 """
 
@@ -11,12 +11,13 @@ import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import msgspec
 
 from kinetic import _log
-from kinetic.batch.sealed import BatchSeal, RefusedRecordError
+from kinetic._context import backend_for
+from kinetic.bookkeeping.sealed import BatchSeal, RefusedRecordError
 from kinetic.trust import open_manifest
 from kinetic_protocol import (
     SCHEMA_VERSION,
@@ -32,6 +33,7 @@ from kinetic_protocol import (
     CollectedOutcomes,
     CorruptRecordError,
     JobNotFoundError,
+    JobRecord,
     Keyring,
     ObjectNotFoundError,
     ObjectStore,
@@ -41,9 +43,6 @@ from kinetic_protocol import (
     layout,
 )
 from kinetic_protocol.signing import seal_json
-
-if TYPE_CHECKING:
-    from kinetic.handle import JobHandle
 
 __all__ = [
     "MAX_EPOCH",
@@ -433,12 +432,12 @@ class BatchRecords:
         self.store.delete(layout.manifest_key(self.group_id))
 
 
-def cancel_child(records: BatchRecords, job: "JobHandle", reason: str) -> None:
-    """Cancel a child the batch stops, saying when and why first (best effort: a store that
-    refuses the note does not keep the job running)."""
-    if job.group_index is not None:
+def cancel_child(records: BatchRecords, record: JobRecord, reason: str) -> None:
+    """Cancel a child the batch stops (the attempt ``record``), saying when and why first
+    (best effort: a store that refuses the note does not keep the job running)."""
+    if record.group_index is not None:
         try:
-            records.add_cancelled(job.group_index, job.record.attempt, reason)
+            records.add_cancelled(record.group_index, record.attempt, reason)
         except Exception:
-            log.warning("could not record a cancellation", job_id=job.job_id, exc_info=True)
-    job.delete_resource(timeout=60, poll_interval=0.5)
+            log.warning("could not record a cancellation", job_id=record.job_id, exc_info=True)
+    backend_for(record).delete(record, timeout=60, poll_interval=0.5)

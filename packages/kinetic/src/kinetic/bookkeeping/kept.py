@@ -1,15 +1,15 @@
-"""A batch child collected through its own handle keeps its outcome with the batch.
+"""What a batch keeps about one of its children, read and written from the child's record.
 
 ``for job in batch.as_completed(): job.result()`` cleans each child up as ``result()`` does for
 any job. The child belongs to a batch, though: its outcome is written to the batch's
 ``collected/`` records first (as ``batch.results(cleanup=True)`` does), so the batch still
 returns every value afterwards, and the child reads as collected and cleaned up, not failed.
+A job outside any batch has none of this: each function here is a no-op or None for it.
 """
 
 from kinetic._context import store_for
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
-from kinetic.batch.state import CLEANED_UP
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic.trust import SealedOutcome
 from kinetic_protocol import (
     BatchChildCancelled,
@@ -17,15 +17,30 @@ from kinetic_protocol import (
     CollectedOutcome,
     JobNotFoundError,
     JobRecord,
+    JobState,
+    JobStatus,
 )
 
 __all__ = [
+    "CLEANED_UP",
     "batch_cancelled",
     "cleaned_up_error",
+    "collected_with_batch",
+    "is_cleaned_up",
     "keep_with_batch",
     "kept_failure_summary",
     "kept_outcome",
+    "seen_by_batch",
 ]
+
+CLEANED_UP = "collected and cleaned up"
+"""The reason of a NOT_FOUND child whose own records are gone: ``results(cleanup=True)``
+deleted them after its outcome was read and kept with the batch. It did not fail."""
+
+
+def is_cleaned_up(state: JobState) -> bool:
+    """True for the state of a child that was collected and cleaned up."""
+    return state.status is JobStatus.NOT_FOUND and state.detail == CLEANED_UP
 
 
 def _records(record: JobRecord, group_id: str) -> BatchRecords:
@@ -61,6 +76,20 @@ def kept_failure_summary(record: JobRecord) -> CollectedFailure | None:
         return None
     kept = _records(record, group_id).collected_failures().get(index)
     return kept if kept is not None and kept.job_id == record.job_id else None
+
+
+def collected_with_batch(record: JobRecord) -> bool:
+    """Whether a collection kept this very attempt's outcome (or failure) with its batch
+    before it deleted the child."""
+    return kept_outcome(record) is not None or kept_failure_summary(record) is not None
+
+
+def seen_by_batch(record: JobRecord, state: JobState) -> JobState:
+    """``state`` as the backend reported it, unless the job is a batch child gone (NOT_FOUND)
+    after a collection kept it: then it was collected and cleaned up, not lost."""
+    if state.status is JobStatus.NOT_FOUND and collected_with_batch(record):
+        return JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP)
+    return state
 
 
 def cleaned_up_error(record: JobRecord) -> JobNotFoundError:
