@@ -403,6 +403,6 @@ class BatchHandle:
 
     def _repr_html_(self) -> str:
         """Jupyter's view: id, counts with a progress bar, and the CLI commands to follow it."""
-        from kinetic.display import batch_html
+        from kinetic.batch.notebook import batch_html
 
         return batch_html(self)

@@ -64,7 +64,7 @@ def watch(handle: "BatchHandle", *, interval: float, timeout: float | None) -> T
 def _watch_in_notebook(handle: "BatchHandle", *, interval: float, timeout: float | None) -> Tally:
     from IPython.display import HTML, display
 
-    from kinetic.display import batch_html
+    from kinetic.batch.notebook import batch_html
 
     shown: Any = None
     counts = Tally(total=len(handle.jobs))
