@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from kinetic.debug import DebugProcess
+    from kinetic.job_context import JobContext
     from kinetic.outputs import OutputFile
-    from kinetic.submission.context import JobContext
 
 __all__ = ["JobHandle"]
 
@@ -120,10 +120,10 @@ class JobHandle:
         cls, ctx: "JobContext", backend_name: str, namespace: str, k8s_name: str
     ) -> "JobHandle":
         """Build a handle from a live job context: the object a submitter holds while it
-        submits one job (see :class:`kinetic.submission.context.JobContext` for what it reads).
+        submits one job (see :class:`kinetic.job_context.JobContext` for what it reads).
         The handle is made through the same stored record as any other; a missing or invalid
         attribute is a ``ConfigError``."""
-        from kinetic.submission.context import record_from_context
+        from kinetic.job_context import record_from_context
 
         return cls.from_record(record_from_context(ctx, backend_name, namespace, k8s_name))
 

@@ -24,7 +24,7 @@ class ArrayBatch:
         self.manifest = manifest
 
     def _backend(self) -> ArrayBackend:
-        from kinetic.backends import array_backend_for
+        from kinetic._context import array_backend_for
 
         return array_backend_for(self.manifest.job_template)
 

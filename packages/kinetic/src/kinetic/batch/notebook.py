@@ -6,21 +6,38 @@ the first few failed children stored to say why it failed; a backend that cannot
 shown as such instead of breaking the notebook cell.
 """
 
+from collections.abc import Sequence
 from html import escape
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from kinetic.batch.tally import Polled, PolledBatch, Tally
 from kinetic.display import COLOURS, STYLE, badge, cause_badge, code, row
-from kinetic_protocol import KineticError
+from kinetic_protocol import AttemptFailure, JobState, KineticError
 
-if TYPE_CHECKING:
-    from kinetic.batch.handle import BatchHandle
-    from kinetic.batch.tally import Polled, Tally
-    from kinetic_protocol import JobState
-
-__all__ = ["batch_html"]
+__all__ = ["ShownBatch", "batch_html"]
 
 
-def _progress_bar(counts: "Tally") -> str:
+class ShownBatch(PolledBatch, Protocol):
+    """What a batch's summary reads (a :class:`~kinetic.batch.BatchHandle` is one)."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def func_name(self) -> str: ...
+
+    @property
+    def created_at(self) -> str: ...
+
+    def _failures_among(
+        self, states: Sequence[tuple[int, JobState]]
+    ) -> dict[int, AttemptFailure]: ...
+
+
+def _progress_bar(counts: Tally) -> str:
     """One bar split by outcome: succeeded, failed, running, pending."""
     total = max(counts.total, 1)
     parts = [
@@ -44,7 +61,7 @@ def _progress_bar(counts: "Tally") -> str:
     )
 
 
-def _failures(batch: "BatchHandle", states: "dict[int, JobState]", limit: int = 5) -> str:
+def _failures(batch: ShownBatch, states: dict[int, JobState], limit: int = 5) -> str:
     """The first failed inputs, each with its cause and reason, one per line."""
     ended = [(i, state) for i, state in sorted(states.items()) if state.status.value == "FAILED"]
     if not ended:
@@ -60,7 +77,7 @@ def _failures(batch: "BatchHandle", states: "dict[int, JobState]", limit: int = 
     return "<br>".join(shown)
 
 
-def batch_html(batch: "BatchHandle", polled: "Polled | None" = None) -> str:
+def batch_html(batch: ShownBatch, polled: Polled | None = None) -> str:
     """Group id, name, counts with a progress bar, how many inputs wait in a queue (and the
     first's place), the first failures with their reasons, and the commands for logs and
     status. ``polled``: a :func:`~kinetic.batch.tally.tally` result already in hand (else one

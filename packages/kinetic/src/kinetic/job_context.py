@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 import msgspec
 
-from kinetic.submission.ids import func_name_of
-from kinetic.submission.record import kinetic_version
+from kinetic._version import kinetic_version
+from kinetic.job_ids import func_name_of
 from kinetic_protocol import ConfigError, JobRecord
 
 __all__ = ["JobContext", "record_from_context"]
