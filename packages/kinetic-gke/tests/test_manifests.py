@@ -328,3 +328,18 @@ def test_captured_variables_come_from_the_jobs_secret_never_the_manifest(
     assert _container(manifest)["envFrom"] == [{"secretRef": {"name": "train-abc-env"}}]
     kubernetes_validate.validate(manifest, version, strict=True)
     assert "envFrom" not in _container(job_manifest(record()))
+
+
+def test_a_job_parsed_where_it_entered_is_not_parsed_again(
+    record: RecordFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backend parses a job's accelerator once, in ``submit``, and hands it down to the
+    pod spec; a manifest made from it reads no accelerator name of its own."""
+    parsed = parse_accelerator("gpu-l4-x2")
+
+    def no_second_parse(name: str) -> None:
+        raise AssertionError(f"{name!r} was parsed again on its way to the pod spec")
+
+    monkeypatch.setattr("kinetic_gke.manifests.parse_accelerator", no_second_parse)
+    manifest = job_manifest(record(accelerator="gpu-l4-x2"), accelerator=parsed)
+    assert _container(manifest)["resources"]["limits"]["nvidia.com/gpu"] == "2"

@@ -34,10 +34,12 @@ from kinetic_gke.manifests import (
 from kinetic_gke.queueing.admission import queued
 from kinetic_protocol import (
     EXIT_PREEMPTIONS_SPENT,
+    Accelerator,
     BatchManifest,
     FailureCause,
     RetryRule,
     array_runtime_args,
+    parse_accelerator,
 )
 
 __all__ = [
@@ -155,23 +157,30 @@ def array_job_manifest(
     manifest: BatchManifest,
     part: int = 0,
     *,
+    accelerator: Accelerator | None = None,
     options: PodOptions | None = None,
     ttl_seconds: int = DEFAULT_TTL_SECONDS,
     command: tuple[str, ...] = RUNTIME_COMMAND,
     env_secret: str | None = None,
 ) -> dict[str, Any]:
     """The Indexed Job that runs the inputs of ``manifest`` that Job ``part`` holds (all of
-    them unless the batch is split; see the module)."""
+    them unless the batch is split; see the module). ``accelerator``: the batch's, as the
+    backend parsed it (else parsed here)."""
     inputs = manifest.array_part_inputs(part)
     record = manifest.child_record(inputs.start, 0)
     rule = manifest.retry_rule
     labels = array_labels(manifest)
     args = array_runtime_args(manifest, INDEX_VARIABLE, part)
     template = pod_template(
-        record, options=options or PodOptions(), labels=labels, args=args, command=command,
+        record,
+        accelerator=accelerator or parse_accelerator(record.accelerator),
+        options=options or PodOptions(),
+        labels=labels,
+        args=args,
+        command=command,
         env_secret=env_secret,
         extra_env={"KINETIC_PREEMPTION_RETRIES": str(rule.preemption_retries)},
-    )  # fmt: skip
+    )
     template["spec"]["containers"][0]["env"] += _attempt_env()
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
