@@ -22,7 +22,8 @@ from kinetic.batch.observe import collected_once, latest_states, observe
 from kinetic.batch.resume import recaptured_env, resume_children
 from kinetic.batch.state import BatchState, child_state
 from kinetic.batch.submitter import FailurePolicy
-from kinetic.bookkeeping.records import BatchRecords, cancel_child
+from kinetic.bookkeeping.kept import cancel_child
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic.handle import JobHandle
 from kinetic_protocol import AttemptFailure, Backend, BatchManifest, JobState, JobStatus
 

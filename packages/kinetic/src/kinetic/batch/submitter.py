@@ -22,8 +22,8 @@ from kinetic._waiting import Backoff
 from kinetic.batch.lease import LeaseHolder
 from kinetic.batch.state import BatchState, Decision, child_state
 from kinetic.batch.workers import WorkerPool
-from kinetic.bookkeeping.kept import is_cleaned_up
-from kinetic.bookkeeping.records import BatchRecords, cancel_child
+from kinetic.bookkeeping.kept import cancel_child, is_cleaned_up
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     NO_ENV,

@@ -7,7 +7,8 @@ returns every value afterwards, and the child reads as collected and cleaned up,
 A job outside any batch has none of this: each function here is a no-op or None for it.
 """
 
-from kinetic._context import store_for
+from kinetic import _log
+from kinetic._context import backend_for, store_for
 from kinetic.bookkeeping.records import BatchRecords
 from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic.trust import SealedOutcome
@@ -24,6 +25,7 @@ from kinetic_protocol import (
 __all__ = [
     "CLEANED_UP",
     "batch_cancelled",
+    "cancel_child",
     "cleaned_up_error",
     "collected_with_batch",
     "is_cleaned_up",
@@ -32,6 +34,8 @@ __all__ = [
     "kept_outcome",
     "seen_by_batch",
 ]
+
+log = _log.get_logger(__name__)
 
 CLEANED_UP = "collected and cleaned up"
 """The reason of a NOT_FOUND child whose own records are gone: ``results(cleanup=True)``
@@ -124,3 +128,16 @@ def batch_cancelled(record: JobRecord) -> BatchChildCancelled | None:
         cancelled_at=request.requested_at,
         reason="the batch was cancelled",
     )
+
+
+def cancel_child(records: BatchRecords, record: JobRecord, reason: str) -> None:
+    """Cancel a child the batch stops (the attempt ``record``), saying when and why first
+    (best effort: a store that refuses the note does not keep the job running)."""
+    if record.group_index is not None:
+        try:
+            records.add_cancelled(record.group_index, record.attempt, reason)
+        except Exception:
+            _log.get_logger(__name__).warning(
+                "could not record a cancellation", job_id=record.job_id, exc_info=True
+            )
+    backend_for(record).delete(record, timeout=60, poll_interval=0.5)

@@ -16,7 +16,6 @@ from typing import TypeVar
 import msgspec
 
 from kinetic import _log
-from kinetic._context import backend_for
 from kinetic.bookkeeping.sealed import BatchSeal, RefusedRecordError
 from kinetic.trust import open_manifest
 from kinetic_protocol import (
@@ -33,7 +32,6 @@ from kinetic_protocol import (
     CollectedOutcomes,
     CorruptRecordError,
     JobNotFoundError,
-    JobRecord,
     Keyring,
     ObjectNotFoundError,
     ObjectStore,
@@ -49,7 +47,6 @@ __all__ = [
     "PARALLEL_READS",
     "BatchListing",
     "BatchRecords",
-    "cancel_child",
     "parse_child_name",
     "read_manifest",
 ]
@@ -143,9 +140,12 @@ class BatchRecords:
         """Record an attempt before its backend resource is created (create-only: a resumed
         submission of the same attempt finds its record in place)."""
         child = BatchChild(
-            group_id=self.group_id, index=index, attempt=attempt, job_id=job_id,
+            group_id=self.group_id,
+            index=index,
+            attempt=attempt,
+            job_id=job_id,
             submitted_at=_now(),
-        )  # fmt: skip
+        )
         key = layout.child_key(self.group_id, index, attempt)
         try:
             self._write(key, child, if_absent=True)
@@ -181,17 +181,23 @@ class BatchRecords:
 
     def add_submission_error(self, index: int, exc: BaseException) -> None:
         error = BatchSubmissionError(
-            group_id=self.group_id, index=index, exc_type=type(exc).__name__, message=str(exc),
+            group_id=self.group_id,
+            index=index,
+            exc_type=type(exc).__name__,
+            message=str(exc),
             failed_at=_now(),
-        )  # fmt: skip
+        )
         self._write(layout.submission_error_key(self.group_id, index), error)
 
     def add_cancelled(self, index: int, attempt: int, reason: str) -> None:
         """Say when and why the batch cancelled an attempt (the job records neither)."""
         record = BatchChildCancelled(
-            group_id=self.group_id, index=index, attempt=attempt, cancelled_at=_now(),
+            group_id=self.group_id,
+            index=index,
+            attempt=attempt,
+            cancelled_at=_now(),
             reason=reason,
-        )  # fmt: skip
+        )
         self._write(layout.cancelled_child_key(self.group_id, index, attempt), record)
 
     def _read_json(self, key: str, record_type: type[_R]) -> _R | None:
@@ -274,9 +280,13 @@ class BatchRecords:
         self, submitted: int, *, cancelled: bool, fail_fast: bool = False, error: str = ""
     ) -> None:
         done = BatchCompletion(
-            group_id=self.group_id, submitted=submitted, finished_at=_now(),
-            cancelled=cancelled, fail_fast=fail_fast, error=error,
-        )  # fmt: skip
+            group_id=self.group_id,
+            submitted=submitted,
+            finished_at=_now(),
+            cancelled=cancelled,
+            fail_fast=fail_fast,
+            error=error,
+        )
         self._write(layout.completion_key(self.group_id), done)
 
     def completion(self) -> BatchCompletion | None:
@@ -430,14 +440,3 @@ class BatchRecords:
     def delete_all(self) -> None:
         self.store.delete_prefix(layout.group_prefix(self.group_id))
         self.store.delete(layout.manifest_key(self.group_id))
-
-
-def cancel_child(records: BatchRecords, record: JobRecord, reason: str) -> None:
-    """Cancel a child the batch stops (the attempt ``record``), saying when and why first
-    (best effort: a store that refuses the note does not keep the job running)."""
-    if record.group_index is not None:
-        try:
-            records.add_cancelled(record.group_index, record.attempt, reason)
-        except Exception:
-            log.warning("could not record a cancellation", job_id=record.job_id, exc_info=True)
-    backend_for(record).delete(record, timeout=60, poll_interval=0.5)
