@@ -58,19 +58,26 @@ def render(version: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="lws-manifest-") as scratch:
         work = Path(scratch)
         if not kustomize.is_file():
-            _go(go, ["install", f"sigs.k8s.io/kustomize/kustomize/v5@{KUSTOMIZE}"], work,
-                {**env, "GOBIN": str(tools)})  # fmt: skip
-        module = json.loads(_go(go, ["mod", "download", "-json", f"sigs.k8s.io/lws@{version}"],
-                                work, env))  # fmt: skip
+            _go(
+                go,
+                ["install", f"sigs.k8s.io/kustomize/kustomize/v5@{KUSTOMIZE}"],
+                work,
+                {**env, "GOBIN": str(tools)},
+            )
+        module = json.loads(
+            _go(go, ["mod", "download", "-json", f"sigs.k8s.io/lws@{version}"], work, env)
+        )
         config = work / "config"
         shutil.copytree(Path(module["Dir"]) / "config", config)
         for path in [config, *config.rglob("*")]:  # the module cache is read-only
             path.chmod(path.stat().st_mode | 0o200)
         image = f"controller={IMAGE}:{version}"
-        subprocess.run([kustomize, "edit", "set", "image", image], cwd=config / "manager",
-                       check=True)  # fmt: skip
-        built = subprocess.run([kustomize, "build", str(config / "default")], capture_output=True,
-                               check=True)  # fmt: skip
+        subprocess.run(
+            [kustomize, "edit", "set", "image", image], cwd=config / "manager", check=True
+        )
+        built = subprocess.run(
+            [kustomize, "build", str(config / "default")], capture_output=True, check=True
+        )
     return built.stdout
 
 
@@ -79,8 +86,10 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="compare only; write nothing")
     check = parser.parse_args().check
     if LWS.version != PINS.lws:
-        sys.exit(f"kinetic pins LWS {LWS.version} but the test control plane runs {PINS.lws}; "
-                 "make them agree first.")  # fmt: skip
+        sys.exit(
+            f"kinetic pins LWS {LWS.version} but the test control plane runs {PINS.lws}; "
+            "make them agree first."
+        )
     data = render(PINS.lws)
     digest = hashlib.sha256(data).hexdigest()
     target = DATA / LWS.packaged
@@ -92,8 +101,10 @@ def main() -> None:
         target.write_bytes(data)
         print(f"wrote {target} ({len(data)} bytes)")
     if digest != LWS.sha256:
-        problems.append(f"the pinned sha256 is {LWS.sha256 or '(none)'}; set it to {digest} in "
-                        "packages/kinetic/src/kinetic/provision/manifests.py")  # fmt: skip
+        problems.append(
+            f"the pinned sha256 is {LWS.sha256 or '(none)'}; set it to {digest} in "
+            "packages/kinetic/src/kinetic/provision/manifests.py"
+        )
     print(f"sha256 {digest}")
     if problems:
         sys.exit("\n".join(problems))

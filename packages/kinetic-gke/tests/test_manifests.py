@@ -289,17 +289,20 @@ def test_data_mounts_become_valid_volumes(record: RecordFactory, version: str) -
     manifest = job_manifest(record(mounts=MOUNTS))
     kubernetes_validate.validate(manifest, version, strict=True)
     volumes = {v["name"]: v for v in _pod(manifest)["volumes"]}
-    mounted = {m["mountPath"]: volumes[m["name"]] | {"readOnly": m["readOnly"]}
-               for m in _container(manifest)["volumeMounts"]}  # fmt: skip
+    mounted = {
+        m["mountPath"]: volumes[m["name"]] | {"readOnly": m["readOnly"]}
+        for m in _container(manifest)["volumeMounts"]
+    }
     assert mounted["/data"] == {"name": "kinetic-data-0", "emptyDir": {}, "readOnly": False}
     fuse = mounted["/kinetic/fuse/1"]["csi"]
     assert fuse == {
         "driver": "gcsfuse.csi.storage.gke.io",
         "readOnly": True,
         "volumeAttributes": {
-            "bucketName": "my-bucket", "mountOptions": "implicit-dirs,only-dir=sets/train",
+            "bucketName": "my-bucket",
+            "mountOptions": "implicit-dirs,only-dir=sets/train",
         },
-    }  # fmt: skip
+    }
     assert mounted["/weights"]["csi"]["volumeAttributes"]["mountOptions"] == "implicit-dirs"
     assert mounted["/weights"]["readOnly"] is True
     annotations = manifest["spec"]["template"]["metadata"]["annotations"]

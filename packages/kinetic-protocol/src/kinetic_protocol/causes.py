@@ -57,10 +57,15 @@ class FailureCause(enum.StrEnum):
     """A Kinetic phase before the function ran failed (``AttemptFailure.phase`` names it)."""
 
 
-BACKEND_DECIDED = frozenset({
-    FailureCause.OOM, FailureCause.PREEMPTED, FailureCause.UNSCHEDULABLE,
-    FailureCause.IMAGE, FailureCause.TIMEOUT,
-})  # fmt: skip
+BACKEND_DECIDED = frozenset(
+    {
+        FailureCause.OOM,
+        FailureCause.PREEMPTED,
+        FailureCause.UNSCHEDULABLE,
+        FailureCause.IMAGE,
+        FailureCause.TIMEOUT,
+    }
+)
 """Causes a backend sees for itself; they stand whatever the stored result says (a function
 killed at its deadline may still have stored an error on the way out)."""
 

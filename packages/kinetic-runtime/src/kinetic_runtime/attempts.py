@@ -77,8 +77,11 @@ def record_attempt(
     it in place), signed as the client signs its own."""
     key = layout.child_key(group_id, index, attempt)
     child = BatchChild(
-        group_id=group_id, index=index, attempt=attempt, job_id=job_id,
+        group_id=group_id,
+        index=index,
+        attempt=attempt,
+        job_id=job_id,
         submitted_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
-    )  # fmt: skip
+    )
     with contextlib.suppress(PreconditionFailedError):
         store.write(key, seal_json(keyring, "batch-record", key, child), if_absent=True)

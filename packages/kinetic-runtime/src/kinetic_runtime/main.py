@@ -314,10 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", help="the batch of a batch child (with --index)")
     parser.add_argument("--index", type=int, help="a batch child's input index")
     parser.add_argument(
-        "--index-offset", type=int, default=0,
+        "--index-offset",
+        type=int,
+        default=0,
         help="the first input of the array object this runs in: --index, and the number "
         "ending --job, are counted from it",
-    )  # fmt: skip
+    )
     parser.add_argument("--workdir", default=settings.WORKDIR.from_env())
     options = parser.parse_args(argv)
     if not options.store or not options.job:

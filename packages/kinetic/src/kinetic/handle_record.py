@@ -21,13 +21,31 @@ from kinetic_protocol import ConfigError, JobRecord
 __all__ = ["JobContext", "record_from_context", "record_from_dict", "record_from_fields"]
 
 _HANDLE_REQUIRED = (
-    "job_id", "backend", "project", "cluster_name", "zone", "namespace", "bucket_name",
-    "k8s_name", "image_uri", "accelerator", "func_name", "display_name", "created_at",
-)  # fmt: skip # the API reference's fields, as it lists them
+    "job_id",
+    "backend",
+    "project",
+    "cluster_name",
+    "zone",
+    "namespace",
+    "bucket_name",
+    "k8s_name",
+    "image_uri",
+    "accelerator",
+    "func_name",
+    "display_name",
+    "created_at",
+)
 _REQUIRED = ("job_id", "project", "cluster_name", "zone", "bucket_name", "image_uri", "accelerator")
 _OPTIONAL = (
-    "group_id", "group_kind", "group_index", "debug", "spot", "output_dir", "queue", "priority",
-)  # fmt: skip
+    "group_id",
+    "group_kind",
+    "group_index",
+    "debug",
+    "spot",
+    "output_dir",
+    "queue",
+    "priority",
+)
 
 
 class JobContext(Protocol):

@@ -133,14 +133,23 @@ def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: in
     """Start ``python -m kinetic_runtime`` for the job; return its pid."""
     supervisor = os.getpid()
     command = [
-        launch["python"], "-m", "kinetic_runtime", *launch["runtime_args"],
-        "--workdir", str(workdir(launch, job_dir)),
-    ]  # fmt: skip
+        launch["python"],
+        "-m",
+        "kinetic_runtime",
+        *launch["runtime_args"],
+        "--workdir",
+        str(workdir(launch, job_dir)),
+    ]
     child = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        env=runtime_env(launch), cwd=job_dir, pass_fds=(slot,),
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=runtime_env(launch),
+        cwd=job_dir,
+        pass_fds=(slot,),
         preexec_fn=lambda: die_with_parent(supervisor),  # noqa: PLW1509 (one thread)
-    )  # fmt: skip
+    )
     _RUNTIMES.append(child)
     return child.pid
 
@@ -253,9 +262,11 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
         launch["job_id"],
     )
     slot = acquire_slot(
-        Path(launch["slots_dir"]), int(launch["slots"]), ticket,
+        Path(launch["slots_dir"]),
+        int(launch["slots"]),
+        ticket,
         cancelled=(job_dir / CANCEL_MARKER).exists,
-    )  # fmt: skip
+    )
     if slot is None or (job_dir / CANCEL_MARKER).exists():
         return 0
     started_at = time.time()

@@ -78,9 +78,11 @@ def run_map(
     array = None
     if not pickled.errors:
         array = array_backend(
-            target.backend, len(items), fail_fast=options.fail_fast,
+            target.backend,
+            len(items),
+            fail_fast=options.fail_fast,
             cancel_running_on_fail=options.cancel_running_on_fail,
-        )  # fmt: skip
+        )
     template = job_record(target, func_name, "", created_at=created_at)
     manifest = BatchManifest(
         group_id=group_id,
@@ -126,9 +128,15 @@ def run_map(
         manifest=manifest, state=state, backend=target.backend, records=records, policy=policy
     )
     submitter = Submitter(
-        state=state, backend=target.backend, manifest=manifest, records=records,
-        policy=policy, lease=lease, unsubmittable=pickled.errors, env=env,
-    )  # fmt: skip
+        state=state,
+        backend=target.backend,
+        manifest=manifest,
+        records=records,
+        policy=policy,
+        lease=lease,
+        unsubmittable=pickled.errors,
+        env=env,
+    )
     if options.max_concurrent is None and options.retries == 0:
         submitter.run(watch=False)  # synchronous: everything is submitted when this returns
     else:

@@ -180,9 +180,15 @@ def resume_children(
     adopt(state, policy)
     in_parallel(lambda job: job.delete_resource(timeout=60, poll_interval=0.5), plan.retired)
     submitter = Submitter(
-        state=state, backend=backend, manifest=manifest, records=records,
-        policy=policy, lease=lease, queue=plan.queue, active=plan.active,
+        state=state,
+        backend=backend,
+        manifest=manifest,
+        records=records,
+        policy=policy,
+        lease=lease,
+        queue=plan.queue,
+        active=plan.active,
         env=env,
-    )  # fmt: skip
+    )
     submitter.start_background()
     return f"Resumed batch {group_id}: {plan.describe(current.total)}."
