@@ -27,11 +27,17 @@ OPTIONS = {
     "doctor": {"accelerator", "fuse", "as_json"},
     "build-image": {"categories", "repo", "python_version", "as_json"},
     "pool add": {
-        "accelerator", "min_nodes", "max_nodes", "spot", "reservation", "pool_name", "dry_run",
+        "accelerator",
+        "min_nodes",
+        "max_nodes",
+        "spot",
+        "reservation",
+        "pool_name",
+        "dry_run",
     },
     "pool list": {"as_json"},
     "pool remove": {"name", "yes", "dry_run"},
-}  # fmt: skip
+}
 """Each command's own parameters, as they were when the client defined these commands."""
 SHARED = {"backend", "project", "zone", "cluster", "namespace"}
 
@@ -67,9 +73,16 @@ def test_help_lists_them_with_their_options() -> None:
 def test_the_shell_is_their_host_and_keeps_profiles_it_resolves_from(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("KINETIC_PROJECT", "KINETIC_ZONE", "KINETIC_CLUSTER", "KINETIC_NAMESPACE",
-                 "KINETIC_PROFILE", "KINETIC_STORE", "KINETIC_BUILD_SERVICE_ACCOUNT",
-                 "KINETIC_QUEUES"):  # fmt: skip
+    for name in (
+        "KINETIC_PROJECT",
+        "KINETIC_ZONE",
+        "KINETIC_CLUSTER",
+        "KINETIC_NAMESPACE",
+        "KINETIC_PROFILE",
+        "KINETIC_STORE",
+        "KINETIC_BUILD_SERVICE_ACCOUNT",
+        "KINETIC_QUEUES",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
     host = CliContext()
@@ -81,9 +94,12 @@ def test_the_shell_is_their_host_and_keeps_profiles_it_resolves_from(
     assert resolved.profile == "c1"
     assert resolved.build_service_account.value == "b@p1.iam.gserviceaccount.com"
     assert host.backend_settings() == BackendSettings(
-        project="p1", zone="europe-west4-a", cluster="c1", namespace="ns",
+        project="p1",
+        zone="europe-west4-a",
+        cluster="c1",
+        namespace="ns",
         build_service_account="b@p1.iam.gserviceaccount.com",
-    )  # fmt: skip
+    )
     assert CliContext(project="other").backend_settings().project == "other"
 
     # A backend's own setting resolves as the client's do, and `kinetic up` keeps it.

@@ -99,6 +99,7 @@ def test_the_local_supervisor_loads_only_the_standard_library() -> None:
         "kinetic_runtime",
         "kinetic_runtime.local",
         "kinetic_runtime.local.gpus",  # standard library only, too
+        "kinetic_runtime.local.hosts",  # standard library and the modules here only
         "kinetic_runtime.local.processes",
         "kinetic_runtime.local.slot_queue",  # standard library and private_files only
         "kinetic_runtime.local.supervisor",

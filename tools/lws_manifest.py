@@ -40,8 +40,7 @@ def render(version: str) -> bytes:
         work = Path(scratch)
         binary = kustomize(KUSTOMIZE, work)
         config = module_config("sigs.k8s.io/lws", version, work)
-        run(binary, "edit", "set", "image", f"controller={IMAGE}:{version}",
-            cwd=config / "manager")  # fmt: skip
+        run(binary, "edit", "set", "image", f"controller={IMAGE}:{version}", cwd=config / "manager")
         return run(binary, "build", str(config / "default"))
 
 
@@ -50,8 +49,10 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="compare only; write nothing")
     check = parser.parse_args().check
     if LWS.version != PINS.lws:
-        sys.exit(f"kinetic pins LWS {LWS.version} but the test control plane runs {PINS.lws}; "
-                 "make them agree first.")  # fmt: skip
+        sys.exit(
+            f"kinetic pins LWS {LWS.version} but the test control plane runs {PINS.lws}; "
+            "make them agree first."
+        )
     write_or_check(LWS, render(PINS.lws), check=check)
 
 

@@ -119,13 +119,22 @@ class BucketJobs:
         the keys mounted as a pod's Secret volume is."""
         done = builds.buildah.run_in_image(
             image,
-            ["python", "-m", "kinetic_runtime", "--store", self.bucket, "--job", job_id,
-             "--workdir", f"/workspace/{job_id}"],
+            [
+                "python",
+                "-m",
+                "kinetic_runtime",
+                "--store",
+                self.bucket,
+                "--job",
+                job_id,
+                "--workdir",
+                f"/workspace/{job_id}",
+            ],
             user=POD_USER,
             env={"STORAGE_EMULATOR_HOST": self.emulator, "KINETIC_SIGNING_KEYS": KEYS_IN_CONTAINER},
             volumes={self.keys_dir: KEYS_IN_CONTAINER},
             timeout=RUN_TIMEOUT_S,
-        )  # fmt: skip
+        )
         return ImageRun(done.returncode, done.stdout + done.stderr, self.run_result(job_id))
 
 

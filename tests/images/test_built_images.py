@@ -50,9 +50,14 @@ def test_a_bundled_cpu_image_runs_a_job_with_the_users_requirement_as_uid_1000(
     (project / "requirements.txt").write_text(f"{USER_REQUIREMENT}\n")
     builder = BuildahImageBuilder(image_builds)
     resolved = resolve_image(
-        container_image="bundled", base_image_repo=None, accelerator=parse_accelerator("cpu"),
-        project_root=project, project="test", zone="us-central1-a", builder=builder,
-    )  # fmt: skip
+        container_image="bundled",
+        base_image_repo=None,
+        accelerator=parse_accelerator("cpu"),
+        project_root=project,
+        project="test",
+        zone="us-central1-a",
+        builder=builder,
+    )
     found = _probe(jobs, image_builds, builder.local_tags[resolved.uri])
     assert (found["uid"], found["gid"]) == (1000, 1000)
     assert found["python"] == "/opt/venv/bin/python"
@@ -69,9 +74,14 @@ def test_a_source_checkout_builds_an_image_whose_runtime_is_its_own(
     project = tmp_path / "project"
     project.mkdir()
     resolved = resolve_image(
-        container_image="bundled", base_image_repo=None, accelerator=parse_accelerator("cpu"),
-        project_root=project, project="test", zone="us-central1-a", builder=builder,
-    )  # fmt: skip
+        container_image="bundled",
+        base_image_repo=None,
+        accelerator=parse_accelerator("cpu"),
+        project_root=project,
+        project="test",
+        zone="us-central1-a",
+        builder=builder,
+    )
     context = builder.contexts[resolved.uri]
     assert any(path.startswith("wheels/kinetic_runtime-") for path in context.files)
     found = _probe(jobs, image_builds, builder.local_tags[resolved.uri])
@@ -106,10 +116,14 @@ def test_a_prebuilt_image_of_an_unpublished_kinetic_installs_a_runtime_extra_at_
     project = tmp_path / "project"
     project.mkdir()
     resolved = resolve_image(
-        container_image="prebuilt", base_image_repo="kinetic",
-        accelerator=parse_accelerator("cpu"), project_root=project, project="test",
-        zone="us-central1-a", runtime_extras=("hf",),
-    )  # fmt: skip
+        container_image="prebuilt",
+        base_image_repo="kinetic",
+        accelerator=parse_accelerator("cpu"),
+        project_root=project,
+        project="test",
+        zone="us-central1-a",
+        runtime_extras=("hf",),
+    )
     assert resolved.uri == uri
     job_id = jobs.stage(job_function(PROBE, "probe"), requirements=resolved.requirements)
     run = jobs.run_in(image_builds, builder.local_tags[uri], job_id)
@@ -146,10 +160,14 @@ def test_a_bundled_tpu_image_builds_from_the_package_index_with_jaxs_tpu_build(
     project.mkdir()
     builder = BuildahImageBuilder(image_builds)
     resolved = resolve_image(
-        container_image="bundled", base_image_repo=None,
-        accelerator=parse_accelerator("tpu-v5e-1"), project_root=project, project="test",
-        zone="us-central1-a", builder=builder,
-    )  # fmt: skip
+        container_image="bundled",
+        base_image_repo=None,
+        accelerator=parse_accelerator("tpu-v5e-1"),
+        project_root=project,
+        project="test",
+        zone="us-central1-a",
+        builder=builder,
+    )
     assert "--find-links" not in builder.contexts[resolved.uri].dockerfile
     job_id = jobs.stage(job_function(TPU_PROBE, "tpu_probe"))
     run = jobs.run_in(image_builds, builder.local_tags[resolved.uri], job_id)

@@ -28,10 +28,13 @@ def test_a_failed_build_reaches_the_user_with_its_status_and_log_tail(
     (project / "requirements.txt").write_text(f"{MISSING}==1.0\n")
     with pytest.raises(ImageBuildError) as raised:
         resolve_image(
-            container_image="bundled", base_image_repo=None,
-            accelerator=parse_accelerator("cpu"), project_root=project, project="test",
+            container_image="bundled",
+            base_image_repo=None,
+            accelerator=parse_accelerator("cpu"),
+            project_root=project,
+            project="test",
             zone="us-central1-a",
-        )  # fmt: skip
+        )
     error = raised.value
     assert error.status == "FAILURE"
     assert MISSING in error.log_tail, error.log_tail  # uv's own words, from the image build

@@ -73,20 +73,25 @@ def cluster_in_images(
     kubeconfig = tmp_path / "kubeconfig"
     shutil.copyfile(real_k8s.kubeconfig, kubeconfig)
     for key, value in {
-        "KUBECONFIG": str(kubeconfig), "KINETIC_KUBE_CONTEXT": real_k8s.context,
-        "KINETIC_NAMESPACE": k8s_namespace, "KINETIC_STORE": gcs_bucket,
-        "KINETIC_PROJECT": "kinetic-images", "KINETIC_GKE_POLL": "0.05,0.5",
+        "KUBECONFIG": str(kubeconfig),
+        "KINETIC_KUBE_CONTEXT": real_k8s.context,
+        "KINETIC_NAMESPACE": k8s_namespace,
+        "KINETIC_STORE": gcs_bucket,
+        "KINETIC_PROJECT": "kinetic-images",
+        "KINETIC_GKE_POLL": "0.05,0.5",
         "KINETIC_GCP_API_ENDPOINT": buildah_cloud_build.url,
-    }.items():  # fmt: skip
+    }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.syspath_prepend(str(project))
     apply_slice_role(
         ClusterConnection(real_k8s.api_client(), k8s_namespace), k8s_namespace, "default"
     )
     with NodeAgent(
-        real_k8s.api_client, workdir=tmp_path / "nodes", host_env=base_host_env(os.environ),
+        real_k8s.api_client,
+        workdir=tmp_path / "nodes",
+        host_env=base_host_env(os.environ),
         images=local_images,
-    ) as agent:  # fmt: skip
+    ) as agent:
         yield agent
         errors = list(agent.errors)
     assert errors == [], f"the node agent failed: {errors}"

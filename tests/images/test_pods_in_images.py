@@ -69,19 +69,24 @@ def test_a_kinetic_pod_runs_its_job_inside_the_prebuilt_image_as_uid_1000(
         "spec": {
             "restartPolicy": "Never",
             "securityContext": {
-                "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000, "runAsNonRoot": True,
+                "runAsUser": 1000,
+                "runAsGroup": 1000,
+                "fsGroup": 1000,
+                "runAsNonRoot": True,
             },
             "volumes": [{"name": "keys", "secret": {"secretName": "keys", "defaultMode": 0o440}}],
-            "containers": [{
-                "name": "main",
-                "image": uri,
-                "command": ["python", "-m", "kinetic_runtime"],
-                "args": ["--store", gcs_bucket, "--job", job_id, "--workdir", f"/tmp/{job_id}"],
-                "env": [{"name": "KINETIC_SIGNING_KEYS", "value": MOUNT_PATH}],
-                "volumeMounts": [{"name": "keys", "mountPath": MOUNT_PATH, "readOnly": True}],
-            }],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": uri,
+                    "command": ["python", "-m", "kinetic_runtime"],
+                    "args": ["--store", gcs_bucket, "--job", job_id, "--workdir", f"/tmp/{job_id}"],
+                    "env": [{"name": "KINETIC_SIGNING_KEYS", "value": MOUNT_PATH}],
+                    "volumeMounts": [{"name": "keys", "mountPath": MOUNT_PATH, "readOnly": True}],
+                }
+            ],
         },
-    }  # fmt: skip
+    }
     core.create_namespaced_pod(k8s_namespace, pod, _preload_content=False)  # type: ignore[arg-type]
     phase = _wait_for_end(core, k8s_namespace)
     log = core.read_namespaced_pod_log("job", k8s_namespace)
@@ -108,9 +113,11 @@ def _wait_for_end(core: client.CoreV1Api, namespace: str) -> str:
     from kubernetes import watch
 
     stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
-        core.list_namespaced_pod, namespace, field_selector="metadata.name=job",
+        core.list_namespaced_pod,
+        namespace,
+        field_selector="metadata.name=job",
         timeout_seconds=int(_DONE_TIMEOUT_S),
-    )  # fmt: skip
+    )
     for event in stream:
         phase = str(event["object"].status.phase or "")
         if phase in ("Succeeded", "Failed"):

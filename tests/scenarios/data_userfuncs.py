@@ -36,8 +36,9 @@ def two_arguments(directory: Any, single: Any) -> dict[str, Any]:
     return {"directory": describe(directory), "single": describe(single)}
 
 
-def nested(shared: list[Any], again: list[Any], mapping: dict[str, Any], pair: Pair,
-           config: Config) -> dict[str, Any]:  # fmt: skip
+def nested(
+    shared: list[Any], again: list[Any], mapping: dict[str, Any], pair: Pair, config: Config
+) -> dict[str, Any]:
     """Where each nested Data ended up, and whether containers kept their identity."""
     paths = [shared[0], again[0], mapping["data"], pair.first, config.dataset]
     return {

@@ -1,9 +1,11 @@
-"""A third-party backend, defined in the test suite, that Kinetic finds only through its
-``kinetic.backends`` entry point: each job is a detached ``python -m kinetic_runtime``
-process, with its state in a directory. Nothing in ``kinetic`` knows its name.
+"""A backend of its own, found only through its ``kinetic.backends`` entry point: each job is a
+detached ``python -m kinetic_runtime`` process on this machine, with its state in a directory.
+Nothing in ``kinetic`` knows its name.
 
-It proves the plugin seam: capabilities and settings are read from the class, ``prepare``
-is called through the contract, and the same scenarios pass on it as on the built-in backends.
+It is the backend ``docs/writing-a-backend.md`` builds, one block at a time (the docs test
+checks that the page shows this whole file, then runs it through the conformance suite and two
+scenarios), and the scenario suite's ``example`` backend: the portable scenarios run on it as on
+``local`` and ``gke``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from kinetic_protocol import (
     NO_ENV,
     BackendSettings,
     Capabilities,
+    ConfigError,
     HostSelection,
     JobRecord,
     JobState,
@@ -35,63 +38,79 @@ from kinetic_protocol import (
 from kinetic_protocol.settings import SettingSpec
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
 from kinetic_runtime.local.processes import await_group_gone
+from kinetic_runtime.settings import kinetic_home
 from kinetic_runtime.stores import default_local_store_uri
 
 __all__ = ["ROOT", "ExampleBackend", "ExampleGcsBackend"]
 
 ROOT = SettingSpec(
-    "example_root", "KINETIC_EXAMPLE_ROOT", "Where the example backend keeps its jobs.",
+    "example_root",
+    "KINETIC_EXAMPLE_ROOT",
+    "Where the example backend keeps its jobs.",
     "example-backend (tests)",
-)  # fmt: skip
-_RUN = """
-import subprocess, sys
-code = subprocess.call([sys.executable, "-m", "kinetic_runtime", *sys.argv[1:]])
-open("exit", "w").write(str(code))
-"""
+)
 
 
 class ExampleBackend:
+    """Runs each job as a detached process on this machine."""
+
     name = "example"
     capabilities = Capabilities(local_data=True, provisions_accelerators=False)
     declared_settings = (ROOT,)
+
     poll_bounds = (0.01, 0.1)
+    """A job's state is one small file: poll often, and never more than 0.1 s apart."""
 
     def __init__(self, settings: BackendSettings) -> None:
-        self._settings = settings
-        self.prepared: list[PrepareRequest] = []
-
-    @property
-    def store_uri(self) -> str:
-        return self._settings.store_uri or default_local_store_uri()
-
-    @property
-    def _root(self) -> Path:
-        return Path(ROOT.value() or Path(os.environ["KINETIC_HOME"]) / "example")
+        environ = settings.environ(self.declared_settings)  # read once, here
+        self._root = Path(ROOT.value(environ) or kinetic_home() / "example")
+        self.store_uri = settings.store_uri or default_local_store_uri()
 
     def prepare(self, request: PrepareRequest) -> Preparation:
-        self.prepared.append(request)
+        """Refuse what cannot run here before anything is written. Every job runs at once:
+        there is no queue or priority class to admit it by."""
+        for option, value in (("queue", request.queue), ("priority", request.priority)):
+            if value is not None:
+                raise ConfigError(
+                    f"{option}={value!r}: the {self.name} backend has no queues, it runs "
+                    f"every job at once. Leave {option}= unset."
+                )
         return Preparation(backend_data={"prepared-by": self.name})
 
     def signing_keys(self, *, create: bool, refresh: bool = False) -> Keyring:
-        """Kept on this machine's disk, where its jobs run and read them."""
+        """Kept on this machine's disk, where its jobs run and read them (nothing is
+        cached, so ``refresh`` has nothing to read again)."""
         return directory_keyring(self._root / "keys", create=create)
 
     def replace_signing_keys(self, keyring: Keyring) -> None:
         replace_directory_keyring(self._root / "keys", keyring)
 
+    _RUN = (
+        "import subprocess, sys\n"
+        "code = subprocess.call([sys.executable, '-m', 'kinetic_runtime', *sys.argv[1:]])\n"
+        "open('exit', 'w').write(str(code))\n"
+    )
+    """What each job's process runs: the runtime, then its exit status, where
+    :meth:`statuses` reads it."""
+
     def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
+        """Start the job's process, detached; a job submitted before is left alone."""
         job = self._root / record.job_id
         try:
             job.mkdir(parents=True)
         except FileExistsError:
             return  # submitted before
+        keys = {"KINETIC_SIGNING_KEYS": str(self._root / "keys")}
         with (job / "output.log").open("ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-c", _RUN, *runtime_args(record)],
-                cwd=job, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, **env, "KINETIC_SIGNING_KEYS": str(self._root / "keys")},
+                [sys.executable, "-c", self._RUN, *runtime_args(record)],
+                cwd=job,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **env, **keys},
                 start_new_session=True,
-            )  # fmt: skip
+            )
         (job / "pid").write_text(str(process.pid))
         threading.Thread(target=process.wait, daemon=True).start()  # reap it when it ends
 

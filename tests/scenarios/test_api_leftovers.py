@@ -69,8 +69,10 @@ def test_a_batch_handle_shows_the_spec_fields_as_a_dataclass(
     ]
     attached = kinetic.attach_batch(batch.group_id, backend=kinetic_backend.name)
     assert (attached.group_id, attached.name, attached.tags) == (
-        batch.group_id, "sweep", {"owner": "docs"},
-    )  # fmt: skip
+        batch.group_id,
+        "sweep",
+        {"owner": "docs"},
+    )
     assert attached.jobs == batch.jobs
     with pytest.raises(AttributeError):
         batch.jobs = []  # type: ignore[misc]  # a view of what was submitted, not settable

@@ -118,9 +118,11 @@ def test_a_failed_index_runs_again_as_its_next_attempt(
     ]
     lines = [(a.index, a.attempt, a.job_id) for a in batch.timeline().attempts]
     assert sorted(lines) == [
-        (0, 0, f"{job.metadata.name}-0"), (1, 0, first_id), (1, 1, f"{first_id}-r1"),
+        (0, 0, f"{job.metadata.name}-0"),
+        (1, 0, first_id),
+        (1, 1, f"{first_id}-r1"),
         (2, 0, f"{job.metadata.name}-2"),
-    ]  # fmt: skip
+    ]
 
 
 def test_retry_on_timeout_runs_a_timed_out_index_again_and_retry_on_oom_does_not(
@@ -169,10 +171,14 @@ def test_fail_fast_with_cancel_stops_every_index_on_the_server(
     never = tmp_path / "never"
     started = tmp_path / "started"
     batch = step.run_async_map(
-        [{"value": "slow", "create": str(started), "wait_for": str(never)},
-         {"value": "bad", "wait_for": str(started), "fail": "boom"}],
-        max_concurrent=None, fail_fast=True, cancel_running_on_fail=True,
-    )  # fmt: skip
+        [
+            {"value": "slow", "create": str(started), "wait_for": str(never)},
+            {"value": "bad", "wait_for": str(started), "fail": "boom"},
+        ],
+        max_concurrent=None,
+        fail_fast=True,
+        cancel_running_on_fail=True,
+    )
     outcome = batch.results(timeout=120, return_exceptions=True)
     assert isinstance(outcome[1], uf.BatchUserError)
     assert isinstance(outcome[0], Exception)
@@ -230,9 +236,11 @@ def test_cancelling_one_child_without_retries_stops_its_index_for_good(
     step = kinetic_backend.decorate()(uf.step)
     started = tmp_path / "started"
     batch = step.run_async_map(
-        [{"value": 0, "create": str(started), "wait_for": str(tmp_path / "never")},
-         {"value": 1, "wait_for": str(started)}],
-    )  # fmt: skip
+        [
+            {"value": 0, "create": str(started), "wait_for": str(tmp_path / "never")},
+            {"value": 1, "wait_for": str(started)},
+        ],
+    )
     pid = _published_pid(started)
     child = batch.jobs[0]
     assert child is not None
@@ -338,8 +346,10 @@ def test_a_batch_larger_than_one_job_holds_is_split_into_jobs_each_input_a_job(
     prefix = batch.jobs[0].job_id.rsplit("-", 1)[0]  # type: ignore[union-attr]
     by_name = {job.metadata.name: job.spec for job in jobs.all()}
     assert {name: spec.completions for name, spec in by_name.items()} == {
-        prefix: 3, f"{prefix}-p1": 3, f"{prefix}-p2": 1,
-    }  # fmt: skip
+        prefix: 3,
+        f"{prefix}-p1": 3,
+        f"{prefix}-p2": 1,
+    }
     assert all(spec.completion_mode == "Indexed" for spec in by_name.values())
     assert batch.results(timeout=180, cleanup=False) == [i * i for i in range(7)]
     for index in range(7):
@@ -364,8 +374,10 @@ def test_a_batch_larger_than_one_job_holds_is_split_into_jobs_each_input_a_job(
         if pod.metadata.labels["batch.kubernetes.io/job-completion-index"] == "2"
     } == {prefix}
     assert [status for _, status in attached.statuses()][4:] == [
-        JobStatus.SUCCEEDED, JobStatus.NOT_FOUND, JobStatus.SUCCEEDED,
-    ]  # fmt: skip
+        JobStatus.SUCCEEDED,
+        JobStatus.NOT_FOUND,
+        JobStatus.SUCCEEDED,
+    ]
     attached.cancel()
     assert jobs.all() == []
     assert jobs.pods() == []

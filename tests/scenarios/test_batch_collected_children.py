@@ -11,7 +11,7 @@ from scenario_support import ScenarioBackend, run_script
 import kinetic
 from kinetic import JobStatus
 from kinetic.batch import BatchError
-from kinetic.batch.state import CLEANED_UP
+from kinetic.bookkeeping.kept import CLEANED_UP
 from kinetic_protocol import JobNotFoundError
 
 

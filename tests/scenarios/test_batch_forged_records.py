@@ -49,14 +49,15 @@ def _forgeries(group_id: str) -> dict[str, tuple[str, msgspec.Struct]]:
     return {
         "child": (
             layout.child_key(group_id, 0, 1),
-            BatchChild(
-                group_id=group_id, index=0, attempt=1, job_id="forged", submitted_at=now
-            ),
+            BatchChild(group_id=group_id, index=0, attempt=1, job_id="forged", submitted_at=now),
         ),
         "submission error": (
             layout.submission_error_key(group_id, 2),
             BatchSubmissionError(
-                group_id=group_id, index=2, exc_type="ValueError", message="forged",
+                group_id=group_id,
+                index=2,
+                exc_type="ValueError",
+                message="forged",
                 failed_at=now,
             ),
         ),
@@ -68,8 +69,14 @@ def _forgeries(group_id: str) -> dict[str, tuple[str, msgspec.Struct]]:
         "lease": (
             layout.lease_key(group_id, 1),
             SubmitterLease(
-                group_id=group_id, epoch=1, owner="forger", host="elsewhere", pid=1,
-                started_at=now, heartbeat_at=now, lease_seconds=3600.0,
+                group_id=group_id,
+                epoch=1,
+                owner="forger",
+                host="elsewhere",
+                pid=1,
+                started_at=now,
+                heartbeat_at=now,
+                lease_seconds=3600.0,
             ),
         ),
         "cancelled attempt": (
@@ -78,7 +85,7 @@ def _forgeries(group_id: str) -> dict[str, tuple[str, msgspec.Struct]]:
                 group_id=group_id, index=1, attempt=0, cancelled_at=now, reason="forged"
             ),
         ),
-    }  # fmt: skip
+    }
 
 
 def _moved(store: ObjectStore, group_id: str) -> dict[str, bytes]:

@@ -249,10 +249,15 @@ def test_a_submitter_replaced_by_a_newer_lease_stops_submitting(
     store = local_backend.store()
     wait_until(lambda: batch.jobs[0] is not None, "input 0's submission")
     newer = SubmitterLease(
-        group_id=batch.group_id, epoch=1, owner="elsewhere", host="other", pid=1,
-        started_at="2026-01-01T00:00:00+00:00", heartbeat_at="2026-01-01T00:00:00+00:00",
+        group_id=batch.group_id,
+        epoch=1,
+        owner="elsewhere",
+        host="other",
+        pid=1,
+        started_at="2026-01-01T00:00:00+00:00",
+        heartbeat_at="2026-01-01T00:00:00+00:00",
         lease_seconds=30.0,
-    )  # fmt: skip
+    )
     key = layout.lease_key(batch.group_id, 1)
     store.write(key, seal_batch_record(batch._manifest.job_template, key, newer))
     try:

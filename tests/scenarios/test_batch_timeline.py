@@ -81,8 +81,13 @@ def test_the_timeline_shows_retries_failures_submission_failures_and_cancellatio
     causes = {key: a.cause for key, a in by_key.items()}
     user, cancelled_by = FailureCause.USER, FailureCause.CANCELLED
     assert causes == {
-        (0, 0): None, (1, 0): user, (1, 1): None, (2, 0): user, (2, 1): user, (4, 0): cancelled_by
-    }  # fmt: skip
+        (0, 0): None,
+        (1, 0): user,
+        (1, 1): None,
+        (2, 0): user,
+        (2, 1): user,
+        (4, 0): cancelled_by,
+    }
 
     figure = timeline.figure()
     rows = lambda trace: list(trace.y)  # noqa: E731
@@ -93,9 +98,13 @@ def test_the_timeline_shows_retries_failures_submission_failures_and_cancellatio
     assert rows(_trace(figure, SUBMISSION_FAILED_TRACE)) == ["input 3"]
     assert len(_trace(figure, PENDING_TRACE).y) == 6, "every attempt waited, however briefly"
     assert {trace.name for trace in figure.data} == {
-        "succeeded", "failed, retried: user", "failed: user", "cancelled", SUBMISSION_FAILED_TRACE,
+        "succeeded",
+        "failed, retried: user",
+        "failed: user",
+        "cancelled",
+        SUBMISSION_FAILED_TRACE,
         PENDING_TRACE,
-    }  # fmt: skip
+    }
     cancelled = _trace(figure, "cancelled")
     assert cancelled.customdata[0][0] == by_key[4, 0].job_id
     assert by_key[4, 0].job_id in cancelled.hovertext[0]

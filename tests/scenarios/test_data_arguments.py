@@ -66,10 +66,15 @@ def test_nested_data_is_replaced_and_containers_keep_their_types_and_identity(
 def test_a_gs_prefix_and_a_single_object_are_downloaded_before_the_function_runs(
     kinetic_backend: ScenarioBackend, gcs_bucket: str
 ) -> None:
-    put_objects(gcs_bucket, {
-        "sets/train/a.txt": "A", "sets/train/deep/b.txt": "B", "sets/other.txt": "no",
-        "weights/model.bin": "W",
-    })  # fmt: skip
+    put_objects(
+        gcs_bucket,
+        {
+            "sets/train/a.txt": "A",
+            "sets/train/deep/b.txt": "B",
+            "sets/other.txt": "no",
+            "weights/model.bin": "W",
+        },
+    )
     remote = kinetic_backend.decorate()(uf.two_arguments)
     seen = remote(Data(f"{gcs_bucket}/sets/train/"), Data(f"{gcs_bucket}/weights/model.bin"))
     assert seen["directory"]["files"] == {"a.txt": "A", "deep/b.txt": "B"}

@@ -55,9 +55,12 @@ def fuse_driver(fuse_backend: ScenarioBackend, request: pytest.FixtureRequest) -
         "apiVersion": "storage.k8s.io/v1",
         "kind": "CSIDriver",
         "metadata": {"name": GCSFUSE_DRIVER},
-        "spec": {"attachRequired": False, "podInfoOnMount": True,
-                 "volumeLifecycleModes": ["Persistent", "Ephemeral"]},
-    }  # fmt: skip
+        "spec": {
+            "attachRequired": False,
+            "podInfoOnMount": True,
+            "volumeLifecycleModes": ["Persistent", "Ephemeral"],
+        },
+    }
     _remove_driver(storage)
     storage.create_csi_driver(body)
     yield
@@ -78,8 +81,10 @@ def _pod_template(backend: ScenarioBackend, job: JobHandle) -> tuple[Any, Obj]:
 
 def _volumes(template: Obj) -> dict[str, Obj]:
     mounts = {m["name"]: m for m in template["spec"]["containers"][0]["volumeMounts"]}
-    return {mounts[v["name"]]["mountPath"]: {**v, "mount": mounts[v["name"]]}
-            for v in template["spec"]["volumes"]}  # fmt: skip
+    return {
+        mounts[v["name"]]["mountPath"]: {**v, "mount": mounts[v["name"]]}
+        for v in template["spec"]["volumes"]
+    }
 
 
 @pytest.mark.usefixtures("fuse_driver")
@@ -110,8 +115,9 @@ def test_fuse_data_becomes_read_only_csi_volumes_that_the_cluster_accepts(
         assert csi["driver"] == GCSFUSE_DRIVER
         assert csi["readOnly"] is True and found[path]["mount"]["readOnly"] is True
         assert csi["volumeAttributes"] == {
-            "bucketName": bucket_name, "mountOptions": f"implicit-dirs,only-dir={directory}",
-        }  # fmt: skip
+            "bucketName": bucket_name,
+            "mountOptions": f"implicit-dirs,only-dir={directory}",
+        }
     assert found["/scratch"]["emptyDir"] == {}, "data without fuse=True is downloaded"
 
     selector = job_selector(job.job_id, app=built.app)

@@ -114,9 +114,12 @@ def test_an_hf_dataset_that_does_not_load_fails_the_job_in_the_data_phase(
 
 
 def test_fuse_where_the_backend_cannot_mount_lazily_stages_the_data_up_front(
-    kinetic_backend: ScenarioBackend, dataset: Path, gcs_bucket: str,
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+    kinetic_backend: ScenarioBackend,
+    dataset: Path,
+    gcs_bucket: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     if capabilities(kinetic_backend).fuse:
         pytest.skip("this backend mounts fuse=True data lazily (see test_data_fuse)")
     monkeypatch.setattr(_log, "_noticed", set())  # the notice is said once per process

@@ -139,9 +139,10 @@ def test_debug_attach_makes_the_job_reachable_on_the_local_port_it_was_given(
         cleanup_port_forward(proc)
     assert _relay_threads() == []
     relay_sockets = [
-        sock for sock in own_tcp_sockets()
+        sock
+        for sock in own_tcp_sockets()
         if sock.local_port == local_port or sock.remote_port == waiting.port
-    ]  # fmt: skip
+    ]
     assert relay_sockets == []
 
 

@@ -125,8 +125,12 @@ def test_batches_wait_for_quota_and_start_by_priority_then_in_order(
     first_low = submit("team-a", "low", "a")
     # Kueue orders equal priorities by creation time, which Kubernetes keeps in whole seconds:
     # the later batches must be made in a later second than this one to come after it.
-    created = wait_until(lambda: [w["metadata"]["creationTimestamp"] for w in queues.workloads()
-                                  if not _admitted(w)], "the first batch's workload")  # fmt: skip
+    created = wait_until(
+        lambda: [
+            w["metadata"]["creationTimestamp"] for w in queues.workloads() if not _admitted(w)
+        ],
+        "the first batch's workload",
+    )
     made = datetime.fromisoformat(created[0].replace("Z", "+00:00")).timestamp()
     wait_until(lambda: time.time() >= made + 1, "the next second on the cluster's clock")
     high = submit("team-b", "high", "b")
@@ -199,8 +203,13 @@ def test_a_higher_priority_job_preempts_a_lower_one_which_resumes_from_its_check
 ) -> None:
     queues.make({"nvidia.com/gpu": "1"}, "team-a")
     never = tmp_path / "never-opened"
-    options = {"accelerator": "gpu-l4", "backend": "gke", "container_image": GKE_IMAGE,
-               "queue": "team-a", "priority": "low"}  # fmt: skip
+    options = {
+        "accelerator": "gpu-l4",
+        "backend": "gke",
+        "container_image": GKE_IMAGE,
+        "queue": "team-a",
+        "priority": "low",
+    }
     submitted = run_script(
         f"""
         import sys
@@ -309,9 +318,11 @@ def test_a_two_host_slice_is_admitted_whole_or_not_at_all(
     log.mkdir()
     gate.touch()
     remote = kinetic.run(
-        accelerator="tpu-v5litepod-2x4", backend="pathways", container_image=GKE_IMAGE,
+        accelerator="tpu-v5litepod-2x4",
+        backend="pathways",
+        container_image=GKE_IMAGE,
         queue="slices",
-    )(qf.hold_and_log)  # fmt: skip
+    )(qf.hold_and_log)
     job = remote.run_async(str(log), "slice", str(gate))
     waiting = wait_until(
         lambda: (state := job.status_detail()).queue is not None and state,

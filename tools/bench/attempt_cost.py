@@ -155,18 +155,23 @@ def main() -> None:
 
     chatty = small_project().chatty
     report: dict[str, Any] = {
-        "cpus": os.cpu_count(), "python": sys.version.split()[0], "seconds": options.seconds
-    }  # fmt: skip
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "seconds": options.seconds,
+    }
     with tempfile.TemporaryDirectory(prefix="kinetic-bench-") as tmp, ExitStack() as stack:
         kubeconfig, context, namespace = _cluster(options, stack, tmp)
         gcs = stack.enter_context(FakeGcsServer(count_requests=True))
         gcs.create_bucket("kinetic-bench")
         os.environ.update(
-            STORAGE_EMULATOR_HOST=gcs.endpoint, KUBECONFIG=kubeconfig,
-            KINETIC_KUBE_CONTEXT=context, KINETIC_NAMESPACE=namespace,
-            KINETIC_STORE="gs://kinetic-bench", KINETIC_PROJECT="kinetic-bench",
+            STORAGE_EMULATOR_HOST=gcs.endpoint,
+            KUBECONFIG=kubeconfig,
+            KINETIC_KUBE_CONTEXT=context,
+            KINETIC_NAMESPACE=namespace,
+            KINETIC_STORE="gs://kinetic-bench",
+            KINETIC_PROJECT="kinetic-bench",
             KINETIC_HOME=str(Path(tmp, "home")),
-        )  # fmt: skip
+        )
         spawn = multiprocessing.get_context("spawn")
         ready, stop = spawn.Event(), spawn.Event()
         kubelet = spawn.Process(

@@ -57,9 +57,15 @@ def _write_batch(records: Any, children: int, *, signed: bool) -> None:
 
     now = "2026-01-01T00:00:00.000+00:00"
     lease = SubmitterLease(
-        group_id=GROUP, epoch=0, owner="me", host="here", pid=1, started_at=now,
-        heartbeat_at=now, lease_seconds=30.0,
-    )  # fmt: skip
+        group_id=GROUP,
+        epoch=0,
+        owner="me",
+        host="here",
+        pid=1,
+        started_at=now,
+        heartbeat_at=now,
+        lease_seconds=30.0,
+    )
     if signed:
         records.write_lease(lease, if_absent=True)
         for index in range(children):
@@ -70,9 +76,12 @@ def _write_batch(records: Any, children: int, *, signed: bool) -> None:
     store.write(layout.lease_key(GROUP, 0), encode_json(lease), if_absent=True)
     for index in range(children):
         child = BatchChild(
-            group_id=GROUP, index=index, attempt=0, job_id=f"f-0bookkee-{index}",
+            group_id=GROUP,
+            index=index,
+            attempt=0,
+            job_id=f"f-0bookkee-{index}",
             submitted_at=now,
-        )  # fmt: skip
+        )
         store.write(layout.child_key(GROUP, index, 0), encode_json(child), if_absent=True)
     done = BatchCompletion(group_id=GROUP, submitted=children, finished_at=now)
     store.write(layout.completion_key(GROUP), encode_json(done))
@@ -98,8 +107,8 @@ def _in_memory(seal: Any, children: int) -> tuple[float, float]:
 
 
 def bench(children: int, root: Path) -> dict[str, Any]:
-    from kinetic.batch.records import BatchRecords
-    from kinetic.batch.sealed import BatchSeal
+    from kinetic.bookkeeping.records import BatchRecords
+    from kinetic.bookkeeping.sealed import BatchSeal
     from kinetic_protocol import layout
     from kinetic_runtime.keydir import directory_keyring
     from kinetic_runtime.stores import LocalStore

@@ -165,9 +165,11 @@ def count_pods(selector: str) -> int:
     api = _kube_api()
     try:
         response = client.CoreV1Api(api).list_namespaced_pod(
-            os.environ["KINETIC_NAMESPACE"], label_selector=selector,
-            _headers={"Accept": _METADATA_ONLY}, _preload_content=False,
-        )  # fmt: skip
+            os.environ["KINETIC_NAMESPACE"],
+            label_selector=selector,
+            _headers={"Accept": _METADATA_ONLY},
+            _preload_content=False,
+        )
         return len(json.loads(response.data).get("items") or [])
     finally:
         api.close()
@@ -331,10 +333,16 @@ def bench_gke_kueue(n: int, square: Any, *, pods_timeout: float) -> dict[str, An
             states, report["queued_poll_s"] = timed(held.states)
         report["queued_api_calls_per_poll"] = len(calls)
         place = states[0][1].queue if states else None
-        report["queued_place"] = None if place is None else {
-            "queue": place.queue, "position": place.position, "waiting": place.waiting,
-            "requested": place.requested,
-        }  # fmt: skip
+        report["queued_place"] = (
+            None
+            if place is None
+            else {
+                "queue": place.queue,
+                "position": place.position,
+                "waiting": place.waiting,
+                "requested": place.requested,
+            }
+        )
         held.cancel()  # it holds no pod; the admitted batch is left running, as elsewhere here
         return report
     finally:
@@ -423,13 +431,16 @@ def main() -> None:
         "--skip", nargs="*", default=[], choices=["gke", "gke_per_child", "gke_kueue", "local"]
     )
     parser.add_argument(
-        "--pods-timeout", type=float, default=120.0,
+        "--pods-timeout",
+        type=float,
+        default=120.0,
         help="seconds to wait for the cluster to create every pod of a gke batch",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--per-child-submit-only", action="store_true",
+        "--per-child-submit-only",
+        action="store_true",
         help="measure the per-child gke path's submission and one status poll only",
-    )  # fmt: skip
+    )
     cluster = parser.add_argument_group("an existing cluster and store, instead of starting them")
     cluster.add_argument("--kubeconfig", type=Path, help="needs --context and --namespace")
     cluster.add_argument("--context")
@@ -454,10 +465,12 @@ def main() -> None:
             if "gke" in gke_sections:
                 with a_cluster(options, Path(tmp)):
                     report |= bench_both_gke_paths(
-                        options.n, square, pods_timeout=options.pods_timeout,
+                        options.n,
+                        square,
+                        pods_timeout=options.pods_timeout,
                         per_child_submit_only=options.per_child_submit_only,
                         per_child="gke_per_child" not in options.skip,
-                    )  # fmt: skip
+                    )
             if "gke_kueue" in gke_sections:
                 with a_cluster(options, Path(tmp), kueue=True):
                     report["gke_kueue"] = bench_gke_kueue(

@@ -125,8 +125,8 @@ def bench_attach(children: int) -> dict[str, Any]:
     each child record (to verify it), and starts no polling thread.
     """
     import kinetic
-    from kinetic.batch.records import BatchRecords
-    from kinetic.batch.sealed import BatchSeal
+    from kinetic.bookkeeping.records import BatchRecords
+    from kinetic.bookkeeping.sealed import BatchSeal
     from kinetic_protocol import BatchManifest, JobRecord
     from kinetic_runtime.stores import open_store
     from kinetic_testing.signed import keyring_of
@@ -134,15 +134,29 @@ def bench_attach(children: int) -> dict[str, Any]:
     store = open_store(os.environ["KINETIC_STORE"])
     group_id = "grp-0badcafe"
     template = JobRecord(
-        job_id="", backend="local", project="", cluster_name="", zone="", namespace="default",
-        bucket_name=store.uri, k8s_name="", image_uri="", accelerator="cpu", func_name="square",
-        display_name="square on cpu", created_at=datetime.now(UTC).isoformat(),
-    )  # fmt: skip
+        job_id="",
+        backend="local",
+        project="",
+        cluster_name="",
+        zone="",
+        namespace="default",
+        bucket_name=store.uri,
+        k8s_name="",
+        image_uri="",
+        accelerator="cpu",
+        func_name="square",
+        display_name="square on cpu",
+        created_at=datetime.now(UTC).isoformat(),
+    )
     manifest = BatchManifest(
-        group_id=group_id, func_name="square", total_expected=children,
-        job_id_prefix="square-0badcafe", job_template=template, created_at=template.created_at,
+        group_id=group_id,
+        func_name="square",
+        total_expected=children,
+        job_id_prefix="square-0badcafe",
+        job_template=template,
+        created_at=template.created_at,
         signed_records=True,
-    )  # fmt: skip
+    )
     records = BatchRecords(store, group_id, BatchSeal.of_record(template))
     records.write_manifest(manifest, keyring_of(template))
     for index in range(children):

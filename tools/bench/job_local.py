@@ -38,8 +38,10 @@ def _import_ms(module: str, runs: int) -> float:
     for _ in range(runs):
         err = subprocess.run(
             [sys.executable, "-X", "importtime", "-c", f"import {module}"],
-            capture_output=True, text=True, check=True,
-        ).stderr  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stderr
         match = re.search(rf"\|\s*(\d+) \| {re.escape(module)}\n", err)
         if match is None:
             raise RuntimeError(f"-X importtime printed no line for {module}:\n{err[-2000:]}")

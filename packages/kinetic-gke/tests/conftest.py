@@ -78,9 +78,12 @@ def make_backend(
             )
         clients.append(connection.api_client)
         settings = BackendSettings(
-            project=PROJECT, zone="us-central1-a", cluster="kinetic-cluster",
-            namespace=k8s_namespace, store_uri=STORE,
-        )  # fmt: skip
+            project=PROJECT,
+            zone="us-central1-a",
+            cluster="kinetic-cluster",
+            namespace=k8s_namespace,
+            store_uri=STORE,
+        )
         return GKEBackend(settings, connection=connection, **options)
 
     yield build

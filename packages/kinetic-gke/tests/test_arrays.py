@@ -20,10 +20,15 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 def _manifest(record: RecordFactory, **fields: Any) -> BatchManifest:
     return BatchManifest(
-        group_id="grp-0a1b2c3d", func_name="train", total_expected=5,
-        job_id_prefix="train-0a1b2c3d", job_template=record(), created_at=NOW.isoformat(),
-        array_job="train-0a1b2c3d", **fields,
-    )  # fmt: skip
+        group_id="grp-0a1b2c3d",
+        func_name="train",
+        total_expected=5,
+        job_id_prefix="train-0a1b2c3d",
+        job_template=record(),
+        created_at=NOW.isoformat(),
+        array_job="train-0a1b2c3d",
+        **fields,
+    )
 
 
 def _rules(job: dict[str, Any]) -> list[dict[str, Any]]:
@@ -32,8 +37,9 @@ def _rules(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_the_array_job_is_valid_and_runs_each_index_as_its_own_job(record: RecordFactory) -> None:
-    manifest = _manifest(record, max_concurrent=2, retries=1, fail_fast=True,
-                         cancel_running_on_fail=True)  # fmt: skip
+    manifest = _manifest(
+        record, max_concurrent=2, retries=1, fail_fast=True, cancel_running_on_fail=True
+    )
     job = arrays.array_job_manifest(manifest)
     kubernetes_validate.validate(
         job, kubernetes_validate.latest_version().rsplit(".", 1)[0], strict=True
@@ -85,8 +91,10 @@ def test_without_retries_any_failed_exit_is_final_and_preemptions_run_again(
 def test_retry_on_says_which_exit_codes_run_again(record: RecordFactory) -> None:
     only_oom = _rules(arrays.array_job_manifest(_manifest(record, retries=2, retry_on=["oom"])))
     assert only_oom[1]["onExitCodes"] == {
-        "containerName": "kinetic", "operator": "NotIn", "values": [0, 137],
-    }  # fmt: skip
+        "containerName": "kinetic",
+        "operator": "NotIn",
+        "values": [0, 137],
+    }
     default = _rules(arrays.array_job_manifest(_manifest(record, retries=2)))
     # By default every cause but unschedulable/image (no exit code) is retried: none is final.
     assert len(default) == 1
@@ -217,8 +225,10 @@ def test_a_preempted_run_is_the_same_attempt_until_its_preemptions_are_spent() -
     ]
     [running] = _states(_job(), pods, [0]).values()
     assert (running.status, running.preemptions, running.next_attempt) == (
-        JobStatus.RUNNING, 1, None,
-    )  # fmt: skip
+        JobStatus.RUNNING,
+        1,
+        None,
+    )
     spent = [
         *pods[:1],
         _pod(0, "Failed", code=137, preempted=True, created="2026-01-01T00:00:05Z"),
@@ -318,8 +328,9 @@ def test_an_index_the_cluster_refuses_to_create_is_pending_with_the_reason_then_
     assert _podless(job, [], []).detail == "waiting for its pod"
     early = _podless(job, [], events, now=datetime(2026, 1, 1, 0, 0, 30, tzinfo=UTC))
     assert (early.status, early.detail) == (
-        JobStatus.PENDING, 'FailedCreate: pods "train-0a1b2c3d-1-" is forbidden: exceeded quota',
-    )  # fmt: skip
+        JobStatus.PENDING,
+        'FailedCreate: pods "train-0a1b2c3d-1-" is forbidden: exceeded quota',
+    )
     late = _podless(job, [], events, now=datetime(2026, 1, 1, 0, 1, 1, tzinfo=UTC))
     assert (late.status, late.cause) == (JobStatus.FAILED, FailureCause.UNSCHEDULABLE)
     assert late.detail == f"{early.detail} (for 61s)"
@@ -371,14 +382,19 @@ def test_an_array_job_lists_each_index_that_has_a_pod_as_a_job() -> None:
         "spec": {"completionMode": "Indexed", "completions": 3},
     }
     pods = [
-        _pod(0, "Running"), _pod(2, "Failed"), _pod(2, "Running", attempt=1), _pod(1, "Running")
-    ]  # fmt: skip
+        _pod(0, "Running"),
+        _pod(2, "Failed"),
+        _pod(2, "Running", attempt=1),
+        _pod(1, "Running"),
+    ]
     for pod in pods[:3]:
         pod["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "train-0a1b2c3d"
     pods[3]["metadata"]["labels"][arrays.JOB_NAME_LABEL] = "another-job"
     assert array_states.index_job_ids(job, pods) == [
-        "train-0a1b2c3d-0", "train-0a1b2c3d-2", "train-0a1b2c3d-2-r1",
-    ]  # fmt: skip
+        "train-0a1b2c3d-0",
+        "train-0a1b2c3d-2",
+        "train-0a1b2c3d-2-r1",
+    ]
     assert array_states.index_job_ids({"metadata": {}, "spec": {}}, pods) == []
 
 
@@ -462,12 +478,16 @@ def test_a_batch_larger_than_a_job_is_split_and_each_input_maps_to_one_job_and_i
     assert manifest.array_parts == 3
     jobs = [arrays.array_job_manifest(manifest, part) for part in range(3)]
     assert [job["metadata"]["name"] for job in jobs] == [
-        "train-0a1b2c3d", "train-0a1b2c3d-p1", "train-0a1b2c3d-p2",
-    ]  # fmt: skip
+        "train-0a1b2c3d",
+        "train-0a1b2c3d-p1",
+        "train-0a1b2c3d-p2",
+    ]
     assert [job["spec"]["completions"] for job in jobs] == [3, 3, 1]
     assert [job["metadata"]["annotations"].get(arrays.INDEX_OFFSET) for job in jobs] == [
-        None, "3", "6",
-    ]  # fmt: skip
+        None,
+        "3",
+        "6",
+    ]
     args = [job["spec"]["template"]["spec"]["containers"][0]["args"] for job in jobs]
     assert "--index-offset" not in args[0]
     assert args[2][args[2].index("--index-offset") + 1] == "6"
@@ -486,8 +506,10 @@ def test_max_concurrent_is_shared_between_the_jobs_of_a_split_batch(
     record: RecordFactory,
 ) -> None:
     assert [arrays.part_parallelism(_split(record, max_concurrent=6), p) for p in range(3)] == [
-        2, 2, 1,
-    ]  # fmt: skip
+        2,
+        2,
+        1,
+    ]
     assert [arrays.part_parallelism(_split(record), p) for p in range(3)] == [3, 3, 1]
     assert arrays.part_parallelism(_split(record, max_concurrent=2), 0) == 1  # one at least
 
@@ -544,11 +566,14 @@ def test_the_status_of_a_split_batch_reads_each_input_in_its_own_job(
     manifest = _split(record)
     names = [manifest.array_part_name(part) for part in range(3)]
     jobs = [
-        {"metadata": {"name": names[0]}, "spec": {}, "status": {"completedIndexes": "0,2",
-                                                                  "failedIndexes": "1"}},
+        {
+            "metadata": {"name": names[0]},
+            "spec": {},
+            "status": {"completedIndexes": "0,2", "failedIndexes": "1"},
+        },
         {"metadata": {"name": names[1]}, "spec": {}, "status": {"completedIndexes": "0-2"}},
         {"metadata": {"name": names[2]}, "spec": {}, "status": {}},
-    ]  # fmt: skip
+    ]
     pods = [_part_pod(names[0], i, "Failed" if i == 1 else "Succeeded") for i in range(3)]
     pods += [_part_pod(names[1], i, "Succeeded") for i in range(3)]
     pods += [_part_pod(names[1], 1, "Failed"), _part_pod(names[1], 1, "Succeeded", attempt=1)]
@@ -561,20 +586,26 @@ def test_the_status_of_a_split_batch_reads_each_input_in_its_own_job(
     assert cluster.calls == 2
     statuses = [found[r.job_id].status for r in records]
     assert statuses == [
-        JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.SUCCEEDED,
-        JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.SUCCEEDED,
-        JobStatus.RUNNING, JobStatus.SUCCEEDED,
-    ]  # fmt: skip
+        JobStatus.SUCCEEDED,
+        JobStatus.FAILED,
+        JobStatus.SUCCEEDED,
+        JobStatus.SUCCEEDED,
+        JobStatus.FAILED,
+        JobStatus.SUCCEEDED,
+        JobStatus.RUNNING,
+        JobStatus.SUCCEEDED,
+    ]
     assert found[records[4].job_id].next_attempt == 1  # input 4 ran again as attempt 1
 
 
 def test_each_index_of_a_later_job_is_listed_under_the_batchs_id() -> None:
     job = {
-        "metadata": {"name": "train-0a1b2c3d-p1",
-                     "annotations": {arrays.JOB_ID_PREFIX: "train-0a1b2c3d",
-                                     arrays.INDEX_OFFSET: "3"}},
+        "metadata": {
+            "name": "train-0a1b2c3d-p1",
+            "annotations": {arrays.JOB_ID_PREFIX: "train-0a1b2c3d", arrays.INDEX_OFFSET: "3"},
+        },
         "spec": {"completionMode": "Indexed"},
-    }  # fmt: skip
+    }
     pods = [_part_pod("train-0a1b2c3d-p1", 0, "Running"), _part_pod("train-0a1b2c3d", 0, "Running")]
     assert array_states.index_job_ids(job, pods) == ["train-0a1b2c3d-3"]
 
@@ -595,10 +626,13 @@ def test_a_poll_reads_the_refusals_of_every_job_of_a_batch_in_one_more_list(
     assert cluster.calls == 3
     details = [found[r.job_id].detail for r in records]
     assert details[1:] == [
-        "waiting for its pod", "waiting for its pod",
-        "FailedCreate: exceeded quota", "FailedCreate: exceeded quota",
-        "FailedCreate: exceeded quota", "waiting for its pod",
-    ]  # fmt: skip
+        "waiting for its pod",
+        "waiting for its pod",
+        "FailedCreate: exceeded quota",
+        "FailedCreate: exceeded quota",
+        "FailedCreate: exceeded quota",
+        "waiting for its pod",
+    ]
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -19,11 +19,14 @@ pytestmark = pytest.mark.realk8s
 
 def _view(plane: ControlPlane, endpoint: str = "") -> ClusterView:
     return ClusterView(
-        name="kinetic-cluster", location="us-central1-a", status="RUNNING", pools=(),
+        name="kinetic-cluster",
+        location="us-central1-a",
+        status="RUNNING",
+        pools=(),
         autoprovisioning=Autoprovisioning(),
         endpoint=endpoint or plane.server.removeprefix("https://"),
         ca_certificate=base64.b64encode(plane.pki.ca_cert.read_bytes()).decode(),
-    )  # fmt: skip
+    )
 
 
 def test_a_token_the_cluster_accepts_reaches_it_and_is_asked_for_each_request(

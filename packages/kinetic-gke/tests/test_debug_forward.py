@@ -76,9 +76,15 @@ def test_the_command_forwards_to_the_newest_pod_in_the_jobs_namespace_and_contex
     )
     command = _backend(connection).port_forward_command(make_record("job-1"), 5678, 5679)
     assert command == [
-        "kubectl", "port-forward", "pod/job-1-new", "5678:5679",
-        "-n", "research", "--context", f"gke_{PROJECT}_us-central1-a_train",
-    ]  # fmt: skip
+        "kubectl",
+        "port-forward",
+        "pod/job-1-new",
+        "5678:5679",
+        "-n",
+        "research",
+        "--context",
+        f"gke_{PROJECT}_us-central1-a_train",
+    ]
     assert connection.selectors == [job_selector("job-1")]
 
 

@@ -289,17 +289,20 @@ def test_data_mounts_become_valid_volumes(record: RecordFactory, version: str) -
     manifest = job_manifest(record(mounts=MOUNTS))
     kubernetes_validate.validate(manifest, version, strict=True)
     volumes = {v["name"]: v for v in _pod(manifest)["volumes"]}
-    mounted = {m["mountPath"]: volumes[m["name"]] | {"readOnly": m["readOnly"]}
-               for m in _container(manifest)["volumeMounts"]}  # fmt: skip
+    mounted = {
+        m["mountPath"]: volumes[m["name"]] | {"readOnly": m["readOnly"]}
+        for m in _container(manifest)["volumeMounts"]
+    }
     assert mounted["/data"] == {"name": "kinetic-data-0", "emptyDir": {}, "readOnly": False}
     fuse = mounted["/kinetic/fuse/1"]["csi"]
     assert fuse == {
         "driver": "gcsfuse.csi.storage.gke.io",
         "readOnly": True,
         "volumeAttributes": {
-            "bucketName": "my-bucket", "mountOptions": "implicit-dirs,only-dir=sets/train",
+            "bucketName": "my-bucket",
+            "mountOptions": "implicit-dirs,only-dir=sets/train",
         },
-    }  # fmt: skip
+    }
     assert mounted["/weights"]["csi"]["volumeAttributes"]["mountOptions"] == "implicit-dirs"
     assert mounted["/weights"]["readOnly"] is True
     annotations = manifest["spec"]["template"]["metadata"]["annotations"]
@@ -328,3 +331,18 @@ def test_captured_variables_come_from_the_jobs_secret_never_the_manifest(
     assert _container(manifest)["envFrom"] == [{"secretRef": {"name": "train-abc-env"}}]
     kubernetes_validate.validate(manifest, version, strict=True)
     assert "envFrom" not in _container(job_manifest(record()))
+
+
+def test_a_job_parsed_where_it_entered_is_not_parsed_again(
+    record: RecordFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backend parses a job's accelerator once, in ``submit``, and hands it down to the
+    pod spec; a manifest made from it reads no accelerator name of its own."""
+    parsed = parse_accelerator("gpu-l4-x2")
+
+    def no_second_parse(name: str) -> None:
+        raise AssertionError(f"{name!r} was parsed again on its way to the pod spec")
+
+    monkeypatch.setattr("kinetic_gke.manifests.parse_accelerator", no_second_parse)
+    manifest = job_manifest(record(accelerator="gpu-l4-x2"), accelerator=parsed)
+    assert _container(manifest)["resources"]["limits"]["nvidia.com/gpu"] == "2"

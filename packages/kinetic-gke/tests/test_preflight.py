@@ -23,9 +23,11 @@ def gke_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGoogleCloud]:
 
 def _request(name: str, *, spot: bool = False) -> PrepareRequest:
     return PrepareRequest(
-        accelerator=parse_accelerator(name), project_root=Path("."), spot=spot,
+        accelerator=parse_accelerator(name),
+        project_root=Path("."),
+        spot=spot,
         container_image="us-docker.pkg.dev/p/r/img:1",  # a custom image: nothing to build
-    )  # fmt: skip
+    )
 
 
 def _cluster(fake: FakeGoogleCloud, pools: list[dict[str, object]], nap: dict[str, object]) -> None:
@@ -67,11 +69,18 @@ def test_a_missing_pool_is_refused_before_any_image_is_resolved_or_built(
 def test_a_pool_scaled_to_zero_or_autoprovisioning_lets_it_through(
     make_backend: BackendFactory, gke_api: FakeGoogleCloud
 ) -> None:
-    zero = {"name": "h100", "config": {"machineType": "a3-highgpu-1g", "accelerators": [
-        {"acceleratorType": "nvidia-h100-80gb", "acceleratorCount": "1"}]},
-        "autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 2}}  # fmt: skip
-    nap = {"enableNodeAutoprovisioning": True,
-           "resourceLimits": [{"resourceType": "nvidia-tesla-t4", "maximum": "4"}]}  # fmt: skip
+    zero = {
+        "name": "h100",
+        "config": {
+            "machineType": "a3-highgpu-1g",
+            "accelerators": [{"acceleratorType": "nvidia-h100-80gb", "acceleratorCount": "1"}],
+        },
+        "autoscaling": {"enabled": True, "minNodeCount": 0, "maxNodeCount": 2},
+    }
+    nap = {
+        "enableNodeAutoprovisioning": True,
+        "resourceLimits": [{"resourceType": "nvidia-tesla-t4", "maximum": "4"}],
+    }
     _cluster(gke_api, [zero], nap)
     backend = make_backend()
     backend.prepare(_request("gpu-h100"))

@@ -31,11 +31,22 @@ class Kueue:
 
 def _record(retries: int = 3) -> JobRecord:
     return JobRecord(
-        job_id="j", backend="gke", project="p", cluster_name="c", zone="z", namespace="n",
-        bucket_name="b", k8s_name="j", image_uri="i", accelerator="cpu", func_name="f",
-        display_name="f", created_at="2026-11-28T10:00:00+00:00", queue="team-a",
+        job_id="j",
+        backend="gke",
+        project="p",
+        cluster_name="c",
+        zone="z",
+        namespace="n",
+        bucket_name="b",
+        k8s_name="j",
+        image_uri="i",
+        accelerator="cpu",
+        func_name="f",
+        display_name="f",
+        created_at="2026-11-28T10:00:00+00:00",
+        queue="team-a",
         preemption_retries=retries,
-    )  # fmt: skip
+    )
 
 
 def _job(labelled: bool = True) -> dict[str, Any]:

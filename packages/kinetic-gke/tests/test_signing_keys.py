@@ -31,9 +31,10 @@ def _token_without_secrets(real_k8s: ControlPlane, namespace: str) -> str:
     rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{namespace}"
     role = {
         "metadata": {"name": name},
-        "rules": [{"apiGroups": ["", "batch"], "resources": ["pods", "jobs"],
-                   "verbs": ["get", "list"]}],
-    }  # fmt: skip
+        "rules": [
+            {"apiGroups": ["", "batch"], "resources": ["pods", "jobs"], "verbs": ["get", "list"]}
+        ],
+    }
     binding = {
         "metadata": {"name": name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},

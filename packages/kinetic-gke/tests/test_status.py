@@ -462,17 +462,22 @@ def test_a_job_its_queue_holds_suspended_is_pending_past_any_deadline() -> None:
 
 
 def test_a_pod_nobody_schedules_is_pending_then_fails_after_the_deadline() -> None:
-    bare = {"metadata": {"name": "add-1-a", "creationTimestamp": _stamp(30)},
-            "spec": {}, "status": {"phase": "Pending"}}  # fmt: skip
+    bare = {
+        "metadata": {"name": "add-1-a", "creationTimestamp": _stamp(30)},
+        "spec": {},
+        "status": {"phase": "Pending"},
+    }
     assert state(job(), bare) == JobState(status=JobStatus.PENDING, detail="not scheduled yet")
     bare["metadata"]["creationTimestamp"] = _stamp(TIMEOUT + 1)
     assert state(job(), bare).status is JobStatus.FAILED
 
 
 def test_a_gated_pod_names_its_gates() -> None:
-    gated = {"metadata": {"name": "add-1-a", "creationTimestamp": _stamp(30)},
-             "spec": {"schedulingGates": [{"name": "example.com/quota"}]},
-             "status": {"phase": "Pending"}}  # fmt: skip
+    gated = {
+        "metadata": {"name": "add-1-a", "creationTimestamp": _stamp(30)},
+        "spec": {"schedulingGates": [{"name": "example.com/quota"}]},
+        "status": {"phase": "Pending"},
+    }
     assert state(job(), gated).detail == "scheduling gated by example.com/quota"
 
 
@@ -568,14 +573,37 @@ _READ_CASES = {
     ),
     "preempted, run again": (_with_policy(job(active=1, failed=1)), [_preempted_pod(30)]),
     "unknown": (job(), [pod("Unknown", None, _cond("Ready", "False", message="node gone"))]),
-    "not scheduled": (job(), [{"metadata": {"name": "a", "creationTimestamp": _stamp(950)},
-                               "spec": {}, "status": {"phase": "Pending"}}]),
-    "gated": (job(), [{"metadata": {"name": "a", "creationTimestamp": _stamp(30)},
-                       "spec": {"schedulingGates": [{"name": "example.com/quota"}]},
-                       "status": {"phase": "Pending"}}]),
-    "placed": (job(), [{"metadata": {"name": "a", "creationTimestamp": _stamp(950)},
-                        "spec": {"nodeName": "node-1"}, "status": {"phase": "Pending"}}]),
-}  # fmt: skip
+    "not scheduled": (
+        job(),
+        [
+            {
+                "metadata": {"name": "a", "creationTimestamp": _stamp(950)},
+                "spec": {},
+                "status": {"phase": "Pending"},
+            }
+        ],
+    ),
+    "gated": (
+        job(),
+        [
+            {
+                "metadata": {"name": "a", "creationTimestamp": _stamp(30)},
+                "spec": {"schedulingGates": [{"name": "example.com/quota"}]},
+                "status": {"phase": "Pending"},
+            }
+        ],
+    ),
+    "placed": (
+        job(),
+        [
+            {
+                "metadata": {"name": "a", "creationTimestamp": _stamp(950)},
+                "spec": {"nodeName": "node-1"},
+                "status": {"phase": "Pending"},
+            }
+        ],
+    ),
+}
 
 
 @pytest.mark.parametrize("case", sorted(_READ_CASES))
@@ -586,10 +614,13 @@ def test_a_pod_listed_for_its_state_alone_reads_as_the_whole_pod(case: str) -> N
 
     job_obj, pods = _READ_CASES[case]
     whole = [
-        {**p, "metadata": {**p["metadata"], "managedFields": [{"manager": "x"}]},
-         "spec": {**p.get("spec", {}), **_OTHER_FIELDS}}
+        {
+            **p,
+            "metadata": {**p["metadata"], "managedFields": [{"manager": "x"}]},
+            "spec": {**p.get("spec", {}), **_OTHER_FIELDS},
+        }
         for p in pods
-    ]  # fmt: skip
+    ]
     listed = decode_pod_list(json.dumps({"kind": "PodList", "items": whole}).encode())
     assert "containers" not in listed[0]["spec"]
     assert "managedFields" not in listed[0]["metadata"]

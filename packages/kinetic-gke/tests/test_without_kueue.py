@@ -42,9 +42,11 @@ def backend(plane_without_kueue: ControlPlane) -> GKEBackend:
 
 def _prepare(backend: GKEBackend, tmp_path: Path, **asked: str) -> str:
     request = PrepareRequest(
-        accelerator=parse_accelerator("cpu"), project_root=tmp_path,
-        container_image="python:3.11-slim", **asked,  # type: ignore[arg-type]
-    )  # fmt: skip
+        accelerator=parse_accelerator("cpu"),
+        project_root=tmp_path,
+        container_image="python:3.11-slim",
+        **asked,  # type: ignore[arg-type]
+    )
     return backend.prepare(request).queue
 
 
@@ -53,11 +55,20 @@ def test_jobs_on_a_cluster_without_kueue_run_unqueued(
 ) -> None:
     assert _prepare(backend, tmp_path) == ""
     record = JobRecord(
-        job_id="plain-1", backend="gke", project="p", cluster_name="plain",
-        zone="us-central1-a", namespace=backend.connection.namespace, bucket_name="b",
-        k8s_name="plain-1", image_uri="python:3.11-slim", accelerator="cpu",
-        func_name="f", display_name="f on cpu", created_at="2026-11-28T10:00:00+00:00",
-    )  # fmt: skip
+        job_id="plain-1",
+        backend="gke",
+        project="p",
+        cluster_name="plain",
+        zone="us-central1-a",
+        namespace=backend.connection.namespace,
+        bucket_name="b",
+        k8s_name="plain-1",
+        image_uri="python:3.11-slim",
+        accelerator="cpu",
+        func_name="f",
+        display_name="f on cpu",
+        created_at="2026-11-28T10:00:00+00:00",
+    )
     backend.submit(record)
     job = plane_without_kueue.request(
         "GET", f"/apis/batch/v1/namespaces/{record.namespace}/jobs/plain-1"

@@ -83,8 +83,10 @@ def test_every_host_gets_the_jobs_data_mounts_and_the_fuse_annotation() -> None:
     paths = [m["mountPath"] for m in template["spec"]["containers"][0]["volumeMounts"]]
     assert paths == ["/data", "/kinetic/fuse/0", "/var/run/kinetic/signing-keys"]
     assert [sorted(v) for v in template["spec"]["volumes"]] == [
-        ["emptyDir", "name"], ["csi", "name"], ["name", "secret"]
-    ]  # fmt: skip
+        ["emptyDir", "name"],
+        ["csi", "name"],
+        ["name", "secret"],
+    ]
 
 
 def test_a_debug_job_declares_the_debug_port_the_backend_forwards_to() -> None:

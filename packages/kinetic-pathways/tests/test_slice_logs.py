@@ -36,11 +36,20 @@ class _StoppedSlice:
 
 def _record() -> JobRecord:
     return JobRecord(
-        job_id="train-1", backend="pathways", project="kinetic-tests", cluster_name="c",
-        zone="us-central2-b", namespace="research", bucket_name="kinetic-tests-jobs",
-        k8s_name="train-1", image_uri="python:3.11-slim", accelerator="tpu-v5litepod-2x4",
-        func_name="train", display_name="train", created_at="2026-11-24T00:00:00+00:00",
-    )  # fmt: skip
+        job_id="train-1",
+        backend="pathways",
+        project="kinetic-tests",
+        cluster_name="c",
+        zone="us-central2-b",
+        namespace="research",
+        bucket_name="kinetic-tests-jobs",
+        k8s_name="train-1",
+        image_uri="python:3.11-slim",
+        accelerator="tpu-v5litepod-2x4",
+        func_name="train",
+        display_name="train",
+        created_at="2026-11-24T00:00:00+00:00",
+    )
 
 
 def _stopped(state: str, detail: str) -> PathwaysBackend:

@@ -53,13 +53,16 @@ DECIDED = {
     "a worker raised while the leader runs": [_pod(0, None), _pod(1, RAISED), _pod(2, None)],
     "a worker OOM killed": [_pod(0, OK), _pod(1, {"exitCode": 137, "reason": "OOMKilled"})],
     "the lowest failed host": [
-        _pod(0, None), _pod(1, {"exitCode": 3, "reason": "Error"}), _pod(2, RAISED),
+        _pod(0, None),
+        _pod(1, {"exitCode": 3, "reason": "Error"}),
+        _pod(2, RAISED),
     ],
     "past its timeout": [_pod(0, {"exitCode": 4, "reason": "Error"}), _pod(1, None)],
     "the leader failed first": [
-        _pod(0, {"exitCode": 2, "reason": "Error"}, first=True), _pod(1, None),
+        _pod(0, {"exitCode": 2, "reason": "Error"}, first=True),
+        _pod(1, None),
     ],
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("pods", DECIDED.values(), ids=DECIDED.keys())
@@ -83,10 +86,11 @@ def test_a_host_replaced_after_a_client_recorded_the_hosts_fails_as_preempted() 
 UNDECIDED = {
     "a host still runs": [_pod(0, OK), _pod(1, None)],
     "a lower host waits for its image": [
-        _pod(0, None, phase="Pending"), _pod(1, RAISED),
+        _pod(0, None, phase="Pending"),
+        _pod(1, RAISED),
     ],
     "a lower host's pod is gone": [_pod(1, RAISED)],
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("pods", UNDECIDED.values(), ids=UNDECIDED.keys())

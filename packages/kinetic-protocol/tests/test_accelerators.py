@@ -44,8 +44,13 @@ def test_valid_names_parse_to_their_meaning(
 ) -> None:
     acc = parse_accelerator(name)
     assert (acc.name, acc.category, acc.type, acc.count, acc.topology, acc.hosts) == (
-        canonical, category, kind, count, topology, hosts,
-    )  # fmt: skip
+        canonical,
+        category,
+        kind,
+        count,
+        topology,
+        hosts,
+    )
     assert acc.k8s_accelerator == k8s
     assert acc.multi_host is (hosts > 1)
     if category == "tpu":
@@ -138,8 +143,11 @@ def test_single_and_multi_host_forms(
 ) -> None:
     acc = parse_accelerator(name)
     assert (acc.name, acc.hosts, acc.chips_per_host, acc.machine_type) == (
-        canonical, hosts, chips_per_host, machine_type,
-    )  # fmt: skip
+        canonical,
+        hosts,
+        chips_per_host,
+        machine_type,
+    )
 
 
 def test_every_listed_name_parses_to_itself() -> None:

@@ -20,9 +20,11 @@ def test_job_keys_are_spelled_as_documented() -> None:
 def test_cleaning_a_jobs_prefix_removes_its_artifacts_but_not_its_outputs_or_bundle() -> None:
     prefix = layout.job_prefix(JOB)
     for key in (
-        layout.job_record_key(JOB), layout.call_key(JOB), layout.payload_key(JOB),
+        layout.job_record_key(JOB),
+        layout.call_key(JOB),
+        layout.payload_key(JOB),
         layout.result_key(JOB),
-    ):  # fmt: skip
+    ):
         assert key.startswith(prefix)
     assert not layout.output_prefix(JOB).startswith(prefix)
     assert not layout.bundle_key("00").startswith(prefix)

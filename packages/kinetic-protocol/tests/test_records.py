@@ -73,10 +73,24 @@ def test_records_round_trip_through_json(record: msgspec.Struct) -> None:
 
 def test_a_job_record_spells_the_public_handle_fields_first() -> None:
     public = (
-        "job_id", "backend", "project", "cluster_name", "zone", "namespace", "bucket_name",
-        "k8s_name", "image_uri", "accelerator", "func_name", "display_name", "created_at",
-        "group_id", "group_kind", "group_index", "debug",
-    )  # fmt: skip
+        "job_id",
+        "backend",
+        "project",
+        "cluster_name",
+        "zone",
+        "namespace",
+        "bucket_name",
+        "k8s_name",
+        "image_uri",
+        "accelerator",
+        "func_name",
+        "display_name",
+        "created_at",
+        "group_id",
+        "group_kind",
+        "group_index",
+        "debug",
+    )
     assert JobRecord.__struct_fields__[: len(public)] == public
     assert RECORD.schema_version == SCHEMA_VERSION
 

@@ -9,10 +9,20 @@ from kinetic_protocol import CorruptRecordError, IntegrityError, JobRecord, Sign
 from kinetic_protocol.signing import Keyring, open_blob, open_json, peek_json, seal_blob, seal_json
 
 RECORD = JobRecord(
-    job_id="job-1", backend="local", project="", cluster_name="", zone="", namespace="",
-    bucket_name="file:///s", k8s_name="job-1", image_uri="", accelerator="cpu", func_name="f",
-    display_name="f", created_at="2026-11-25T00:00:00+00:00",
-)  # fmt: skip
+    job_id="job-1",
+    backend="local",
+    project="",
+    cluster_name="",
+    zone="",
+    namespace="",
+    bucket_name="file:///s",
+    k8s_name="job-1",
+    image_uri="",
+    accelerator="cpu",
+    func_name="f",
+    display_name="f",
+    created_at="2026-11-25T00:00:00+00:00",
+)
 
 
 @pytest.fixture

@@ -23,8 +23,12 @@ from kinetic_protocol import (
 
 def test_statuses_have_the_spec_values_and_terminal_states() -> None:
     assert [s.value for s in JobStatus] == [
-        "PENDING", "RUNNING", "SUCCEEDED", "FAILED", "NOT_FOUND",
-    ]  # fmt: skip
+        "PENDING",
+        "RUNNING",
+        "SUCCEEDED",
+        "FAILED",
+        "NOT_FOUND",
+    ]
     assert {s for s in JobStatus if s.is_terminal} == TERMINAL_STATUSES
     assert not JobStatus.PENDING.is_terminal and not JobStatus.RUNNING.is_terminal
 
@@ -72,8 +76,10 @@ def test_a_remote_error_keeps_type_message_and_traceback() -> None:
     error = RemoteError("mymod.Gone", "went away", "Traceback ...")
     assert str(error) == "mymod.Gone: went away"
     assert (error.exc_type, error.message, error.remote_traceback) == (
-        "mymod.Gone", "went away", "Traceback ...",
-    )  # fmt: skip
+        "mymod.Gone",
+        "went away",
+        "Traceback ...",
+    )
 
 
 def test_every_public_name_resolves_to_its_modules_own_object() -> None:

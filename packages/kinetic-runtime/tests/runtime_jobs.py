@@ -121,14 +121,24 @@ class JobStage:
         """Run the runtime for ``job_id`` as its own process and read what it stored; with
         ``own_workdir`` it is given no ``--workdir`` and makes its own (as in a pod)."""
         command = [
-            python, "-m", "kinetic_runtime",
-            "--store", store_uri or self.store.uri, "--job", job_id,
+            python,
+            "-m",
+            "kinetic_runtime",
+            "--store",
+            store_uri or self.store.uri,
+            "--job",
+            job_id,
             *([] if own_workdir else ["--workdir", str(self.workdir)]),
-        ]  # fmt: skip
+        ]
         done = subprocess.run(
-            command, capture_output=True, text=True, check=False, timeout=RUN_TIMEOUT_S,
-            cwd=self.tmp_path, env=self._environment(env),
-        )  # fmt: skip
+            command,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=RUN_TIMEOUT_S,
+            cwd=self.tmp_path,
+            env=self._environment(env),
+        )
         envelope = None
         if self.store.exists(layout.result_key(job_id)):
             envelope = self.envelope(layout.result_key(job_id), job_id)
@@ -138,13 +148,24 @@ class JobStage:
         """Start the runtime for ``job_id`` and return at once (its output: stdout, with
         stderr in it), for a test that signals it while it runs."""
         command = [
-            sys.executable, "-m", "kinetic_runtime", "--store", self.store.uri, "--job", job_id,
-            "--workdir", str(self.workdir),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "kinetic_runtime",
+            "--store",
+            self.store.uri,
+            "--job",
+            job_id,
+            "--workdir",
+            str(self.workdir),
+        ]
         return subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            cwd=self.tmp_path, env=self._environment(env),
-        )  # fmt: skip
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=self.tmp_path,
+            env=self._environment(env),
+        )
 
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
         return {**os.environ, "KINETIC_SIGNING_KEYS": str(self.keys_dir), **(env or {})}

@@ -75,8 +75,9 @@ def test_data_uploaded_to_a_file_store_is_read_from_it(jobs: JobStage) -> None:
 
 
 def test_an_upload_gone_from_the_store_fails_in_the_data_phase(jobs: JobStage) -> None:
-    spec = DataSpec(source="stored", uri=layout.data_files_prefix("e" * 64), is_dir=True,
-                    label="/home/me/set")  # fmt: skip
+    spec = DataSpec(
+        source="stored", uri=layout.data_files_prefix("e" * 64), is_dir=True, label="/home/me/set"
+    )
     jobs.stage("j3", _payload_with_refs(_lister(), 0), data=[spec])
     run = jobs.run("j3")
     assert run.exit_code == 2

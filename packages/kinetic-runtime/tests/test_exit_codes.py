@@ -98,8 +98,13 @@ def test_missing_store_or_job_is_a_usage_error(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KINETIC_")}
     done = subprocess.run(
         [sys.executable, "-m", "kinetic_runtime"],
-        capture_output=True, text=True, check=False, env=env, cwd=tmp_path, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "--store and --job" in done.stderr
 

@@ -52,8 +52,10 @@ def _job_python(folder: Path) -> str:
     python = folder / "bin" / "python"
     own = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     workspace = sysconfig.get_paths()["purelib"]
     Path(own, "_kinetic_tests_workspace.pth").write_text(
         f"import site; site.addsitedir({workspace!r})\n"

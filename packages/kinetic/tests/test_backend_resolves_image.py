@@ -68,9 +68,11 @@ def test_the_backends_image_and_requirements_are_what_the_jobs_get(
     backend: ImageBackend,
 ) -> None:
     options = RunOptions(
-        accelerator=parse_accelerator("cpu"), container_image="prebuilt",
-        base_image_repo="registry.example/base", backend="images-elsewhere",
-    )  # fmt: skip
+        accelerator=parse_accelerator("cpu"),
+        container_image="prebuilt",
+        base_image_repo="registry.example/base",
+        backend="images-elsewhere",
+    )
     target = resolve_target(options, user_function, [Data("hf://org/set")])
     assert (target.image_uri, target.requirements) == ("registry.example/jobs:7", ("numpy==2.1",))
     (request,) = backend.requests
@@ -86,5 +88,7 @@ def test_no_choice_is_passed_down_as_none_for_the_backends_default(
     resolve_target(options, user_function)
     (request,) = backend.requests
     assert (request.container_image, request.base_image_repo, request.runtime_extras) == (
-        None, None, ()
-    )  # fmt: skip
+        None,
+        None,
+        (),
+    )

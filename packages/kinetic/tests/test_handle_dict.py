@@ -29,15 +29,21 @@ def test_the_constructor_takes_the_spec_signature_and_exposes_each_field() -> No
     for name, value in PUBLIC.items():
         assert getattr(handle, name) == value
     assert (handle.group_id, handle.group_kind, handle.group_index, handle.debug) == (
-        "grp-1", "map", 2, True,
-    )  # fmt: skip
+        "grp-1",
+        "map",
+        2,
+        True,
+    )
 
 
 def test_optional_fields_default_as_the_spec_says() -> None:
     handle = JobHandle(**PUBLIC)
     assert (handle.group_id, handle.group_kind, handle.group_index, handle.debug) == (
-        None, None, None, False,
-    )  # fmt: skip
+        None,
+        None,
+        None,
+        False,
+    )
 
 
 def test_to_dict_is_json_safe_and_from_dict_rebuilds_an_equal_handle() -> None:

@@ -1,124 +1,99 @@
-"""Inside ``kinetic``, imports point down the layers: the command line above the batch engine,
-above the handles, above submission, above data and packaging, above settings. And the client
-names no backend package: it reaches them through entry points (``kinetic.backends`` and, for
-the command line, ``kinetic.cli``).
+"""Inside ``kinetic``, imports point down the layers, with no exception: the command line above
+the batch engine, above the job handle, above a batch's bookkeeping, above settings and the
+session. No import loop holds more than two modules, and none crosses sub-packages. And the
+client names no backend package: it reaches them through entry points (``kinetic.backends``
+and, for the command line, ``kinetic.cli``).
 
-Every import statement is parsed (imports inside functions too), so a lazy upward import is
-caught like any other. ``tests/test_dependency_direction.py`` checks the direction between the
-distributions; this checks it within the client."""
+Every import statement is parsed (imports inside functions and under ``TYPE_CHECKING`` too),
+so a lazy upward import is caught like any other (:mod:`kinetic_testing.import_graph`, which
+also draws the floors in ``docs/architecture.md``). ``tests/test_dependency_direction.py``
+checks the direction between the distributions; this checks it within the client."""
 
-import ast
 from pathlib import Path
 
 import pytest
 
+from kinetic_testing.import_graph import imports, loops, module_edges, unit, unit_edges
+
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "kinetic"
 
-LAYERS: tuple[frozenset[str], ...] = tuple(
-    frozenset(units.split())
-    for units in (
-        "__main__",  # python -m kinetic
-        "cli",  # the command line's shell, on the public API
-        "__init__",  # the public namespace
-        "decorator",  # composes submission and the batch engine into kinetic.run
-        "batch display",  # the batch engine and the views of batches and jobs
-        "handle jobs debug _debug_call outputs _results _waiting trust failure kept_output",
-        "submission options env_capture",  # turning a call into stored records and a submit
-        "data packaging local",  # data, code bundles, the local backend's client side
-        "config settings backends session _context _log _log_copier _interrupted job_status _relay"
-        " _seconds",
-    )
+LAYERS: tuple[tuple[str, str], ...] = (
+    ("__main__", "python -m kinetic"),
+    ("cli", "the command line's shell, on the public API"),
+    ("__init__", "the public namespace"),
+    ("decorator", "kinetic.run: submission and the batch engine, composed"),
+    ("batch", "the batch engine: a batch is made of jobs"),
+    ("submission jobs _debug_call", "making a job, finding jobs, a blocking debug call"),
+    ("handle", "one job: observe, collect, clean up"),
+    ("debug display failure outcome kept_output outputs", "what a job's handle reads and shows"),
+    ("bookkeeping", "a batch's stored records, under both the handle and the batch engine"),
+    (
+        "options env_capture packaging data local trust handle_record job_ids",
+        "a call's options, code and data; the local backend's client side; verifying records",
+    ),
+    (
+        "config settings backends _context session _version _log _log_copier _interrupted"
+        " _waiting _relay _results _seconds job_status",
+        "settings, backends and stores built once a session, logging, waiting",
+    ),
 )
-"""Units (a top-level module, or a subpackage as a whole), top layer first. A unit may import
-its own layer and those below it."""
-
-KNOWN_LOOPS = {
-    ("submission", "handle"): "submission returns the JobHandle it made",
-    ("submission", "__init__"): "a record carries kinetic.__version__",
-    ("handle", "display"): "a handle's notebook view",
-    ("handle", "batch"): "a batch child's handle keeps its outcome with the batch (batch.kept)",
-    ("failure", "batch"): "a collected child's failure is read from what its batch kept",
-}
-"""Upward imports that exist today, each named so that it is removed here when its loop is
-opened (issue 26 lists them); no other may be added."""
+"""Units (a top-level module, or a subpackage as a whole), top layer first, each with what it
+holds. A unit may import units of its own layer (without a loop) and of those below it."""
 
 
-def _layer_of(unit: str) -> int:
-    for index, units in enumerate(LAYERS):
-        if unit in units:
+def _layer_of(name: str) -> int:
+    for index, (units, _) in enumerate(LAYERS):
+        if name in units.split():
             return index
-    raise AssertionError(f"{unit!r} is in no layer: add it to LAYERS in {__file__}")
-
-
-def _unit(module: str) -> str:
-    """``kinetic.batch.handle`` -> ``batch``; ``kinetic.handle`` -> ``handle``."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else "__init__"
-
-
-def _module_name(path: Path, root: Path) -> str:
-    parts = list(path.relative_to(root.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imports(root: Path) -> list[tuple[str, str, int]]:
-    """``(importing module, imported module, line)`` for every import of ``root``'s files;
-    ``from kinetic import x`` counts as importing ``kinetic.x`` when that is a unit, else the
-    package's namespace itself."""
-    found: list[tuple[str, str, int]] = []
-    for path in sorted(root.rglob("*.py")):
-        module = _module_name(path, root)
-        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                found += [(module, alias.name, node.lineno) for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*anchor, *([node.module] if node.module else [])])
-                if base == root.name:
-                    for alias in node.names:
-                        target = f"{base}.{alias.name}"
-                        exists = (root / alias.name).is_dir() or (
-                            root / f"{alias.name}.py"
-                        ).exists()
-                        found.append((module, target if exists else base, node.lineno))
-                else:
-                    found.append((module, base, node.lineno))
-    return found
+    raise AssertionError(f"{name!r} is in no layer: add it to LAYERS in {__file__}")
 
 
 def _upward(root: Path) -> list[str]:
     bad = []
-    for importer, imported, line in _imports(root):
-        if imported != root.name and not imported.startswith(root.name + "."):
+    for found in imports(root):
+        if found.imported != root.name and not found.imported.startswith(root.name + "."):
             continue
-        src, dst = _unit(importer), _unit(imported)
-        if src == dst or (src, dst) in KNOWN_LOOPS:
-            continue
-        if _layer_of(dst) < _layer_of(src):
-            bad.append(f"{importer}:{line} imports {imported} ({src} is below {dst})")
+        src, dst = unit(found.importer), unit(found.imported)
+        if src != dst and _layer_of(dst) < _layer_of(src):
+            where = f"{found.importer}:{found.line}"
+            bad.append(f"{where} imports {found.imported} ({src} is below {dst})")
     return bad
+
+
+def _loop_problems(root: Path) -> list[str]:
+    """Loops between units, loops of more than two modules, and two-module loops whose
+    modules live in different packages; imports under ``TYPE_CHECKING`` count."""
+    problems = [f"units import each other: {' -> '.join(c)}" for c in loops(unit_edges(root))]
+    for members in loops(module_edges(root, type_checking=True)):
+        packages = {name.rpartition(".")[0] for name in members}
+        if len(members) > 2 or len(packages) > 1:
+            problems.append(f"modules import each other: {', '.join(members)}")
+    return problems
 
 
 def test_imports_point_down_the_layers() -> None:
     assert _upward(SOURCE) == []
 
 
-def test_every_known_loop_still_exists() -> None:
-    """A loop that was opened must leave KNOWN_LOOPS, so it cannot come back unnoticed."""
-    edges = {(_unit(a), _unit(b)) for a, b, _ in _imports(SOURCE) if b.startswith("kinetic")}
-    assert set(KNOWN_LOOPS) - edges == set()
+def test_no_import_loop_holds_more_than_two_modules_of_one_package() -> None:
+    assert _loop_problems(SOURCE) == []
+
+
+def test_every_unit_is_in_a_layer_and_every_layer_holds_one() -> None:
+    units = set(unit_edges(SOURCE))
+    declared = [name for names, _ in LAYERS for name in names.split()]
+    assert sorted(declared) == sorted(set(declared)), "a unit is in two layers"
+    assert set(declared) == units
 
 
 def test_the_library_never_imports_the_command_line() -> None:
     below_cli = [
-        f"{importer}:{line}"
-        for importer, imported, line in _imports(SOURCE)
-        if _unit(imported) == "cli" and imported.startswith("kinetic.")
-        and _unit(importer) not in ("cli", "__main__")
-    ]  # fmt: skip
+        f"{found.importer}:{found.line}"
+        for found in imports(SOURCE)
+        if found.imported.startswith("kinetic.")
+        and unit(found.imported) == "cli"
+        and unit(found.importer) not in ("cli", "__main__")
+    ]
     assert below_cli == []
 
 
@@ -134,27 +109,69 @@ def test_the_client_names_no_backend_package() -> None:
     assert named == []
 
 
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "kinetic"
+    for name, text in {"__init__.py": "", "settings.py": "", **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
 @pytest.mark.parametrize(
     ("files", "upward"),
     [
         ({"settings.py": "def f():\n    from kinetic.batch import x\n"}, True),
         ({"batch/__init__.py": "", "batch/a.py": "from ..cli import main\n"}, True),
+        ({"batch/__init__.py": "", "batch/a.py": "from kinetic import settings"}, False),
+        ({"cli/__init__.py": "", "cli/a.py": "import kinetic.batch.handle\n"}, False),
         (
             {
-                "settings.py": "",
+                "handle.py": "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from kinetic.batch import BatchHandle\n"
+            },
+            True,
+        ),
+    ],
+)
+def test_the_check_sees_upward_imports_even_lazy_relative_or_for_types(
+    tmp_path: Path, files: dict[str, str], upward: bool
+) -> None:
+    assert bool(_upward(_package(tmp_path, files))) is upward
+
+
+@pytest.mark.parametrize(
+    ("files", "loop"),
+    [
+        # Two modules of one package may import each other (a lazy import for a view).
+        (
+            {
                 "batch/__init__.py": "",
-                "batch/a.py": "from kinetic import settings",
+                "batch/a.py": "import kinetic.batch.b\n",
+                "batch/b.py": "import kinetic.batch.a\n",
             },
             False,
         ),
-        ({"cli/__init__.py": "", "cli/a.py": "import kinetic.batch.handle\n"}, False),
+        # Three may not, even when one of the imports is only for types.
+        (
+            {
+                "batch/__init__.py": "",
+                "batch/a.py": "import kinetic.batch.b\n",
+                "batch/b.py": "import kinetic.batch.c\n",
+                "batch/c.py": "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    import kinetic.batch.a\n",
+            },
+            True,
+        ),
+        # Nor two of different packages.
+        (
+            {
+                "batch/__init__.py": "",
+                "batch/a.py": "from kinetic import handle\n",
+                "handle.py": "import kinetic.batch.a\n",
+            },
+            True,
+        ),
     ],
 )
-def test_the_check_sees_upward_imports_even_lazy_or_relative(
-    tmp_path: Path, files: dict[str, str], upward: bool
-) -> None:
-    root = tmp_path / "kinetic"
-    for name, text in {"__init__.py": "", **files}.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    assert bool(_upward(root)) is upward
+def test_the_check_sees_loops(tmp_path: Path, files: dict[str, str], loop: bool) -> None:
+    assert bool(_loop_problems(_package(tmp_path, files))) is loop

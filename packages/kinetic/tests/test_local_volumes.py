@@ -26,8 +26,9 @@ def test_a_machine_without_private_mount_namespaces_refuses_local_volumes_at_sub
 ) -> None:
     # What the probe answers on, e.g., Ubuntu 24.04 with AppArmor's default policy.
     monkeypatch.setattr(volumes, "probe", lambda python: "unshare(...): Operation not permitted")
-    remote = kinetic.run(accelerator="cpu", backend="local",
-                         volumes={"/data": kinetic.Data(str(tmp_path))})(_identity)  # fmt: skip
+    remote = kinetic.run(
+        accelerator="cpu", backend="local", volumes={"/data": kinetic.Data(str(tmp_path))}
+    )(_identity)
     with pytest.raises(kinetic.ConfigError) as caught:
         remote.run_async(1)
     message = str(caught.value)
@@ -40,15 +41,17 @@ def test_a_volume_that_would_hide_kinetics_own_directories_is_refused(
     store: Path, clean_kinetic_env: Path
 ) -> None:
     remote = kinetic.run(
-        accelerator="cpu", backend="local",
+        accelerator="cpu",
+        backend="local",
         volumes={str(clean_kinetic_env.parent): kinetic.Data(str(store.parent))},
-    )(_identity)  # fmt: skip
+    )(_identity)
     with pytest.raises(kinetic.ConfigError, match=r"would hide .*which local jobs need"):
         remote.run_async(1)
 
 
-def test_the_probe_runs_once_a_process(store: Path, tmp_path: Path,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_probe_runs_once_a_process(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[str] = []
     monkeypatch.setattr(volumes, "probe", calls.append)
     for _ in range(3):

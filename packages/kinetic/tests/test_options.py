@@ -141,9 +141,15 @@ def test_a_timeout_is_kept_as_seconds() -> None:
 
 def _map_options(**given: object) -> "MapOptions":
     chosen: dict[str, object] = {
-        "input_mode": "auto", "max_concurrent": 64, "retries": 0, "fail_fast": False,
-        "cancel_running_on_fail": False, "name": None, "tags": None, "retry_on": None,
-    }  # fmt: skip
+        "input_mode": "auto",
+        "max_concurrent": 64,
+        "retries": 0,
+        "fail_fast": False,
+        "cancel_running_on_fail": False,
+        "name": None,
+        "tags": None,
+        "retry_on": None,
+    }
     return MapOptions.build(**(chosen | given))
 
 

@@ -80,13 +80,17 @@ def test_an_argument_beats_the_variable_beats_the_profile_beats_nothing(
     _use_profile(profiles, queue="team-a", priority="low")
     found = resolve_settings(backend="local")
     assert (found.queue.value, found.queue.source, found.queue.origin) == (
-        "team-a", "profile", "team",
-    )  # fmt: skip
+        "team-a",
+        "profile",
+        "team",
+    )
     monkeypatch.setenv("KINETIC_PRIORITY", "normal")
     found = resolve_settings(backend="local")
     assert (found.priority.value, found.priority.source, found.priority.origin) == (
-        "normal", "env", "KINETIC_PRIORITY",
-    )  # fmt: skip
+        "normal",
+        "env",
+        "KINETIC_PRIORITY",
+    )
     found = resolve_settings(backend="local", queue="team-b", priority="high")
     assert queueing_names(found) == ("team-b", "high")
     assert dict(found.items())["priority"].source == "argument"

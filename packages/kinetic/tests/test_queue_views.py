@@ -70,9 +70,11 @@ def test_a_batch_sums_up_its_queued_inputs_with_the_nearest_the_front() -> None:
     assert summary is not None
     assert summary.describe() == "3 inputs queued in team-a, team-b, the first 2nd of 7"
     assert summary.as_dict() == {
-        "count": 3, "queues": ["team-a", "team-b"], "first_index": 3,
+        "count": 3,
+        "queues": ["team-a", "team-b"],
+        "first_index": 3,
         "first": {"queue": "team-b", "cluster_queue": "tpu", "position": 2, "waiting": 7},
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.parametrize(
@@ -101,7 +103,20 @@ def test_a_batch_with_nothing_queued_has_no_summary() -> None:
 )
 def test_a_jobs_queue_and_class_in_words(queue: str, priority: str, text: str) -> None:
     job = JobHandle(
-        "j", "local", "", "", "", "", "", "j", "", "cpu", "f", "f on cpu", "2026-01-01",
-        queue=queue, priority=priority,
-    )  # fmt: skip
+        "j",
+        "local",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "j",
+        "",
+        "cpu",
+        "f",
+        "f on cpu",
+        "2026-01-01",
+        queue=queue,
+        priority=priority,
+    )
     assert queue_text(job) == text

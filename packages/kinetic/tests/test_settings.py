@@ -48,11 +48,15 @@ def test_an_argument_beats_env_beats_profile_beats_default(
 
     settings = resolve_settings(backend="local")
     assert (settings.zone.value, settings.zone.source, settings.zone.origin) == (
-        "env-zone", "env", "KINETIC_ZONE",
-    )  # fmt: skip
+        "env-zone",
+        "env",
+        "KINETIC_ZONE",
+    )
     assert (settings.cluster.value, settings.cluster.source, settings.cluster.origin) == (
-        "profile-cluster", "profile", "work",
-    )  # fmt: skip
+        "profile-cluster",
+        "profile",
+        "work",
+    )
     assert (settings.namespace.value, settings.namespace.source) == (DEFAULT_NAMESPACE, "default")
     assert settings.profile == "work"
 
@@ -198,12 +202,15 @@ _OTHER_VERSION = {
     "current": "dev-tpu",
     "profiles": {
         "dev-tpu": {
-            "project": "p-tpu", "zone": "us-east5-b", "cluster": "tpus", "namespace": "ml",
+            "project": "p-tpu",
+            "zone": "us-east5-b",
+            "cluster": "tpus",
+            "namespace": "ml",
             "state_backend": "gcs",
         },
         "other": {"project": "p-other", "zone": "us-central1-a", "cluster": "c"},
     },
-}  # fmt: skip
+}
 
 
 def test_the_active_profile_another_version_stored_as_current_is_used(clean_env: Path) -> None:
@@ -236,13 +243,19 @@ def test_the_build_service_account_comes_from_the_profile_and_the_variable_wins(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     account = "kn-c-build@p.iam.gserviceaccount.com"
-    clean_env.write_text(json.dumps({
-        "active": "c", "profiles": {"c": {"project": "p", "build_service_account": account}},
-    }))  # fmt: skip
+    clean_env.write_text(
+        json.dumps(
+            {
+                "active": "c",
+                "profiles": {"c": {"project": "p", "build_service_account": account}},
+            }
+        )
+    )
     found = resolve_settings()
     assert (found.build_service_account.value, found.build_service_account.source) == (
-        account, "profile",
-    )  # fmt: skip
+        account,
+        "profile",
+    )
     monkeypatch.setenv("KINETIC_BUILD_SERVICE_ACCOUNT", "other@p.iam.gserviceaccount.com")
     assert resolve_settings().build_service_account.value == "other@p.iam.gserviceaccount.com"
     assert dict(resolve_settings().items())["build_service_account"].source == "env"

@@ -69,8 +69,9 @@ _SUMMARY = ("wall_s", "submissions_per_s", "per_item_overhead_ms")
 def test_batch_local_compares_kinetic_submitit_and_a_pool_then_attaches(
     tmp_path: Path,
 ) -> None:
-    report = run_benchmark("batch_local.py", "--n", "2", "--attach-children", "20",
-                           tmp_path=tmp_path)  # fmt: skip
+    report = run_benchmark(
+        "batch_local.py", "--n", "2", "--attach-children", "20", tmp_path=tmp_path
+    )
     assert_about_this_machine(report)
     assert report["n"] == 2
     assert report["project"] == "one module"
@@ -91,8 +92,9 @@ def test_job_local_reports_job_overhead_and_the_runtime_import_time(
 ) -> None:
     """``--in-repo`` jobs import the workload from this repository's code bundle, so this
     fails if the bundle leaves the module out."""
-    report = run_benchmark("job_local.py", "--n", "2", "--import-runs", "1", *args,
-                           tmp_path=tmp_path)  # fmt: skip
+    report = run_benchmark(
+        "job_local.py", "--n", "2", "--import-runs", "1", *args, tmp_path=tmp_path
+    )
     assert report["n"] == 2
     assert report["project"] == project
     assert_figures(report["submit_to_succeeded_ms"], "median", "p90", "min")
@@ -107,15 +109,33 @@ def test_data_upload_measures_cold_and_cached_submissions(tmp_path: Path) -> Non
     assert report["dataset"] == {"files": 20, "mib": 1.0}
     assert report["cpus"] == os.cpu_count()
     assert isinstance(report["store"], str)
-    assert_figures(report, "load_average_1m", "resubmit_same_object_s",
-                   "resubmit_new_process_s", "resubmit_without_digest_cache_s")  # fmt: skip
-    assert_figures(report["cold"], "hash_s", "hash_mib_per_s", "upload_s", "upload_mib_per_s",
-                   "total_s", "total_mib_per_s")  # fmt: skip
+    assert_figures(
+        report,
+        "load_average_1m",
+        "resubmit_same_object_s",
+        "resubmit_new_process_s",
+        "resubmit_without_digest_cache_s",
+    )
+    assert_figures(
+        report["cold"],
+        "hash_s",
+        "hash_mib_per_s",
+        "upload_s",
+        "upload_mib_per_s",
+        "total_s",
+        "total_mib_per_s",
+    )
     assert isinstance(report["goal_resubmit_under_1s"], bool)
 
 
-_SUBMISSION = ("n", "submit_wall_s", "submissions_per_s", "client_cpu_ms_per_child",
-               "store_writes_per_child", "attach_batch_s")  # fmt: skip
+_SUBMISSION = (
+    "n",
+    "submit_wall_s",
+    "submissions_per_s",
+    "client_cpu_ms_per_child",
+    "store_writes_per_child",
+    "attach_batch_s",
+)
 
 
 @pytest.mark.gcs
@@ -125,10 +145,19 @@ def test_batch_gke_submits_attaches_and_polls_on_the_session_cluster(
     """On this session's control plane and fake-gcs-server (``STORAGE_EMULATOR_HOST`` is
     inherited), not ones of its own: starting them would double the test's time."""
     report = run_benchmark(
-        "batch_gke.py", "--n", "3", "--kubeconfig", str(real_k8s.kubeconfig),
-        "--context", real_k8s.context, "--namespace", k8s_namespace, "--store", gcs_bucket,
+        "batch_gke.py",
+        "--n",
+        "3",
+        "--kubeconfig",
+        str(real_k8s.kubeconfig),
+        "--context",
+        real_k8s.context,
+        "--namespace",
+        k8s_namespace,
+        "--store",
+        gcs_bucket,
         tmp_path=tmp_path,
-    )  # fmt: skip
+    )
     assert_about_this_machine(report)
     for backend in ("local", "gke", "gke_per_child"):
         section = report[backend]
@@ -161,8 +190,7 @@ _PROGRAM = ("program_s", "first_step_s", "steps_per_s", "final_loss", "call_s")
 def test_ml_workloads_runs_jax_and_keras_through_kinetic_as_in_process(tmp_path: Path) -> None:
     """The job gets no ``KERAS_BACKEND``: Keras in it must still run on JAX (Kinetic's
     default), and with the same seeds both runs end at the same loss."""
-    report = run_benchmark("ml_workloads.py", "--width", "8", "--steps", "2",
-                           tmp_path=tmp_path)  # fmt: skip
+    report = run_benchmark("ml_workloads.py", "--width", "8", "--steps", "2", tmp_path=tmp_path)
     assert report["accelerator"] == "cpu"
     for program in ("jax", "keras"):
         runs = report[program]
@@ -191,9 +219,17 @@ def test_attempt_cost_counts_api_and_store_requests_on_the_session_cluster(
     """On this session's control plane, with a fake-gcs-server of its own (it counts the
     requests of every process, the job's pod included)."""
     report = run_benchmark(
-        "attempt_cost.py", "--seconds", "1", "--kubeconfig", str(real_k8s.kubeconfig),
-        "--context", real_k8s.context, "--namespace", k8s_namespace, tmp_path=tmp_path,
-    )  # fmt: skip
+        "attempt_cost.py",
+        "--seconds",
+        "1",
+        "--kubeconfig",
+        str(real_k8s.kubeconfig),
+        "--context",
+        real_k8s.context,
+        "--namespace",
+        k8s_namespace,
+        tmp_path=tmp_path,
+    )
     assert_about_this_machine(report)
     for case in ("kept", "not_kept", "failed"):
         section = report[case]

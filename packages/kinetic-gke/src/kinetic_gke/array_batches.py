@@ -20,7 +20,7 @@ from kinetic_gke.k8s.pod_states import list_pod_states
 from kinetic_gke.labels import APP, group_selector, pod_selector
 from kinetic_gke.manifests import PodOptions
 from kinetic_gke.queueing.states import Completion
-from kinetic_protocol import BatchManifest, JobRecord, JobState
+from kinetic_protocol import Accelerator, BatchManifest, JobRecord, JobState
 
 __all__ = ["ArrayBatches", "AwaitGone"]
 
@@ -39,11 +39,20 @@ def _local_index(record: JobRecord) -> int:
 
 
 def _part_job(
-    manifest: BatchManifest, part: int, options: PodOptions, command: tuple[str, ...]
+    manifest: BatchManifest,
+    part: int,
+    accelerator: Accelerator,
+    options: PodOptions,
+    command: tuple[str, ...],
 ) -> Callable[[str | None], Obj]:
     """Job ``part`` of the batch, given the name of the Secret of captured values (if any)."""
     return lambda secret: arrays.array_job_manifest(
-        manifest, part, options=options, command=command, env_secret=secret
+        manifest,
+        part,
+        accelerator=accelerator,
+        options=options,
+        command=command,
+        env_secret=secret,
     )
 
 
@@ -91,19 +100,21 @@ class ArrayBatches:
         self,
         manifest: BatchManifest,
         *,
+        accelerator: Accelerator,
         options: PodOptions,
         command: tuple[str, ...],
         env: Mapping[str, str],
     ) -> None:
         """Create the batch's Indexed Jobs (one, unless the batch holds more inputs than a
-        Job); with captured ``env``, first the Secret each Job's indexes read the values from.
-        "Already exists" is success (a resumed submission)."""
+        Job) on ``accelerator`` (the batch's, parsed); with captured ``env``, first the
+        Secret each Job's indexes read the values from. "Already exists" is success (a
+        resumed submission)."""
         for part in range(manifest.array_parts):
             create_with_env(
                 self.connection,
                 arrays.JOBS,
                 manifest.array_part_name(part),
-                _part_job(manifest, part, options, command),
+                _part_job(manifest, part, accelerator, options, command),
                 labels=arrays.array_labels(manifest, self.app),
                 env=env,
             )

@@ -113,10 +113,11 @@ def _ended(pod: Obj, phase: str) -> JobState:
         return JobState(status=JobStatus.SUCCEEDED)
     if _exit_code(pod) == EXIT_PREEMPTIONS_SPENT:
         return JobState(
-            status=JobStatus.FAILED, exit_code=EXIT_PREEMPTIONS_SPENT,
+            status=JobStatus.FAILED,
+            exit_code=EXIT_PREEMPTIONS_SPENT,
             cause=FailureCause.PREEMPTED,
             detail="preempted more often than its preemption_retries allow",
-        )  # fmt: skip
+        )
     return JobState(
         status=JobStatus.FAILED, detail=detail, exit_code=code, cause=status.termination_cause(pod)
     )

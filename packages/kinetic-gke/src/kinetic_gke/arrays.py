@@ -34,11 +34,13 @@ from kinetic_gke.manifests import (
 from kinetic_gke.queueing.admission import queued
 from kinetic_protocol import (
     EXIT_PREEMPTIONS_SPENT,
+    Accelerator,
     BatchManifest,
     FailureCause,
+    RetryRule,
     array_runtime_args,
+    parse_accelerator,
 )
-from kinetic_protocol.causes import retry_causes
 
 __all__ = [
     "FAILURE_COUNT",
@@ -122,20 +124,21 @@ def array_labels(manifest: BatchManifest, app: str = "kinetic") -> dict[str, str
     return {APP: app, GROUP_ID: manifest.group_id, ATTEMPT: "0"}
 
 
-def _retry_rules(manifest: BatchManifest) -> dict[str, Any]:
-    """The single Job's pod failure policy, with ``FailIndex`` for attempts not retried: a
-    preemption, and an exit whose cause ``retry_on`` names while ``retries`` remain, run the
-    index again; any other exit fails the index."""
+def _retry_rules(rule: RetryRule) -> dict[str, Any]:
+    """The batch's retry rule as the single Job's pod failure policy, with ``FailIndex`` for
+    attempts not retried: a preemption runs the index again as the same attempt (its runtime
+    ends it once the rule's preemptions are spent), an exit whose cause the rule covers runs
+    the next attempt while attempts are left (``backoffLimitPerIndex``), and any other exit
+    fails the index."""
     policy = functools.partial(pod_failure_policy, disrupted="Ignore", failed_attempt="FailIndex")
-    if manifest.retries == 0:
+    if not rule.attempts_left(0):
         return policy()
-    causes = retry_causes(manifest.retry_on)
-    if FailureCause.EXIT in causes:
+    if rule.covers(FailureCause.EXIT):
         final = sorted(
-            code for cause, codes in _EXIT_CODES.items() if cause not in causes for code in codes
+            code for cause, codes in _EXIT_CODES.items() if not rule.covers(cause) for code in codes
         )
         return policy(final_codes=final)
-    retried = [code for cause in causes for code in _EXIT_CODES.get(cause, ())]
+    retried = [code for cause, codes in _EXIT_CODES.items() if rule.covers(cause) for code in codes]
     return policy(retried_codes=retried)
 
 
@@ -154,29 +157,37 @@ def array_job_manifest(
     manifest: BatchManifest,
     part: int = 0,
     *,
+    accelerator: Accelerator | None = None,
     options: PodOptions | None = None,
     ttl_seconds: int = DEFAULT_TTL_SECONDS,
     command: tuple[str, ...] = RUNTIME_COMMAND,
     env_secret: str | None = None,
 ) -> dict[str, Any]:
     """The Indexed Job that runs the inputs of ``manifest`` that Job ``part`` holds (all of
-    them unless the batch is split; see the module)."""
+    them unless the batch is split; see the module). ``accelerator``: the batch's, as the
+    backend parsed it (else parsed here)."""
     inputs = manifest.array_part_inputs(part)
     record = manifest.child_record(inputs.start, 0)
+    rule = manifest.retry_rule
     labels = array_labels(manifest)
     args = array_runtime_args(manifest, INDEX_VARIABLE, part)
     template = pod_template(
-        record, options=options or PodOptions(), labels=labels, args=args, command=command,
+        record,
+        accelerator=accelerator or parse_accelerator(record.accelerator),
+        options=options or PodOptions(),
+        labels=labels,
+        args=args,
+        command=command,
         env_secret=env_secret,
-        extra_env={"KINETIC_PREEMPTION_RETRIES": str(record.preemption_retries)},
-    )  # fmt: skip
+        extra_env={"KINETIC_PREEMPTION_RETRIES": str(rule.preemption_retries)},
+    )
     template["spec"]["containers"][0]["env"] += _attempt_env()
     spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": len(inputs),
         "parallelism": part_parallelism(manifest, part),
-        "backoffLimitPerIndex": manifest.retries,
-        "podFailurePolicy": _retry_rules(manifest),
+        "backoffLimitPerIndex": rule.retries,
+        "podFailurePolicy": _retry_rules(rule),
         "ttlSecondsAfterFinished": ttl_seconds,
         "template": template,
     }

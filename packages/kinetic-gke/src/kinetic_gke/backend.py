@@ -7,16 +7,15 @@ LeaderWorkerSet backend reuses them with its own workload.
 
 import os
 import re
-import shutil
-import time
-from collections import defaultdict
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from kinetic_gke import arrays, gcp
+from kinetic_gke import arrays, backend_settings, gcp
 from kinetic_gke import settings as declared
 from kinetic_gke.array_batches import ArrayBatches
 from kinetic_gke.capacity import CapacityCheck, ClusterRef
+from kinetic_gke.deletion import await_gone, delete_confirmed
+from kinetic_gke.job_polls import poll_jobs
 from kinetic_gke.k8s import (
     ClusterConnection,
     JobWorkload,
@@ -26,28 +25,25 @@ from kinetic_gke.k8s import (
     get_credentials_command,
     kube_context_name,
 )
-from kinetic_gke.k8s.env_secrets import create_with_env, delete_env_secret, env_secret_name
-from kinetic_gke.k8s.pod_states import list_pod_states
+from kinetic_gke.k8s.env_secrets import create_with_env
 from kinetic_gke.labels import (
     APP,
     JOB_ID,
     group_selector,
     job_labels,
     job_selector,
-    pod_selector,
 )
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
+from kinetic_gke.pod_logs import PodReads
 from kinetic_gke.queueing.kueue_view import KueueView
 from kinetic_gke.queueing.states import queued_states
 from kinetic_protocol import (
     NO_ENV,
     Accelerator,
-    BackendError,
     BackendSettings,
     BatchManifest,
     Capabilities,
     ConfigError,
-    HostSelection,
     JobRecord,
     JobState,
     Keyring,
@@ -60,41 +56,11 @@ from kinetic_protocol.settings import SettingSpec
 
 __all__ = ["GKEBackend", "check_single_host", "default_bucket_name"]
 
-DEFAULT_UNSCHEDULABLE_TIMEOUT = float(declared.UNSCHEDULABLE_TIMEOUT.default or 900)
-"""A fresh accelerator node pool can take minutes to scale up; past this, say why and fail."""
-
 
 def default_bucket_name(project: str, cluster: str) -> str:
     """The jobs bucket of a cluster: ``<project>-kinetic-<cluster>``, a valid bucket name."""
     name = re.sub(r"[^a-z0-9-]+", "-", f"{project}-kinetic-{cluster}".lower()).strip("-")
     return name[:63].rstrip("-")
-
-
-def _poll_bounds(raw: str) -> tuple[float, float]:
-    try:
-        low, high = (float(part) for part in raw.split(","))
-    except ValueError:
-        low = high = -1.0
-    if not 0 < low <= high:
-        raise ConfigError(
-            f"{declared.POLL.env} must be 'LOW,HIGH' seconds with 0 < LOW <= HIGH, got {raw!r}."
-        )
-    return low, high
-
-
-def _unschedulable_timeout(given: float | None, environ: dict[str, str]) -> float:
-    if given is not None:
-        return given
-    return declared.UNSCHEDULABLE_TIMEOUT.number(environ) or DEFAULT_UNSCHEDULABLE_TIMEOUT
-
-
-def _pod_options(environ: dict[str, str]) -> PodOptions:
-    return PodOptions(
-        service_account=declared.SERVICE_ACCOUNT.from_env(environ),
-        run_as_root=declared.RUN_AS_ROOT.flag(environ),
-        cpu=declared.POD_CPU.from_env(environ),
-        memory=declared.POD_MEMORY.from_env(environ),
-    )
 
 
 def check_single_host(accelerator: Accelerator) -> None:
@@ -107,7 +73,7 @@ def check_single_host(accelerator: Accelerator) -> None:
         )
 
 
-class GKEBackend:
+class GKEBackend(PodReads):
     """Runs prepared jobs as Kubernetes Jobs on a GKE cluster.
 
     Credentials come from the user's kubeconfig (``KUBECONFIG`` or ``~/.kube/config``), context
@@ -149,16 +115,18 @@ class GKEBackend:
         """The backend's variables as they were when it was built: it reads no other."""
         self._given_connection = connection
         self._connections: dict[tuple[str, str], ClusterConnection] = {}
-        self.pod_options = pod_options or _pod_options(self._environ)
+        self.pod_options = pod_options or backend_settings.pod_options(self._environ)
         """What every pod gets."""
         self._terminal: dict[str, JobState] = {}
         """The first terminal state seen per object uid: a later read, after Kubernetes removed
         the pod that explained it, must not replace a specific reason with a vague one."""
-        self._unschedulable_timeout = _unschedulable_timeout(unschedulable_timeout, self._environ)
+        self._unschedulable_timeout = backend_settings.unschedulable_timeout(
+            unschedulable_timeout, self._environ
+        )
         self._command = command
         self._fuse_checked: set[str] = set()
         """Connections (by context) whose cluster is known to have the GCS FUSE driver."""
-        self.poll_bounds = _poll_bounds(declared.POLL.value(self._environ) or "")
+        self.poll_bounds = backend_settings.poll_bounds(declared.POLL.value(self._environ) or "")
         self._capacity: CapacityCheck | None = None
         self._keyrings: dict[int, Keyring] = {}
         self._kueue = KueueView(lambda: self.connection)
@@ -295,9 +263,21 @@ class GKEBackend:
         replace_namespace_keyring(self.connection, keyring)
         self._keyrings[id(self.connection)] = keyring
 
-    def manifest(self, record: JobRecord, *, env_secret: str | None = None) -> Obj:
+    def manifest(
+        self,
+        record: JobRecord,
+        *,
+        env_secret: str | None = None,
+        accelerator: Accelerator | None = None,
+    ) -> Obj:
+        """The object that runs ``record``; ``accelerator``: the record's, parsed once where
+        the job entered (``submit``)."""
         return job_manifest(
-            record, options=self.pod_options, command=self._command, env_secret=env_secret
+            record,
+            accelerator=accelerator,
+            options=self.pod_options,
+            command=self._command,
+            env_secret=env_secret,
         )
 
     def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
@@ -305,7 +285,8 @@ class GKEBackend:
         values from, owned by the object once it exists (see ``k8s.env_secrets``)."""
         if not record.image_uri:
             raise ConfigError(f"Job {record.job_id} has no container image to run on GKE.")
-        self.check_accelerator(parse_accelerator(record.accelerator))
+        accelerator = parse_accelerator(record.accelerator)  # once, on its way to the pod
+        self.check_accelerator(accelerator)
         if any(mount.kind == "gcsfuse" for mount in record.mounts):
             self.check_fuse_driver()
         self.signing_keys(create=True)  # its pods mount them: never create one without them
@@ -313,7 +294,7 @@ class GKEBackend:
             self.connection,
             self.workload,
             record.k8s_name,
-            lambda secret: self.manifest(record, env_secret=secret),
+            lambda secret: self.manifest(record, env_secret=secret, accelerator=accelerator),
             labels=job_labels(record, self.app),
             env=env,
         )
@@ -332,11 +313,18 @@ class GKEBackend:
                 f"{manifest.array_part_size} inputs per Job, more than {arrays.MAX_INDEXES}); "
                 "submit it one job per input."
             )
-        self.check_accelerator(parse_accelerator(record.accelerator))
+        accelerator = parse_accelerator(record.accelerator)  # once, for every Job of the batch
+        self.check_accelerator(accelerator)
         if any(mount.kind == "gcsfuse" for mount in record.mounts):
             self.check_fuse_driver()
         self.signing_keys(create=True)
-        self._arrays.create(manifest, options=self.pod_options, command=self._command, env=env)
+        self._arrays.create(
+            manifest,
+            accelerator=accelerator,
+            options=self.pod_options,
+            command=self._command,
+            env=env,
+        )
 
     def delete_array(
         self, manifest: BatchManifest, *, timeout: float, poll_interval: float
@@ -344,9 +332,12 @@ class GKEBackend:
         """Delete the batch's Indexed Jobs and every pod of them; confirm they are gone."""
         names = [manifest.array_part_name(part) for part in range(manifest.array_parts)]
         self._delete_confirmed(
-            names, group_selector(manifest.group_id, self.app), workload=arrays.JOBS,
-            timeout=timeout, poll_interval=poll_interval,
-        )  # fmt: skip
+            names,
+            group_selector(manifest.group_id, self.app),
+            workload=arrays.JOBS,
+            timeout=timeout,
+            poll_interval=poll_interval,
+        )
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         in_arrays = [record for record in records if record.in_array]
@@ -366,47 +357,23 @@ class GKEBackend:
     def _job_statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         if not records:
             return {}
-        connection, workload = self.connection, self.workload
-        selector = self._selector_for(records)
-        found = {
-            obj["metadata"]["name"]: obj for obj in workload.list_matching(connection, selector)
-        }
-        wanted = [found.get(record.k8s_name) for record in records]
-        explained_by_pods = [
-            record for record, obj in zip(records, wanted, strict=True)
-            if obj is not None and workload.needs_pods(obj)
-        ]  # fmt: skip
-        pods_by_job: dict[str, list[Obj]] = defaultdict(list)
-        if explained_by_pods:
-            for pod in list_pod_states(connection, selector):
-                pods_by_job[pod["metadata"].get("labels", {}).get(JOB_ID, "")].append(pod)
-        podless = {r.k8s_name for r in explained_by_pods if not pods_by_job.get(r.job_id)}
-        events = self._failed_create_events(podless) if podless else {}
-        seen = [
-            (
-                record,
-                obj,
-                workload.state(
-                    obj,
-                    pods_by_job.get(record.job_id, []),
-                    events=events.get(record.k8s_name, []),
-                    unschedulable_timeout=self._unschedulable_timeout,
-                ),
-            )
-            for record, obj in zip(records, wanted, strict=True)
-        ]
-        queued = queued_states(self.kueue, seen, workload.kind)
+        workload = self.workload
+        poll = poll_jobs(
+            self.connection,
+            workload,
+            records,
+            app=self.app,
+            unschedulable_timeout=self._unschedulable_timeout,
+        )
+        queued = queued_states(self.kueue, poll.seen, workload.kind)
         return {
             record.job_id: self._remember(
                 obj,
                 self._settle(
-                    record,
-                    obj,
-                    pods_by_job.get(record.job_id, []),
-                    queued.get(record.job_id, state),
+                    record, obj, poll.pods.get(record.job_id, []), queued.get(record.job_id, state)
                 ),
             )
-            for record, obj, state in seen
+            for record, obj, state in poll.seen
         }
 
     def _settle(
@@ -416,115 +383,11 @@ class GKEBackend:
         still running, or defer to an outcome another reader recorded first."""
         return state
 
-    def _failed_create_events(self, names: set[str]) -> dict[str, list[Obj]]:
-        """Why the cluster refuses to create pods (admission, quota): one LIST for them all."""
-        by_name: dict[str, list[Obj]] = defaultdict(list)
-        kind = self.workload.pod_owner_kind
-        for event in self.connection.failed_create_events(kind):
-            name = event.get("involvedObject", {}).get("name", "")
-            if name in names:
-                by_name[name].append(event)
-        return by_name
-
     def _remember(self, obj: Obj | None, state: JobState) -> JobState:
         uid = (obj or {}).get("metadata", {}).get("uid")
         if uid is None or not state.status.is_terminal:
             return state
         return self._terminal.setdefault(uid, state)
-
-    def _selector_for(self, records: Sequence[JobRecord]) -> str:
-        """One LIST covers them all: by job id, by the batch's group, or every Kinetic job."""
-        if len(records) == 1:
-            return job_selector(records[0].job_id, self.app)
-        groups = {record.group_id for record in records}
-        if len(groups) == 1 and None not in groups:
-            return group_selector(str(groups.pop()), self.app)
-        return f"{APP}={self.app}"
-
-    def _pods_selector(self, record: JobRecord) -> str:
-        return pod_selector(record, self.app)
-
-    def _newest_pod(self, record: JobRecord) -> Obj | None:
-        pods = self.connection.list_pods(self._pods_selector(record))
-        return max(pods, key=lambda p: p["metadata"].get("creationTimestamp") or "", default=None)
-
-    def port_forward_command(
-        self, record: JobRecord, local_port: int, remote_port: int
-    ) -> list[str]:
-        """``kubectl port-forward`` from ``local_port`` here to ``remote_port`` of the job's
-        running pod (``Capabilities.debug_port_forward``; ``kinetic.debug`` runs it)."""
-        if shutil.which("kubectl") is None:
-            raise ConfigError(
-                "Forwarding the debug port needs kubectl, which is not on PATH. Install it "
-                "with `gcloud components install kubectl` (or your package manager)."
-            )
-        connection = self.connection
-        pod = self._pod_for(record, 0)  # a multi-host job's debugger is its leader's
-        phase = (pod or {}).get("status", {}).get("phase")
-        if pod is None or phase != "Running":
-            raise BackendError(
-                f"Job {record.job_id} has no running pod to forward the debug port to "
-                f"(pod phase: {phase or 'none'}). `kinetic jobs status {record.job_id}` says why."
-            )
-        command = [
-            "kubectl", "port-forward", f"pod/{pod['metadata']['name']}",
-            f"{local_port}:{remote_port}", "-n", connection.namespace,
-            "--context", connection.context or self._context_name(),
-        ]  # fmt: skip
-        if connection.kubeconfig is not None:
-            command += ["--kubeconfig", str(connection.kubeconfig)]
-        return command
-
-    def _pod_for(self, record: JobRecord, host: int) -> Obj | None:
-        """The pod whose output is host ``host``'s (a Job has one host)."""
-        return self._newest_pod(record)
-
-    def logs(
-        self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
-    ) -> str:
-        if tail is not None and tail <= 0:
-            return ""
-        pod = self._pod_for(record, 0)
-        return "" if pod is None else self.connection.pod_log(pod, tail=tail)
-
-    def follow_logs(self, record: JobRecord, *, host: HostSelection = None) -> Iterator[str]:
-        return self._follow_host(record, 0)
-
-    def _follow_host(self, record: JobRecord, host: int) -> Iterator[str]:
-        """Stream one host's output, then return once the job is terminal.
-
-        The stream ends when the container exits, a moment before the Job records it; waiting
-        for that keeps the promise that the job has ended when this returns. A pod that ran
-        and ended between two looks (seen pending, then the job terminal) is read once more:
-        its whole log is there to stream.
-        """
-        low, high = self.poll_bounds
-        delay = low
-        streamed = False
-        while True:
-            if not streamed:
-                streamed = yield from self._stream_started(record, host)
-                if streamed:
-                    delay = low
-            if self.statuses([record])[record.job_id].status.is_terminal:
-                if not streamed:
-                    yield from self._stream_started(record, host)
-                return
-            time.sleep(delay)
-            delay = min(delay * 2, high)
-
-    def _stream_started(self, record: JobRecord, host: int) -> Generator[str, None, bool]:
-        """Stream the host's pod if it has started; whether it had."""
-        pod = self._pod_for(record, host)
-        phase = (pod or {}).get("status", {}).get("phase")
-        if pod is None or phase not in ("Running", "Succeeded", "Failed"):
-            return False
-        yield from self._stream(pod)
-        return True
-
-    def _stream(self, pod: Obj) -> Iterator[str]:
-        """A started pod's output as it is written, until its container exits."""
-        return self.connection.follow_pod_log(pod["metadata"]["name"])
 
     def delete(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
         """Delete the job's object and its pods (foreground) and confirm both are gone.
@@ -534,17 +397,27 @@ class GKEBackend:
         ``docs/batches.md`` says what that means for cancelling one child).
         """
         if record.in_array:
+            namespace, shortest = self.connection.namespace, self.poll_bounds[0]
             self._arrays.delete_index(
                 record,
-                lambda present, what, pods: self._await_gone(
-                    present, what, pods, timeout=timeout, poll_interval=poll_interval
+                lambda present, what, pods: await_gone(
+                    present,
+                    what,
+                    pods,
+                    namespace=namespace,
+                    timeout=timeout,
+                    poll_interval=poll_interval,
+                    shortest=shortest,
                 ),
             )
             return
         self._delete_confirmed(
-            [record.k8s_name], job_selector(record.job_id, self.app), workload=self.workload,
-            timeout=timeout, poll_interval=poll_interval,
-        )  # fmt: skip
+            [record.k8s_name],
+            job_selector(record.job_id, self.app),
+            workload=self.workload,
+            timeout=timeout,
+            poll_interval=poll_interval,
+        )
 
     def _delete_confirmed(
         self,
@@ -555,46 +428,15 @@ class GKEBackend:
         timeout: float,
         poll_interval: float,
     ) -> None:
-        """Delete the objects ``names`` of ``workload`` (with their Secrets of captured
-        values), then wait until they and the pods ``pods`` selects are gone."""
-        connection = self.connection
-        for name in names:
-            workload.delete(connection, name)
-            delete_env_secret(connection, env_secret_name(name))
-        self._await_gone(
-            lambda: any(workload.get(connection, name) is not None for name in names)
-            or bool(connection.list_pods(pods)),
-            f"{workload.kind} {', '.join(names)}",
-            pods, timeout=timeout, poll_interval=poll_interval,
-            kind=workload.kind.lower(),
-        )  # fmt: skip
-
-    def _await_gone(
-        self,
-        present: Callable[[], bool],
-        what: str,
-        pods: str,
-        *,
-        timeout: float,
-        poll_interval: float,
-        kind: str = "",
-    ) -> None:
-        """Poll until ``present()`` is False. A finished job usually goes within a moment, so
-        the polls start at the short poll bound and double, never more than ``poll_interval``
-        apart."""
-        namespace = self.connection.namespace
-        deadline = time.monotonic() + timeout
-        delay = min(self.poll_bounds[0], poll_interval)
-        while present():
-            if time.monotonic() >= deadline:
-                kinds = f"{kind},pods" if kind else "pods"
-                raise BackendError(
-                    f"{what} in namespace {namespace} was still present {timeout:g}s after "
-                    f"its deletion; check it with `kubectl get {kinds} -n {namespace} "
-                    f"-l {pods}`."
-                )
-            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-            delay = min(delay * 2, poll_interval)
+        delete_confirmed(
+            self.connection,
+            names,
+            pods,
+            workload=workload,
+            timeout=timeout,
+            poll_interval=poll_interval,
+            shortest=self.poll_bounds[0],
+        )
 
     def list_job_ids(self) -> list[str]:
         """Every job with an object: its own, or an index of a batch's array Job."""

@@ -12,7 +12,13 @@ from kinetic_gke.labels import job_labels
 from kinetic_gke.queueing.admission import queued
 from kinetic_gke.scheduling import scheduling_for
 from kinetic_gke.volumes import pod_volumes
-from kinetic_protocol import DEFAULT_DEBUG_PORT, JobRecord, parse_accelerator, runtime_args
+from kinetic_protocol import (
+    DEFAULT_DEBUG_PORT,
+    Accelerator,
+    JobRecord,
+    parse_accelerator,
+    runtime_args,
+)
 
 __all__ = [
     "DEFAULT_TTL_SECONDS",
@@ -103,6 +109,7 @@ def pod_failure_policy(
 def pod_template(
     record: JobRecord,
     *,
+    accelerator: Accelerator,
     options: PodOptions,
     labels: dict[str, str],
     args: list[str],
@@ -110,12 +117,13 @@ def pod_template(
     extra_env: dict[str, str] | None = None,
     env_secret: str | None = None,
 ) -> dict[str, Any]:
-    """The pod every attempt of ``record`` runs in (one job's, or every index's of an array).
+    """The pod every attempt of ``record`` runs in (one job's, or every index's of an array),
+    on ``accelerator`` (the record's, parsed once where the job entered the backend).
 
-    ``env_secret`` names the Secret holding the job's captured variables (their values never
-    appear in the manifest); Kinetic's own variables take precedence over them."""
+        ``env_secret`` names the Secret holding the job's captured variables (their values never
+        appear in the manifest); Kinetic's own variables take precedence over them."""
     placed = scheduling_for(
-        parse_accelerator(record.accelerator),
+        accelerator,
         spot=record.spot,
         cpu=options.cpu,
         memory=options.memory,
@@ -179,6 +187,7 @@ def pod_template(
 def job_manifest(
     record: JobRecord,
     *,
+    accelerator: Accelerator | None = None,
     options: PodOptions | None = None,
     ttl_seconds: int = DEFAULT_TTL_SECONDS,
     command: tuple[str, ...] = RUNTIME_COMMAND,
@@ -187,12 +196,19 @@ def job_manifest(
 ) -> dict[str, Any]:
     """A batch/v1 Job that runs ``record``: once, or again in a new pod after a preemption
     (see :func:`pod_failure_policy`); a per-child batch's ``retries`` are Kinetic's, not the
-    Job's (an array batch's are the Job's: :mod:`kinetic_gke.arrays`)."""
+    Job's (an array batch's are the Job's: :mod:`kinetic_gke.arrays`). ``accelerator``: the
+    record's, as the backend parsed it (else parsed here)."""
     labels = job_labels(record)
     template = pod_template(
-        record, options=options or PodOptions(), labels=labels, args=runtime_args(record),
-        command=command, extra_env=extra_env, env_secret=env_secret,
-    )  # fmt: skip
+        record,
+        accelerator=accelerator or parse_accelerator(record.accelerator),
+        options=options or PodOptions(),
+        labels=labels,
+        args=runtime_args(record),
+        command=command,
+        extra_env=extra_env,
+        env_secret=env_secret,
+    )
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",

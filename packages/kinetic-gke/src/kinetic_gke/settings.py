@@ -27,103 +27,141 @@ __all__ = [
 _OWNER = "kinetic-gke"
 
 KUBE_CONTEXT = SettingSpec(
-    "kube_context", "KINETIC_KUBE_CONTEXT",
-    "Kubeconfig context to use (default: gke_<project>_<zone>_<cluster>).", _OWNER,
-)  # fmt: skip
+    "kube_context",
+    "KINETIC_KUBE_CONTEXT",
+    "Kubeconfig context to use (default: gke_<project>_<zone>_<cluster>).",
+    _OWNER,
+)
 SERVICE_ACCOUNT = SettingSpec(
-    "service_account", "KINETIC_SERVICE_ACCOUNT",
+    "service_account",
+    "KINETIC_SERVICE_ACCOUNT",
     "Kubernetes service account pods run as (Workload Identity); default: the namespace's.",
     _OWNER,
-)  # fmt: skip
+)
 UNSCHEDULABLE_TIMEOUT = SettingSpec(
-    "unschedulable_timeout", "KINETIC_UNSCHEDULABLE_TIMEOUT",
-    "Seconds a job may wait unschedulable, or for the cluster to create its pod, before it "
-    "fails.",
-    _OWNER, default="900",
-)  # fmt: skip
+    "unschedulable_timeout",
+    "KINETIC_UNSCHEDULABLE_TIMEOUT",
+    "Seconds a job may wait unschedulable, or for the cluster to create its pod, before it fails.",
+    _OWNER,
+    default="900",
+)
 POLL = SettingSpec(
-    "gke_poll", "KINETIC_GKE_POLL",
-    "Shortest and longest wait between status polls, seconds, as LOW,HIGH.", _OWNER,
+    "gke_poll",
+    "KINETIC_GKE_POLL",
+    "Shortest and longest wait between status polls, seconds, as LOW,HIGH.",
+    _OWNER,
     default="1,10",
-)  # fmt: skip
+)
 RUN_AS_ROOT = SettingSpec(
-    "run_as_root", "KINETIC_RUN_AS_ROOT",
+    "run_as_root",
+    "KINETIC_RUN_AS_ROOT",
     "1 runs pods as the image's user (root) instead of uid 1000; refused where the namespace "
     "enforces the restricted Pod Security Standard.",
-    _OWNER, default="0",
-)  # fmt: skip
+    _OWNER,
+    default="0",
+)
 POD_CPU = SettingSpec(
-    "pod_cpu", "KINETIC_POD_CPU",
+    "pod_cpu",
+    "KINETIC_POD_CPU",
     "CPU request of each pod (default: 3/4 of the accelerator machine's vCPUs; 500m for cpu).",
     _OWNER,
-)  # fmt: skip
+)
 POD_MEMORY = SettingSpec(
-    "pod_memory", "KINETIC_POD_MEMORY",
+    "pod_memory",
+    "KINETIC_POD_MEMORY",
     "Memory request of each pod (default: 3/4 of the accelerator machine's; 1Gi for cpu).",
     _OWNER,
-)  # fmt: skip
+)
 
 GCP_API_ENDPOINT = SettingSpec(
-    "gcp_api_endpoint", "KINETIC_GCP_API_ENDPOINT",
+    "gcp_api_endpoint",
+    "KINETIC_GCP_API_ENDPOINT",
     "Send Google Cloud API calls (GKE, Artifact Registry and its image tags, Cloud Build, IAM, "
     "Service Usage, Compute; not Cloud Storage) to this endpoint instead of Google's; an "
     "http:// one gets no credentials (emulators, tests).",
     _OWNER,
-)  # fmt: skip
+)
 
 CONTAINER_IMAGE = SettingSpec(
-    "container_image", "KINETIC_CONTAINER_IMAGE",
+    "container_image",
+    "KINETIC_CONTAINER_IMAGE",
     "Default container_image= for Kubernetes backends: bundled, prebuilt, or an image URI.",
     _OWNER,
-)  # fmt: skip
+)
 BASE_IMAGE_REPO = SettingSpec(
-    "base_image_repo", "KINETIC_BASE_IMAGE_REPO",
-    "Artifact Registry repository for images Kinetic builds.", _OWNER, default="kinetic",
-)  # fmt: skip
+    "base_image_repo",
+    "KINETIC_BASE_IMAGE_REPO",
+    "Artifact Registry repository for images Kinetic builds.",
+    _OWNER,
+    default="kinetic",
+)
 
 QUEUES = SettingSpec(
-    "queues", "KINETIC_QUEUES",
+    "queues",
+    "KINETIC_QUEUES",
     "Queues kinetic up makes on a cluster with Kueue, each with its share of the node pools' "
     "capacity: NAME=SHARE,... (a name alone: share 1). The default queue, kinetic, is made "
     "with share 0 unless named. Unset: the queues the cluster has are kept.",
-    _OWNER, profile_key="queues",
-)  # fmt: skip
+    _OWNER,
+    profile_key="queues",
+)
 LWS_MANIFEST = SettingSpec(
-    "lws_manifest", "KINETIC_LWS_MANIFEST",
+    "lws_manifest",
+    "KINETIC_LWS_MANIFEST",
     "A LeaderWorkerSet manifest (URL or file) for kinetic up to install instead of the release "
     "that ships with Kinetic; needs KINETIC_LWS_MANIFEST_SHA256.",
     _OWNER,
-)  # fmt: skip
+)
 LWS_MANIFEST_SHA256 = SettingSpec(
-    "lws_manifest_sha256", "KINETIC_LWS_MANIFEST_SHA256",
+    "lws_manifest_sha256",
+    "KINETIC_LWS_MANIFEST_SHA256",
     "sha256 the KINETIC_LWS_MANIFEST manifest must have; kinetic up applies nothing else.",
     _OWNER,
-)  # fmt: skip
+)
 KUEUE_MANIFEST = SettingSpec(
-    "kueue_manifest", "KINETIC_KUEUE_MANIFEST",
+    "kueue_manifest",
+    "KINETIC_KUEUE_MANIFEST",
     "A Kueue manifest (URL or file) for kinetic up to install instead of the release that ships "
     "with Kinetic; needs KINETIC_KUEUE_MANIFEST_SHA256.",
     _OWNER,
-)  # fmt: skip
+)
 KUEUE_MANIFEST_SHA256 = SettingSpec(
-    "kueue_manifest_sha256", "KINETIC_KUEUE_MANIFEST_SHA256",
+    "kueue_manifest_sha256",
+    "KINETIC_KUEUE_MANIFEST_SHA256",
     "sha256 the KINETIC_KUEUE_MANIFEST manifest must have; kinetic up applies nothing else.",
     _OWNER,
-)  # fmt: skip
+)
 GPU_DRIVER_MANIFEST = SettingSpec(
-    "gpu_driver_manifest", "KINETIC_GPU_DRIVER_MANIFEST",
+    "gpu_driver_manifest",
+    "KINETIC_GPU_DRIVER_MANIFEST",
     "An NVIDIA driver installer manifest (URL or file) for kinetic up to install when GPU pools "
     "lack GKE-managed drivers (none ships with Kinetic); needs "
     "KINETIC_GPU_DRIVER_MANIFEST_SHA256.",
     _OWNER,
-)  # fmt: skip
+)
 GPU_DRIVER_MANIFEST_SHA256 = SettingSpec(
-    "gpu_driver_manifest_sha256", "KINETIC_GPU_DRIVER_MANIFEST_SHA256",
-    "sha256 the KINETIC_GPU_DRIVER_MANIFEST manifest must have.", _OWNER,
-)  # fmt: skip
+    "gpu_driver_manifest_sha256",
+    "KINETIC_GPU_DRIVER_MANIFEST_SHA256",
+    "sha256 the KINETIC_GPU_DRIVER_MANIFEST manifest must have.",
+    _OWNER,
+)
 
 SETTINGS = (
-    KUBE_CONTEXT, SERVICE_ACCOUNT, UNSCHEDULABLE_TIMEOUT, POLL, RUN_AS_ROOT, POD_CPU, POD_MEMORY,
-    GCP_API_ENDPOINT, CONTAINER_IMAGE, BASE_IMAGE_REPO, QUEUES, LWS_MANIFEST, LWS_MANIFEST_SHA256,
-    KUEUE_MANIFEST, KUEUE_MANIFEST_SHA256, GPU_DRIVER_MANIFEST, GPU_DRIVER_MANIFEST_SHA256,
-)  # fmt: skip
+    KUBE_CONTEXT,
+    SERVICE_ACCOUNT,
+    UNSCHEDULABLE_TIMEOUT,
+    POLL,
+    RUN_AS_ROOT,
+    POD_CPU,
+    POD_MEMORY,
+    GCP_API_ENDPOINT,
+    CONTAINER_IMAGE,
+    BASE_IMAGE_REPO,
+    QUEUES,
+    LWS_MANIFEST,
+    LWS_MANIFEST_SHA256,
+    KUEUE_MANIFEST,
+    KUEUE_MANIFEST_SHA256,
+    GPU_DRIVER_MANIFEST,
+    GPU_DRIVER_MANIFEST_SHA256,
+)

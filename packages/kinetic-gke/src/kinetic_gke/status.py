@@ -36,10 +36,16 @@ __all__ = [
     "waiting_reason",
 ]
 
-IMAGE_PULL_REASONS = frozenset({
-    "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
-    "CreateContainerConfigError", "CreateContainerError",
-})  # fmt: skip
+IMAGE_PULL_REASONS = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "ErrImageNeverPull",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
 _DISRUPTIONS = {
     "PreemptionByScheduler": "preempted by the scheduler",
     "TerminationByKubelet": "node shutdown or spot preemption",

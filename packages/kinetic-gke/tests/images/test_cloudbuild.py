@@ -314,9 +314,11 @@ def test_a_context_larger_than_one_variable_travels_in_pieces(
     builder: ImageBuilder, fake_cloudbuild: FakeCloudBuild, tmp_path: Path
 ) -> None:
     ctx = build_context(
-        Requirements(lines=(), source=""), category="cpu", kinetic_version="1.0",
+        Requirements(lines=(), source=""),
+        category="cpu",
+        kinetic_version="1.0",
         runtime_wheels={"kinetic_runtime-1.0-py3-none-any.whl": os.urandom(INLINE_CHUNK)},
-    )  # fmt: skip
+    )
     builder.build(ctx, URI)
     [request] = fake_cloudbuild.create_requests
     unpack = request["steps"][0]
@@ -331,11 +333,16 @@ def test_build_base_images_rejects_unknown_categories(builder: ImageBuilder) -> 
 
 def _builder_as(fake: FakeCloudBuild, client: Any, account: str, logs: str) -> ImageBuilder:
     return ImageBuilder(
-        project="proj", location="us-central1", client=client,
+        project="proj",
+        location="us-central1",
+        client=client,
         registry=RegistryClient(endpoint=fake.url, token=lambda: None),
-        log_fetcher=fake.read_log, timeout=30.0, poll_interval=(0.01, 0.05),
-        service_account=account, logs_bucket=logs,
-    )  # fmt: skip
+        log_fetcher=fake.read_log,
+        timeout=30.0,
+        poll_interval=(0.01, 0.05),
+        service_account=account,
+        logs_bucket=logs,
+    )
 
 
 def test_a_build_service_account_runs_the_build_and_its_log_goes_to_our_bucket(

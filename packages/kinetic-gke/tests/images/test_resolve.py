@@ -260,9 +260,12 @@ def test_prebuilt_images_install_the_hf_extra_at_pod_start_when_a_call_needs_it(
 ) -> None:
     write(tmp_path, {"requirements.txt": "numpy\n"})
     resolved = resolve_image(
-        container_image="prebuilt", base_image_repo=None, accelerator=parse_accelerator("cpu"),
-        project_root=tmp_path, project="proj", zone="us-central1-a", runtime_extras=("hf",),
-    )  # fmt: skip
-    assert resolved.requirements == [
-        "numpy", f"kinetic-runtime[gcs,debug,hf]=={kinetic_version()}"
-    ]  # fmt: skip
+        container_image="prebuilt",
+        base_image_repo=None,
+        accelerator=parse_accelerator("cpu"),
+        project_root=tmp_path,
+        project="proj",
+        zone="us-central1-a",
+        runtime_extras=("hf",),
+    )
+    assert resolved.requirements == ["numpy", f"kinetic-runtime[gcs,debug,hf]=={kinetic_version()}"]

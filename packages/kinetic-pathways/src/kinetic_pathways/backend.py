@@ -84,9 +84,16 @@ class PathwaysBackend(GKEBackend):
                 "multi-host shape (`kinetic accelerators` shows hosts per shape)."
             )
 
-    def manifest(self, record: JobRecord, *, env_secret: str | None = None) -> Obj:
+    def manifest(
+        self,
+        record: JobRecord,
+        *,
+        env_secret: str | None = None,
+        accelerator: Accelerator | None = None,
+    ) -> Obj:
         return lws_manifest(
             record,
+            accelerator=accelerator,
             version=self.workload.version(self.connection),
             options=self.pod_options,
             command=self._command,

@@ -11,7 +11,7 @@ from typing import Any
 from kinetic_gke.labels import job_labels
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_gke.queueing.admission import queue_labels
-from kinetic_protocol import JobRecord, parse_accelerator
+from kinetic_protocol import Accelerator, JobRecord, parse_accelerator
 
 __all__ = ["APP", "LWS_GROUP", "RUNTIME_COMMAND", "lws_manifest"]
 
@@ -27,14 +27,17 @@ pool and anti-affinity to other groups, so two slices never half-fill one pool e
 def lws_manifest(
     record: JobRecord,
     *,
+    accelerator: Accelerator | None = None,
     version: str = "v1",
     options: PodOptions | None = None,
     command: tuple[str, ...] = RUNTIME_COMMAND,
     env_secret: str | None = None,
 ) -> dict[str, Any]:
     """A LeaderWorkerSet that runs ``record`` once on every host of its slice (every host's
-    pod reads the captured variables from ``env_secret``)."""
-    hosts = parse_accelerator(record.accelerator).hosts
+    pod reads the captured variables from ``env_secret``). ``accelerator``: the record's, as
+    the backend parsed it (else parsed here)."""
+    accelerator = accelerator or parse_accelerator(record.accelerator)
+    hosts = accelerator.hosts
     extra_env = {
         "KINETIC_ENV": "pathways",
         "KINETIC_NUM_HOSTS": str(hosts),
@@ -46,6 +49,7 @@ def lws_manifest(
         extra_env["KINETIC_ATTEMPT_TIMEOUT"] = str(record.timeout)
     job = job_manifest(
         record,
+        accelerator=accelerator,
         options=options,
         command=command,
         extra_env=extra_env,

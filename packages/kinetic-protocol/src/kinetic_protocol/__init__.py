@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         AttemptFailure,
         FailureCause,
         JobCancelled,
+        RetryRule,
     )
     from kinetic_protocol.data import DataSpec, Mount, Volume
     from kinetic_protocol.errors import (
@@ -130,6 +131,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "AttemptFailure",
         "FailureCause",
         "JobCancelled",
+        "RetryRule",
     ),
     "data": ("DataSpec", "Mount", "Volume"),
     "output": ("KeptOutput",),
@@ -250,6 +252,7 @@ __all__ = [
     "RemoteError",
     "RemoteExitError",
     "ResultEnvelope",
+    "RetryRule",
     "SchemaVersionError",
     "SerializationError",
     "SigningKeyError",

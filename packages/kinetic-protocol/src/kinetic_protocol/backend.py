@@ -282,8 +282,14 @@ def array_runtime_args(manifest: BatchManifest, index_variable: str, part: int =
     record = manifest.job_template
     index = f"$({index_variable})"
     args = [
-        "--store", record.store_uri, "--job", f"{manifest.job_id_prefix}-{index}",
-        "--group", manifest.group_id, "--index", index,
-    ]  # fmt: skip
+        "--store",
+        record.store_uri,
+        "--job",
+        f"{manifest.job_id_prefix}-{index}",
+        "--group",
+        manifest.group_id,
+        "--index",
+        index,
+    ]
     offset = manifest.array_part_inputs(part).start
     return [*args, "--index-offset", str(offset)] if offset else args

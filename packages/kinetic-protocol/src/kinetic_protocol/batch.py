@@ -12,7 +12,7 @@ from typing import Annotated
 
 import msgspec
 
-from kinetic_protocol.causes import AttemptFailure
+from kinetic_protocol.causes import AttemptFailure, RetryRule
 from kinetic_protocol.records import SCHEMA_VERSION, JobRecord
 
 __all__ = [
@@ -74,7 +74,7 @@ class BatchManifest(msgspec.Struct, kw_only=True):
     retries: int = 0
     retry_on: list[str] | None = None
     """The causes ``retries`` apply to (``FailureCause`` values); None: the default
-    (``causes.retry_causes``)."""
+    (``causes.retry_causes``). Read through :attr:`retry_rule`."""
     max_concurrent: int | None = None
     fail_fast: bool = False
     cancel_running_on_fail: bool = False
@@ -92,6 +92,13 @@ class BatchManifest(msgspec.Struct, kw_only=True):
     """Its bookkeeping (child records, submission errors, leases, completion, cancel) is
     signed; False in batches of older Kinetics, whose unsigned records are not acted on."""
     schema_version: int = SCHEMA_VERSION
+
+    @property
+    def retry_rule(self) -> RetryRule:
+        """When its inputs' failed attempts run again (``retries``, ``retry_on`` and the
+        children's ``preemption_retries``)."""
+        template = self.job_template
+        return RetryRule.stored(self.retries, self.retry_on, template.preemption_retries)
 
     def child_job_id(self, index: int, attempt: int) -> str:
         return f"{self.job_id_prefix}-{index}" + (f"-r{attempt}" if attempt else "")

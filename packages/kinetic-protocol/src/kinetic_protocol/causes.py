@@ -23,6 +23,7 @@ __all__ = [
     "AttemptFailure",
     "FailureCause",
     "JobCancelled",
+    "RetryRule",
     "retry_causes",
 ]
 
@@ -56,10 +57,15 @@ class FailureCause(enum.StrEnum):
     """A Kinetic phase before the function ran failed (``AttemptFailure.phase`` names it)."""
 
 
-BACKEND_DECIDED = frozenset({
-    FailureCause.OOM, FailureCause.PREEMPTED, FailureCause.UNSCHEDULABLE,
-    FailureCause.IMAGE, FailureCause.TIMEOUT,
-})  # fmt: skip
+BACKEND_DECIDED = frozenset(
+    {
+        FailureCause.OOM,
+        FailureCause.PREEMPTED,
+        FailureCause.UNSCHEDULABLE,
+        FailureCause.IMAGE,
+        FailureCause.TIMEOUT,
+    }
+)
 """Causes a backend sees for itself; they stand whatever the stored result says (a function
 killed at its deadline may still have stored an error on the way out)."""
 
@@ -80,6 +86,54 @@ def retry_causes(names: Iterable[str] | None) -> frozenset[FailureCause]:
         return RETRYABLE - NOT_RETRIED_BY_DEFAULT
     known = {cause.value for cause in RETRYABLE}
     return frozenset(FailureCause(name) for name in names if name in known)
+
+
+class RetryRule(msgspec.Struct, frozen=True, kw_only=True):
+    """When a failed attempt runs again: the one rule that a batch's submitter and handle,
+    its resume, and a backend that retries an array batch's inputs itself all go by, so none
+    of them can retry what another would not.
+
+    A preemption first spends the attempt's own ``preemption_retries``: the backend runs the
+    same attempt again (same job id, same output directory), and nothing counts against
+    ``retries``. The preemption after those is the attempt's failure, cause ``preempted``,
+    which is then retried as the next attempt only when ``retry_on`` holds ``preempted`` and
+    ``retries`` remain, like any other cause."""
+
+    retries: int = 0
+    """How many more attempts an input gets after its first fails."""
+    retry_on: frozenset[FailureCause] = RETRYABLE - NOT_RETRIED_BY_DEFAULT
+    """The causes those attempts are spent on (:func:`retry_causes`)."""
+    preemption_retries: int = DEFAULT_PREEMPTION_RETRIES
+    """How many preemptions one attempt survives by running again as itself."""
+
+    @classmethod
+    def stored(
+        cls, retries: int, retry_on: Iterable[str] | None, preemption_retries: int
+    ) -> "RetryRule":
+        """The rule of a stored batch: ``retry_on`` as its manifest keeps it (names; None
+        for the default)."""
+        return cls(
+            retries=retries,
+            retry_on=retry_causes(retry_on),
+            preemption_retries=preemption_retries,
+        )
+
+    def attempts_left(self, attempt: int) -> bool:
+        """Whether attempt ``attempt`` (0 first) may be followed by another."""
+        return attempt < self.retries
+
+    def covers(self, cause: FailureCause) -> bool:
+        """Whether an attempt that ended for ``cause`` is one ``retries`` are spent on."""
+        return cause in self.retry_on
+
+    def retries_after(self, attempt: int, cause: FailureCause) -> bool:
+        """Whether attempt ``attempt``, ended for ``cause``, is followed by the next."""
+        return self.attempts_left(attempt) and self.covers(cause)
+
+    def preemptions_spent(self, preemptions: int) -> bool:
+        """Whether an attempt preempted ``preemptions`` times has no run of its own left:
+        the last preemption ended it (cause ``preempted``)."""
+        return preemptions > self.preemption_retries
 
 
 class AttemptFailure(msgspec.Struct, frozen=True, kw_only=True):

@@ -3,9 +3,9 @@
 A backend or store may offer more than :class:`~kinetic_protocol.Backend` and
 :class:`~kinetic_protocol.ObjectStore` require. The client looks for each extra by its
 protocol (``isinstance``), never by a class or a name, and a capability flag that promises one
-is checked against it (:func:`contract_problems`, run over every installed backend by the
-conformance test), so a backend that declares a flag without the method fails there, not in a
-user's debug session.
+is checked against it (:func:`kinetic_protocol.conformance.contract_problems`, run over every
+installed backend by the conformance test), so a backend that declares a flag without the
+method fails there, not in a user's debug session.
 """
 
 from collections.abc import Sequence
@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from kinetic_protocol.records import JobRecord
 
-__all__ = ["BucketStore", "PortForwarding", "SharesJobs", "contract_problems"]
+__all__ = ["BucketStore", "PortForwarding", "SharesJobs"]
 
 
 @runtime_checkable
@@ -52,25 +52,3 @@ class BucketStore(Protocol):
     def client(self) -> Any:
         """Its ``google.cloud.storage.Client``."""
         ...
-
-
-_PROMISED_BY_FLAG: dict[str, tuple[type, str]] = {
-    "debug_port_forward": (PortForwarding, "port_forward_command(record, local_port, remote_port)"),
-}
-"""Each capability flag that promises an optional method: the protocol, and what to define."""
-
-
-def contract_problems(backend: object) -> list[str]:
-    """What ``backend`` (a backend or its registered class) promises and lacks: one line per
-    capability flag set without the method it needs, and per optional attribute of the wrong
-    shape. Empty when it keeps its contract."""
-    problems = []
-    capabilities = getattr(backend, "capabilities", None)
-    for flag, (protocol, method) in _PROMISED_BY_FLAG.items():
-        name = method.split("(", 1)[0]
-        if getattr(capabilities, flag, False) and not callable(getattr(backend, name, None)):
-            problems.append(f"declares {flag} but has no {method} ({protocol.__name__})")
-    related = getattr(backend, "related_backends", ())
-    if isinstance(related, str) or not all(isinstance(name, str) for name in related):
-        problems.append(f"related_backends must be a sequence of backend names, not {related!r}")
-    return problems

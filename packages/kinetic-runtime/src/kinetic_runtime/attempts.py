@@ -20,6 +20,7 @@ from kinetic_protocol import (
     BatchChild,
     ObjectStore,
     PreconditionFailedError,
+    RetryRule,
     layout,
 )
 from kinetic_protocol.layout import ascii_count
@@ -63,7 +64,10 @@ class IndexRun:
 
     @property
     def preemptions_spent(self) -> bool:
-        return self.preemptions > self.preemption_retries
+        """Whether the cluster took this attempt away more often than the batch's rule lets
+        it run again as itself."""
+        rule = RetryRule(preemption_retries=self.preemption_retries)
+        return rule.preemptions_spent(self.preemptions)
 
 
 def record_attempt(
@@ -73,8 +77,11 @@ def record_attempt(
     it in place), signed as the client signs its own."""
     key = layout.child_key(group_id, index, attempt)
     child = BatchChild(
-        group_id=group_id, index=index, attempt=attempt, job_id=job_id,
+        group_id=group_id,
+        index=index,
+        attempt=attempt,
+        job_id=job_id,
         submitted_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
-    )  # fmt: skip
+    )
     with contextlib.suppress(PreconditionFailedError):
         store.write(key, seal_json(keyring, "batch-record", key, child), if_absent=True)

@@ -32,23 +32,17 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
-
-import cloudpickle
+from typing import NoReturn
 
 from kinetic_protocol import (
     EXIT_NO_SPACE,
     EXIT_PREEMPTIONS_SPENT,
-    CallDescriptor,
-    DebugOptions,
     Failed,
     HostStart,
     ObjectStore,
     ResultEnvelope,
-    SerializationError,
     SigningKeyError,
     Succeeded,
     layout,
@@ -61,239 +55,19 @@ from kinetic_runtime import settings
 from kinetic_runtime.attempts import IndexRun, record_attempt
 from kinetic_runtime.calls import (
     BatchInput,
-    StoredCall,
-    fetch_call,
-    load_call,
-    open_call,
-    read_input,
-    verify,
 )
 from kinetic_runtime.deadline import arm_deadline
 from kinetic_runtime.disk_full import overwrite, with_room
+from kinetic_runtime.job import JobRun, default_data_dir, now, say
 from kinetic_runtime.keeper import keep_output
-from kinetic_runtime.multihost import SliceHost, claim_host, initialise_jax
+from kinetic_runtime.multihost import SliceHost, claim_host
 from kinetic_runtime.phases import Phase, PhaseError
 from kinetic_runtime.stores import load_client_library, open_store
-from kinetic_runtime.workspace import (
-    apply_environment,
-    install_requirements,
-    missing_env,
-    unpack_bundle,
-)
 
 __all__ = ["main", "run_job"]
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_INFRA_ERROR = 0, 1, 2
 EXIT_HOST_REPLACED = REPLACED_EXIT
-_REPR_LIMIT = 500
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def _say(message: str) -> None:
-    print(f"[kinetic] {message}", file=sys.stderr, flush=True)
-
-
-class _Job:
-    """The steps of one run, each wrapped so a failure records its phase."""
-
-    def __init__(
-        self,
-        store: ObjectStore,
-        job_id: str,
-        workdir: Path,
-        host: SliceHost | None = None,
-        member: BatchInput | None = None,
-        *,
-        keyring: Keyring,
-    ) -> None:
-        self.keyring = keyring
-        self.store = store
-        self.job_id = job_id
-        self.workdir = workdir
-        self.host = host
-        self.member = member
-        self.started_at = _now()
-
-    def step(self, phase: Phase, fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except BaseException as exc:  # a user module's import may sys.exit() or be interrupted
-            raise PhaseError(phase, exc) from exc
-
-    def run(self) -> ResultEnvelope:
-        where = StoredCall.of(self.job_id, self.member)
-        stored = self.step(Phase.FETCH, fetch_call, self.store, where, self.job_id)
-        call = self.step(Phase.VERIFY, open_call, self.keyring, where, stored)
-        payload = self.step(Phase.FETCH, self.store.read, call.payload.key)
-        self.step(Phase.VERIFY, verify, call.payload, payload, where.owner)
-        arguments = None
-        if self.member is not None:
-            arguments = self.step(Phase.FETCH, read_input, self.store, call, self.member)
-        if call.bundle is not None:
-            bundle = self.step(Phase.FETCH, self.store.read, call.bundle.key)
-            self.step(Phase.VERIFY, verify, call.bundle, bundle, where.owner)
-            self.step(Phase.UNPACK, unpack_bundle, bundle, self.workdir)
-        self.step(Phase.ENVIRONMENT, self.prepare, call)
-        self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
-        # A batch child stages only what its function and its own input refer to.
-        needed = None if arguments is None else {*call.function_data, *arguments.data}
-        paths = self.step(Phase.DATA, self.stage_data, call, needed)
-        fn, args, kwargs = self.step(Phase.DESERIALIZE, load_call, payload, arguments, paths)
-        joined = self.host is not None and self.step(
-            Phase.DISTRIBUTED, initialise_jax, self.host, fn, self.store, self.job_id, self.say
-        )
-        if joined and self.host is not None:
-            _say(f"job {self.job_id}: jax.distributed initialised ({self.host.label})")
-        stop = None if call.debug is None else self.serve_debugger(call.debug)
-        _say(f"job {self.job_id}: running {call.func_name}")
-        value = self.call_user_function(fn, args, kwargs, stop)
-        return Succeeded(
-            job_id=self.job_id,
-            value=self.step(Phase.SERIALIZE_RESULT, _dump_value, value, call.func_name),
-            started_at=self.started_at,
-            finished_at=_now(),
-        )
-
-    def serve_debugger(self, options: DebugOptions) -> Callable[[], object] | None:
-        """The debug server of a ``debug=True`` job; on a multi-host job only the leader's.
-
-        One debugger per job: its ``debug.json`` and the backend's port forward name host 0.
-        Another host that waited too would wait the whole ``KINETIC_DEBUG_WAIT`` for a client
-        that never comes, so it runs at once (and meets the leader at its first collective)."""
-        if self.host is not None and not self.host.is_leader:
-            self.say(f"the debugger attaches to host 0; {self.host.label} runs without one")
-            return None
-        from kinetic_runtime import debugging
-
-        debug = (options, self.store, self.job_id, self.workdir, _say)
-        stop: Callable[[], object] | None = self.step(Phase.DEBUG, debugging.serve, *debug)
-        return stop
-
-    def call_user_function(
-        self,
-        fn: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        stop: Callable[[], object] | None = None,
-    ) -> Any:
-        """Call the function; any ``BaseException`` it raises becomes a ``run`` failure, except
-        a successful ``sys.exit`` (code ``None`` or ``0``), which returns ``None``.
-
-        ``stop`` (a debug job with a debugger attached: ``debugpy.breakpoint``) is called in
-        this frame, so the debugger stops on the next line: step into it to enter ``fn``."""
-        try:
-            if stop is not None:
-                stop()
-            return fn(*args, **kwargs)  # debug jobs stop here: step into the function
-        except SystemExit as exc:
-            if _exit_succeeded(exc):
-                _say(f"job {self.job_id}: the function called sys.exit({exc.code!r}): success")
-                return None
-            raise PhaseError(Phase.RUN, exc) from exc
-        except BaseException as exc:
-            raise PhaseError(Phase.RUN, exc) from exc
-
-    def stage_data(self, call: CallDescriptor, needed: set[int] | None) -> list[str | None]:
-        """The call's ``kinetic.Data`` staged (all, or the ``needed`` entries and every
-        volume's); the path of each by index, None for one not staged."""
-        if not call.data:
-            return []  # most jobs: nothing to stage, so the data machinery is never loaded
-        from kinetic_runtime.data.stage import stage_data
-
-        data_dir = Path(settings.DATA_DIR.from_env() or _default_data_dir(self.workdir))
-        private = settings.VOLUME_MOUNTS.value() == "namespace"
-        return stage_data(
-            call, self.store, data_dir, private_mounts=private, say=self.say, only=needed
-        )
-
-    def say(self, message: str) -> None:
-        _say(f"job {self.job_id}: {message}")
-
-    def prepare(self, call: CallDescriptor) -> None:
-        default_output = self.store.url(layout.output_prefix(self.job_id).rstrip("/"))
-        apply_environment(call, self.workdir, call.output_dir or default_output, self.job_id)
-        missing = missing_env(call)
-        if missing:
-            self.say(
-                f"captured variable(s) {', '.join(missing)} were not passed to this job (a "
-                "batch resumed where they were not set?); it runs without them"
-            )
-        if self.host is not None:
-            os.environ.update(self.host.environment())
-
-    def failed(self, error: PhaseError) -> Failed:
-        import traceback  # loaded for a failure only: a job's start pays for what it uses
-
-        cause = error.cause
-        frames = traceback.format_exception(cause)
-        if error.phase is Phase.RUN:
-            # Drop the runtime's own frames: the user wants their traceback.
-            frames = [frames[0], *_user_frames(cause)]
-        try:
-            pickled: bytes | None = cloudpickle.dumps(cause)
-        except Exception:
-            pickled = None
-        return Failed(
-            job_id=self.job_id,
-            phase=error.phase.value,
-            exc_type=f"{type(cause).__module__}.{type(cause).__qualname__}",
-            message=_message(cause),
-            traceback="".join(frames),
-            exception=pickled,
-            started_at=self.started_at,
-            finished_at=_now(),
-            host=self.host.index if self.host else 0,
-            hosts=self.host.count if self.host else 1,
-        )
-
-
-def _exit_succeeded(exc: SystemExit) -> bool:
-    """Whether ``sys.exit(code)`` means success, as it would for a Python process."""
-    return exc.code is None or (isinstance(exc.code, int) and exc.code == 0)
-
-
-def _message(exc: BaseException) -> str:
-    """The envelope's message; a bare ``SystemExit`` or ``KeyboardInterrupt`` has an empty or
-    numeric ``str``, so those say what happened."""
-    if isinstance(exc, SystemExit):
-        return f"the function called sys.exit({exc.code!r})"
-    text = str(exc)
-    if not isinstance(exc, Exception) and not text:
-        return f"the function raised {type(exc).__name__}"
-    return text
-
-
-def _user_frames(exc: BaseException) -> list[str]:
-    """The traceback after the runtime's own frames, without its "Traceback" header.
-
-    With no frame left (a builtin such as ``int`` was the function), the formatted exception
-    has no header to drop, only the exception line, which must be kept.
-    """
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-        tb = tb.tb_next
-    import traceback
-
-    lines = traceback.format_exception(type(exc), exc, tb)
-    return lines[1:] if tb is not None else lines
-
-
-def _dump_value(value: Any, func_name: str) -> bytes:
-    try:
-        data: bytes = cloudpickle.dumps(value)
-    except Exception as exc:
-        shown = repr(value)
-        if len(shown) > _REPR_LIMIT:
-            shown = shown[:_REPR_LIMIT] + "..."
-        raise SerializationError(
-            f"{func_name} returned a value that cannot be pickled ({type(value).__name__}: "
-            f"{exc}). Value: {shown}. Return plain data, or write large or special objects "
-            "to KINETIC_OUTPUT_DIR and return their paths."
-        ) from exc
-    return data
 
 
 def _result_key(job_id: str, host: SliceHost | None, envelope: ResultEnvelope) -> str | None:
@@ -330,20 +104,20 @@ def _release_slice(job_id: str, host: SliceHost) -> None:
     try:
         api = SliceApi.from_pod()
         if api is not None:
-            release_slice(api, host, lambda message: _say(f"job {job_id}: {message}"))
+            release_slice(api, host, lambda message: say(f"job {job_id}: {message}"))
     except Exception as exc:
-        _say(f"job {job_id}: could not stop its slice ({exc!r}); a client's next poll does")
+        say(f"job {job_id}: could not stop its slice ({exc!r}); a client's next poll does")
 
 
 def _start_host(store: ObjectStore, job_id: str, host: SliceHost) -> int | None:
     """Claim ``host`` for this run; an exit status instead when it must not run again."""
     claim = claim_host(store, job_id, host)
     if claim == "restarted":
-        _say(f"job {job_id}: {host.label} has run already in this pod; waiting to be stopped")
+        say(f"job {job_id}: {host.label} has run already in this pod; waiting to be stopped")
         _release_slice(job_id, host)
         return _hold()
     if claim == "replaced":
-        _say(
+        say(
             f"job {job_id}: {host.label} started in a new pod after its first pod was lost "
             "(evicted, preempted or its node failed); a slice is never re-run in part."
         )
@@ -354,11 +128,11 @@ def _start_host(store: ObjectStore, job_id: str, host: SliceHost) -> int | None:
 def _record_start(store: ObjectStore, job_id: str) -> None:
     """Say when a single-host job began running (its timeline's start); best effort, since a
     job that cannot write this will say why when it stores its result."""
-    start = HostStart(job_id=job_id, host=0, hosts=1, instance=str(os.getpid()), started_at=_now())
+    start = HostStart(job_id=job_id, host=0, hosts=1, instance=str(os.getpid()), started_at=now())
     try:
         store.write(layout.host_started_key(job_id, 0), encode_json(start))
     except Exception as exc:
-        _say(f"job {job_id}: could not record its start time: {exc!r}")
+        say(f"job {job_id}: could not record its start time: {exc!r}")
 
 
 def _start_index_run(
@@ -374,7 +148,7 @@ def _start_index_run(
     if run is None or member is None:
         return None
     if run.preemptions_spent:
-        _say(
+        say(
             f"job {job_id}: preempted {run.preemptions} times, more than its "
             f"preemption_retries ({run.preemption_retries}); not running it again"
         )
@@ -383,7 +157,7 @@ def _start_index_run(
         try:
             record_attempt(store, keyring, member.group_id, member.index, run.attempt, job_id)
         except Exception as exc:
-            _say(f"job {job_id}: could not record its attempt ({exc!r}); it runs all the same")
+            say(f"job {job_id}: could not record its attempt ({exc!r}); it runs all the same")
     return None
 
 
@@ -393,7 +167,7 @@ def _keep_output(store: ObjectStore, store_uri: str, job_id: str, host: int) -> 
     and locks are the parent's too (a 2-host leader hung for minutes on a pool lock copied
     while held). Its client library is loaded before the fork, once for both processes."""
     load_client_library(store)
-    keep_output(store_uri, job_id, host, lambda m: _say(f"job {job_id}: {m}"))
+    keep_output(store_uri, job_id, host, lambda m: say(f"job {job_id}: {m}"))
     return open_store(store_uri)
 
 
@@ -413,12 +187,12 @@ def run_job(
     try:
         keyring = _keyring()
     except Exception as exc:
-        _say(f"job {job_id}: {exc}")
+        say(f"job {job_id}: {exc}")
         return EXIT_INFRA_ERROR
     try:
         store = open_store(store_uri)
     except Exception as exc:
-        _say(f"job {job_id}: cannot open store {store_uri}: {exc}")
+        say(f"job {job_id}: cannot open store {store_uri}: {exc}")
         return EXIT_INFRA_ERROR
     try:
         host = SliceHost.from_env()
@@ -428,7 +202,7 @@ def run_job(
             else _start_host(store, job_id, host)
         )
     except Exception as exc:
-        _say(f"job {job_id}: cannot start this host of a multi-host job: {exc}")
+        say(f"job {job_id}: cannot start this host of a multi-host job: {exc}")
         return EXIT_INFRA_ERROR
     if early is not None:
         return early
@@ -438,7 +212,7 @@ def run_job(
     arm_deadline(job_id)  # only a run that goes on: a restarted host waits instead
     if host is None:
         _record_start(store, job_id)
-    job = _Job(store, job_id, workdir, host, member, keyring=keyring)
+    job = JobRun(store, job_id, workdir, host, member, keyring=keyring)
     envelope: ResultEnvelope
     try:
         try:
@@ -456,7 +230,7 @@ def run_job(
         return unstored
     outcome = "succeeded" if isinstance(envelope, Succeeded) else f"failed ({envelope.phase})"
     where = f" on {host.label}" if host else ""
-    _say(f"job {job_id}: {outcome}{where} in {time.monotonic() - begin:.2f}s")
+    say(f"job {job_id}: {outcome}{where} in {time.monotonic() - begin:.2f}s")
     return code
 
 
@@ -470,7 +244,7 @@ def _failed_with(job_id: str, error: PhaseError, envelope: Failed, workdir: Path
         where = cause.filename if isinstance(cause, OSError) and cause.filename else workdir
         _no_space(job_id, f"in phase {error.phase.value}, writing under {where}: {cause}")
         return EXIT_NO_SPACE
-    _say(f"job {job_id}: failed in phase {error.phase.value}: {error.cause!r}")
+    say(f"job {job_id}: failed in phase {error.phase.value}: {error.cause!r}")
     return EXIT_INFRA_ERROR
 
 
@@ -494,7 +268,7 @@ def _store_outcome(
         if is_disk_full(exc):
             _no_space(job_id, f"storing its result: {exc}")
             return EXIT_NO_SPACE
-        _say(f"job {job_id}: could not store the result: {exc!r}")
+        say(f"job {job_id}: could not store the result: {exc!r}")
         return EXIT_INFRA_ERROR
     return None
 
@@ -502,7 +276,7 @@ def _store_outcome(
 def _no_space(job_id: str, what: str) -> None:
     """Say why this run ends with ``EXIT_NO_SPACE``: in the log, and where the backend reads."""
     message = f"No space left on device while {what}"
-    _say(f"job {job_id}: {message}")
+    say(f"job {job_id}: {message}")
     room = settings.TERMINATION_LOG.from_env()  # set aside by the local supervisor
     if room:
         overwrite(room, message)
@@ -540,10 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", help="the batch of a batch child (with --index)")
     parser.add_argument("--index", type=int, help="a batch child's input index")
     parser.add_argument(
-        "--index-offset", type=int, default=0,
+        "--index-offset",
+        type=int,
+        default=0,
         help="the first input of the array object this runs in: --index, and the number "
         "ending --job, are counted from it",
-    )  # fmt: skip
+    )
     parser.add_argument("--workdir", default=settings.WORKDIR.from_env())
     options = parser.parse_args(argv)
     if not options.store or not options.job:
@@ -586,9 +362,4 @@ def _own_workdir(job_id: str) -> Iterator[Path]:
         yield workdir
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-        shutil.rmtree(_default_data_dir(workdir), ignore_errors=True)
-
-
-def _default_data_dir(workdir: Path) -> Path:
-    """Where a job's data is staged unless ``KINETIC_DATA_DIR`` says: beside its workdir."""
-    return Path(f"{workdir}-data")
+        shutil.rmtree(default_data_dir(workdir), ignore_errors=True)

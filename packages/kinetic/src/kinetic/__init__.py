@@ -105,10 +105,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(batch, name)
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+        from kinetic._version import kinetic_version
 
-        try:
-            return version("kinetic")
-        except PackageNotFoundError:  # a source tree that is not installed
-            return "0.0.0"
+        return kinetic_version()
     raise AttributeError(f"module 'kinetic' has no attribute {name!r}")

@@ -1,9 +1,18 @@
 """Build (once) the backend and store that a stored job record points at."""
 
-from kinetic.backends import get_backend
-from kinetic_protocol import Backend, BackendSettings, JobRecord, ObjectStore
+from typing import cast
 
-__all__ = ["backend_for", "open_store", "store_for"]
+from kinetic.backends import get_backend
+from kinetic_protocol import (
+    ArrayBackend,
+    Backend,
+    BackendSettings,
+    ConfigError,
+    JobRecord,
+    ObjectStore,
+)
+
+__all__ = ["array_backend_for", "backend_for", "open_store", "store_for"]
 
 
 def open_store(uri: str) -> ObjectStore:
@@ -20,3 +29,14 @@ def backend_for(record: JobRecord) -> Backend:
 
 def store_for(record: JobRecord) -> ObjectStore:
     return open_store(record.store_uri)
+
+
+def array_backend_for(record: JobRecord) -> ArrayBackend:
+    """The backend of an array batch's child ``record`` (or template)."""
+    backend = backend_for(record)
+    if not backend.capabilities.array_batches:
+        raise ConfigError(
+            f"Backend {record.backend!r} holds no array batches, yet batch {record.group_id} "
+            "is one: it was written by another version of that backend."
+        )
+    return cast(ArrayBackend, backend)

@@ -8,12 +8,15 @@ job printed appear, in order, before a blocking call returns.
 
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from kinetic import _log
-from kinetic_protocol import Backend, JobRecord
+from kinetic._context import backend_for
+from kinetic._interrupted import say_job_left_running
+from kinetic._waiting import QueueLine, StatusCallback, until_terminal
+from kinetic_protocol import Backend, JobRecord, JobState, JobStatus
 
-__all__ = ["LogCopier"]
+__all__ = ["LogCopier", "wait_for_result"]
 
 log = _log.get_logger(__name__)
 
@@ -57,3 +60,32 @@ class LogCopier:
     def abandon(self) -> None:
         """Stop copying at once: the caller stops waiting while the job goes on."""
         self._stop.set()
+
+
+def wait_for_result(
+    record: JobRecord,
+    timeout: float | None,
+    on_status_change: Callable[[JobStatus], None] | None,
+    stream_logs: bool,
+) -> JobState:
+    """``JobHandle.result``'s wait until the job of ``record`` is terminal. With
+    ``stream_logs`` (a blocking call) it copies the job's output here meanwhile, to its last
+    line, and says where the job waits in a queue. Ctrl-C says how to find the job again; the
+    job goes on running, as it does after a timeout."""
+    backend = backend_for(record)
+    copier = None
+    try:
+        if stream_logs:
+            copier = LogCopier(backend, record)
+        queue_line = QueueLine(record.job_id) if stream_logs else None
+        notify = StatusCallback(on_status_change, record.job_id)
+        state = until_terminal(backend, record, timeout, notify, queue_line)
+    except BaseException as stopped:  # Ctrl-C or a timeout: the job goes on, its copier stops
+        if copier is not None:
+            copier.abandon()
+        if isinstance(stopped, KeyboardInterrupt):
+            say_job_left_running(record.job_id, record.backend)
+        raise
+    if copier is not None:
+        copier.finish()  # every line the job printed is out before its value is back
+    return state

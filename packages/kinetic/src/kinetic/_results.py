@@ -25,8 +25,10 @@ def rebuild_exception(envelope: Failed) -> BaseException:
     where = "" if envelope.phase == "run" else f" (before your function ran: {envelope.phase})"
     if envelope.hosts > 1:
         where = f" on host {envelope.host} of {envelope.hosts}{where}"
-    exc.add_note(f"Raised in Kinetic job {envelope.job_id}{where}. Remote traceback:\n"
-                 + envelope.traceback.rstrip())  # fmt: skip
+    exc.add_note(
+        f"Raised in Kinetic job {envelope.job_id}{where}. Remote traceback:\n"
+        + envelope.traceback.rstrip()
+    )
     exc.remote_traceback = envelope.traceback  # type: ignore[attr-defined]
     exc.job_phase = envelope.phase  # type: ignore[attr-defined]
     exc.job_host = envelope.host  # type: ignore[attr-defined]

@@ -11,7 +11,6 @@ from kinetic_protocol import (
     Backend,
     BackendSettings,
     ConfigError,
-    JobRecord,
 )
 from kinetic_protocol.settings import resolve_declared
 
@@ -20,7 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "array_backend",
-    "array_backend_for",
     "available_backends",
     "get_backend",
     "load_factory",
@@ -89,17 +87,4 @@ def array_backend(
         return None
     if fail_fast and (not cancel_running_on_fail or inputs > limit):
         return None
-    return cast(ArrayBackend, backend)
-
-
-def array_backend_for(record: JobRecord) -> ArrayBackend:
-    """The backend of an array batch's child ``record`` (or template)."""
-    from kinetic._context import backend_for
-
-    backend = backend_for(record)
-    if not backend.capabilities.array_batches:
-        raise ConfigError(
-            f"Backend {record.backend!r} holds no array batches, yet batch {record.group_id} "
-            "is one: it was written by another version of that backend."
-        )
     return cast(ArrayBackend, backend)

@@ -214,9 +214,10 @@ def resolve_settings(
     if chosen_backend.value is None:
         if resolved_project.value and accelerator is not None and accelerator.multi_host:
             chosen_backend = Setting(
-                "pathways", "default", f"a GCP project is configured and {accelerator.name} "
-                "spans several hosts",
-            )  # fmt: skip
+                "pathways",
+                "default",
+                f"a GCP project is configured and {accelerator.name} spans several hosts",
+            )
         elif resolved_project.value:
             chosen_backend = Setting("gke", "default", "a GCP project is configured")
         else:

@@ -53,7 +53,6 @@ from kinetic_protocol.records import decode_json
 
 if TYPE_CHECKING:
     from kinetic._relay import PortRelay
-    from kinetic.handle import JobHandle
 
 __all__ = [
     "DEFAULT_ATTACH_TIMEOUT",
@@ -299,8 +298,15 @@ def start_port_forward(
     return proc
 
 
+class _Job(Protocol):
+    """What :func:`debug_attach` attaches to (a :class:`~kinetic.JobHandle` is one)."""
+
+    @property
+    def record(self) -> JobRecord: ...
+
+
 def debug_attach(
-    handle: "JobHandle",
+    handle: _Job,
     local_port: int = 5678,
     working_dir: str | None = None,
     *,

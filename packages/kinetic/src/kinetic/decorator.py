@@ -82,10 +82,15 @@ class RemoteFunction(Generic[P, R]):
         from kinetic.batch import run_map
 
         options = MapOptions.build(
-            input_mode=input_mode, max_concurrent=max_concurrent, retries=retries,
-            fail_fast=fail_fast, cancel_running_on_fail=cancel_running_on_fail, name=name,
-            tags=tags, retry_on=retry_on,
-        )  # fmt: skip
+            input_mode=input_mode,
+            max_concurrent=max_concurrent,
+            retries=retries,
+            fail_fast=fail_fast,
+            cancel_running_on_fail=cancel_running_on_fail,
+            name=name,
+            tags=tags,
+            retry_on=retry_on,
+        )
         run_options = self.options.overridden(queue=queue, priority=priority)
         return run_map(self.__wrapped__, run_options, inputs, options)
 

@@ -30,18 +30,43 @@ __all__ = [
 
 BLOCKED_NAMES: Mapping[str, str] = {
     **dict.fromkeys(
-        ("PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "USERNAME", "HOSTNAME",
-         "TMPDIR", "TMP", "TEMP", "SHLVL", "_", "VIRTUAL_ENV", "XDG_RUNTIME_DIR"),
+        (
+            "PATH",
+            "HOME",
+            "PWD",
+            "OLDPWD",
+            "SHELL",
+            "USER",
+            "LOGNAME",
+            "USERNAME",
+            "HOSTNAME",
+            "TMPDIR",
+            "TMP",
+            "TEMP",
+            "SHLVL",
+            "_",
+            "VIRTUAL_ENV",
+            "XDG_RUNTIME_DIR",
+        ),
         "it describes this machine (its paths, its user, its shell); a job has its own",
     ),
     **dict.fromkeys(
-        ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "KUBECONFIG",
-         "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "DOCKER_CONFIG", "SSH_AUTH_SOCK",
-         "SSH_AGENT_PID", "GNUPGHOME", "NETRC"),
+        (
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "CLOUDSDK_CONFIG",
+            "KUBECONFIG",
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "AWS_CONFIG_FILE",
+            "DOCKER_CONFIG",
+            "SSH_AUTH_SOCK",
+            "SSH_AGENT_PID",
+            "GNUPGHOME",
+            "NETRC",
+        ),
         "it points at credentials kept on this machine, which a job cannot (and must not) "
         "read; give the job its own identity (a Kubernetes service account) instead",
     ),
-}  # fmt: skip
+}
 """Exact names that are never captured, with why."""
 
 BLOCKED_PREFIXES: Mapping[str, str] = {
@@ -57,9 +82,17 @@ BLOCKED_PREFIXES: Mapping[str, str] = {
 """Name prefixes that are never captured, with why (``KINETIC_*`` except :func:`_passable`)."""
 
 CREDENTIAL_WORDS = (
-    "TOKEN", "SECRET", "PASSWORD", "PASSWD", "API_KEY", "APIKEY", "CREDENTIAL", "PRIVATE_KEY",
-    "ACCESS_KEY", "SESSION_KEY",
-)  # fmt: skip
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "API_KEY",
+    "APIKEY",
+    "CREDENTIAL",
+    "PRIVATE_KEY",
+    "ACCESS_KEY",
+    "SESSION_KEY",
+)
 """Words in a name that make a pattern's capture worth a warning: it may carry a secret."""
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -7,11 +7,13 @@ says that a job which is gone was cancelled. This module puts the three together
 """
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import msgspec
 
 from kinetic._context import store_for
+from kinetic.bookkeeping.kept import batch_cancelled, kept_failure_summary, kept_outcome
+from kinetic.trust import OutcomeKind, SealedOutcome, open_outcome
 from kinetic_protocol import (
     AttemptFailure,
     CollectedOutcome,
@@ -19,6 +21,7 @@ from kinetic_protocol import (
     Failed,
     FailureCause,
     JobCancelled,
+    JobRecord,
     JobState,
     JobStatus,
     KineticError,
@@ -30,11 +33,9 @@ from kinetic_protocol import (
 from kinetic_protocol.causes import BACKEND_DECIDED
 from kinetic_protocol.records import decode_json, encode_json
 
-if TYPE_CHECKING:
-    from kinetic.handle import JobHandle
-
 __all__ = [
     "USER_PHASES",
+    "Attempt",
     "cause_of",
     "failed_attempt",
     "failure_document",
@@ -51,7 +52,17 @@ pickled. A failure in any other phase happened before the function ran (``infras
 CANCELLED_BY_USER = "cancelled by the user"
 
 
-def failure_of(job: "JobHandle", state: JobState) -> AttemptFailure | None:
+class Attempt(Protocol):
+    """What an attempt's failure is read from (a :class:`~kinetic.JobHandle` is one): its
+    stored record, and the outcome the job stored, as a terminal ``state`` explains it."""
+
+    @property
+    def record(self) -> JobRecord: ...
+
+    def sealed_outcome(self, state: JobState) -> SealedOutcome: ...
+
+
+def failure_of(job: Attempt, state: JobState) -> AttemptFailure | None:
     """How ``job``'s attempt ended without a value, given its current ``state``; None while it
     is pending or running, once it succeeded, and when it is gone for no recorded reason."""
     if state.status is JobStatus.FAILED:
@@ -61,7 +72,7 @@ def failure_of(job: "JobHandle", state: JobState) -> AttemptFailure | None:
     return None
 
 
-def cause_of(job: "JobHandle", state: JobState) -> FailureCause:
+def cause_of(job: Attempt, state: JobState) -> FailureCause:
     """The cause a batch's retry decision goes by, for a terminal ``state`` that is not
     success: a child gone for no recorded reason counts as ``exit`` (it ended without a
     result), which ``retries`` cover as the spec says."""
@@ -69,7 +80,7 @@ def cause_of(job: "JobHandle", state: JobState) -> FailureCause:
     return FailureCause.EXIT if failure is None else failure.cause
 
 
-def failed_attempt(job: "JobHandle", state: JobState) -> AttemptFailure:
+def failed_attempt(job: Attempt, state: JobState) -> AttemptFailure:
     """The failure of an attempt whose state is FAILED."""
     attempt = job.record.attempt
     if state.cause in BACKEND_DECIDED:
@@ -107,11 +118,9 @@ def from_envelope(envelope: Failed, attempt: int, exit_code: int | None = None) 
     )
 
 
-def _cancelled(job: "JobHandle") -> AttemptFailure | None:
+def _cancelled(job: Attempt) -> AttemptFailure | None:
     """A cancellation recorded for this attempt: by its batch (a signed batch record), or by
     ``cancel()``."""
-    from kinetic.batch.kept import batch_cancelled
-
     record = job.record
     by_batch = batch_cancelled(record)
     if by_batch is not None:
@@ -126,13 +135,11 @@ def _cancelled(job: "JobHandle") -> AttemptFailure | None:
     return AttemptFailure(cause=FailureCause.CANCELLED, reason=found.reason, attempt=record.attempt)
 
 
-def _kept_failure(job: "JobHandle") -> AttemptFailure | None:
+def _kept_failure(job: Attempt) -> AttemptFailure | None:
     """A collected child's failure: from the outcome its batch kept, else from the failure
     summary the batch kept (a child killed before it stored a result leaves only that)."""
-    if job.group_index is None:
+    if job.record.group_index is None:
         return None
-    from kinetic.batch.kept import kept_failure_summary, kept_outcome
-
     found = kept_failure(job, kept_outcome(job.record))
     if found is not None:
         return found
@@ -140,11 +147,9 @@ def _kept_failure(job: "JobHandle") -> AttemptFailure | None:
     return None if summary is None else summary.failure
 
 
-def _kept_envelope(job: "JobHandle", kept: CollectedOutcome) -> ResultEnvelope | None:
+def _kept_envelope(job: Attempt, kept: CollectedOutcome) -> ResultEnvelope | None:
     """The outcome a batch kept for ``job``, verified; None if it does not verify."""
-    from kinetic.trust import OutcomeKind, open_outcome
-
-    key = f"{layout.collected_prefix(job.record.group_id or '')} (kept for {job.job_id})"
+    key = f"{layout.collected_prefix(job.record.group_id or '')} (kept for {job.record.job_id})"
     kind: OutcomeKind = "host-result" if kept.kind == "host-result" else "result"
     try:
         return open_outcome(job.record, kept.envelope, key=key, kind=kind).envelope
@@ -152,9 +157,9 @@ def _kept_envelope(job: "JobHandle", kept: CollectedOutcome) -> ResultEnvelope |
         return None
 
 
-def kept_failure(job: "JobHandle", kept: CollectedOutcome | None) -> AttemptFailure | None:
+def kept_failure(job: Attempt, kept: CollectedOutcome | None) -> AttemptFailure | None:
     """A batch child collected and cleaned up: the failure its batch kept, if it failed."""
-    if kept is None or kept.job_id != job.job_id:
+    if kept is None or kept.job_id != job.record.job_id:
         return None
     envelope = _kept_envelope(job, kept)
     if isinstance(envelope, Failed):
@@ -162,13 +167,13 @@ def kept_failure(job: "JobHandle", kept: CollectedOutcome | None) -> AttemptFail
     return None
 
 
-def kept_value(job: "JobHandle", kept: CollectedOutcome) -> bool:
+def kept_value(job: Attempt, kept: CollectedOutcome) -> bool:
     """Whether the outcome a batch kept for ``job`` verifies and is a value: what
     ``results()`` returns rather than raises."""
-    return kept.job_id == job.job_id and isinstance(_kept_envelope(job, kept), Succeeded)
+    return kept.job_id == job.record.job_id and isinstance(_kept_envelope(job, kept), Succeeded)
 
 
-def record_cancel(job: "JobHandle", reason: str = CANCELLED_BY_USER) -> None:
+def record_cancel(job: Attempt, reason: str = CANCELLED_BY_USER) -> None:
     """Say, before the job is stopped, that it was cancelled (its resource goes with it)."""
     record = job.record
     cancelled = JobCancelled(

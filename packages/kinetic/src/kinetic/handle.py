@@ -7,29 +7,22 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from kinetic import _log
 from kinetic._context import backend_for, store_for
-from kinetic._interrupted import say_job_left_running
-from kinetic._log_copier import LogCopier
+from kinetic._log_copier import wait_for_result
 from kinetic._results import unwrap
-from kinetic._waiting import QueueLine, StatusCallback, until_terminal
-from kinetic.trust import SealedOutcome, open_outcome
+from kinetic._waiting import StatusCallback, until_terminal
+from kinetic.bookkeeping.kept import keep_with_batch, seen_by_batch
+from kinetic.handle_record import record_from_context, record_from_dict, record_from_fields
+from kinetic.trust import SealedOutcome
 from kinetic_protocol import (
     AttemptFailure,
-    ConfigError,
-    Failed,
     HostSelection,
-    JobFailedError,
-    JobNotFoundError,
     JobRecord,
     JobState,
     JobStatus,
-    KineticError,
     Mount,
-    ObjectNotFoundError,
     ResultEnvelope,
     layout,
-    parse_accelerator,
 )
 from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES, SCHEMA_VERSION
 
@@ -37,16 +30,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from kinetic.debug import DebugProcess
+    from kinetic.handle_record import JobContext
     from kinetic.outputs import OutputFile
-    from kinetic.submission.context import JobContext
 
 __all__ = ["JobHandle"]
-
-
-_REQUIRED_FIELDS = (
-    "job_id", "backend", "project", "cluster_name", "zone", "namespace", "bucket_name",
-    "k8s_name", "image_uri", "accelerator", "func_name", "display_name", "created_at",
-)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True, eq=True, repr=False)
@@ -97,11 +84,7 @@ class JobHandle:
 
     def __post_init__(self) -> None:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        try:
-            record = msgspec.convert(fields, JobRecord)
-        except msgspec.ValidationError as exc:
-            raise ConfigError(f"JobHandle: invalid field: {exc}") from exc
-        object.__setattr__(self, "_record", record)
+        object.__setattr__(self, "_record", record_from_fields(fields))
 
     @classmethod
     def from_record(cls, record: JobRecord) -> "JobHandle":
@@ -113,11 +96,9 @@ class JobHandle:
         cls, ctx: "JobContext", backend_name: str, namespace: str, k8s_name: str
     ) -> "JobHandle":
         """Build a handle from a live job context: the object a submitter holds while it
-        submits one job (see :class:`kinetic.submission.context.JobContext` for what it reads).
+        submits one job (see :class:`kinetic.handle_record.JobContext` for what it reads).
         The handle is made through the same stored record as any other; a missing or invalid
         attribute is a ``ConfigError``."""
-        from kinetic.submission.context import record_from_context
-
         return cls.from_record(record_from_context(ctx, backend_name, namespace, k8s_name))
 
     @property
@@ -143,20 +124,7 @@ class JobHandle:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "JobHandle":
         """Rebuild a handle; unknown keys (from a newer Kinetic) are ignored."""
-        if not isinstance(d, dict):
-            raise ConfigError(f"JobHandle.from_dict needs a dict, got {type(d).__name__}.")
-        required = [f for f in _REQUIRED_FIELDS if f not in d]
-        if required:
-            raise ConfigError(
-                f"JobHandle.from_dict: missing required field(s) {', '.join(required)}. "
-                "Pass a dict made by JobHandle.to_dict(), or use kinetic.attach(job_id)."
-            )
-        known = set(JobRecord.__struct_fields__)
-        try:
-            record = msgspec.convert({k: v for k, v in d.items() if k in known}, JobRecord)
-        except msgspec.ValidationError as exc:
-            raise ConfigError(f"JobHandle.from_dict: invalid handle dict: {exc}") from exc
-        return cls.from_record(record)
+        return cls.from_record(record_from_dict(d))
 
     def _repr_html_(self) -> str:
         """Jupyter's view: id, status with its reason, and the CLI command for its logs."""
@@ -172,10 +140,7 @@ class JobHandle:
         A debug job waiting for its debugger is RUNNING "waiting for debugger at HOST:PORT".
         """
         state = backend_for(self._record).statuses([self._record])[self.job_id]
-        if state.status is JobStatus.NOT_FOUND and self._collected_with_batch():
-            from kinetic.batch.state import CLEANED_UP
-
-            return JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP)
+        state = seen_by_batch(self._record, state)  # a child collected with its batch
         if not self.debug:
             return state
         from kinetic.debug import waiting_detail
@@ -208,7 +173,9 @@ class JobHandle:
         Once the backend's own log is gone (its pod or local directory), or out of reach, the
         output the job kept in the store stands in for it: the tail of each run, up to
         ``KINETIC_KEEP_OUTPUT_BYTES`` per host."""
-        return self._read_output(n, host)
+        from kinetic.kept_output import job_output
+
+        return job_output(self._record, tail=n, host=host)
 
     def logs(self, follow: bool = False, *, host: HostSelection = None) -> str | None:
         """The job's output so far; with ``follow``, print it until the job ends instead.
@@ -220,7 +187,9 @@ class JobHandle:
         the backend's log while the job runs; a job whose log is gone prints its kept output.
         """
         if not follow:
-            return self._read_output(None, host)
+            from kinetic.kept_output import job_output
+
+            return job_output(self._record, host=host)
         for line in self.follow_lines(host=host):
             sys.stdout.write(line)
             sys.stdout.flush()
@@ -229,95 +198,18 @@ class JobHandle:
     def follow_lines(self, *, host: HostSelection = None) -> Iterator[str]:
         """The job's output lines as they are written, until it ends (``logs(follow=True)``
         prints them). A job whose backend log is gone yields the output kept in the store."""
-        from kinetic.kept_output import kept_text
+        from kinetic.kept_output import follow_output
 
-        backend = backend_for(self._record)
-        per_host = self._per_host(host)
-        if per_host:
-            lines = backend.follow_logs(self._record, host=host)
-        else:
-            lines = backend.follow_logs(self._record)
-        said = False
-        for line in lines:
-            said = True
-            yield line
-        if not said:
-            kept = kept_text(self._record, host=host if per_host else None)
-            yield from (kept or "").splitlines(keepends=True)
-
-    def _read_output(self, tail: int | None, host: HostSelection) -> str:
-        from kinetic.kept_output import read_output
-
-        backend = backend_for(self._record)
-        selection = host if self._per_host(host) else None
-        text = read_output(backend, self._record, tail=tail, host=selection)
-        return self._unless_collected(text, tail)
-
-    def _collected_with_batch(self) -> bool:
-        """A batch child whose outcome (or failure) a collection kept with the batch before
-        deleting it."""
-        if self.group_index is None:
-            return False
-        from kinetic.batch.kept import kept_failure_summary, kept_outcome
-
-        return (
-            kept_outcome(self._record) is not None or kept_failure_summary(self._record) is not None
-        )
-
-    def _unless_collected(self, text: str, tail: int | None = None) -> str:
-        """``text``, unless it is the empty output of a batch child that was collected and
-        cleaned up: a failed one shows the last lines its batch kept (``tail`` of them), and
-        any other has no logs any more, and says so (``JobNotFoundError``)."""
-        if text or self.group_index is None:
-            return text
-        state = backend_for(self._record).statuses([self._record])[self.job_id]
-        if state.status is not JobStatus.NOT_FOUND:
-            return text
-        from kinetic.batch.kept import cleaned_up_error, kept_failure_summary
-
-        summary = kept_failure_summary(self._record)
-        if summary is not None:
-            lines = summary.last_lines.splitlines(keepends=True)
-            kept = lines if tail is None else (lines[-tail:] if tail > 0 else [])
-            return "".join(kept)
-        if not self._collected_with_batch():
-            return text
-        raise cleaned_up_error(self._record)
-
-    def _per_host(self, host: HostSelection) -> bool:
-        """Whether to pass ``host=`` on: only a backend with per-host logs takes it."""
-        if backend_for(self._record).capabilities.per_host_logs:
-            return True
-        if host not in (None, 0, "all"):
-            raise ConfigError(
-                f"Job {self.job_id} runs on one host (backend {self.backend!r}); there is no "
-                f"host {host!r}. Leave host= unset."
-            )
-        return False
+        return follow_output(self._record, host=host)
 
     # -- collection ----------------------------------------------------------------------
 
     def read_envelope(self) -> ResultEnvelope:
         """The stored result envelope, verified; ``ObjectNotFoundError`` if the job left none,
         ``IntegrityError`` if it is not the one the job signed."""
-        return self._read_sealed().envelope
+        from kinetic.outcome import read_leader_outcome
 
-    def _read_sealed(self) -> SealedOutcome:
-        key = layout.result_key(self.job_id)
-        data = store_for(self._record).read(key)
-        return open_outcome(self._record, data, key=key, kind="result")
-
-    def _has_record(self) -> bool:
-        """Whether the store says the job was submitted (attempt 0 of an array batch's input
-        has no record of its own: its batch's manifest is)."""
-        record = self._record
-        if record.in_array and record.attempt == 0 and record.group_id is not None:
-            key = layout.manifest_key(record.group_id)
-        elif record.group_id is not None and record.group_index is not None:
-            key = layout.child_key(record.group_id, record.group_index, record.attempt)
-        else:
-            key = layout.job_record_key(self.job_id)
-        return store_for(record).exists(key)
+        return read_leader_outcome(self._record).envelope
 
     def wait(
         self,
@@ -329,16 +221,8 @@ class JobHandle:
         ``on_status_change`` is called with each new status; if it raises, the wait goes on
         and the first exception is shown on stderr (the ``kinetic`` logger) with its traceback.
         """
-        return self._wait(timeout, on_status_change)
-
-    def _wait(
-        self,
-        timeout: float | None,
-        on_status_change: Callable[[JobStatus], None] | None,
-        on_state: Callable[[JobState], None] | None = None,
-    ) -> JobState:
         notify = StatusCallback(on_status_change, self.job_id)
-        return until_terminal(backend_for(self._record), self._record, timeout, notify, on_state)
+        return until_terminal(backend_for(self._record), self._record, timeout, notify)
 
     def result(
         self,
@@ -354,31 +238,11 @@ class JobHandle:
         A successful collection cleans up (unless ``cleanup=False`` or a debug job); a failed
         job is kept so its logs can be read.
         """
-        copier = None
-        try:
-            if stream_logs:
-                copier = LogCopier(backend_for(self._record), self._record)
-            # A blocking call also says where its job stands while it waits in a queue.
-            queue_line = QueueLine(self.job_id) if stream_logs else None
-            state = self._wait(timeout, on_status_change, queue_line)
-        except KeyboardInterrupt:
-            if copier is not None:
-                copier.abandon()
-            say_job_left_running(self.job_id, self.backend)
-            raise
-        except BaseException:  # a timeout: the job goes on, its copier stops
-            if copier is not None:
-                copier.abandon()
-            raise
-        if copier is not None:
-            copier.finish()  # every line the job printed is out before its value is back
+        state = wait_for_result(self._record, timeout, on_status_change, bool(stream_logs))
         sealed = self.sealed_outcome(state)
         value = unwrap(sealed.envelope)  # raises the user's exception for a failed job
         if cleanup if cleanup is not None else not self.debug:
-            if self.group_index is not None:  # a batch child: the batch keeps its outcome
-                from kinetic.batch.kept import keep_with_batch
-
-                keep_with_batch(self._record, sealed)
+            keep_with_batch(self._record, sealed)  # a batch child's outcome stays with it
             self.cleanup(
                 cleanup_timeout=cleanup_timeout, cleanup_poll_interval=cleanup_poll_interval
             )
@@ -393,69 +257,9 @@ class JobHandle:
 
     def sealed_outcome(self, state: JobState) -> SealedOutcome:
         """:meth:`outcome` with the signed bytes it was read from."""
-        try:
-            leader: SealedOutcome | None = self._read_sealed()
-        except ObjectNotFoundError:
-            leader = None
-        hosts = parse_accelerator(self.accelerator).hosts
-        if (leader is not None and isinstance(leader.envelope, Failed)) or hosts == 1:
-            if leader is None:
-                raise self._no_result_error(state)
-            return leader
-        failure = self._worker_failure()
-        if failure is not None:
-            return failure
-        if leader is None:
-            raise self._no_result_error(state)
-        if state.status is JobStatus.FAILED:
-            raise JobFailedError(
-                f"Job {self.job_id} ended {state.describe()}: its leader returned a value, but "
-                f"a host of its {hosts}-host slice failed without storing an error, so the "
-                f"value is not trusted. Read that host's logs: kinetic jobs logs "
-                f"{self.job_id} --all-hosts"
-            )
-        return leader
+        from kinetic.outcome import sealed_outcome
 
-    def _worker_failure(self) -> SealedOutcome | None:
-        """The stored failure of the lowest-index worker host that stored one."""
-        store = store_for(self._record)
-        hosts: dict[int, str] = {}
-        for key in store.list(layout.hosts_prefix(self.job_id)):
-            if not key.endswith("/result.msgpack"):
-                continue
-            parsed = layout.parse_host_key(key)
-            if parsed is None:
-                _log.say(f"Ignoring {store.uri}/{key}: not a host's result (hosts/<i>/).")
-            else:
-                hosts[parsed[0]] = key
-        if not hosts:
-            return None
-        key = hosts[min(hosts)]
-        outcome = open_outcome(self._record, store.read(key), key=key, kind="host-result")
-        return outcome if isinstance(outcome.envelope, Failed) else None
-
-    def _no_result_error(self, state: JobState) -> Exception:
-        if state.status is JobStatus.NOT_FOUND and not self._has_record():
-            return JobNotFoundError(
-                f"No job {self.job_id!r} in {self._record.store_uri}: it never existed or was "
-                "cleaned up. `kinetic jobs list` shows the jobs that exist."
-            )
-        if state.status is JobStatus.NOT_FOUND:
-            why = state.detail or "it was cancelled or cleaned up before it finished"
-            return JobFailedError(
-                f"Job {self.job_id} is gone (NOT_FOUND) and left no result: {why}."
-            )
-        return JobFailedError(
-            f"Job {self.job_id} ended {state.describe()} without storing a result. "
-            f"Read its logs: kinetic jobs logs {self.job_id}\n{self._log_tail_for_error()}"
-        )
-
-    def _log_tail_for_error(self, lines: int = 20) -> str:
-        """The log's last lines to decorate an error; never replaces that error with its own."""
-        try:
-            return self.tail(lines)
-        except KineticError as error:
-            return f"(logs unavailable: {error})"
+        return sealed_outcome(self._record, state)
 
     # -- teardown ------------------------------------------------------------------------
 

@@ -195,9 +195,13 @@ def list_jobs(
     from kinetic.backends import get_backend
 
     settings = resolve_settings(
-        backend=backend, project=project, zone=zone, cluster=cluster, namespace=namespace,
+        backend=backend,
+        project=project,
+        zone=zone,
+        cluster=cluster,
+        namespace=namespace,
         quiet=True,
-    )  # fmt: skip
+    )
     chosen = get_backend(settings.backend_name, settings.backend_settings())
     store = open_store(chosen.store_uri)
     handles = []

@@ -3,16 +3,23 @@
 The backend's own log (the pod's, the local job's file) is read first: it is complete and
 live. Once it is gone (the pod deleted, the local directory removed), or out of this reader's
 reach (no cluster credentials), the copy the runtime kept in the store stands in for it: the
-tail of each host's output, per run (see :mod:`kinetic_runtime.keeper`).
+tail of each host's output, per run (see :mod:`kinetic_runtime.keeper`). A batch child that a
+collection cleaned up shows the last lines its batch kept, if it failed, or says its logs are
+gone with it.
 """
 
+from collections.abc import Iterator
+
 from kinetic import _log
-from kinetic._context import store_for
+from kinetic._context import backend_for, store_for
+from kinetic.bookkeeping.kept import cleaned_up_error, collected_with_batch, kept_failure_summary
 from kinetic_protocol import (
     Backend,
+    ConfigError,
     CorruptRecordError,
     HostSelection,
     JobRecord,
+    JobStatus,
     KeptOutput,
     KineticError,
     ObjectNotFoundError,
@@ -21,7 +28,14 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import decode_json
 
-__all__ = ["kept_text", "read_output", "runs_by_host", "stored_text"]
+__all__ = [
+    "follow_output",
+    "job_output",
+    "kept_text",
+    "read_output",
+    "runs_by_host",
+    "stored_text",
+]
 
 
 def runs_by_host(store: ObjectStore, job_id: str) -> dict[int, list[KeptOutput]]:
@@ -124,3 +138,58 @@ def read_output(
     if text or (tail is not None and tail <= 0):
         return text
     return kept_text(record, tail=tail, host=host) or text
+
+
+def job_output(record: JobRecord, *, tail: int | None = None, host: HostSelection = None) -> str:
+    """The output of the job of ``record`` (``JobHandle.tail``/``logs``): the backend's, the
+    kept copy, or what its batch kept of a child it collected."""
+    backend = backend_for(record)
+    selection = host if _per_host(backend, record, host) else None
+    text = read_output(backend, record, tail=tail, host=selection)
+    return _unless_collected(record, text, tail)
+
+
+def follow_output(record: JobRecord, *, host: HostSelection = None) -> Iterator[str]:
+    """The job's output lines as they are written, until it ends; a job whose backend log
+    is gone yields the output kept in the store."""
+    backend = backend_for(record)
+    per_host = _per_host(backend, record, host)
+    lines = backend.follow_logs(record, host=host) if per_host else backend.follow_logs(record)
+    said = False
+    for line in lines:
+        said = True
+        yield line
+    if not said:
+        kept = kept_text(record, host=host if per_host else None)
+        yield from (kept or "").splitlines(keepends=True)
+
+
+def _unless_collected(record: JobRecord, text: str, tail: int | None) -> str:
+    """``text``, unless it is the empty output of a batch child that was collected and
+    cleaned up: a failed one shows the last lines its batch kept (``tail`` of them), and any
+    other has no logs any more, and says so (``JobNotFoundError``)."""
+    if text or record.group_index is None:
+        return text
+    state = backend_for(record).statuses([record])[record.job_id]
+    if state.status is not JobStatus.NOT_FOUND:
+        return text
+    summary = kept_failure_summary(record)
+    if summary is not None:
+        lines = summary.last_lines.splitlines(keepends=True)
+        kept = lines if tail is None else (lines[-tail:] if tail > 0 else [])
+        return "".join(kept)
+    if not collected_with_batch(record):
+        return text
+    raise cleaned_up_error(record)
+
+
+def _per_host(backend: Backend, record: JobRecord, host: HostSelection) -> bool:
+    """Whether to pass ``host=`` on: only a backend with per-host logs takes it."""
+    if backend.capabilities.per_host_logs:
+        return True
+    if host not in (None, 0, "all"):
+        raise ConfigError(
+            f"Job {record.job_id} runs on one host (backend {record.backend!r}); there is no "
+            f"host {host!r}. Leave host= unset."
+        )
+    return False

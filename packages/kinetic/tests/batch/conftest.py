@@ -16,7 +16,7 @@ import pytest
 
 import kinetic
 from kinetic.batch import fanout
-from kinetic.batch.sealed import BatchSeal
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic.config import resolve_settings
 from kinetic.decorator import RemoteFunction
 from kinetic.options import RunOptions

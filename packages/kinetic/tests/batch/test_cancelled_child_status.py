@@ -19,17 +19,31 @@ from kinetic_runtime.local import supervisor
 
 def _dead_pid() -> int:
     """The pid of a process that has exited and been reaped."""
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return int(done.stdout)
 
 
 def _record(job_id: str) -> JobRecord:
     return JobRecord(
-        job_id=job_id, backend="local", project="", cluster_name="", zone="", namespace="",
-        bucket_name="file:///unused", k8s_name=job_id, image_uri="", accelerator="cpu",
-        func_name="f", display_name="f", created_at="2026-01-01T00:00:00+00:00",
-    )  # fmt: skip
+        job_id=job_id,
+        backend="local",
+        project="",
+        cluster_name="",
+        zone="",
+        namespace="",
+        bucket_name="file:///unused",
+        k8s_name=job_id,
+        image_uri="",
+        accelerator="cpu",
+        func_name="f",
+        display_name="f",
+        created_at="2026-01-01T00:00:00+00:00",
+    )
 
 
 @pytest.fixture

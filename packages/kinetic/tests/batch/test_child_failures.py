@@ -6,9 +6,9 @@ from pathlib import Path
 import cloudpickle
 
 from kinetic.batch.causes import child_failures, failed_children
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
-from kinetic.batch.state import CLEANED_UP
+from kinetic.bookkeeping.kept import CLEANED_UP
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic.jobs import JobHandle
 from kinetic_protocol import (
     AttemptFailure,
@@ -30,14 +30,29 @@ CLEANED = JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP)
 
 def _manifest(store: LocalStore) -> BatchManifest:
     template = JobRecord(
-        job_id="", backend="local", project="", cluster_name="", zone="", namespace="",
-        bucket_name=store.uri, k8s_name="", image_uri="", accelerator="cpu", func_name="f",
-        display_name="f on cpu", created_at="2026-01-01T00:00:00+00:00",
-    )  # fmt: skip
+        job_id="",
+        backend="local",
+        project="",
+        cluster_name="",
+        zone="",
+        namespace="",
+        bucket_name=store.uri,
+        k8s_name="",
+        image_uri="",
+        accelerator="cpu",
+        func_name="f",
+        display_name="f on cpu",
+        created_at="2026-01-01T00:00:00+00:00",
+    )
     return BatchManifest(
-        group_id=GROUP, func_name="f", total_expected=2, job_id_prefix="f-0123abcd",
-        job_template=template, created_at="2026-01-01T00:00:00+00:00", retries=1,
-    )  # fmt: skip
+        group_id=GROUP,
+        func_name="f",
+        total_expected=2,
+        job_id_prefix="f-0123abcd",
+        job_template=template,
+        created_at="2026-01-01T00:00:00+00:00",
+        retries=1,
+    )
 
 
 def test_a_kept_failure_summary_is_the_failure_of_its_own_attempt_only(

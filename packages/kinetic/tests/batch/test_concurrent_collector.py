@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kinetic.batch.records import BatchRecords
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic_protocol import CollectedOutcome, JobRecord, JobState, JobStatus, layout
 from kinetic_runtime.stores.local import LocalStore
 

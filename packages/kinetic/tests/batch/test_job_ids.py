@@ -29,14 +29,28 @@ NAMES = [
 
 def _manifest(prefix: str, group_id: str) -> BatchManifest:
     template = JobRecord(
-        job_id="", backend="local", project="", cluster_name="", zone="", namespace="",
-        bucket_name="file:///s", k8s_name="", image_uri="", accelerator="cpu", func_name="f",
-        display_name="f", created_at="2026-01-01T00:00:00+00:00",
-    )  # fmt: skip
+        job_id="",
+        backend="local",
+        project="",
+        cluster_name="",
+        zone="",
+        namespace="",
+        bucket_name="file:///s",
+        k8s_name="",
+        image_uri="",
+        accelerator="cpu",
+        func_name="f",
+        display_name="f",
+        created_at="2026-01-01T00:00:00+00:00",
+    )
     return BatchManifest(
-        group_id=group_id, func_name="f", total_expected=1, job_id_prefix=prefix,
-        job_template=template, created_at="2026-01-01T00:00:00+00:00",
-    )  # fmt: skip
+        group_id=group_id,
+        func_name="f",
+        total_expected=1,
+        job_id_prefix=prefix,
+        job_template=template,
+        created_at="2026-01-01T00:00:00+00:00",
+    )
 
 
 @pytest.mark.parametrize("name", NAMES, ids=repr)

@@ -18,8 +18,8 @@ import pytest
 
 from kinetic.batch import SubmitterAliveError
 from kinetic.batch.lease import LeaseHolder, latest_lease, submitter_status
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic_protocol import BackendError, SubmitterLease, layout
 from kinetic_runtime.local.processes import machine_identity, process_identity
 from kinetic_runtime.stores.local import LocalStore
@@ -52,9 +52,15 @@ def records(store: LocalStore, seal: BatchSeal) -> BatchRecords:
 def dead_submitter(records: BatchRecords) -> None:
     """Epoch 0 of ``GROUP``, whose holder stopped beating long ago."""
     lease = SubmitterLease(
-        group_id=GROUP, epoch=0, owner="dead", host="laptop", pid=1, started_at=LONG_AGO,
-        heartbeat_at=LONG_AGO, lease_seconds=30.0,
-    )  # fmt: skip
+        group_id=GROUP,
+        epoch=0,
+        owner="dead",
+        host="laptop",
+        pid=1,
+        started_at=LONG_AGO,
+        heartbeat_at=LONG_AGO,
+        lease_seconds=30.0,
+    )
     records.write_lease(lease)
 
 
@@ -87,9 +93,15 @@ def _lease(records: BatchRecords, **fields: object) -> bytes:
     with the keys, could leave. Bounds hold even for a record that verifies."""
     now = datetime.now(UTC).isoformat()
     values: dict[str, object] = {
-        "group_id": GROUP, "epoch": 0, "owner": "o", "host": "elsewhere", "pid": 1,
-        "started_at": now, "heartbeat_at": now, "lease_seconds": 30.0,
-    }  # fmt: skip
+        "group_id": GROUP,
+        "epoch": 0,
+        "owner": "o",
+        "host": "elsewhere",
+        "pid": 1,
+        "started_at": now,
+        "heartbeat_at": now,
+        "lease_seconds": 30.0,
+    }
     values.update(fields)
     return signed(records.seal, layout.lease_key(GROUP, 0), json.dumps(values).encode())
 

@@ -3,8 +3,8 @@
 from collections.abc import Callable
 from pathlib import Path
 
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic_protocol import layout
 from kinetic_runtime.stores import LocalStore
 

@@ -9,15 +9,28 @@ from kinetic_protocol import BatchManifest, JobRecord
 
 def _child(index: int, attempt: int) -> JobHandle:
     template = JobRecord(
-        job_id="", backend="local", project="", cluster_name="", zone="", namespace="",
-        bucket_name="file:///tmp/s", k8s_name="", image_uri="", accelerator="cpu",
-        func_name="f", display_name="f", created_at="2026-01-01T00:00:00+00:00",
-    )  # fmt: skip
+        job_id="",
+        backend="local",
+        project="",
+        cluster_name="",
+        zone="",
+        namespace="",
+        bucket_name="file:///tmp/s",
+        k8s_name="",
+        image_uri="",
+        accelerator="cpu",
+        func_name="f",
+        display_name="f",
+        created_at="2026-01-01T00:00:00+00:00",
+    )
     manifest = BatchManifest(
-        group_id="grp-1", func_name="f", total_expected=9, job_id_prefix="f-0000abcd",
+        group_id="grp-1",
+        func_name="f",
+        total_expected=9,
+        job_id_prefix="f-0000abcd",
         job_template=msgspec.structs.replace(template, group_id="grp-1"),
         created_at=template.created_at,
-    )  # fmt: skip
+    )
     return JobHandle.from_record(manifest.child_record(index, attempt))
 
 

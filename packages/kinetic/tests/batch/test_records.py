@@ -7,8 +7,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic_protocol import (
     BatchChild,
     BatchManifest,
@@ -43,15 +43,31 @@ def keyring() -> Keyring:
 
 def _manifest(group_id: str = GROUP, total: int = 3) -> BatchManifest:
     template = JobRecord(
-        job_id="", backend="local", project="", cluster_name="", zone="", namespace="",
-        bucket_name="file:///store", k8s_name="", image_uri="", accelerator="cpu",
-        func_name="f", display_name="f on cpu", created_at="2026-01-01T00:00:00+00:00",
-    )  # fmt: skip
+        job_id="",
+        backend="local",
+        project="",
+        cluster_name="",
+        zone="",
+        namespace="",
+        bucket_name="file:///store",
+        k8s_name="",
+        image_uri="",
+        accelerator="cpu",
+        func_name="f",
+        display_name="f on cpu",
+        created_at="2026-01-01T00:00:00+00:00",
+    )
     return BatchManifest(
-        group_id=group_id, func_name="f", total_expected=total,
-        job_id_prefix=f"f-{group_id.removeprefix('grp-')}", job_template=template,
-        created_at="2026-01-01T00:00:00+00:00", name="sweep", tags={"k": "v"}, retries=2,
-    )  # fmt: skip
+        group_id=group_id,
+        func_name="f",
+        total_expected=total,
+        job_id_prefix=f"f-{group_id.removeprefix('grp-')}",
+        job_template=template,
+        created_at="2026-01-01T00:00:00+00:00",
+        name="sweep",
+        tags={"k": "v"},
+        retries=2,
+    )
 
 
 def test_an_empty_batch_lists_nothing(records: BatchRecords) -> None:

@@ -1,4 +1,4 @@
-"""A batch's records are opened with its backend's keyring (``kinetic.batch.sealed``), read
+"""A batch's records are opened with its backend's keyring (``kinetic.bookkeeping.sealed``), read
 again when a record names a key this process has not seen: another process rotated the keys."""
 
 import logging
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
 from kinetic_runtime.stores.local import LocalStore
 

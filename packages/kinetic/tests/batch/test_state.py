@@ -9,7 +9,7 @@ import pytest
 
 from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.jobs import JobHandle
-from kinetic_protocol import Failed, JobRecord, JobState, JobStatus, Succeeded, layout
+from kinetic_protocol import Failed, JobRecord, JobState, JobStatus, RetryRule, Succeeded, layout
 from kinetic_runtime.stores.local import LocalStore
 from kinetic_testing.signed import seal_result
 
@@ -20,11 +20,21 @@ def _handle(
     job_id: str = "job-0", *, attempt: int = 0, store_uri: str = "file:///nowhere"
 ) -> JobHandle:
     record = JobRecord(
-        job_id=job_id, backend="local", project="", cluster_name="", zone="", namespace="",
-        bucket_name=store_uri, k8s_name=job_id, image_uri="", accelerator="cpu",
-        func_name="f", display_name="f on cpu", created_at="2026-01-01T00:00:00+00:00",
+        job_id=job_id,
+        backend="local",
+        project="",
+        cluster_name="",
+        zone="",
+        namespace="",
+        bucket_name=store_uri,
+        k8s_name=job_id,
+        image_uri="",
+        accelerator="cpu",
+        func_name="f",
+        display_name="f on cpu",
+        created_at="2026-01-01T00:00:00+00:00",
         attempt=attempt,
-    )  # fmt: skip
+    )
     return JobHandle.from_record(record)
 
 
@@ -36,7 +46,7 @@ def _state(
     more_attempts: bool = False,
     total: int = 1,
 ) -> BatchState:
-    state = BatchState(total=total, retries=retries, jobs=[None] * total)
+    state = BatchState(total=total, rule=RetryRule(retries=retries), jobs=[None] * total)
     if stopping:
         state.stopping.set()
     state.submitter_retries = submitter_retries
@@ -59,9 +69,11 @@ def test_a_job_that_is_not_terminal_is_waited_for(
     retries: int,
 ) -> None:
     state = _state(
-        retries=retries, stopping=stopping, submitter_retries=submitter_retries,
+        retries=retries,
+        stopping=stopping,
+        submitter_retries=submitter_retries,
         more_attempts=more_attempts,
-    )  # fmt: skip
+    )
     assert state.decide(_handle(attempt=attempt), JobState(status=status)) is W
 
 
@@ -71,9 +83,11 @@ def test_a_succeeded_job_is_settled_as_succeeded(
     stopping: bool, submitter_retries: bool, more_attempts: bool, attempt: int, retries: int
 ) -> None:
     state = _state(
-        retries=retries, stopping=stopping, submitter_retries=submitter_retries,
+        retries=retries,
+        stopping=stopping,
+        submitter_retries=submitter_retries,
         more_attempts=more_attempts,
-    )  # fmt: skip
+    )
     assert state.decide(_handle(attempt=attempt), JobState(status=JobStatus.SUCCEEDED)) is S
 
 
@@ -115,12 +129,16 @@ def test_a_failed_or_vanished_job(
     expected: Decision,
 ) -> None:
     state = _state(
-        retries=2, stopping=stopping, submitter_retries=submitter_retries,
+        retries=2,
+        stopping=stopping,
+        submitter_retries=submitter_retries,
         more_attempts=more_attempts,
-    )  # fmt: skip
+    )
     if status is JobStatus.NOT_FOUND and (stopping, submitter_retries, more_attempts) == (
-        False, False, True,
-    ):  # fmt: skip
+        False,
+        False,
+        True,
+    ):
         # Another process submits the batch, and writes a child's record before creating its
         # resource: a child that is not there (yet) is waited for, retries left or not.
         expected = W

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from kinetic.batch.lease import LeaseHolder
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic_protocol import layout
 from kinetic_runtime.stores import LocalStore
 

@@ -23,10 +23,15 @@ def attempt(
     index: int, outcome: Outcome, submitted: float, started: float | None, finished: float | None
 ) -> Attempt:
     return Attempt(
-        index=index, attempt=0, job_id=f"job-{index}", outcome=outcome, reason="",
-        submitted_at=at(submitted), started_at=None if started is None else at(started),
+        index=index,
+        attempt=0,
+        job_id=f"job-{index}",
+        outcome=outcome,
+        reason="",
+        submitted_at=at(submitted),
+        started_at=None if started is None else at(started),
         finished_at=None if finished is None else at(finished),
-    )  # fmt: skip
+    )
 
 
 def timeline(*attempts: Attempt, taken_at: float = 100) -> BatchTimeline:
@@ -113,9 +118,15 @@ def test_hover_text_shows_store_text_as_text_not_html() -> None:
 
     link = '<a href="http://evil">click</a>'
     failed = Attempt(
-        index=0, attempt=0, job_id="job-<b>0</b>", outcome=Outcome.FAILED, reason=link,
-        submitted_at=at(0), started_at=at(1), finished_at=at(2),
-    )  # fmt: skip
+        index=0,
+        attempt=0,
+        job_id="job-<b>0</b>",
+        outcome=Outcome.FAILED,
+        reason=link,
+        submitted_at=at(0),
+        started_at=at(1),
+        finished_at=at(2),
+    )
     refused = SubmissionFailure(index=1, failed_at=at(3), exc_type="<i>E</i>", message=link)
     drawn = BatchTimeline("grp-1", "<script>x</script>", 2, [failed], [refused], taken_at=at(9))
     figure = drawn.figure()

@@ -32,8 +32,13 @@ def test_plain_table_has_one_row_per_name_and_no_ansi(invoke) -> None:
     result = invoke("accelerators")
     lines = result.stdout.splitlines()
     assert lines[0].split()[:6] == [
-        "NAME", "CATEGORY", "GPUS/CHIPS", "TOPOLOGY", "HOSTS", "CHIPS/HOST",
-    ]  # fmt: skip
+        "NAME",
+        "CATEGORY",
+        "GPUS/CHIPS",
+        "TOPOLOGY",
+        "HOSTS",
+        "CHIPS/HOST",
+    ]
     assert "MACHINE TYPE" in lines[0]
     assert [line.split()[0] for line in lines[1:]] == valid_accelerator_names()
     row = next(line.split() for line in lines if line.startswith("tpu-v5e-8-multihost "))

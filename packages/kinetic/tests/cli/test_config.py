@@ -39,10 +39,17 @@ def test_profile_create_ls_use_show_rm(invoke, kinetic_env: Path) -> None:
 
     shown = _json(invoke("profile", "show", "--json"))
     assert shown == {
-        "name": "prod", "active": True, "backend": "gke", "project": "p-prod",
-        "zone": None, "cluster": None, "namespace": None, "queue": None, "priority": None,
+        "name": "prod",
+        "active": True,
+        "backend": "gke",
+        "project": "p-prod",
+        "zone": None,
+        "cluster": None,
+        "namespace": None,
+        "queue": None,
+        "priority": None,
         "queues": None,
-    }  # fmt: skip
+    }
     human = invoke("profile", "show", "dev")
     assert "Profile:   dev" in human.stdout
     assert "Zone:      europe-west4-a" in human.stdout
@@ -88,8 +95,12 @@ def test_creating_an_existing_profile_needs_force(invoke) -> None:
 def test_config_show_says_where_each_setting_came_from(
     invoke, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert invoke("profile", "create", "dev", "--project", "p-dev", "--backend", "local",
-                  "--use").exit_code == 0  # fmt: skip
+    assert (
+        invoke(
+            "profile", "create", "dev", "--project", "p-dev", "--backend", "local", "--use"
+        ).exit_code
+        == 0
+    )
     monkeypatch.setenv("KINETIC_CLUSTER", "from-env")
     document = _json(invoke("--zone", "asia-east1-b", "config", "show", "--json"))
     settings = {
@@ -98,14 +109,19 @@ def test_config_show_says_where_each_setting_came_from(
     }
     assert settings["zone"] == {"value": "asia-east1-b", "source": "argument", "origin": ""}
     assert settings["cluster"] == {
-        "value": "from-env", "source": "env", "origin": "KINETIC_CLUSTER",
-    }  # fmt: skip
+        "value": "from-env",
+        "source": "env",
+        "origin": "KINETIC_CLUSTER",
+    }
     assert settings["project"] == {"value": "p-dev", "source": "profile", "origin": "dev"}
     assert settings["namespace"]["source"] == "default"
     assert document["settings"]["cluster"]["env"] == "KINETIC_CLUSTER"
     assert document["profile"] == "dev"
-    rows = {line.split()[0]: line.split() for line in invoke("config", "show").stdout.splitlines()
-            if line.strip()}  # fmt: skip
+    rows = {
+        line.split()[0]: line.split()
+        for line in invoke("config", "show").stdout.splitlines()
+        if line.strip()
+    }
     assert rows["project"] == ["project", "p-dev", "profile", "profile", "'dev'", "KINETIC_PROJECT"]
     assert rows["cluster"] == ["cluster", "from-env", "env", "$KINETIC_CLUSTER", "KINETIC_CLUSTER"]
 
@@ -119,14 +135,22 @@ def test_config_show_explains_the_queue_and_the_priority_class(
     monkeypatch.setenv("KINETIC_PRIORITY", "high")
     settings = _json(invoke("config", "show", "--json"))["settings"]
     assert {key: settings["queue"][key] for key in ("value", "source", "origin", "env")} == {
-        "value": "team-a", "source": "profile", "origin": "team", "env": "KINETIC_QUEUE",
-    }  # fmt: skip
+        "value": "team-a",
+        "source": "profile",
+        "origin": "team",
+        "env": "KINETIC_QUEUE",
+    }
     assert {key: settings["priority"][key] for key in ("value", "source", "origin")} == {
-        "value": "high", "source": "env", "origin": "KINETIC_PRIORITY",
-    }  # fmt: skip
+        "value": "high",
+        "source": "env",
+        "origin": "KINETIC_PRIORITY",
+    }
     monkeypatch.delenv("KINETIC_PRIORITY")
-    rows = {line.split()[0]: line.split() for line in invoke("config", "show").stdout.splitlines()
-            if line.strip()}  # fmt: skip
+    rows = {
+        line.split()[0]: line.split()
+        for line in invoke("config", "show").stdout.splitlines()
+        if line.strip()
+    }
     assert rows["priority"] == [
         "priority",
         "low",
@@ -137,9 +161,7 @@ def test_config_show_explains_the_queue_and_the_priority_class(
     ]
 
 
-@pytest.mark.parametrize(
-    ("option", "value"), [("--queue", "Team A"), ("--priority", "-high")]
-)  # fmt: skip
+@pytest.mark.parametrize(("option", "value"), [("--queue", "Team A"), ("--priority", "-high")])
 def test_a_profile_with_a_malformed_queue_or_class_is_refused(
     invoke, option: str, value: str
 ) -> None:
@@ -164,17 +186,27 @@ def test_config_show_lists_every_declared_variable_with_its_source(
     assert listed["KINETIC_SERVICE_ACCOUNT"]["source"] == "env"
     assert listed["KINETIC_SERVICE_ACCOUNT"]["owner"] == "kinetic-gke"
     assert listed["KINETIC_UNSCHEDULABLE_TIMEOUT"] | {"help": ""} == {
-        "value": "900", "source": "default", "origin": "", "env": "KINETIC_UNSCHEDULABLE_TIMEOUT",
-        "owner": "kinetic-gke", "kind": "setting", "help": "",
-    }  # fmt: skip
+        "value": "900",
+        "source": "default",
+        "origin": "",
+        "env": "KINETIC_UNSCHEDULABLE_TIMEOUT",
+        "owner": "kinetic-gke",
+        "kind": "setting",
+        "help": "",
+    }
 
 
 def test_config_show_defaults_to_the_local_backend_without_a_project(invoke) -> None:
     document = _json(invoke("config", "show", "--json"))
     assert document["settings"]["backend"] | {"help": ""} == {
-        "value": "local", "source": "default", "origin": "no GCP project is configured",
-        "env": "KINETIC_BACKEND", "owner": "kinetic", "kind": "setting", "help": "",
-    }  # fmt: skip
+        "value": "local",
+        "source": "default",
+        "origin": "no GCP project is configured",
+        "env": "KINETIC_BACKEND",
+        "owner": "kinetic",
+        "kind": "setting",
+        "help": "",
+    }
 
 
 def test_config_show_of_an_unknown_backend_is_exit_2(invoke) -> None:

@@ -56,8 +56,10 @@ def test_list_json_is_one_document_with_status_detail(invoke, done) -> None:
     listed = {job["job_id"]: job for job in _json(invoke("jobs", "list", "--json"))}
     failed = listed[done.failed.job_id]
     assert (failed["status"], failed["status_detail"], failed["exit_code"]) == (
-        "FAILED", "exit 1", 1,
-    )  # fmt: skip
+        "FAILED",
+        "exit 1",
+        1,
+    )
     assert listed[done.ok.job_id]["func_name"] == "add"
 
 

@@ -78,8 +78,9 @@ def test_a_debug_job_waiting_for_its_debugger_says_so_in_its_status(funcs, gate)
     _write_debug(job, "waiting")
     state = job.status_detail()
     assert (state.status, state.detail) == (
-        JobStatus.RUNNING, f"waiting for debugger at 127.0.0.1:{PORT}",
-    )  # fmt: skip
+        JobStatus.RUNNING,
+        f"waiting for debugger at 127.0.0.1:{PORT}",
+    )
     assert state.describe() == f"RUNNING (waiting for debugger at 127.0.0.1:{PORT})"
     _write_debug(job, "attached")
     assert job.status_detail().detail == ""
@@ -291,7 +292,7 @@ def test_jobs_debug_prints_the_config_and_waits_until_the_job_ends(funcs, gate, 
     timer.start()
     result = invoke(
         "jobs", "debug", job.job_id, "--port", str(PORT), "--working-dir", "/src", "--timeout", "30"
-    )  # fmt: skip
+    )
     timer.join()
     assert result.exit_code == 0, result.stderr
     config = json.loads(result.stdout[result.stdout.index("{") :])

@@ -37,14 +37,15 @@ ALL_COMMANDS = _command_paths(cli)
 
 
 def test_every_command_of_the_issue_exists() -> None:
-    expected = {
-        ("jobs", n) for n in ("list", "status", "logs", "result", "cancel", "cleanup")
-    } | {
-        ("batch", n)
-        for n in ("list", "status", "watch", "results", "failures", "cancel", "cleanup")
-    } | {("config", "show"), ("accelerators",)} | {
-        ("profile", n) for n in ("create", "ls", "use", "show", "rm")
-    }  # fmt: skip
+    expected = (
+        {("jobs", n) for n in ("list", "status", "logs", "result", "cancel", "cleanup")}
+        | {
+            ("batch", n)
+            for n in ("list", "status", "watch", "results", "failures", "cancel", "cleanup")
+        }
+        | {("config", "show"), ("accelerators",)}
+        | {("profile", n) for n in ("create", "ls", "use", "show", "rm")}
+    )
     assert expected <= set(ALL_COMMANDS)
 
 
@@ -83,8 +84,11 @@ def test_help_imports_no_kubernetes_or_google_cloud() -> None:
 def test_python_dash_m_kinetic_prints_the_version() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "kinetic", "--version"],
-        capture_output=True, text=True, check=False, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("kinetic, version ")
 

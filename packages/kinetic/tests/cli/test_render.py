@@ -83,8 +83,11 @@ def test_eta_is_unknown_until_something_finishes_during_the_watch() -> None:
 def test_plain_watch_prints_a_line_only_on_a_change(capsys: pytest.CaptureFixture[str]) -> None:
     display = WatchDisplay("grp-1", 2, live=False)
     with display:
-        for counts in (Tally(total=2, pending=2), Tally(total=2, pending=2),
-                       Tally(total=2, running=1, pending=1)):  # fmt: skip
+        for counts in (
+            Tally(total=2, pending=2),
+            Tally(total=2, pending=2),
+            Tally(total=2, running=1, pending=1),
+        ):
             display.update(counts)
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(", elapsed")[0] for line in lines] == [

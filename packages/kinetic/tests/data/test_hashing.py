@@ -28,9 +28,11 @@ def test_a_directory_hash_combines_per_file_digests_in_sorted_walk_order(tmp_pat
     (tmp_path / "a.txt").write_bytes(b"A")
     (tmp_path / "c.txt").write_bytes(b"C")
     expected = hashlib.sha256(
-        b"dir:" + _file_digest("a.txt", b"A") + _file_digest("c.txt", b"C")
+        b"dir:"
+        + _file_digest("a.txt", b"A")
+        + _file_digest("c.txt", b"C")
         + _file_digest("b/z.txt", b"Z")
-    ).hexdigest()  # fmt: skip
+    ).hexdigest()
     result = snapshot(tmp_path, "t")
     assert result.content_hash == expected
     assert [f.relative for f in result.files] == ["a.txt", "c.txt", "b/z.txt"]

@@ -24,8 +24,10 @@ def test_two_fuse_files_of_different_data_in_one_directory_upload_nothing(
     (tmp_path / "a.csv").write_text("a\n")
     (tmp_path / "b.csv").write_text("b\n")
     store = open_store(gcs_bucket)
-    volumes = [("/data/a.csv", Data(str(tmp_path / "a.csv"), fuse=True)),
-               ("/data/b.csv", Data(str(tmp_path / "b.csv"), fuse=True))]  # fmt: skip
+    volumes = [
+        ("/data/a.csv", Data(str(tmp_path / "a.csv"), fuse=True)),
+        ("/data/b.csv", Data(str(tmp_path / "b.csv"), fuse=True)),
+    ]
     with pytest.raises(ConfigError, match="needs /data mounted with other data"):
         plan_call_data([], volumes, capabilities=MOUNTING, store=store, backend="gke")
     assert store.list("") == []

@@ -46,8 +46,10 @@ def test_with_one_slot_the_waiting_jobs_start_high_normal_low(
     )
     places = _places(jobs)
     assert {label: place.position for label, place in places.items() if place} == {
-        "high": 1, "normal": 2, "low": 3,
-    }  # fmt: skip
+        "high": 1,
+        "normal": 2,
+        "low": 3,
+    }
     assert places["low"] == QueuePlace(queue="kinetic", position=3, waiting=3, priority="low")
     assert jobs["normal"].status_detail().describe() == "PENDING (queued in kinetic: 2nd of 3)"
 

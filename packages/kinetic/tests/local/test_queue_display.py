@@ -53,9 +53,11 @@ def test_a_batch_waiting_behind_a_running_job_shows_where_its_inputs_stand(
         assert sorted(positions) == [1, 2, 3]
         first, last = positions.index(1), positions.index(3)
         assert document["queued"] == {
-            "count": 3, "queues": ["kinetic"], "first_index": first,
+            "count": 3,
+            "queues": ["kinetic"],
+            "first_index": first,
             "first": {"queue": "kinetic", "position": 1, "waiting": 3, "priority": "low"},
-        }  # fmt: skip
+        }
         human = _invoke("batch", "status", batch.group_id).stdout
         assert "Queued:     3 inputs queued in kinetic, the first 1st of 3" in human
         assert "INPUT" not in human
@@ -70,8 +72,11 @@ def test_a_batch_waiting_behind_a_running_job_shows_where_its_inputs_stand(
         assert "Queue:       kinetic, priority low" in shown
         job_document = json.loads(_invoke("jobs", "status", child.job_id, "--json").stdout)
         assert job_document["queue_place"] == {
-            "queue": "kinetic", "position": 3, "waiting": 3, "priority": "low",
-        }  # fmt: skip
+            "queue": "kinetic",
+            "position": 3,
+            "waiting": 3,
+            "priority": "low",
+        }
         assert (job_document["queue"], job_document["priority"]) == ("kinetic", "low")
 
         assert "3 inputs queued in kinetic, the first 1st of 3" in batch._repr_html_()
@@ -103,11 +108,11 @@ def test_a_blocking_call_says_each_new_place_in_line(
 
     returned: list[str] = []
     call = threading.Thread(
-        target=lambda: returned.append(RUN(uf.note_start).with_options(priority="low")(
-            "/dev/null", "blocking"
-        )),
+        target=lambda: returned.append(
+            RUN(uf.note_start).with_options(priority="low")("/dev/null", "blocking")
+        ),
         daemon=True,
-    )  # fmt: skip
+    )
     call.start()
     try:
         wait_until("the call to say it is 2nd", lambda: said("2nd of 2"))
@@ -119,6 +124,7 @@ def test_a_blocking_call_says_each_new_place_in_line(
     call.join(60)
     assert returned == ["blocking"]
     assert [line.split(": ", 1)[1] for line in lines] == [
-        "queued in kinetic: 2nd of 2", "queued in kinetic: 1st of 1",
-    ]  # fmt: skip
+        "queued in kinetic: 2nd of 2",
+        "queued in kinetic: 1st of 1",
+    ]
     assert all(line.startswith("Job note-start-") for line in lines)

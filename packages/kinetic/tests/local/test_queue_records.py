@@ -39,9 +39,11 @@ def test_the_queue_of_the_variable_is_recorded_and_no_class_is_empty(
 def test_a_batchs_template_and_children_carry_the_calls_queue_and_class() -> None:
     remote = kinetic.run(accelerator="cpu", backend="local", priority="high")(uf.note_start)
     batch = remote.run_async_map(
-        [("/dev/null", "a"), ("/dev/null", "b")], queue="team-a", priority="low",
+        [("/dev/null", "a"), ("/dev/null", "b")],
+        queue="team-a",
+        priority="low",
         max_concurrent=None,
-    )  # fmt: skip
+    )
     template = kinetic.attach_batch(batch.group_id)._manifest.job_template
     assert (template.queue, template.priority) == ("team-a", "low")
     children = [job for job in batch.jobs if job is not None]

@@ -247,10 +247,13 @@ class ImageBuilder:
         build_timeout = max(60, int(self._timeout))
         account = self.service_account
         body = build_request(
-            context, uri, source=source, timeout_seconds=build_timeout,
+            context,
+            uri,
+            source=source,
+            timeout_seconds=build_timeout,
             service_account=f"projects/{self.project}/serviceAccounts/{account}" if account else "",
             logs_bucket=self.logs_bucket,
-        )  # fmt: skip
+        )
         request: dict[str, Any] = {"parent": self.parent, "build": cloudbuild_v1.Build(body)}
         if getattr(self.client.transport, "kind", "") != "rest":
             # gRPC needs project_id; over REST it would select the global (location-less) URL.

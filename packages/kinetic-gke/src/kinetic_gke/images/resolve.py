@@ -162,9 +162,11 @@ def resolve_image(
         )
         uri = bundled_image_uri(project, zone, category, context.content_hash)
         builder = builder or ImageBuilder(
-            project=project, location=region_from_zone(zone),
-            service_account=build_service_account, logs_bucket=logs_bucket,
-        )  # fmt: skip
+            project=project,
+            location=region_from_zone(zone),
+            service_account=build_service_account,
+            logs_bucket=logs_bucket,
+        )
         return ResolvedImage(uri=builder.ensure(context, uri), mode="bundled")
     if choice == "prebuilt":
         repo = resolve_base_image_repo(base_image_repo)

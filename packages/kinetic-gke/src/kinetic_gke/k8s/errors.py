@@ -58,9 +58,12 @@ class ApiUnreachable(KubeApiError):
 
 
 _BY_STATUS: dict[int, type[KubeApiError]] = {
-    404: NotFound, 409: AlreadyExists, 400: BadRequest, 401: PermissionDenied,
+    404: NotFound,
+    409: AlreadyExists,
+    400: BadRequest,
+    401: PermissionDenied,
     403: PermissionDenied,
-}  # fmt: skip
+}
 
 
 def translate(exc: Exception, doing: str) -> KubeApiError:

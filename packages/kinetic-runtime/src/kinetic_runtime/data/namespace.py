@@ -238,8 +238,11 @@ def probe(python: str = sys.executable) -> str | None:
     with tempfile.TemporaryDirectory(prefix="kinetic-probe-") as workspace:
         done = subprocess.run(
             [python, "-m", "kinetic_runtime.data.namespace", "--probe", workspace],
-            capture_output=True, text=True, check=False, timeout=60,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
     if done.returncode == 0:
         return None
     return (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]

@@ -55,7 +55,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -66,13 +65,9 @@ from typing import Any, BinaryIO
 from kinetic_protocol.errors import is_disk_full
 from kinetic_protocol.exits import EXIT_NO_SPACE
 from kinetic_runtime.disk_full import overwrite, set_aside
-from kinetic_runtime.local.gpus import (
-    ON_DEMAND_MEMORY,
-    HostDevices,
-    host_devices,
-    visible_gpus,
-)
-from kinetic_runtime.local.processes import die_with_parent, kill_group_members, wait_children
+from kinetic_runtime.local.gpus import ON_DEMAND_MEMORY, visible_gpus
+from kinetic_runtime.local.hosts import Ended, StartRuntime, log_name, open_log, run_hosts
+from kinetic_runtime.local.processes import die_with_parent
 from kinetic_runtime.local.slot_queue import acquire_slot, ticket_name
 from kinetic_runtime.local.state_file import (
     STATE_FILE,
@@ -105,7 +100,6 @@ DISK_FULL_RETRIES = 5
 """How often a job that a full disk stopped is run again, after 1, 2, 4, ... s, unless
 ``launch.json`` says otherwise; then it fails with cause ``infrastructure``, naming the disk."""
 PID_FILE = "supervisor.pid"
-LOG_FILE = "output.log"
 NEVER_STARTED = (
     "never started: the process submitting it stopped first; submitting the same job again "
     "(a batch's resume does) starts it"
@@ -115,31 +109,12 @@ CONFIRM_SECONDS = 60.0
 """How long a supervisor waits for the client to record it before giving the job up."""
 _RUNTIMES: list[subprocess.Popen[bytes]] = []
 """Kept so that ``subprocess`` never reaps a runtime behind the supervisor's own ``wait``."""
-STOP_GRACE_SECONDS = 2.0
-"""How long the other hosts of a failed job get to exit after SIGTERM, before SIGKILL."""
-
-StartRuntime = Callable[[dict[str, Any], Path, BinaryIO, int], int]
-"""``(launch, job_dir, log, slot_fd) -> pid``: start the runtime, which must hold ``slot_fd``
-open (so the slot stays taken while it runs) and die with the supervisor."""
-
-
-def log_name(host: int) -> str:
-    """Host 0 keeps ``output.log``, so readers of a single-host job's log read the leader's."""
-    return LOG_FILE if host == 0 else f"output-host{host}.log"
 
 
 def workdir(launch: dict[str, Any], job_dir: Path) -> Path:
     """Where a runtime unpacks the bundle: each host has its own, as each pod does."""
     host = int(launch.get("host", 0))
     return job_dir / ("work" if host == 0 else f"work-host{host}")
-
-
-def _describe_exit(code: int) -> str:
-    if code >= 0:
-        return "" if code == 0 else f"exit {code}"
-    name = signal.Signals(-code).name
-    hint = " (out of memory?)" if -code == signal.SIGKILL else ""
-    return f"killed by {name}{hint}"
 
 
 def runtime_env(launch: dict[str, Any]) -> dict[str, str]:
@@ -158,14 +133,23 @@ def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: in
     """Start ``python -m kinetic_runtime`` for the job; return its pid."""
     supervisor = os.getpid()
     command = [
-        launch["python"], "-m", "kinetic_runtime", *launch["runtime_args"],
-        "--workdir", str(workdir(launch, job_dir)),
-    ]  # fmt: skip
+        launch["python"],
+        "-m",
+        "kinetic_runtime",
+        *launch["runtime_args"],
+        "--workdir",
+        str(workdir(launch, job_dir)),
+    ]
     child = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        env=runtime_env(launch), cwd=job_dir, pass_fds=(slot,),
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=runtime_env(launch),
+        cwd=job_dir,
+        pass_fds=(slot,),
         preexec_fn=lambda: die_with_parent(supervisor),  # noqa: PLW1509 (one thread)
-    )  # fmt: skip
+    )
     _RUNTIMES.append(child)
     return child.pid
 
@@ -223,134 +207,6 @@ def _confirmed(job_dir: Path) -> bool:
     return False
 
 
-# --- multi-host jobs: one runtime per host, ended together ----------------------------------
-
-
-def _free_port() -> int:
-    """A port for host 0's JAX coordinator; the hosts start right away, so it stays free."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
-def _host_launch(
-    launch: dict[str, Any], host: int, coordinator: str, devices: HostDevices
-) -> dict[str, Any]:
-    """``launch`` for one host: the variables ``SliceHost.from_env`` reads, its share of this
-    machine's GPUs, and its workdir."""
-    env = {
-        **launch.get("env", {}),
-        **devices.env,
-        "KINETIC_NUM_HOSTS": str(launch["hosts"]),
-        "KINETIC_HOST_INDEX": str(host),
-        "KINETIC_COORDINATOR_ADDRESS": coordinator,
-        "KINETIC_HOST_INSTANCE": f"{launch['job_id']}-host{host}-{os.getpid()}",
-    }
-    return {**launch, "env": env, "host": host}
-
-
-def _stop_hosts(running: dict[int, int]) -> None:
-    """SIGTERM every host in ``running`` (pid -> host), SIGKILL those left after the grace,
-    and reap them all, so none outlives the job's final state."""
-    for pid in running:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_GRACE_SECONDS
-    while running and time.monotonic() < deadline:
-        for pid in list(running):
-            if os.waitpid(pid, os.WNOHANG)[0]:
-                del running[pid]
-        time.sleep(0.01)
-    for pid in running:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    running.clear()
-
-
-class _Ended:
-    """How a job's runtimes ended: the exit code (the failed host's, else 0), the state's
-    detail, whether they were stopped past the job's timeout, and a cause to record."""
-
-    def __init__(
-        self, code: int | None, detail: str, timed_out: bool = False, cause: str | None = None
-    ) -> None:
-        self.code, self.detail, self.timed_out, self.cause = code, detail, timed_out, cause
-
-
-def _next_exit(running: dict[int, int], deadline: float | None) -> tuple[int, int] | None:
-    """The next host to exit, as ``(pid, wait status)``; None once ``deadline`` has passed."""
-    if deadline is None:
-        return os.wait()  # the hosts are the supervisor's only children
-    return wait_children(list(running), deadline - time.monotonic())
-
-
-def _stop_past_timeout(running: dict[int, int], timeout: float) -> _Ended:
-    """Stop every host and whatever they started; the supervisor alone stays, to record it."""
-    _stop_hosts(running)
-    kill_group_members(os.getpgrp(), spare=os.getpid())
-    return _Ended(None, f"ran past its timeout of {timeout:g}s and was stopped", timed_out=True)
-
-
-def _wait_hosts(running: dict[int, int], count: int, timeout: float | None) -> _Ended:
-    """Wait for every host; at the first that fails, stop the rest and say which failed."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while running:
-        ended = _next_exit(running, deadline)
-        if ended is None:
-            assert timeout is not None
-            return _stop_past_timeout(running, timeout)
-        pid, status = ended
-        host = running.pop(pid, None)
-        if host is None:
-            continue
-        code = os.waitstatus_to_exitcode(status)
-        if code != 0:
-            _stop_hosts(running)
-            where = f"host {host} of {count}: " if count > 1 else ""
-            return _Ended(code, f"{where}{_describe_exit(code)}")
-    return _Ended(0, "")
-
-
-def _run_hosts(
-    launch: dict[str, Any],
-    job_dir: Path,
-    slot: int,
-    start: StartRuntime,
-    started: Callable[[list[int]], None],
-) -> tuple[_Ended, list[int]]:
-    """Run the job's ``launch["hosts"]`` runtimes (one host without a coordinator); ``started``
-    gets their pids, in host order. Returns how they ended, and the pids."""
-    count = int(launch.get("hosts", 1))
-    coordinator = f"127.0.0.1:{_free_port()}" if count > 1 else ""
-    gpus = visible_gpus(launch.get("env", {})) if count > 1 else []
-    running: dict[int, int] = {}
-    with contextlib.ExitStack() as logs:
-        try:
-            for host in range(count):
-                log = logs.enter_context(_open_log(job_dir / log_name(host)))
-                host_launch = launch
-                if count > 1:
-                    devices = host_devices(gpus, count, host, launch.get("env", {}))
-                    if devices.notice:
-                        log.write(f"[kinetic] job {launch['job_id']}: {devices.notice}\n".encode())
-                    host_launch = _host_launch(launch, host, coordinator, devices)
-                pid = start(host_launch, job_dir, log, slot)
-                running[pid] = host
-        except BaseException:
-            _stop_hosts(running)
-            raise
-    pids = list(running)
-    started(pids)
-    timeout = launch.get("timeout")
-    return _wait_hosts(running, count, None if timeout is None else float(timeout)), pids
-
-
-def _open_log(path: Path) -> BinaryIO:
-    return os.fdopen(open_private(path, os.O_WRONLY | os.O_APPEND), "ab", buffering=0)
-
-
 def _take_captured_env(job_dir: Path) -> dict[str, str]:
     """The captured variables' values the client left for this job (none if it left none)."""
     try:
@@ -406,9 +262,11 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
         launch["job_id"],
     )
     slot = acquire_slot(
-        Path(launch["slots_dir"]), int(launch["slots"]), ticket,
+        Path(launch["slots_dir"]),
+        int(launch["slots"]),
+        ticket,
         cancelled=(job_dir / CANCEL_MARKER).exists,
-    )  # fmt: skip
+    )
     if slot is None or (job_dir / CANCEL_MARKER).exists():
         return 0
     started_at = time.time()
@@ -464,16 +322,16 @@ def _run_once(
     slot: int,
     start: StartRuntime,
     started: Callable[[list[int]], None],
-) -> tuple[_Ended, list[int]]:
+) -> tuple[Ended, list[int]]:
     """One run of the job's hosts. A full disk, met by the runtime (``EXIT_NO_SPACE``) or by
     starting it, is an infrastructure fault, saying what was written where."""
     overwrite(job_dir / TERMINATION_FILE)  # blank again: a run before may have written it
     try:
-        ended, pids = _run_hosts(launch, job_dir, slot, start, started)
+        ended, pids = run_hosts(launch, job_dir, slot, start, started)
     except OSError as exc:
         if is_disk_full(exc):
             detail = f"No space left on device while starting the job: {exc}"
-            return _Ended(EXIT_NO_SPACE, detail, cause="infrastructure"), []
+            return Ended(EXIT_NO_SPACE, detail, cause="infrastructure"), []
         raise
     if ended.code == EXIT_NO_SPACE:
         said = read_note(job_dir / TERMINATION_FILE)
@@ -482,13 +340,13 @@ def _run_once(
     return ended, pids
 
 
-def _wait_for_room(launch: dict[str, Any], job_dir: Path, ended: _Ended, runs: int) -> bool:
+def _wait_for_room(launch: dict[str, Any], job_dir: Path, ended: Ended, runs: int) -> bool:
     """Before running a job again that a full disk stopped: a pause (1, 2, 4, ... s), saying
     why in its log where there is room. False if it was cancelled meanwhile."""
     pause = min(2.0**runs, 30.0)
     for host in range(int(launch.get("hosts", 1))):
         shutil.rmtree(workdir({**launch, "host": host}, job_dir), ignore_errors=True)
-    with contextlib.suppress(OSError), _open_log(job_dir / log_name(0)) as log:
+    with contextlib.suppress(OSError), open_log(job_dir / log_name(0)) as log:
         log.write(
             f"[kinetic] job {launch['job_id']}: {ended.detail}; running it again in "
             f"{pause:g}s (a full disk is not the job's fault)\n".encode()
@@ -502,7 +360,7 @@ def _wait_for_room(launch: dict[str, Any], job_dir: Path, ended: _Ended, runs: i
     return not (job_dir / CANCEL_MARKER).exists()
 
 
-def _preempted(ended: _Ended, job_dir: Path) -> bool:
+def _preempted(ended: Ended, job_dir: Path) -> bool:
     """Locally, what a spot reclaim or a node shutdown does to a pod: a runtime ended by a
     SIGTERM that Kinetic did not send (not its timeout, not a cancel), as a shutting-down
     machine or ``kill PID`` sends it."""
@@ -512,13 +370,13 @@ def _preempted(ended: _Ended, job_dir: Path) -> bool:
 
 
 def _run_again(
-    launch: dict[str, Any], job_dir: Path, ended: _Ended, preemptions: int, budget: int
+    launch: dict[str, Any], job_dir: Path, ended: Ended, preemptions: int, budget: int
 ) -> None:
     """Start over as a new pod would: a fresh working directory (what the job keeps is in
     ``KINETIC_OUTPUT_DIR``), its log appended, saying why."""
     for host in range(int(launch.get("hosts", 1))):
         shutil.rmtree(workdir({**launch, "host": host}, job_dir), ignore_errors=True)
-    with _open_log(job_dir / log_name(0)) as log:
+    with open_log(job_dir / log_name(0)) as log:
         log.write(
             f"[kinetic] job {launch['job_id']}: preempted ({ended.detail}); running it again "
             f"({preemptions} of {budget} preemption retries)\n".encode()

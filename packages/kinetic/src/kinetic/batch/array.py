@@ -9,10 +9,12 @@ a batch without an array object has none, and its per-child versions live in the
 
 from collections.abc import Callable
 
-from kinetic.batch.records import BatchRecords
-from kinetic_protocol import ArrayBackend, BatchManifest
+import msgspec
 
-__all__ = ["ArrayBatch", "array_of", "client_retries", "submit_array"]
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic_protocol import ArrayBackend, BatchManifest, RetryRule
+
+__all__ = ["ArrayBatch", "array_of", "client_rule", "submit_array"]
 
 
 class ArrayBatch:
@@ -22,7 +24,7 @@ class ArrayBatch:
         self.manifest = manifest
 
     def _backend(self) -> ArrayBackend:
-        from kinetic.backends import array_backend_for
+        from kinetic._context import array_backend_for
 
         return array_backend_for(self.manifest.job_template)
 
@@ -62,9 +64,11 @@ def array_of(manifest: BatchManifest) -> ArrayBatch | None:
     return ArrayBatch(manifest) if manifest.array_job else None
 
 
-def client_retries(manifest: BatchManifest) -> int:
-    """How many retries of each input this process runs: an array batch's are its backend's."""
-    return 0 if manifest.array_job else manifest.retries
+def client_rule(manifest: BatchManifest) -> RetryRule:
+    """When this process runs a failed input again: never for an array batch, whose backend
+    goes by the same rule itself."""
+    rule = manifest.retry_rule
+    return msgspec.structs.replace(rule, retries=0) if manifest.array_job else rule
 
 
 def submit_array(

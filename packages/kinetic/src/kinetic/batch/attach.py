@@ -7,14 +7,14 @@ from kinetic import _log
 from kinetic._context import open_store
 from kinetic._waiting import Deadline
 from kinetic.backends import get_backend
-from kinetic.batch.array import client_retries
+from kinetic.batch.array import client_rule
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.lease import submitter_status
-from kinetic.batch.records import BatchListing, BatchRecords, read_manifest
-from kinetic.batch.sealed import BatchSeal
 from kinetic.batch.state import BatchState
 from kinetic.batch.submitter import FailurePolicy
 from kinetic.batch.unverified import confirmed_listing
+from kinetic.bookkeeping.records import BatchListing, BatchRecords, read_manifest
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic.config import resolve_settings
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
@@ -28,7 +28,6 @@ from kinetic_protocol import (
     SchemaVersionError,
     layout,
 )
-from kinetic_protocol.causes import retry_causes
 from kinetic_protocol.signing import peek_json
 
 __all__ = ["BatchSummary", "attach_batch", "list_batches"]
@@ -147,12 +146,7 @@ def attach_batch(
     records = BatchRecords(store, group_id, seal, array=manifest)
     listing = confirmed_listing(records, manifest, chosen)
     total = manifest.total_expected
-    state = BatchState(
-        total=total,
-        retries=client_retries(manifest),
-        jobs=[None] * total,
-        retry_on=retry_causes(manifest.retry_on),
-    )
+    state = BatchState(total=total, rule=client_rule(manifest), jobs=[None] * total)
     complete = _follow(state, manifest, records, listing)
     state.more_attempts_possible = lambda: not state.submission_done.is_set()
     if _known(listing) < total:

@@ -8,8 +8,8 @@ a process that died).
 
 from collections.abc import Sequence
 
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.state import is_cleaned_up
+from kinetic.bookkeeping.kept import is_cleaned_up
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic.failure import failed_attempt, failure_of, kept_failure, kept_value
 from kinetic.handle import JobHandle
 from kinetic_protocol import (

@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from kinetic import _log
 from kinetic.batch.array import array_of
-from kinetic.batch.records import BatchRecords, read_manifest
-from kinetic.batch.sealed import BatchSeal
+from kinetic.bookkeeping.records import BatchRecords, read_manifest
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic.handle import JobHandle
 from kinetic_protocol import BatchManifest, IntegrityError, ObjectStore, layout
 from kinetic_protocol.signing import peek_json

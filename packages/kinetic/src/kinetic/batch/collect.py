@@ -14,8 +14,9 @@ from kinetic import _log
 from kinetic._results import rebuild_exception, unwrap
 from kinetic.batch.causes import failed_children
 from kinetic.batch.errors import BatchError, SkippedInputError
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.state import BatchState, is_cleaned_up
+from kinetic.batch.state import BatchState
+from kinetic.bookkeeping.kept import is_cleaned_up
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic.handle import JobHandle
 from kinetic.trust import OutcomeKind, SealedOutcome, open_outcome
 from kinetic_protocol import (

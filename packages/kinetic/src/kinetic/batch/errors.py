@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 from kinetic_protocol import KineticError
 
 if TYPE_CHECKING:
-    from kinetic.jobs import JobHandle
+    from kinetic.handle import JobHandle
 
 __all__ = ["BatchError", "SkippedInputError", "SubmitterAliveError"]
 

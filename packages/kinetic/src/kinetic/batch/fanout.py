@@ -21,14 +21,15 @@ import msgspec
 
 from kinetic import _log
 from kinetic.backends import array_backend
+from kinetic.batch.array import client_rule
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.inputs import to_call_arguments
 from kinetic.batch.lease import LeaseHolder
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.sealed import BatchSeal
 from kinetic.batch.state import BatchState
 from kinetic.batch.stored_call import PickledBatch
 from kinetic.batch.submitter import FailurePolicy, Submitter
+from kinetic.bookkeeping.records import BatchRecords
+from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic.handle import JobHandle
 from kinetic.options import MapOptions, RunOptions
 from kinetic.submission import (
@@ -45,7 +46,6 @@ from kinetic_protocol import (
     KineticError,
     layout,
 )
-from kinetic_protocol.causes import retry_causes
 
 __all__ = ["new_group_id", "run_map"]
 
@@ -78,9 +78,11 @@ def run_map(
     array = None
     if not pickled.errors:
         array = array_backend(
-            target.backend, len(items), fail_fast=options.fail_fast,
+            target.backend,
+            len(items),
+            fail_fast=options.fail_fast,
             cancel_running_on_fail=options.cancel_running_on_fail,
-        )  # fmt: skip
+        )
     template = job_record(target, func_name, "", created_at=created_at)
     manifest = BatchManifest(
         group_id=group_id,
@@ -118,12 +120,7 @@ def run_map(
         raise
     if lease is None:  # an array batch: every child exists now
         return _array_handle(manifest, target.backend, records)
-    state = BatchState(
-        total=len(items),
-        retries=options.retries,
-        jobs=[None] * len(items),
-        retry_on=retry_causes(options.retry_on),
-    )
+    state = BatchState(total=len(items), rule=manifest.retry_rule, jobs=[None] * len(items))
     policy = FailurePolicy(
         state, fail_fast=options.fail_fast, cancel_running=options.cancel_running_on_fail
     )
@@ -131,9 +128,15 @@ def run_map(
         manifest=manifest, state=state, backend=target.backend, records=records, policy=policy
     )
     submitter = Submitter(
-        state=state, backend=target.backend, manifest=manifest, records=records,
-        policy=policy, lease=lease, unsubmittable=pickled.errors, env=env,
-    )  # fmt: skip
+        state=state,
+        backend=target.backend,
+        manifest=manifest,
+        records=records,
+        policy=policy,
+        lease=lease,
+        unsubmittable=pickled.errors,
+        env=env,
+    )
     if options.max_concurrent is None and options.retries == 0:
         submitter.run(watch=False)  # synchronous: everything is submitted when this returns
     else:
@@ -157,9 +160,8 @@ def _array_handle(manifest: BatchManifest, backend: Backend, records: BatchRecor
         )
     state = BatchState(
         total=total,
-        retries=0,  # the backend's own: a failed child is final
+        rule=client_rule(manifest),  # the backend retries: a failed child is final here
         jobs=[JobHandle.from_record(manifest.child_record(i, 0)) for i in range(total)],
-        retry_on=retry_causes(manifest.retry_on),
     )
     state.submission_done.set()
     policy = FailurePolicy(state, fail_fast=False, cancel_running=False)  # the backend's too

@@ -19,10 +19,11 @@ from kinetic.batch.cleanup import clean_collected_child, delete_batch, in_parall
 from kinetic.batch.collect import Collector
 from kinetic.batch.lease import SubmitterStatus, submitter_status
 from kinetic.batch.observe import collected_once, latest_states, observe
-from kinetic.batch.records import BatchRecords, cancel_child
 from kinetic.batch.resume import recaptured_env, resume_children
 from kinetic.batch.state import BatchState, child_state
 from kinetic.batch.submitter import FailurePolicy
+from kinetic.bookkeeping.kept import cancel_child
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic.handle import JobHandle
 from kinetic_protocol import AttemptFailure, Backend, BatchManifest, JobState, JobStatus
 
@@ -333,7 +334,7 @@ class BatchHandle:
         states = self._backend.statuses([job.record for job in pending.values()])
         running = [job for job in pending.values() if not states[job.job_id].status.is_terminal]
         reason = self._state.stop_reason() or "the batch stopped"
-        in_parallel(lambda job: cancel_child(self._records, job, reason), running)
+        in_parallel(lambda job: cancel_child(self._records, job.record, reason), running)
 
     def cancel(self) -> None:
         """Stop submitting and retrying, and cancel every child that has not finished.
@@ -403,6 +404,6 @@ class BatchHandle:
 
     def _repr_html_(self) -> str:
         """Jupyter's view: id, counts with a progress bar, and the CLI commands to follow it."""
-        from kinetic.display import batch_html
+        from kinetic.batch.notebook import batch_html
 
         return batch_html(self)

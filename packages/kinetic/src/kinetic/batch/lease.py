@@ -32,7 +32,7 @@ from kinetic_protocol import (
 from kinetic_runtime.local.processes import machine_identity, process_identity, same_process_alive
 
 if TYPE_CHECKING:
-    from kinetic.batch.records import BatchRecords
+    from kinetic.bookkeeping.records import BatchRecords
 
 __all__ = [
     "LeaseHolder",
@@ -157,11 +157,17 @@ class LeaseHolder:
         self.lease_seconds = max(_seconds(BATCH_LEASE.number(), 30.0), 2 * self.heartbeat_seconds)
         started = _stamp(_now())
         self.lease = SubmitterLease(
-            group_id=group_id, epoch=epoch, owner=secrets.token_hex(8),
-            host=socket.gethostname(), pid=os.getpid(), started_at=started,
-            heartbeat_at=started, lease_seconds=self.lease_seconds,
-            machine=machine_identity(), process=process_identity(os.getpid()),
-        )  # fmt: skip
+            group_id=group_id,
+            epoch=epoch,
+            owner=secrets.token_hex(8),
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            started_at=started,
+            heartbeat_at=started,
+            lease_seconds=self.lease_seconds,
+            machine=machine_identity(),
+            process=process_identity(os.getpid()),
+        )
         self.lost = threading.Event()
         self.submitted: Callable[[], int] = lambda: 0
         self._stop = threading.Event()

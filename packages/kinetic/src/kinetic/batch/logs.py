@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from kinetic import _log
-from kinetic.batch.records import BatchRecords
 from kinetic.batch.state import BatchState
 from kinetic.batch.unverified import confirmed_listing
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic.handle import JobHandle
 from kinetic.kept_output import kept_text, read_output
 from kinetic_protocol import (

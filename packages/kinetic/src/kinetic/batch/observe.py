@@ -4,9 +4,10 @@ is done settled (the fail-fast policy told of each final failure)."""
 import functools
 from collections.abc import Callable
 
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.state import BatchState, Decision, child_state, is_cleaned_up
+from kinetic.batch.state import BatchState, Decision, child_state
 from kinetic.batch.submitter import FailurePolicy
+from kinetic.bookkeeping.kept import is_cleaned_up
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic.handle import JobHandle
 from kinetic_protocol import Backend, BatchManifest, JobState
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from kinetic.batch.cleanup import in_parallel
 from kinetic.batch.lease import LeaseHolder, stopped_on_its_own_error
-from kinetic.batch.records import BatchRecords
-from kinetic.batch.state import BatchState, retryable
+from kinetic.batch.state import BatchState, retry_cause
 from kinetic.batch.submitter import FailurePolicy, Submitter
 from kinetic.batch.unverified import confirmed_listing, lost_inputs
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic.env_capture import recapture_env
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
@@ -33,7 +33,6 @@ from kinetic_protocol import (
     Succeeded,
     layout,
 )
-from kinetic_protocol.causes import retry_causes
 from kinetic_protocol.signing import open_json
 
 __all__ = ["ResumePlan", "plan_resume", "recaptured_env", "resume_children"]
@@ -79,7 +78,7 @@ def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend
     total = manifest.total_expected
     listing = confirmed_listing(records, manifest, backend)
     collected = records.collected()
-    retry_on = retry_causes(manifest.retry_on)
+    rule = manifest.retry_rule
     plan = ResumePlan(jobs=[None] * total)
     latest = {
         index: JobHandle.from_record(manifest.child_record(index, attempt))
@@ -107,7 +106,7 @@ def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend
         elif status is JobStatus.NOT_FOUND and outcome is None:
             plan.queue.append((index, job.attempt))  # recorded, never created: same id
             plan.recreated += 1
-        elif job.attempt < manifest.retries and retryable(job, states[job.job_id], retry_on):
+        elif rule.attempts_left(job.attempt) and rule.covers(retry_cause(job, states[job.job_id])):
             plan.retired.append(job)
             plan.queue.append((index, job.attempt + 1))
         else:
@@ -171,12 +170,7 @@ def resume_children(
         records.store.delete(layout.completion_key(group_id))
     plan = plan_resume(manifest, records, backend)
     current.detached.set()  # an attached handle stops following the dead submitter
-    state = BatchState(
-        total=current.total,
-        retries=manifest.retries,
-        jobs=plan.jobs,
-        retry_on=retry_causes(manifest.retry_on),
-    )
+    state = BatchState(total=current.total, rule=manifest.retry_rule, jobs=plan.jobs)
     state.submission_errors.update(current.submission_errors)
     policy = FailurePolicy(
         state, fail_fast=manifest.fail_fast, cancel_running=manifest.cancel_running_on_fail
@@ -186,9 +180,15 @@ def resume_children(
     adopt(state, policy)
     in_parallel(lambda job: job.delete_resource(timeout=60, poll_interval=0.5), plan.retired)
     submitter = Submitter(
-        state=state, backend=backend, manifest=manifest, records=records,
-        policy=policy, lease=lease, queue=plan.queue, active=plan.active,
+        state=state,
+        backend=backend,
+        manifest=manifest,
+        records=records,
+        policy=policy,
+        lease=lease,
+        queue=plan.queue,
+        active=plan.active,
         env=env,
-    )  # fmt: skip
+    )
     submitter.start_background()
     return f"Resumed batch {group_id}: {plan.describe(current.total)}."

@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from kinetic.bookkeeping.kept import CLEANED_UP, batch_cancelled, is_cleaned_up
+from kinetic.failure import cause_of
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     FailureCause,
@@ -17,23 +19,11 @@ from kinetic_protocol import (
     JobState,
     JobStatus,
     ObjectNotFoundError,
+    RetryRule,
     Succeeded,
 )
-from kinetic_protocol.causes import retry_causes
 
-__all__ = [
-    "CLEANED_UP",
-    "BatchState",
-    "Decision",
-    "child_state",
-    "effective_state",
-    "is_cleaned_up",
-    "retryable",
-]
-
-CLEANED_UP = "collected and cleaned up"
-"""The reason of a NOT_FOUND child whose own records are gone: ``results(cleanup=True)``
-deleted them after its outcome was read and kept with the batch. It did not fail."""
+__all__ = ["BatchState", "Decision", "child_state", "effective_state", "retry_cause"]
 
 
 class Decision(enum.Enum):
@@ -76,25 +66,18 @@ def child_state(
     return seen
 
 
-def is_cleaned_up(state: JobState) -> bool:
-    """True for the state :func:`child_state` gives a collected and cleaned-up child."""
-    return state.status is JobStatus.NOT_FOUND and state.detail == CLEANED_UP
-
-
-def retryable(handle: JobHandle, state: JobState, retry_on: frozenset[FailureCause]) -> bool:
-    """Whether ``retries`` apply to how ``handle``'s attempt ended (``retry_on``). A preempted
-    attempt reaches here only once the backend's own ``preemption_retries`` are spent.
+def retry_cause(handle: JobHandle, state: JobState) -> FailureCause:
+    """The cause the batch's :class:`~kinetic_protocol.RetryRule` is asked about, for how
+    ``handle``'s attempt ended. A preempted attempt reaches here only once the backend's own
+    ``preemption_retries`` are spent.
 
     A child cancelled through its own handle is gone from under its batch: the spec retries a
     child that reached NOT_FOUND, so it counts as one that ended without a result (``exit``).
     Only the batch's own cancellation (``cancel()``, fail-fast) is final."""
-    from kinetic.batch.kept import batch_cancelled
-    from kinetic.failure import cause_of
-
     cause = cause_of(handle, state)
     if cause is FailureCause.CANCELLED and batch_cancelled(handle.record) is None:
-        cause = FailureCause.EXIT
-    return cause in retry_on
+        return FailureCause.EXIT
+    return cause
 
 
 @dataclass
@@ -102,10 +85,9 @@ class BatchState:
     """Everything about a batch that changes while it runs; guarded by ``lock``."""
 
     total: int
-    retries: int
+    rule: RetryRule
+    """When this process runs a failed child again (none for an array batch: its backend's)."""
     jobs: list[JobHandle | None]
-    retry_on: frozenset[FailureCause] = field(default_factory=lambda: retry_causes(None))
-    """The causes ``retries`` apply to (the manifest's ``retry_on``)."""
     lock: threading.RLock = field(default_factory=threading.RLock)
     submission_errors: dict[int, Exception] = field(default_factory=dict)
     states: dict[int, JobState] = field(default_factory=dict)
@@ -165,9 +147,12 @@ class BatchState:
         if is_cleaned_up(state):
             return Decision.FAILED  # settled: its outcome was kept when it was collected
         stopping = self.stopping.is_set()
-        may_retry = handle.attempt < self.retries and not stopping
-        if may_retry:  # only then is the cause read (a FAILED child's stored result, at most)
-            may_retry = retryable(handle, state, self.retry_on)
+        # The cause is read last: it may cost a read of a FAILED child's stored result.
+        may_retry = (
+            not stopping
+            and self.rule.attempts_left(handle.attempt)
+            and self.rule.covers(retry_cause(handle, state))
+        )
         if may_retry and self.submitter_retries:
             return Decision.RETRY
         # Another process submits this batch: it may still retry the child, and since a child

@@ -20,9 +20,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from kinetic import _log
 from kinetic._waiting import Backoff
 from kinetic.batch.lease import LeaseHolder
-from kinetic.batch.records import BatchRecords, cancel_child
-from kinetic.batch.state import BatchState, Decision, child_state, is_cleaned_up
+from kinetic.batch.state import BatchState, Decision, child_state
 from kinetic.batch.workers import WorkerPool
+from kinetic.bookkeeping.kept import cancel_child, is_cleaned_up
+from kinetic.bookkeeping.records import BatchRecords
 from kinetic.handle import JobHandle
 from kinetic_protocol import (
     NO_ENV,
@@ -145,7 +146,7 @@ class Submitter:
     # -- entry points ----------------------------------------------------------------------
 
     def start_background(self) -> None:
-        self.state.submitter_retries = self.state.retries > 0
+        self.state.submitter_retries = self.state.rule.retries > 0
         self.thread = threading.Thread(
             target=self.run, name=f"kinetic-batch-{self.manifest.group_id}", daemon=False
         )
@@ -208,7 +209,7 @@ class Submitter:
 
     def _must_watch(self) -> bool:
         """Whether active children still need this thread once nothing is left to submit."""
-        return self.state.retries > 0 or self.policy.cancel_running
+        return self.state.rule.retries > 0 or self.policy.cancel_running
 
     def _loop(self, *, watch: bool) -> bool:
         """Returns True if submission stopped early (cancel, Ctrl-C)."""
@@ -335,7 +336,7 @@ class Submitter:
         """A child whose submission landed after fail-fast cancelled its siblings."""
         reason = self.state.stop_reason() or "the batch stopped"
         try:
-            cancel_child(self.records, job, reason)
+            cancel_child(self.records, job.record, reason)
         except Exception:
             log.warning("could not cancel a late sibling", job_id=job.job_id, exc_info=True)
 

@@ -1,13 +1,24 @@
 """How many of a batch's inputs are in each state, from one status poll."""
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from kinetic.batch.handle import BatchHandle
-    from kinetic_protocol import JobState
+from kinetic.handle import JobHandle
+from kinetic_protocol import JobState
 
-__all__ = ["Polled", "Tally", "tally"]
+__all__ = ["Polled", "PolledBatch", "Tally", "tally"]
+
+
+class PolledBatch(Protocol):
+    """A batch as its views poll it (a :class:`~kinetic.batch.BatchHandle` is one)."""
+
+    @property
+    def jobs(self) -> list[JobHandle | None]: ...
+
+    @property
+    def submission_failures(self) -> dict[int, Exception]: ...
+
+    def states(self) -> list[tuple[int, JobState]]: ...
 
 
 @dataclass(frozen=True)
@@ -45,12 +56,12 @@ class Tally:
         return ", ".join(parts)
 
 
-Polled = tuple[Tally, list[tuple[int, str]], "dict[int, JobState]"]
+Polled = tuple[Tally, list[tuple[int, str]], dict[int, JobState]]
 """What one poll says: the counts, ``(index, status)`` of every input, and the state (with
 its reason) of every submitted child."""
 
 
-def tally(batch: "BatchHandle") -> Polled:
+def tally(batch: PolledBatch) -> Polled:
     """One status poll of ``batch``: the counts, ``(index, status)`` of every input, and the
     state (with its reason) of every submitted child."""
     submitted = dict(batch.states())

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kinetic.batch.records import PARALLEL_READS
+from kinetic.bookkeeping.records import PARALLEL_READS
 from kinetic.trust import OutcomeKind, open_outcome
 from kinetic_protocol import (
     Backend,
@@ -39,7 +39,7 @@ from kinetic_protocol.causes import BACKEND_DECIDED
 from kinetic_protocol.records import decode_json
 
 if TYPE_CHECKING:
-    from kinetic.batch.records import BatchRecords
+    from kinetic.bookkeeping.records import BatchRecords
     from kinetic.handle import JobHandle
 
 __all__ = ["Attempt", "BatchTimeline", "Outcome", "SubmissionFailure", "TimelineSummary"]

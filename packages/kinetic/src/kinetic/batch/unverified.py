@@ -13,7 +13,7 @@ names the key (``resume`` records it anew, beside that key, and runs it once).
 
 from collections.abc import Callable
 
-from kinetic.batch.records import BatchListing, BatchRecords
+from kinetic.bookkeeping.records import BatchListing, BatchRecords
 from kinetic.handle import JobHandle
 from kinetic_protocol import Backend, BatchManifest, JobStatus, KineticError
 

@@ -3,18 +3,22 @@
 import sys
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from kinetic.batch.notebook import ShownBatch
 from kinetic.batch.tally import Polled, Tally, tally
 
-if TYPE_CHECKING:
-    from kinetic.batch.handle import BatchHandle
+__all__ = ["WatchedBatch", "follow_counts", "in_notebook", "watch"]
 
-__all__ = ["follow_counts", "in_notebook", "watch"]
+
+class WatchedBatch(ShownBatch, Protocol):
+    """A batch as :func:`watch` follows it (a :class:`~kinetic.batch.BatchHandle` is one)."""
+
+    def wait(self, *, timeout: float | None = None) -> None: ...
 
 
 def follow_counts(
-    handle: "BatchHandle", *, interval: float, timeout: float | None
+    handle: WatchedBatch, *, interval: float, timeout: float | None
 ) -> Iterator[Polled]:
     """A poll of the batch (:func:`tally`) now, then after every change (at most ``interval``
     seconds apart) until every input has settled; a ``TimeoutError`` after ``timeout`` leaves
@@ -46,7 +50,7 @@ def in_notebook() -> bool:
     return type(shell).__name__ == "ZMQInteractiveShell"
 
 
-def watch(handle: "BatchHandle", *, interval: float, timeout: float | None) -> Tally:
+def watch(handle: WatchedBatch, *, interval: float, timeout: float | None) -> Tally:
     """Show live progress until the batch ends; returns the final counts."""
     if in_notebook():
         return _watch_in_notebook(handle, interval=interval, timeout=timeout)
@@ -61,10 +65,10 @@ def watch(handle: "BatchHandle", *, interval: float, timeout: float | None) -> T
     return counts
 
 
-def _watch_in_notebook(handle: "BatchHandle", *, interval: float, timeout: float | None) -> Tally:
+def _watch_in_notebook(handle: WatchedBatch, *, interval: float, timeout: float | None) -> Tally:
     from IPython.display import HTML, display
 
-    from kinetic.display import batch_html
+    from kinetic.batch.notebook import batch_html
 
     shown: Any = None
     counts = Tally(total=len(handle.jobs))

@@ -48,9 +48,12 @@ batch.add_command(failures)
 
 @batch.command("list")
 @click.option(
-    "--limit", type=click.IntRange(min=0), default=20, show_default=True,
+    "--limit",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
     help="Show at most N batches, newest first (0: all).",
-)  # fmt: skip
+)
 @JSON_OPTION
 @pass_cli
 def list_(cli: CliContext, limit: int, as_json: bool) -> None:
@@ -98,9 +101,11 @@ def list_(cli: CliContext, limit: int, as_json: bool) -> None:
 @batch.command()
 @click.argument("group_id")
 @click.option(
-    "--queued", "list_queued", is_flag=True,
+    "--queued",
+    "list_queued",
+    is_flag=True,
     help="Also list each input that waits in a queue, with its place.",
-)  # fmt: skip
+)
 @JSON_OPTION
 @pass_cli
 def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> None:
@@ -175,9 +180,12 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
 @batch.command()
 @click.argument("group_id")
 @click.option(
-    "--interval", type=Seconds(0.05, unlimited=False), default=1.0, show_default=True,
+    "--interval",
+    type=Seconds(0.05, unlimited=False),
+    default=1.0,
+    show_default=True,
     help="Longest wait between refreshes, in seconds.",
-)  # fmt: skip
+)
 @TIMEOUT_OPTION
 @JSON_OPTION
 @pass_cli
@@ -210,13 +218,16 @@ def watch(
         display.finish(counts)
     problems = []
     if counts.failed:
-        problems.append(f"{counts.failed} of {counts.total} inputs of batch {group_id} failed. "
-                        f"See: kinetic batch failures {group_id}")  # fmt: skip
+        problems.append(
+            f"{counts.failed} of {counts.total} inputs of batch {group_id} failed. "
+            f"See: kinetic batch failures {group_id}"
+        )
     if counts.unsubmitted:
         submitted = counts.total - counts.unsubmitted
         why = handle.submission_status().describe(group_id, submitted, counts.total)
-        problems.append(f"{counts.unsubmitted} of {counts.total} inputs of batch {group_id} "
-                        f"never ran: {why}.")  # fmt: skip
+        problems.append(
+            f"{counts.unsubmitted} of {counts.total} inputs of batch {group_id} never ran: {why}."
+        )
     if problems:
         raise Failed(" ".join(problems))
 
@@ -244,14 +255,18 @@ def _result_item(index: int, job_id: str | None, value: Any) -> dict[str, Any]:
 @click.argument("group_id")
 @TIMEOUT_OPTION
 @click.option(
-    "--cleanup/--no-cleanup", default=True, show_default=True,
+    "--cleanup/--no-cleanup",
+    default=True,
+    show_default=True,
     help="Delete each child's resource and artifacts (failed ones' logs too, keeping their "
     "cause and last lines with the batch) once its outcome is read.",
-)  # fmt: skip
+)
 @click.option(
-    "--out", "out", type=GivenPath(dir_okay=False, writable=True, path_type=Path),
+    "--out",
+    "out",
+    type=GivenPath(dir_okay=False, writable=True, path_type=Path),
     help="Write the results to FILE as JSON instead of printing them.",
-)  # fmt: skip
+)
 @JSON_OPTION
 @pass_cli
 def results(
@@ -306,11 +321,14 @@ def results(
             ]
             for item, value in zip(items, values, strict=True)
         ]
-        render.table(["INPUT", "STATUS", "RESULT"], rows, empty="The batch has no inputs.",
-                     status_column=1)  # fmt: skip
+        render.table(
+            ["INPUT", "STATUS", "RESULT"], rows, empty="The batch has no inputs.", status_column=1
+        )
     if failed:
-        raise Failed(f"{len(failed)} of {len(items)} inputs of batch {group_id} failed. "
-                     f"See: kinetic batch failures {group_id}")  # fmt: skip
+        raise Failed(
+            f"{len(failed)} of {len(items)} inputs of batch {group_id} failed. "
+            f"See: kinetic batch failures {group_id}"
+        )
 
 
 @batch.command()
@@ -362,9 +380,10 @@ def cancel(cli: CliContext, group_id: str) -> None:
 @click.argument("group_id")
 @click.option("--k8s/--no-k8s", default=True, help="Delete each child's backend resource.")
 @click.option(
-    "--gcs/--no-gcs", default=True,
+    "--gcs/--no-gcs",
+    default=True,
     help="Delete each child's artifacts and the batch's records (it cannot be reattached).",
-)  # fmt: skip
+)
 @pass_cli
 def cleanup(cli: CliContext, group_id: str, k8s: bool, gcs: bool) -> None:
     """Delete what GROUP_ID left behind."""

@@ -63,7 +63,7 @@ def queued_table(handle: "BatchHandle", states: "dict[int, JobState]") -> None:
 
 
 def cleaned_up(state: "JobState") -> bool:
-    from kinetic.batch.state import is_cleaned_up
+    from kinetic.bookkeeping.kept import is_cleaned_up
 
     return is_cleaned_up(state)
 
@@ -78,9 +78,12 @@ def error_document(exc: BaseException) -> dict[str, str]:
 @click.command()
 @click.argument("group_id")
 @click.option(
-    "--out", "out", required=True, type=GivenPath(dir_okay=False, path_type=Path),
+    "--out",
+    "out",
+    required=True,
+    type=GivenPath(dir_okay=False, path_type=Path),
     help="File to write: .html (interactive, self-contained), .svg or .png.",
-)  # fmt: skip
+)
 @pass_cli
 def timeline(cli: CliContext, group_id: str, out: Path) -> None:
     """Draw GROUP_ID's timeline: one row per input, one bar per attempt.
@@ -127,9 +130,13 @@ def logs(cli: CliContext, group_id: str, follow: bool, failed: bool, tail: int |
 @click.command()
 @click.argument("group_id")
 @click.option(
-    "--tail", "-n", type=click.IntRange(min=0), default=20, show_default=True,
+    "--tail",
+    "-n",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
     help="Log lines to show per failed job.",
-)  # fmt: skip
+)
 @JSON_OPTION
 @pass_cli
 def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
@@ -145,8 +152,10 @@ def failures(cli: CliContext, group_id: str, tail: int, as_json: bool) -> None:
         render.emit_json(batch_header(handle) | {"failures": entries, "cleaned_up": cleaned})
         return
     for gone in cleaned:
-        render.echo(f"[{gone['index']}] {gone['job_id']}  {gone['description']}: not a failure; "
-                    "its result and logs are no longer stored.")  # fmt: skip
+        render.echo(
+            f"[{gone['index']}] {gone['job_id']}  {gone['description']}: not a failure; "
+            "its result and logs are no longer stored."
+        )
     if not entries:
         render.echo(f"No failed inputs in batch {group_id}.", err=True)
         return
@@ -237,8 +246,9 @@ def _failure_entries(
 
 def _show_failure(entry: dict[str, Any], styled: bool) -> None:
     cause = f"  cause: {entry['cause']}" if entry["cause"] else ""
-    title = (f"[{entry['index']}] {entry['job_id'] or '(not submitted)'}  "
-             f"{entry['description']}{cause}")  # fmt: skip
+    title = (
+        f"[{entry['index']}] {entry['job_id'] or '(not submitted)'}  {entry['description']}{cause}"
+    )
     if entry["failure"] and entry["failure"]["reason"] not in entry["description"]:
         title += f" ({entry['failure']['reason']})"
     render.echo(title, bold=styled, fg="red" if styled else "")

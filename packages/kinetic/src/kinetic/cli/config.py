@@ -52,9 +52,14 @@ def show(cli: CliContext, as_json: bool) -> None:
             value = spec.from_env()
             found = Setting(value, "env", spec.env) if value else Setting(spec.default, "default")
         entries[spec.name] = {
-            "value": found.value, "source": found.source, "origin": found.origin,
-            "env": spec.env, "owner": spec.owner, "kind": spec.kind, "help": spec.help,
-        }  # fmt: skip
+            "value": found.value,
+            "source": found.source,
+            "origin": found.origin,
+            "env": spec.env,
+            "owner": spec.owner,
+            "kind": spec.kind,
+            "help": spec.help,
+        }
     document = {
         "settings": entries,
         "profile": settings.profile,
@@ -65,11 +70,16 @@ def show(cli: CliContext, as_json: bool) -> None:
         render.emit_json(document)
     else:
         rows = [
-            [name, e["value"] or "(not set)", e["source"], _origin(e["source"], e["origin"]),
-             e["env"]]
+            [
+                name,
+                e["value"] or "(not set)",
+                e["source"],
+                _origin(e["source"], e["origin"]),
+                e["env"],
+            ]
             for name, e in entries.items()
             if e["kind"] == "setting"
-        ]  # fmt: skip
+        ]
         render.table(["SETTING", "VALUE", "SOURCE", "FROM", "VARIABLE"], rows)
         click.echo(f"\nActive profile: {settings.profile or 'none'}  (file: {profiles_path()})")
         click.echo(f"Kinetic home: {kinetic_home()}")
@@ -111,8 +121,9 @@ def _check_queueing(queue: str | None, priority: str | None) -> None:
     from kinetic_protocol.queueing import check_priority_name, check_queue_name
 
     for option, value, check in (
-        ("--queue", queue, check_queue_name), ("--priority", priority, check_priority_name)
-    ):  # fmt: skip
+        ("--queue", queue, check_queue_name),
+        ("--priority", priority, check_priority_name),
+    ):
         if value is not None:
             try:
                 check(value)
@@ -181,9 +192,15 @@ def create(
             f"it, or remove it first: kinetic profile rm {name}"
         )
     profiles.profiles[name] = Profile(
-        project=project, zone=zone, cluster=cluster, namespace=namespace, backend=backend,
-        queue=queue, priority=priority, queues=queues,
-    )  # fmt: skip
+        project=project,
+        zone=zone,
+        cluster=cluster,
+        namespace=namespace,
+        backend=backend,
+        queue=queue,
+        priority=priority,
+        queues=queues,
+    )
     if activate:
         profiles.active = name
     save_profiles(profiles)

@@ -115,9 +115,12 @@ class CliContext:
         profiles = load_profiles()
         profiles.profiles[name] = msgspec.structs.replace(
             profiles.profiles.get(name) or Profile(),
-            project=settings.project, zone=settings.zone, cluster=settings.cluster,
-            namespace=settings.namespace, build_service_account=build_service_account or None,
-        )  # fmt: skip
+            project=settings.project,
+            zone=settings.zone,
+            cluster=settings.cluster,
+            namespace=settings.namespace,
+            build_service_account=build_service_account or None,
+        )
         profiles.active = name
         save_profiles(profiles)
 

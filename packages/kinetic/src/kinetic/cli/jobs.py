@@ -173,8 +173,9 @@ def logs(
     """Print the output of JOB_ID (stdout and stderr of the job; on a multi-host job the
     leader's, or that of the host whose failure ended it, unless --host or --all-hosts)."""
     if follow and (tail is not None or as_json):
-        raise click.UsageError("--follow streams the output; it cannot be combined with "
-                               "--tail or --json.")  # fmt: skip
+        raise click.UsageError(
+            "--follow streams the output; it cannot be combined with --tail or --json."
+        )
     if host is not None and all_hosts:
         raise click.UsageError("--host and --all-hosts each choose whose output; give one.")
     selection: HostSelection = "all" if all_hosts else host

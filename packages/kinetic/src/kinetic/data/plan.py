@@ -38,8 +38,9 @@ def _local_spec(
 ) -> DataSpec:
     name = "" if data.is_dir else posixpath.basename(data.path)
     if capabilities.local_data:
-        return DataSpec(source="local", uri=data.path, is_dir=data.is_dir, name=name,
-                        label=data.path)  # fmt: skip
+        return DataSpec(
+            source="local", uri=data.path, is_dir=data.is_dir, name=name, label=data.path
+        )
     snapshot = data.snapshot()
     uploads.append((snapshot, data.path))
     return DataSpec(
@@ -59,11 +60,22 @@ def _spec(
         spec = _local_spec(data, capabilities, store, uploads)
     elif data.is_gcs:
         name = "" if data.is_dir else data.path.rsplit("/", 1)[-1]
-        spec = DataSpec(source="gcs", uri=data.path, is_dir=data.is_dir, name=name,
-                        fuse=data.fuse and capabilities.fuse, label=data.path)  # fmt: skip
+        spec = DataSpec(
+            source="gcs",
+            uri=data.path,
+            is_dir=data.is_dir,
+            name=name,
+            fuse=data.fuse and capabilities.fuse,
+            label=data.path,
+        )
     else:
-        spec = DataSpec(source="hf", uri=data.path, is_dir=True, label=data.path,
-                        hf_trust_remote_code=data.hf_trust_remote_code)  # fmt: skip
+        spec = DataSpec(
+            source="hf",
+            uri=data.path,
+            is_dir=True,
+            label=data.path,
+            hf_trust_remote_code=data.hf_trust_remote_code,
+        )
     if data.fuse and not spec.fuse:
         _log.notice(
             f"fuse-staged:{backend}",

@@ -59,13 +59,24 @@ def upload_snapshot(store: ObjectStore, snapshot: Snapshot, label: str) -> bool:
             return False
         marker = layout.data_marker_key(digest)
         if store.exists(marker):
-            log.info("data.cached", data=label, content_hash=digest[:16], store=store.uri,
-                     note="unchanged since an earlier upload; nothing uploaded")  # fmt: skip
+            log.info(
+                "data.cached",
+                data=label,
+                content_hash=digest[:16],
+                store=store.uri,
+                note="unchanged since an earlier upload; nothing uploaded",
+            )
             active.mark_data_uploaded(store.uri, digest)
             return False
         size = snapshot.total_bytes
-        log.info("data.uploading", data=label, content_hash=digest[:16], store=store.uri,
-                 files=len(snapshot.files), mib=round(size / _MIB, 1))  # fmt: skip
+        log.info(
+            "data.uploading",
+            data=label,
+            content_hash=digest[:16],
+            store=store.uri,
+            files=len(snapshot.files),
+            mib=round(size / _MIB, 1),
+        )
         began = time.monotonic()
         _send(store, snapshot, label)
         manifest = DataManifest(
@@ -79,7 +90,12 @@ def upload_snapshot(store: ObjectStore, snapshot: Snapshot, label: str) -> bool:
         with contextlib.suppress(PreconditionFailedError):  # another client finished it first
             store.write(marker, encode_json(manifest), if_absent=True)
         seconds = time.monotonic() - began
-        log.info("data.uploaded", data=label, content_hash=digest[:16], seconds=round(seconds, 2),
-                 mib_per_s=round(size / _MIB / max(seconds, 1e-6), 1))  # fmt: skip
+        log.info(
+            "data.uploaded",
+            data=label,
+            content_hash=digest[:16],
+            seconds=round(seconds, 2),
+            mib_per_s=round(size / _MIB / max(seconds, 1e-6), 1),
+        )
         active.mark_data_uploaded(store.uri, digest)
         return True

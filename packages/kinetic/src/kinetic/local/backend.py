@@ -8,8 +8,8 @@ A multi-host accelerator's hosts run as that many local runtime processes of one
 with its own log (see ``kinetic_runtime.local.supervisor``).
 """
 
-import contextlib
 import errno
+import functools
 import json
 import os
 import shutil
@@ -25,6 +25,7 @@ from kinetic.config import kinetic_home
 from kinetic.local import settings
 from kinetic.local.environment import host_environment, runtime_path
 from kinetic.local.host_logs import HostLog
+from kinetic.local.job_states import WITHDRAW_TIMEOUT, abandoned, job_state, supervisor_pid
 from kinetic.local.launcher_client import launcher_enabled, request_start
 from kinetic.local.queueing import SlotLine, check_priority, prepared_queue, priority_value
 from kinetic.local.volumes import check_volumes
@@ -35,30 +36,23 @@ from kinetic_protocol import (
     Capabilities,
     ConfigError,
     DiskFullError,
-    FailureCause,
     HostSelection,
     JobRecord,
     JobState,
     Keyring,
-    KineticError,
     Preparation,
     PrepareRequest,
-    Succeeded,
     layout,
     parse_accelerator,
     runtime_args,
 )
-from kinetic_protocol import JobStatus as S
 from kinetic_protocol.errors import is_disk_full
-from kinetic_protocol.records import decode_result
-from kinetic_protocol.signing import open_blob
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
 from kinetic_runtime.local import supervisor
 from kinetic_runtime.local.processes import (
     group_alive,
     pid_alive,
     process_identity,
-    same_process_alive,
     terminate_group,
 )
 from kinetic_runtime.private_files import (
@@ -69,17 +63,11 @@ from kinetic_runtime.private_files import (
     write_private_atomically,
 )
 from kinetic_runtime.settings import SIGNING_KEYS, TERMINATION_LOG
-from kinetic_runtime.stores import default_local_store_uri, open_store
+from kinetic_runtime.stores import default_local_store_uri
 
 __all__ = ["LocalBackend"]
 
 _TERMINATE_GRACE = 3.0
-_WITHDRAW_TIMEOUT = 30.0
-_SUPERVISOR_DIED = "the local supervisor process exited unexpectedly; the job was stopped"
-_SETTLED_FROM_RESULT = (
-    "its local supervisor exited before recording the end: the job had stored its result, so "
-    "it succeeded, but its log may miss the last lines it printed"
-)
 _STAGING_MARK = ".incoming-"
 _DELETING_MARK = ".deleting-"
 """Job directories being written, or being deleted; never listed as jobs."""
@@ -133,17 +121,6 @@ def _not_started(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
         f"Job {job_id} was not submitted: its supervisor could not be started ({exc}); "
         "nothing was started."
     )
-
-
-def _cause(state: dict[str, object]) -> FailureCause:
-    """The cause the supervisor recorded (``timeout``); else the process ended on its own."""
-    recorded = state.get("cause")
-    if isinstance(recorded, str) and recorded in _CAUSES:
-        return FailureCause(recorded)
-    return FailureCause.EXIT
-
-
-_CAUSES = frozenset(cause.value for cause in FailureCause)
 
 
 class LocalBackend:
@@ -223,7 +200,7 @@ class LocalBackend:
         """
         job_dir = self.job_dir(record.job_id)
         if job_dir.exists():
-            if not self._abandoned(job_dir):
+            if not abandoned(job_dir):
                 return  # submitted before: idempotent
             self._remove(job_dir)
         try:
@@ -295,24 +272,9 @@ class LocalBackend:
             self._withdraw(job_dir.name, pid)
             raise
 
-    def _abandoned(self, job_dir: Path) -> bool:
-        """A job directory whose submitter died before confirming a supervisor: nothing of
-        the job ran or will run (an unconfirmed supervisor gives up)."""
-        state = supervisor.read_state(job_dir) or {}
-        if state.get("detail") == supervisor.NEVER_STARTED:
-            return True  # its supervisor gave up waiting for the submitter
-        if (job_dir / supervisor.PID_FILE).exists():
-            return False
-        try:
-            launch = json.loads((job_dir / supervisor.LAUNCH_FILE).read_text())
-        except (OSError, ValueError):
-            return False  # being deleted, or not ours: leave it
-        submitter = launch.get("submitter")
-        return isinstance(submitter, str) and not same_process_alive(submitter)
-
     def _withdraw(self, job_id: str, pid: int) -> None:
         """Stop a supervisor that is still waiting for its ``supervisor.pid``."""
-        if not terminate_group(pid, grace=0, timeout=_WITHDRAW_TIMEOUT, poll_interval=0.01):
+        if not terminate_group(pid, grace=0, timeout=WITHDRAW_TIMEOUT, poll_interval=0.01):
             raise BackendError(
                 f"Job {job_id} was not submitted, but its supervisor (group {pid}) could not "
                 f"be stopped. Kill it by hand: kill -9 -{pid}"
@@ -335,75 +297,9 @@ class LocalBackend:
         threading.Thread(target=process.wait, name="kinetic-reap", daemon=True).start()
         return process.pid
 
-    def _supervisor_pid(self, job_dir: Path) -> int | None:
-        try:
-            return int((job_dir / supervisor.PID_FILE).read_text())
-        except (FileNotFoundError, ValueError):
-            return None
-
     def _state(self, job_id: str, store_uri: str | None = None) -> JobState:
-        job_dir = self.job_dir(job_id)
-        state = supervisor.read_state(job_dir)
-        if state is None:  # a published job always has a state: this one is being removed
-            return JobState(status=S.NOT_FOUND)
-        phase = S(state["phase"])
-        preemptions = int(state.get("preemptions") or 0)
-        if phase.is_terminal:
-            return JobState(
-                status=phase,
-                detail=state.get("detail", ""),
-                exit_code=state.get("exit_code"),
-                cause=_cause(state) if phase is S.FAILED else None,
-                preemptions=preemptions,
-            )
-        state_now = JobState(status=phase, preemptions=preemptions)
-        pid = self._supervisor_pid(job_dir)
-        if pid is None:
-            abandoned = self._abandoned(job_dir)
-            return (
-                JobState(status=S.NOT_FOUND, detail=supervisor.NEVER_STARTED)
-                if abandoned
-                else state_now
-            )
-        if not pid_alive(pid):
-            return self._without_supervisor(job_id, pid, store_uri)
-        return state_now
-
-    def _without_supervisor(self, job_id: str, pid: int, store_uri: str | None) -> JobState:
-        """The supervisor is gone: the job has just ended, is being deleted, or it died."""
-        job_dir = self.job_dir(job_id)
-        again = supervisor.read_state(job_dir)  # it may have finished just now
-        if again and S(again["phase"]).is_terminal:
-            return self._state(job_id, store_uri)
-        if not job_dir.exists() or (job_dir / supervisor.CANCEL_MARKER).exists():
-            return JobState(status=S.NOT_FOUND)  # being deleted: killed on purpose
-        return self._supervisor_died(job_id, pid, store_uri)
-
-    def _supervisor_died(self, job_id: str, pid: int, store_uri: str | None) -> JobState:
-        """Settle a job whose supervisor was killed: one final state, matching its result.
-
-        The runtime dies with its supervisor (Linux); anything else of the job is killed here,
-        so no result can appear after this. A result stored before is what the job did.
-        """
-        if not terminate_group(pid, grace=0, timeout=_WITHDRAW_TIMEOUT, poll_interval=0.01):
-            return JobState(status=S.RUNNING)  # still being stopped: look again
-        state = JobState(status=S.FAILED, detail=_SUPERVISOR_DIED, cause=FailureCause.EXIT)
-        if store_uri is not None:
-            with contextlib.suppress(KineticError, OSError):
-                key = layout.result_key(job_id)
-                data = open_store(store_uri).read(key)
-                body = open_blob(self.signing_keys(create=False), "result", job_id, data, key=key)
-                envelope = decode_result(body, what=key)
-                if isinstance(envelope, Succeeded):
-                    state = JobState(status=S.SUCCEEDED, detail=_SETTLED_FROM_RESULT)
-        with contextlib.suppress(OSError):  # the job directory may be going away
-            supervisor.write_state(
-                self.job_dir(job_id),
-                phase=state.status.value,
-                supervisor_pid=pid,
-                detail=state.detail,
-            )
-        return state
+        keys = functools.partial(self.signing_keys, create=False)
+        return job_state(self.job_dir(job_id), store_uri, keys)
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         line = SlotLine(self._root / "slots")
@@ -471,7 +367,7 @@ class LocalBackend:
         if not job_dir.exists():
             return
         (job_dir / supervisor.CANCEL_MARKER).touch()
-        pid = self._supervisor_pid(job_dir)
+        pid = supervisor_pid(job_dir)
         if pid is not None and group_alive(pid):
             stopped = terminate_group(
                 pid, grace=_TERMINATE_GRACE, timeout=timeout, poll_interval=poll_interval

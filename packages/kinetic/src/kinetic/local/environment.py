@@ -20,15 +20,33 @@ _RUNTIME_MODULES = ("kinetic_runtime", "kinetic_protocol", "cloudpickle", "msgsp
 
 HOST_NAMES = (
     # to run at all: where programs and the user's files are, who runs them
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TMPDIR",
+    "TZ",
     # to find accelerators and native libraries installed on this machine
-    "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_VISIBLE_DEVICES",
     # to reach a gs:// store as this machine does (a pod has its own identity instead)
-    "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "STORAGE_EMULATOR_HOST",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUDSDK_CONFIG",
+    "STORAGE_EMULATOR_HOST",
     # the network as this machine sees it
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
-)  # fmt: skip
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+)
 """Variables a local job inherits from the submitter when set."""
 
 HOST_PREFIXES = ("LANG", "LC_")

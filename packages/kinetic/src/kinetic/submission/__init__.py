@@ -1,5 +1,6 @@
 """Turning a call into a submitted job: ids, target resolution, the record, the submission."""
 
+from kinetic.job_ids import child_id_prefix, func_name_of, new_job_id
 from kinetic.submission.call import (
     artifact_ref,
     call_descriptor,
@@ -8,7 +9,6 @@ from kinetic.submission.call import (
     submit_call,
     upload_bundle,
 )
-from kinetic.submission.ids import child_id_prefix, func_name_of, new_job_id
 from kinetic.submission.record import Group, job_record
 from kinetic.submission.target import Target, resolve_target
 

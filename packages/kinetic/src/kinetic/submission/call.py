@@ -20,9 +20,9 @@ from kinetic.data.plan import CallData, plan_call_data
 from kinetic.data.reference import Data
 from kinetic.env_capture import capture_env
 from kinetic.handle import JobHandle
+from kinetic.job_ids import func_name_of, new_job_id
 from kinetic.packaging import CodeBundle, serialize_call
 from kinetic.packaging.serialize import SerializedCall
-from kinetic.submission.ids import func_name_of, new_job_id
 from kinetic.submission.record import job_record
 from kinetic.submission.target import Target
 from kinetic_protocol import (

@@ -3,10 +3,11 @@
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from kinetic._version import kinetic_version
 from kinetic.submission.target import Target
 from kinetic_protocol import JobRecord
 
-__all__ = ["Group", "job_record", "kinetic_version"]
+__all__ = ["Group", "job_record"]
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,3 @@ def _bucket_name(uri: str) -> str:
     if uri.startswith("gs://") and "/" not in uri.removeprefix("gs://"):
         return uri.removeprefix("gs://")
     return uri
-
-
-def kinetic_version() -> str:
-    from kinetic import __version__
-
-    return str(__version__)

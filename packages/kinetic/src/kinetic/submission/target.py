@@ -129,10 +129,15 @@ def resolve_target(
     extra of the runtime in the image.
     """
     settings = resolve_settings(
-        backend=options.backend, project=options.project, zone=options.zone,
-        cluster=options.cluster, namespace=options.namespace, accelerator=options.accelerator,
-        queue=options.queue, priority=options.priority,
-    )  # fmt: skip
+        backend=options.backend,
+        project=options.project,
+        zone=options.zone,
+        cluster=options.cluster,
+        namespace=options.namespace,
+        accelerator=options.accelerator,
+        queue=options.queue,
+        priority=options.priority,
+    )
     queue, priority = queueing_names(settings)
     name = settings.backend_name
     backend = get_backend(name, settings.backend_settings())
@@ -162,16 +167,29 @@ def resolve_target(
     )
     preparation = backend.prepare(
         PrepareRequest(
-            accelerator=accelerator, project_root=bundle.root, isolate=options.isolate,
-            spot=options.spot, container_image=options.container_image,
+            accelerator=accelerator,
+            project_root=bundle.root,
+            isolate=options.isolate,
+            spot=options.spot,
+            container_image=options.container_image,
             base_image_repo=options.base_image_repo,
             runtime_extras=("hf",) if any(item.is_hf for item in every) else (),
             volumes=tuple(path for path, _ in options.volumes),
-            fuse=any(item.fuse for item in every), queue=queue, priority=priority,
+            fuse=any(item.fuse for item in every),
+            queue=queue,
+            priority=priority,
         )
-    )  # fmt: skip
+    )
     return Target(
-        options, settings, backend, store, bundle, image_uri=preparation.image,
-        requirements=preparation.requirements, backend_data=preparation.backend_data,
-        debug=debug, queue=preparation.queue or queue or "", priority=priority or "",
-    )  # fmt: skip
+        options,
+        settings,
+        backend,
+        store,
+        bundle,
+        image_uri=preparation.image,
+        requirements=preparation.requirements,
+        backend_data=preparation.backend_data,
+        debug=debug,
+        queue=preparation.queue or queue or "",
+        priority=priority or "",
+    )

@@ -3,7 +3,7 @@
 Nothing here rewrites an object per child: the manifest is written once, each attempt adds its
 own ``children/<index>-<attempt>.json`` before its backend resource is created, and a reader
 needs one manifest read, one listing, and one read of each child record it has not verified
-yet to rebuild every child's handle. Every record is signed (see :mod:`kinetic.batch.sealed`):
+yet to rebuild every child's handle. Every record is signed (see :mod:`kinetic.bookkeeping.sealed`):
 one that does not verify is left out with a warning naming its key.
 """
 
@@ -11,12 +11,12 @@ import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import msgspec
 
 from kinetic import _log
-from kinetic.batch.sealed import BatchSeal, RefusedRecordError
+from kinetic.bookkeeping.sealed import BatchSeal, RefusedRecordError
 from kinetic.trust import open_manifest
 from kinetic_protocol import (
     SCHEMA_VERSION,
@@ -42,15 +42,11 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.signing import seal_json
 
-if TYPE_CHECKING:
-    from kinetic.handle import JobHandle
-
 __all__ = [
     "MAX_EPOCH",
     "PARALLEL_READS",
     "BatchListing",
     "BatchRecords",
-    "cancel_child",
     "parse_child_name",
     "read_manifest",
 ]
@@ -144,9 +140,12 @@ class BatchRecords:
         """Record an attempt before its backend resource is created (create-only: a resumed
         submission of the same attempt finds its record in place)."""
         child = BatchChild(
-            group_id=self.group_id, index=index, attempt=attempt, job_id=job_id,
+            group_id=self.group_id,
+            index=index,
+            attempt=attempt,
+            job_id=job_id,
             submitted_at=_now(),
-        )  # fmt: skip
+        )
         key = layout.child_key(self.group_id, index, attempt)
         try:
             self._write(key, child, if_absent=True)
@@ -182,17 +181,23 @@ class BatchRecords:
 
     def add_submission_error(self, index: int, exc: BaseException) -> None:
         error = BatchSubmissionError(
-            group_id=self.group_id, index=index, exc_type=type(exc).__name__, message=str(exc),
+            group_id=self.group_id,
+            index=index,
+            exc_type=type(exc).__name__,
+            message=str(exc),
             failed_at=_now(),
-        )  # fmt: skip
+        )
         self._write(layout.submission_error_key(self.group_id, index), error)
 
     def add_cancelled(self, index: int, attempt: int, reason: str) -> None:
         """Say when and why the batch cancelled an attempt (the job records neither)."""
         record = BatchChildCancelled(
-            group_id=self.group_id, index=index, attempt=attempt, cancelled_at=_now(),
+            group_id=self.group_id,
+            index=index,
+            attempt=attempt,
+            cancelled_at=_now(),
             reason=reason,
-        )  # fmt: skip
+        )
         self._write(layout.cancelled_child_key(self.group_id, index, attempt), record)
 
     def _read_json(self, key: str, record_type: type[_R]) -> _R | None:
@@ -275,9 +280,13 @@ class BatchRecords:
         self, submitted: int, *, cancelled: bool, fail_fast: bool = False, error: str = ""
     ) -> None:
         done = BatchCompletion(
-            group_id=self.group_id, submitted=submitted, finished_at=_now(),
-            cancelled=cancelled, fail_fast=fail_fast, error=error,
-        )  # fmt: skip
+            group_id=self.group_id,
+            submitted=submitted,
+            finished_at=_now(),
+            cancelled=cancelled,
+            fail_fast=fail_fast,
+            error=error,
+        )
         self._write(layout.completion_key(self.group_id), done)
 
     def completion(self) -> BatchCompletion | None:
@@ -431,14 +440,3 @@ class BatchRecords:
     def delete_all(self) -> None:
         self.store.delete_prefix(layout.group_prefix(self.group_id))
         self.store.delete(layout.manifest_key(self.group_id))
-
-
-def cancel_child(records: BatchRecords, job: "JobHandle", reason: str) -> None:
-    """Cancel a child the batch stops, saying when and why first (best effort: a store that
-    refuses the note does not keep the job running)."""
-    if job.group_index is not None:
-        try:
-            records.add_cancelled(job.group_index, job.record.attempt, reason)
-        except Exception:
-            log.warning("could not record a cancellation", job_id=job.job_id, exc_info=True)
-    job.delete_resource(timeout=60, poll_interval=0.5)

@@ -1,9 +1,12 @@
-"""``JobHandle.from_job_context``: a handle from the live context of a job being submitted.
+"""The stored record behind a :class:`~kinetic.JobHandle`, built from what a caller holds: the
+handle's own fields, a dict ``to_dict`` made, or the live context of a job being submitted.
+
+Every way goes through :class:`~kinetic_protocol.JobRecord`, so a handle is validated the same
+way however it was made; a ``ConfigError`` names what is missing or wrong.
 
 A *job context* is whatever object a submitter (a custom backend, a wrapper around Kinetic)
-holds while it submits one job: this module reads the handle's fields from its attributes and
-builds the same :class:`~kinetic_protocol.JobRecord` the decorator's own submissions store, so
-the handle is validated the same way.
+holds while it submits one job (``JobHandle.from_job_context``): the handle's fields are read
+from its attributes, and the record is the one the decorator's own submissions store.
 """
 
 from datetime import UTC, datetime
@@ -11,16 +14,38 @@ from typing import Any, Protocol
 
 import msgspec
 
-from kinetic.submission.ids import func_name_of
-from kinetic.submission.record import kinetic_version
+from kinetic._version import kinetic_version
+from kinetic.job_ids import func_name_of
 from kinetic_protocol import ConfigError, JobRecord
 
-__all__ = ["JobContext", "record_from_context"]
+__all__ = ["JobContext", "record_from_context", "record_from_dict", "record_from_fields"]
 
+_HANDLE_REQUIRED = (
+    "job_id",
+    "backend",
+    "project",
+    "cluster_name",
+    "zone",
+    "namespace",
+    "bucket_name",
+    "k8s_name",
+    "image_uri",
+    "accelerator",
+    "func_name",
+    "display_name",
+    "created_at",
+)
 _REQUIRED = ("job_id", "project", "cluster_name", "zone", "bucket_name", "image_uri", "accelerator")
 _OPTIONAL = (
-    "group_id", "group_kind", "group_index", "debug", "spot", "output_dir", "queue", "priority",
-)  # fmt: skip
+    "group_id",
+    "group_kind",
+    "group_index",
+    "debug",
+    "spot",
+    "output_dir",
+    "queue",
+    "priority",
+)
 
 
 class JobContext(Protocol):
@@ -83,3 +108,29 @@ def record_from_context(ctx: object, backend_name: str, namespace: str, k8s_name
         return msgspec.convert(fields, JobRecord)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"JobHandle.from_job_context: invalid context: {exc}") from exc
+
+
+def record_from_fields(fields: dict[str, Any]) -> JobRecord:
+    """The record of a handle built from its ``fields``."""
+    try:
+        return msgspec.convert(fields, JobRecord)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"JobHandle: invalid field: {exc}") from exc
+
+
+def record_from_dict(d: object) -> JobRecord:
+    """The record of ``JobHandle.from_dict(d)``; unknown keys (from a newer Kinetic) are
+    ignored."""
+    if not isinstance(d, dict):
+        raise ConfigError(f"JobHandle.from_dict needs a dict, got {type(d).__name__}.")
+    required = [f for f in _HANDLE_REQUIRED if f not in d]
+    if required:
+        raise ConfigError(
+            f"JobHandle.from_dict: missing required field(s) {', '.join(required)}. "
+            "Pass a dict made by JobHandle.to_dict(), or use kinetic.attach(job_id)."
+        )
+    known = set(JobRecord.__struct_fields__)
+    try:
+        return msgspec.convert({k: v for k, v in d.items() if k in known}, JobRecord)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"JobHandle.from_dict: invalid handle dict: {exc}") from exc

@@ -1,0 +1,126 @@
+"""A local job's state, read from its directory: what its supervisor recorded, or, once the
+supervisor is gone without recording an end, one final state that matches what the job stored.
+
+A job directory whose submitter died before it confirmed a supervisor is *abandoned*: nothing of
+the job ran or will run, and a new submission of the same id replaces it.
+"""
+
+import contextlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from kinetic_protocol import FailureCause, JobState, Keyring, KineticError, Succeeded, layout
+from kinetic_protocol import JobStatus as S
+from kinetic_protocol.records import decode_result
+from kinetic_protocol.signing import open_blob
+from kinetic_runtime.local import supervisor
+from kinetic_runtime.local.processes import pid_alive, same_process_alive, terminate_group
+from kinetic_runtime.stores import open_store
+
+__all__ = ["WITHDRAW_TIMEOUT", "abandoned", "job_state", "supervisor_pid"]
+
+WITHDRAW_TIMEOUT = 30.0
+"""How long stopping a supervisor that must not run the job may take."""
+_SUPERVISOR_DIED = "the local supervisor process exited unexpectedly; the job was stopped"
+_SETTLED_FROM_RESULT = (
+    "its local supervisor exited before recording the end: the job had stored its result, so "
+    "it succeeded, but its log may miss the last lines it printed"
+)
+_CAUSES = frozenset(cause.value for cause in FailureCause)
+
+
+def supervisor_pid(job_dir: Path) -> int | None:
+    try:
+        return int((job_dir / supervisor.PID_FILE).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def abandoned(job_dir: Path) -> bool:
+    """A job directory whose submitter died before confirming a supervisor: nothing of the
+    job ran or will run (an unconfirmed supervisor gives up)."""
+    state = supervisor.read_state(job_dir) or {}
+    if state.get("detail") == supervisor.NEVER_STARTED:
+        return True  # its supervisor gave up waiting for the submitter
+    if (job_dir / supervisor.PID_FILE).exists():
+        return False
+    try:
+        launch = json.loads((job_dir / supervisor.LAUNCH_FILE).read_text())
+    except (OSError, ValueError):
+        return False  # being deleted, or not ours: leave it
+    submitter = launch.get("submitter")
+    return isinstance(submitter, str) and not same_process_alive(submitter)
+
+
+def _cause(state: dict[str, object]) -> FailureCause:
+    """The cause the supervisor recorded (``timeout``); else the process ended on its own."""
+    recorded = state.get("cause")
+    if isinstance(recorded, str) and recorded in _CAUSES:
+        return FailureCause(recorded)
+    return FailureCause.EXIT
+
+
+def job_state(job_dir: Path, store_uri: str | None, keys: Callable[[], Keyring]) -> JobState:
+    """The state of the job in ``job_dir``; ``store_uri`` (where its result is) and its
+    backend's ``keys`` settle a job whose supervisor died from the result it stored."""
+    state = supervisor.read_state(job_dir)
+    if state is None:  # a published job always has a state: this one is being removed
+        return JobState(status=S.NOT_FOUND)
+    phase = S(state["phase"])
+    preemptions = int(state.get("preemptions") or 0)
+    if phase.is_terminal:
+        return JobState(
+            status=phase,
+            detail=state.get("detail", ""),
+            exit_code=state.get("exit_code"),
+            cause=_cause(state) if phase is S.FAILED else None,
+            preemptions=preemptions,
+        )
+    state_now = JobState(status=phase, preemptions=preemptions)
+    pid = supervisor_pid(job_dir)
+    if pid is None:
+        if abandoned(job_dir):
+            return JobState(status=S.NOT_FOUND, detail=supervisor.NEVER_STARTED)
+        return state_now
+    if not pid_alive(pid):
+        return _without_supervisor(job_dir, pid, store_uri, keys)
+    return state_now
+
+
+def _without_supervisor(
+    job_dir: Path, pid: int, store_uri: str | None, keys: Callable[[], Keyring]
+) -> JobState:
+    """The supervisor is gone: the job has just ended, is being deleted, or it died."""
+    again = supervisor.read_state(job_dir)  # it may have finished just now
+    if again and S(again["phase"]).is_terminal:
+        return job_state(job_dir, store_uri, keys)
+    if not job_dir.exists() or (job_dir / supervisor.CANCEL_MARKER).exists():
+        return JobState(status=S.NOT_FOUND)  # being deleted: killed on purpose
+    return _supervisor_died(job_dir, pid, store_uri, keys)
+
+
+def _supervisor_died(
+    job_dir: Path, pid: int, store_uri: str | None, keys: Callable[[], Keyring]
+) -> JobState:
+    """Settle a job whose supervisor was killed: one final state, matching its result.
+
+    The runtime dies with its supervisor (Linux); anything else of the job is killed here, so
+    no result can appear after this. A result stored before is what the job did.
+    """
+    if not terminate_group(pid, grace=0, timeout=WITHDRAW_TIMEOUT, poll_interval=0.01):
+        return JobState(status=S.RUNNING)  # still being stopped: look again
+    state = JobState(status=S.FAILED, detail=_SUPERVISOR_DIED, cause=FailureCause.EXIT)
+    job_id = job_dir.name
+    if store_uri is not None:
+        with contextlib.suppress(KineticError, OSError):
+            key = layout.result_key(job_id)
+            data = open_store(store_uri).read(key)
+            envelope = decode_result(open_blob(keys(), "result", job_id, data, key=key), what=key)
+            if isinstance(envelope, Succeeded):
+                state = JobState(status=S.SUCCEEDED, detail=_SETTLED_FROM_RESULT)
+    with contextlib.suppress(OSError):  # the job directory may be going away
+        supervisor.write_state(
+            job_dir, phase=state.status.value, supervisor_pid=pid, detail=state.detail
+        )
+    return state
