@@ -18,6 +18,7 @@ from kinetic_gke.k8s import Obj
 from kinetic_gke.k8s.kueue_api import QUEUE_LABEL
 from kinetic_gke.queueing.kueue_view import KueueView, Queued
 from kinetic_protocol import FailureCause, JobRecord, JobState, JobStatus
+from kinetic_protocol.causes import RetryRule
 
 __all__ = ["Completion", "Seen", "queued_states"]
 
@@ -54,7 +55,8 @@ def _completed(view: KueueView, record: JobRecord, state: JobState, found: Queue
     preemptions = state.preemptions + found.preemptions
     if state.status.is_terminal:
         return msgspec.structs.replace(state, preemptions=preemptions)
-    if found.evicted and found.preemptions > record.preemption_retries:
+    rule = RetryRule(preemption_retries=record.preemption_retries)
+    if found.evicted and rule.preemptions_spent(found.preemptions):
         view.deactivate(found.workload)
         return JobState(
             status=JobStatus.FAILED,
