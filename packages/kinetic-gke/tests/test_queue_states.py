@@ -89,3 +89,15 @@ def test_jobs_outside_any_queue_cost_no_read_of_kueue() -> None:
     seen = [(_record(), _job(labelled=False), JobState(status=JobStatus.RUNNING))]
     assert queued_states(kueue, seen, "Job") == {}  # type: ignore[arg-type]
     assert kueue.asked == 0
+
+
+def test_amounts_in_a_place_in_line_read_in_plain_digits() -> None:
+    from decimal import Decimal
+
+    from kinetic_gke.queueing.kueue_view import _shown
+
+    assert _shown("memory", Decimal(10000 * (1 << 30))) == "10000Gi"
+    assert _shown("memory", Decimal(3 * (1 << 29))) == "1.5Gi"
+    assert _shown("cpu", Decimal("5000")) == "5000"
+    assert _shown("cpu", Decimal("0.5")) == "0.5"
+    assert _shown("google.com/tpu", Decimal(16)) == "16"

@@ -318,7 +318,12 @@ def _quantity(amount: object) -> Decimal:
 
 
 def _shown(resource: str, amount: Decimal) -> str:
-    """``16``, ``2.5`` (CPUs), ``64Gi`` (memory)."""
+    """``16``, ``2.5`` (CPUs), ``64Gi`` (memory), in plain digits whatever the size."""
     if resource == "memory" or resource.endswith("-storage"):
-        return f"{amount / (1 << 30):.4g}Gi"
-    return f"{amount.normalize():f}"
+        return f"{_plain(amount / (1 << 30))}Gi"
+    return _plain(amount)
+
+
+def _plain(amount: Decimal) -> str:
+    rounded = amount.quantize(Decimal("0.01")).normalize()
+    return f"{rounded:f}"
