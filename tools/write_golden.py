@@ -84,6 +84,8 @@ _RECORD = JobRecord(
     preemption_retries=5,
     in_array=True,
     array_offset=3,
+    queue="team-a",
+    priority="high",
     mounts=[
         Mount(path="/data", kind="scratch"),
         Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),

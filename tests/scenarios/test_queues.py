@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import gke_userfuncs
+import kueue_userfuncs as qf
 import pytest
-import queue_userfuncs as qf
 import retry_userfuncs
 from click.testing import CliRunner
 from gke_env import GKE_IMAGE

@@ -98,3 +98,21 @@ def test_a_debug_job_declares_the_debug_port_the_backend_forwards_to() -> None:
     assert container["ports"] == [
         {"containerPort": DEFAULT_DEBUG_PORT, "name": "debugpy", "protocol": "TCP"}
     ]
+
+
+def test_a_long_job_id_names_its_slice_short_enough_for_kueue_and_the_same_each_time() -> None:
+    from kinetic_pathways.manifest import MAX_SLICE_NAME, slice_record
+
+    long = msgspec.structs.replace(
+        RECORD, job_id="spawn-child-and-hold-20261128-114107-8b56c06",
+        k8s_name="spawn-child-and-hold-20261128-114107-8b56c06",
+    )  # fmt: skip
+    named = slice_record(long)
+    assert len(named.k8s_name) <= MAX_SLICE_NAME
+    assert named.k8s_name.startswith("spawn-child-and-hold-2026")
+    assert slice_record(long) == named and slice_record(named) == named
+    assert named.job_id == long.job_id, "only the object's name changes"
+    # Kueue's Workload name for the slice, and the label it puts on its pods, fit 63.
+    assert len(f"leaderworkerset-{named.k8s_name}-0-abcde") <= 63
+    short = RECORD
+    assert slice_record(short) is short

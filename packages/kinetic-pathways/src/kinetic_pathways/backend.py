@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import ClassVar
 
 from kinetic_gke import GKEBackend
 from kinetic_gke.k8s import Obj
 from kinetic_gke.labels import job_selector
-from kinetic_pathways.manifest import APP, lws_manifest
+from kinetic_pathways.manifest import APP, lws_manifest, slice_record
 from kinetic_pathways.status import (
     LOG_TAIL_LINES,
     host_pods,
@@ -28,6 +28,7 @@ from kinetic_pathways.status import (
 )
 from kinetic_pathways.workload import LeaderWorkerSetWorkload
 from kinetic_protocol import (
+    NO_ENV,
     Accelerator,
     Capabilities,
     ConfigError,
@@ -179,9 +180,21 @@ class PathwaysBackend(GKEBackend):
             return ""
         return self.connection.pod_log(pod, tail=tail, previous=_restarted(pod))
 
+    # -- every way in names the slice by its LeaderWorkerSet's (possibly shortened) name ----
+
+    def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
+        super().submit(slice_record(record), env=env)
+
+    def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
+        return super().statuses([slice_record(record) for record in records])
+
+    def delete(self, record: JobRecord, *, timeout: float, poll_interval: float) -> None:
+        super().delete(slice_record(record), timeout=timeout, poll_interval=poll_interval)
+
     def logs(
         self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
     ) -> str:
+        record = slice_record(record)
         lws = self.workload.get(self.connection, record.k8s_name)
         hosts = self._hosts(record, _failed_host(lws) if host is None else host)
         if tail is not None and tail <= 0:
@@ -199,6 +212,7 @@ class PathwaysBackend(GKEBackend):
         return super()._stream(pod)
 
     def follow_logs(self, record: JobRecord, *, host: HostSelection = None) -> Iterator[str]:
+        record = slice_record(record)
         hosts = self._hosts(record, host)
         if host != "all":
             return self._follow_host(record, hosts[0])

@@ -6,14 +6,17 @@ container restarts (``restartPolicy: None``), and a restarted host's runtime wai
 running the function again (see ``kinetic_runtime.main``).
 """
 
+import hashlib
 from typing import Any
+
+import msgspec
 
 from kinetic_gke.labels import job_labels
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_gke.queueing.admission import queue_labels
 from kinetic_protocol import Accelerator, JobRecord, parse_accelerator
 
-__all__ = ["APP", "LWS_GROUP", "RUNTIME_COMMAND", "lws_manifest"]
+__all__ = ["APP", "LWS_GROUP", "MAX_SLICE_NAME", "RUNTIME_COMMAND", "lws_manifest", "slice_record"]
 
 APP = "kinetic-pathways"
 """The ``app`` label of Pathways jobs' objects and pods (the spec's label)."""
@@ -22,6 +25,24 @@ EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 """One slice per node pool: the LWS controller gives a group's pods affinity to their leader's
 pool and anti-affinity to other groups, so two slices never half-fill one pool each."""
+
+
+MAX_SLICE_NAME = 39
+"""The longest LeaderWorkerSet name whose derived names fit a label value (63 characters):
+Kueue names a slice's Workload ``leaderworkerset-<name>-0-<5 hex>`` and labels its pods with
+it (the LWS controller's own revision label allows 52). A longer job id is shortened."""
+
+
+def slice_record(record: JobRecord) -> JobRecord:
+    """``record`` with the name its LeaderWorkerSet has (``k8s_name``): the job id itself
+    when it fits :data:`MAX_SLICE_NAME`, else its start and a hash of it, the same every
+    time it is asked."""
+    name = record.k8s_name
+    if len(name) <= MAX_SLICE_NAME:
+        return record
+    digest = hashlib.sha256(name.encode()).hexdigest()[:7]
+    short = f"{name[: MAX_SLICE_NAME - len(digest) - 1].rstrip('-')}-{digest}"
+    return msgspec.structs.replace(record, k8s_name=short)
 
 
 def lws_manifest(

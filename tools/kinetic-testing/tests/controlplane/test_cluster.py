@@ -34,6 +34,7 @@ def test_the_leaderworkerset_kind_and_its_webhooks_are_installed(real_k8s: Contr
 def test_every_component_keeps_a_log_for_failure_reports(real_k8s: ControlPlane) -> None:
     assert set(real_k8s.logs) == {
         "etcd", "kube-apiserver", "kube-controller-manager", "lws-controller",
+        "kueue-controller",
     }  # fmt: skip
     assert "--- kube-apiserver" in real_k8s.log_tails(lines=1)
 

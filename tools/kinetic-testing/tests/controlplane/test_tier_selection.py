@@ -85,12 +85,17 @@ def test_the_environment_a_test_cleans_does_not_hide_the_binaries(tmp_path: Path
     before a backend fixture first asks for the cluster: the binaries found at collection
     are still the ones used."""
     cache = tmp_path / "cache"
+    from kinetic_testing.controlplane.kueue_build import KUEUE_BINARY
     from kinetic_testing.controlplane.versions import CACHE_ENV, PINS
 
     built = cache / f"bin-{PINS.key}"
     built.mkdir(parents=True)
     for name in (*BINARIES, "VERSIONS"):
         (built / name).write_text("")
+    kueue = cache / f"kueue-{PINS.kueue_key}"
+    kueue.mkdir()
+    for name in (KUEUE_BINARY, "VERSIONS"):
+        (kueue / name).write_text("")
     project = _project(
         tmp_path,
         f"""
