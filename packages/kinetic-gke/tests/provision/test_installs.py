@@ -6,7 +6,7 @@ installer (none ships) installs from an override.
 The bare plane has no kubelet for Kueue's controller, so its Kueue cannot run there: while
 registered, its webhooks would refuse every Job and Pod. The tests of other installs use a
 stand-in Kueue named by the override settings (its CRDs alone: served, no webhooks); the test
-of Kueue's own install removes it again from the plane when it ends."""
+of Kueue's own install has a bare plane of its own."""
 
 import base64
 import contextlib
@@ -14,7 +14,6 @@ import copy
 import functools
 import hashlib
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +24,6 @@ import yaml  # type: ignore[import-untyped]
 from provision_support import PROJECT, ZONE, Invoke, add_unmanaged_gpu_pool, ok, point_gke_at
 
 from kinetic_gke.k8s import ClusterConnection
-from kinetic_gke.k8s.kueue_api import GROUP as KUEUE_GROUP
 from kinetic_gke.provision import kueue_queues
 from kinetic_gke.provision.incluster import LWS_GROUP, plan_in_cluster, read_in_cluster
 from kinetic_gke.provision.manifests import KUEUE, LWS, apply_manifest
@@ -117,6 +115,32 @@ def bare_env(
 ) -> Iterator[tuple[FakeGoogleCloud, ApiProxy, str]]:
     """`kinetic up` settings whose cluster endpoint is the bare control plane (behind a TLS
     proxy); yields the fake, the proxy and the cluster name."""
+    with _settings_for(bare_k8s, cloud, tmp_path, monkeypatch) as env:
+        yield env
+
+
+@pytest.fixture
+def own_bare_env(
+    cloud: FakeGoogleCloud,
+    fake_gcs: FakeGcsServer,
+    k8s_binaries: Built,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[ControlPlane, ApiProxy]]:
+    """Like ``bare_env``, on a bare plane of this test's own (about 5 s): for installing the
+    real Kueue, whose webhooks would refuse the shared plane's Jobs and Pods, and whose CRDs
+    could not always be deleted again (their cleanup waited on storage "(re)initializing")."""
+    with (
+        ControlPlane(k8s_binaries, tmp_path / "own-plane", lws=False, kueue=False) as plane,
+        _settings_for(plane, cloud, tmp_path, monkeypatch) as (_cloud, proxy, _cluster),
+    ):
+        yield plane, proxy
+
+
+@contextlib.contextmanager
+def _settings_for(
+    plane: ControlPlane, cloud: FakeGoogleCloud, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[FakeGoogleCloud, ApiProxy, str]]:
     import os
 
     for name in list(os.environ):
@@ -129,9 +153,9 @@ def bare_env(
     monkeypatch.setenv(
         KUEUE.checksum_setting.env, hashlib.sha256(stand_in.read_bytes()).hexdigest()
     )
-    with ApiProxy(bare_k8s, tls=True) as proxy:
+    with ApiProxy(plane, tls=True) as proxy:
         adc = tmp_path / "adc.json"
-        point_gke_at(cloud, bare_k8s, proxy.address, bare_k8s.bearer_token(), adc)
+        point_gke_at(cloud, plane, proxy.address, plane.bearer_token(), adc)
         monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
         monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
         monkeypatch.setenv("KINETIC_PROFILES_FILE", str(tmp_path / "profiles.json"))
@@ -190,73 +214,40 @@ def _kueue_crds() -> list[dict[str, Any]]:
     return crds
 
 
-def _remove_kueue(plane: ControlPlane) -> None:
-    """Take Kueue (the shipped one or the stand-in) out of ``plane``: its webhooks, its
-    aggregated API and its CRDs, with every object of theirs; wait until its API is gone."""
-    from kubernetes.dynamic import DynamicClient
-    from kubernetes.dynamic.exceptions import NotFoundError
-
-    dynamic = DynamicClient(plane.api_client())  # type: ignore[no-untyped-call]
-    gone = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService",
-            "Deployment", "CustomResourceDefinition")  # fmt: skip
-    for document in reversed(_kueue_documents()):
-        if document["kind"] in gone:
-            resource = dynamic.resources.get(
-                api_version=document["apiVersion"], kind=document["kind"]
-            )
-            with contextlib.suppress(NotFoundError):
-                resource.delete(
-                    name=document["metadata"]["name"],
-                    namespace=document["metadata"].get("namespace"),
-                )
-    deadline = time.monotonic() + 60
-    while KUEUE_GROUP in [g["name"] for g in plane.request("GET", "/apis")["groups"]]:
-        assert time.monotonic() < deadline, "Kueue's API is still served 60 s after its removal"
-        time.sleep(0.2)
-
-
 def test_up_installs_the_shipped_kueue_converging_after_a_failure_half_way(
-    bare_env: tuple[FakeGoogleCloud, ApiProxy, str],
-    bare_k8s: ControlPlane,
+    own_bare_env: tuple[ControlPlane, ApiProxy],
     kinetic: Invoke,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The real manifest: applied after a failure half-way, then recognised and kept. Its
     controller never runs here, so the queues step waits no time and says why it stops."""
-    _cloud, proxy, _cluster = bare_env
+    plane, proxy = own_bare_env
     monkeypatch.delenv(KUEUE.source_setting.env)
     monkeypatch.delenv(KUEUE.checksum_setting.env)
     monkeypatch.setattr(kueue_queues, "READY_WAIT_S", 0.0)
-    _remove_kueue(bare_k8s)
     deployment_path = "/apis/apps/v1/namespaces/kueue-system/deployments/kueue-controller-manager"
-    try:
-        proxy.inject(ApiFault(method="PATCH", path_contains="/deployments/kueue-", code=403))
-        failed = kinetic("up")
-        assert (
-            failed.exit_code == 1
-            and "applying Deployment kueue-controller-manager" in failed.output
-        )
-        with pytest.raises(ApiError):
-            bare_k8s.request("GET", deployment_path)
+    proxy.inject(ApiFault(method="PATCH", path_contains="/deployments/kueue-", code=403))
+    failed = kinetic("up")
+    assert failed.exit_code == 1 and "applying Deployment kueue-controller-manager" in failed.output
+    with pytest.raises(ApiError):
+        plane.request("GET", deployment_path)
 
-        again = kinetic("up")
-        assert f"applied {len(_kueue_documents())} objects of Kueue {KUEUE.version}" in again.output
-        assert again.exit_code == 1
-        assert (
-            "Kueue is not running after 0 s (its controller kueue-system/kueue-controller-"
-            "manager has 0 of 1 replicas available)" in again.output
-        )
-        deployment = bare_k8s.request("GET", deployment_path)
-        image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
-        assert image == f"registry.k8s.io/kueue/kueue:{KUEUE.version}"
-        assert "kinetic" in {entry["manager"] for entry in deployment["metadata"]["managedFields"]}
+    again = kinetic("up")
+    assert f"applied {len(_kueue_documents())} objects of Kueue {KUEUE.version}" in again.output
+    assert again.exit_code == 1
+    assert (
+        "Kueue is not running after 0 s (its controller kueue-system/kueue-controller-"
+        "manager has 0 of 1 replicas available)" in again.output
+    )
+    deployment = plane.request("GET", deployment_path)
+    image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == f"registry.k8s.io/kueue/kueue:{KUEUE.version}"
+    assert "kinetic" in {entry["manager"] for entry in deployment["metadata"]["managedFields"]}
 
-        planned = ok(kinetic("up", "--dry-run"))
-        assert "Kueue API served (v1beta2); kept" in planned
-        assert "install Kueue" not in planned
-        assert "+ create Kueue queues kinetic (share 1)" in planned
-    finally:
-        _remove_kueue(bare_k8s)
+    planned = ok(kinetic("up", "--dry-run"))
+    assert "Kueue API served (v1beta2); kept" in planned
+    assert "install Kueue" not in planned
+    assert "+ create Kueue queues kinetic (share 1)" in planned
 
 
 def test_a_gpu_driver_installer_named_by_its_checksum_is_installed_for_unmanaged_gpu_pools(
