@@ -8,7 +8,6 @@ hangs the server. Its output goes to a log file, which is quoted if it fails to 
 import importlib.util
 import json
 import re
-import socket
 import subprocess
 import tempfile
 import time
@@ -18,6 +17,8 @@ from collections import Counter
 from pathlib import Path
 from types import TracebackType
 from typing import Self
+
+from .ports import claim_ports, release_ports
 
 __all__ = ["FakeGcsServer", "find_binary", "request_kind"]
 
@@ -86,10 +87,11 @@ class FakeGcsServer:
         self._workdir = tempfile.TemporaryDirectory(prefix="fake-gcs-")
         log_path = Path(self._workdir.name, "server.log")
         try:
-            # The free port is found by binding and releasing it, so another process can take
-            # it in between; the server then exits at once, and we try another port.
+            # A claimed port is still free to processes outside the tests; if one takes it
+            # in between, the server exits at once and we try another port.
             for attempt in range(1, _PORT_ATTEMPTS + 1):
-                self._port = _free_port()
+                release_ports([self._port])
+                (self._port,) = claim_ports(1)
                 self._launch(binary, log_path)
                 if self._wait_until_ready(log_path, last_attempt=attempt == _PORT_ATTEMPTS):
                     return
@@ -100,6 +102,7 @@ class FakeGcsServer:
     def stop(self) -> None:
         """Stop the server (terminate, then kill) and remove its log; safe to call twice."""
         process, self._process = self._process, None
+        release_ports([self._port])
         if process is not None:
             process.terminate()
             try:
@@ -213,13 +216,6 @@ def request_kind(method: str, path: str) -> str:
     if method == "GET":
         return "list" if re.search(r"/b/[^/]+/o(\?|$)", path) else "metadata"
     return "other"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _tail(path: Path, limit: int = 2000) -> str:

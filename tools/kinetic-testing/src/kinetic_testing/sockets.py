@@ -2,9 +2,10 @@
 sockets reads them here instead of trusting the code that closed them (Linux ``/proc``)."""
 
 import os
-import socket
 from pathlib import Path
 from typing import NamedTuple
+
+from .ports import claim_ports
 
 __all__ = ["TcpSocket", "free_port", "own_tcp_sockets"]
 
@@ -54,6 +55,7 @@ def own_tcp_sockets() -> list[TcpSocket]:
 
 
 def free_port() -> int:
-    """A port nothing on this machine listens on at the time of the call."""
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        return int(probe.getsockname()[1])
+    """A port nothing on this machine listens on now, claimed by this test process for its
+    life so that no other test process is handed it too."""
+    (port,) = claim_ports(1)
+    return port

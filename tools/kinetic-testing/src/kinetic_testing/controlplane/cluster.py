@@ -14,7 +14,6 @@ import ctypes
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -28,6 +27,8 @@ from types import TracebackType
 from typing import Any, Self
 
 import urllib3
+
+from kinetic_testing.ports import claim_ports, release_ports
 
 from .build import Built
 from .kueue_start import front_proxy_flags, install_kueue_crds, start_kueue
@@ -93,6 +94,7 @@ class ControlPlane:
         self._ssl_context: ssl.SSLContext | None = None
         self._connections: urllib3.PoolManager | None = None
         self.api_port = 0
+        self._ports: list[int] = []
 
     # -- public -------------------------------------------------------------------------
 
@@ -242,7 +244,7 @@ class ControlPlane:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(exist_ok=True)
         self._pki = make_pki(self.run_dir / "pki")
-        ports = _free_ports(9)
+        ports = self._ports = claim_ports(9)
         self.api_port = ports[0]
         etcd_port, etcd_peer, kcm_port, webhook_port, probe_port = ports[1:6]
         self._write_kubeconfig()
@@ -280,6 +282,8 @@ class ControlPlane:
                 process.kill()
                 process.wait()
         self._processes.clear()
+        release_ports(self._ports)
+        self._ports = []
         if self._connections is not None:
             self._connections.clear()
             self._connections = None
@@ -571,19 +575,6 @@ def _die_with_parent() -> None:
     """In the child before exec: be killed when the test process dies, however it dies."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def _dns_label(text: str) -> str:
