@@ -1,7 +1,7 @@
-"""Ask the launcher to start a job; start a launcher when there is none.
+"""Ask the launcher to start waiting jobs; start a launcher when there is none.
 
-Every failure here is quiet and cheap: the caller then starts the supervisor as a fresh
-process, exactly as it would without a launcher.
+Every failure here is quiet and cheap: the caller then dispatches itself, with fresh
+supervisors, exactly as it would without a launcher.
 """
 
 import functools
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kinetic.local import settings
 
-__all__ = ["launcher_enabled", "request_start"]
+__all__ = ["launcher_enabled", "request_dispatch"]
 
 _RESPAWN_AFTER = 5.0
 _spawned_at: dict[Path, float] = {}
@@ -66,18 +66,18 @@ def _spawn(path: Path) -> None:
     threading.Thread(target=process.wait, name="kinetic-launcher-reap", daemon=True).start()
 
 
-def request_start(job_dir: Path) -> int | None:
-    """The pid of the supervisor the launcher started for ``job_dir``, or None."""
+def request_dispatch(slots_dir: Path) -> bool:
+    """Whether the launcher dispatched the line in ``slots_dir`` (started what a free slot
+    allowed, with warm supervisors)."""
     path = _socket_path()
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(5.0)
             conn.connect(str(path))
-            conn.sendall(json.dumps({"job_dir": str(job_dir)}).encode() + b"\n")
+            conn.sendall(json.dumps({"dispatch": str(slots_dir)}).encode() + b"\n")
             with conn.makefile("rb") as reader:
                 reply = json.loads(reader.readline() or b"{}")
     except (OSError, ValueError):
         _spawn(path)
-        return None
-    pid = reply.get("pid")
-    return pid if isinstance(pid, int) else None
+        return False
+    return reply.get("dispatched") is True

@@ -1,0 +1,95 @@
+"""One process per line that starts waiting jobs when nobody else will.
+
+A slot is freed, and the next job started, by the supervisor of the job that ends. A supervisor
+killed with ``kill -9`` frees its slot without starting anyone: the keeper, which runs while
+jobs wait, notices the free slot and dispatches. Any client that submits a job, or reads the
+state of one that waits, starts a keeper when none holds the line's keeper lock, so a keeper
+killed too is replaced by the next that looks.
+
+    python -m kinetic_runtime.local.line_keeper SLOTS_DIR SLOTS warm|fresh
+
+``warm`` forks each job's runtime from the runtime imported here, as the launcher does.
+"""
+
+import fcntl
+import os
+import sys
+import time
+from pathlib import Path
+
+from kinetic_runtime.local.dispatch import Spawn, dispatch
+from kinetic_runtime.local.slot_queue import WAITING_DIR, any_slot_free
+from kinetic_runtime.private_files import make_private_dirs, open_private
+
+__all__ = ["KEEPER_LOCK", "POLL_SECONDS", "keep", "keeper_running", "line_empty"]
+
+KEEPER_LOCK = "keeper.lock"
+POLL_SECONDS = 0.05
+"""How often the keeper looks for a slot that a killed supervisor freed (a few lock tries)."""
+
+
+def line_empty(slots_dir: Path) -> bool:
+    """Whether no ticket waits (looks at one entry, not the whole line)."""
+    try:
+        with os.scandir(slots_dir / WAITING_DIR) as entries:
+            return not any(not entry.name.startswith(".") for entry in entries)
+    except FileNotFoundError:
+        return True
+
+
+def _lock(slots_dir: Path) -> int | None:
+    make_private_dirs(slots_dir)
+    fd = open_private(slots_dir / KEEPER_LOCK, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def keeper_running(slots_dir: Path) -> bool:
+    fd = _lock(slots_dir)
+    if fd is None:
+        return True
+    os.close(fd)
+    return False
+
+
+def keep(slots_dir: Path, slots: int, spawn: Spawn, poll: float = POLL_SECONDS) -> int:
+    """Dispatch whenever a slot is free, until the line is empty."""
+    lock = _lock(slots_dir)
+    while lock is not None:
+        try:
+            if any_slot_free(slots_dir, slots):
+                dispatch(slots_dir, spawn)
+            if line_empty(slots_dir):
+                # Let go, then look again: whoever put a ticket in line while this held the
+                # lock (and so started no keeper) is seen now.
+                os.close(lock)
+                lock = None
+                if line_empty(slots_dir):
+                    return 0
+                lock = _lock(slots_dir)
+                continue
+        except BaseException:
+            if lock is not None:
+                os.close(lock)
+            raise
+        time.sleep(poll)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    from kinetic_runtime.local.spawners import forked, runtime_start
+
+    warm = None
+    if argv[2] == "warm":
+        from kinetic_runtime.local.launcher import fork_runtime
+
+        warm = fork_runtime
+    return keep(Path(argv[0]), int(argv[1]), forked(runtime_start(warm)))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,114 @@
+"""The two ways a dispatcher starts a job's supervisor (a ``dispatch.Spawn``).
+
+``forked``: a fork of the dispatcher (the launcher, the keeper, or a supervisor whose job just
+ended), detached by a double fork into a session of its own, with only the slot and the answer
+pipe open. ``fresh``: a new interpreter (``python -m kinetic_runtime.local.supervisor``), for a
+dispatcher that must not fork (the client). Either waits until the supervisor says whether it
+claimed the job.
+"""
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kinetic_runtime.local import supervisor
+from kinetic_runtime.local.dispatch import Spawn
+from kinetic_runtime.local.hosts import StartRuntime
+from kinetic_runtime.private_files import open_private
+
+__all__ = ["forked", "fresh", "runtime_start"]
+
+SUPERVISOR_LOG = "supervisor.log"
+
+
+def runtime_start(warm: StartRuntime | None) -> Callable[[dict[str, Any]], StartRuntime]:
+    """How a forked supervisor starts a job's runtime: ``warm`` (a fork) when the job runs in
+    this interpreter, else a fresh one in the job's own."""
+
+    def start_for(launch: dict[str, Any]) -> StartRuntime:
+        if warm is not None and launch.get("python") == sys.executable:
+            return warm
+        return supervisor.exec_runtime
+
+    return start_for
+
+
+def _answer(read_end: int) -> bool:
+    with os.fdopen(read_end, "rb") as pipe:
+        return pipe.read(1) == b"1"
+
+
+def _close_all_but(keep: list[int]) -> None:
+    """Close every descriptor above stderr but ``keep``: an inherited lock (the dispatcher's)
+    would otherwise stay held for as long as the job runs."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)
+
+
+def forked(start_for: Callable[[dict[str, Any]], StartRuntime]) -> Spawn:
+    def spawn(job_dir: Path, launch: dict[str, Any], slot: int) -> bool:
+        start = start_for(launch)
+        read_end, write_end = os.pipe()
+        middle = os.fork()
+        if middle == 0:
+            try:
+                if os.fork() == 0:
+                    code = 1
+                    try:
+                        _close_all_but([slot, write_end])
+                        os.setsid()
+                        null = os.open(os.devnull, os.O_RDWR)
+                        errors = open_private(job_dir / SUPERVISOR_LOG, os.O_WRONLY | os.O_APPEND)
+                        for target, fd in ((0, null), (1, null), (2, errors)):
+                            os.dup2(fd, target)
+                        code = supervisor.supervise(job_dir, slot, start=start, report=write_end)
+                    finally:
+                        os._exit(code)
+            finally:
+                os._exit(0)  # the supervisor is orphaned to init, like a daemon
+        os.close(write_end)
+        with contextlib.suppress(ChildProcessError):  # a launcher ignores SIGCHLD
+            os.waitpid(middle, 0)
+        return _answer(read_end)
+
+    return spawn
+
+
+def fresh(job_dir: Path, launch: dict[str, Any], slot: int) -> bool:
+    """Start the supervisor as a new interpreter, the job's own, in a session of its own."""
+    read_end, write_end = os.pipe()
+    try:
+        fd = open_private(job_dir / SUPERVISOR_LOG, os.O_WRONLY | os.O_APPEND)
+        with os.fdopen(fd, "ab") as errors:
+            process = subprocess.Popen(
+                [
+                    launch["python"],
+                    "-m",
+                    "kinetic_runtime.local.supervisor",
+                    str(job_dir),
+                    str(slot),
+                    str(write_end),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                cwd=job_dir,
+                start_new_session=True,
+                pass_fds=(slot, write_end),
+            )
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    # Reap it when it exits: no zombie, and no "still running" ResourceWarning.
+    threading.Thread(target=process.wait, name="kinetic-reap", daemon=True).start()
+    return _answer(read_end)

@@ -1,0 +1,59 @@
+"""Getting waiting local jobs started: the client's part.
+
+After a submission, and whenever it reads the state of a job that waits, the client looks for a
+free slot and, finding one, has the line dispatched (``kinetic_runtime.local.dispatch``): by the
+launcher, whose supervisors are warm, else itself with fresh ones (the client never forks). While
+jobs wait, it makes sure the line has a keeper (``kinetic_runtime.local.line_keeper``), which
+starts them if a running job's supervisor is killed: so a job never waits on a process that is
+gone, whoever was killed.
+"""
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from kinetic.local import settings
+from kinetic.local.launcher_client import launcher_enabled, request_dispatch
+from kinetic_runtime.local.dispatch import dispatch
+from kinetic_runtime.local.line_keeper import keeper_running
+from kinetic_runtime.local.slot_queue import any_slot_free
+from kinetic_runtime.local.spawners import fresh
+
+__all__ = ["ensure_keeper", "start_waiting"]
+
+
+def start_waiting(slots_dir: Path, python: str) -> None:
+    """Start waiting jobs if a slot is free (a few lock tries when none is)."""
+    if not any_slot_free(slots_dir, settings.local_slots()):
+        return
+    if launcher_enabled(python) and request_dispatch(slots_dir):
+        return
+    dispatch(slots_dir, fresh)
+
+
+def ensure_keeper(slots_dir: Path) -> None:
+    """Start the line's keeper if none runs (quietly: the next look tries again)."""
+    if keeper_running(slots_dir):
+        return
+    warm = "warm" if settings.LAUNCHER.flag() else "fresh"
+    command = [
+        sys.executable,
+        "-m",
+        "kinetic_runtime.local.line_keeper",
+        str(slots_dir),
+        str(settings.local_slots()),
+        warm,
+    ]
+    try:
+        with open(slots_dir / "keeper.log", "ab") as log:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
+    except OSError:
+        return
+    threading.Thread(target=process.wait, name="kinetic-keeper-reap", daemon=True).start()
