@@ -49,7 +49,7 @@ def _submit(slots_dir: Path, job: str, *, slots: int, priority: int = 0, at: int
     """A job directory as the client publishes it, and its ticket in line."""
     job_dir = slots_dir.parent / "jobs" / job
     job_dir.mkdir(parents=True)
-    launch = {"job_id": job, "slots": slots, "priority": priority, "submitted_ns": at}
+    launch = {"job_id": job, "slots": slots, "priority": priority, "line_number": at}
     (job_dir / LAUNCH_FILE).write_text(json.dumps(launch))
     claim.set_claim_aside(job_dir)
     slot_queue.join_line(slots_dir, slot_queue.ticket_of(launch))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kinetic_runtime.local.claim import unclaimed
-from kinetic_runtime.local.slot_queue import job_of, leave_line, take_free_slot, tickets
+from kinetic_runtime.local.slot_queue import head_tickets, job_of, leave_line, take_free_slot
 from kinetic_runtime.private_files import make_private_dirs, open_private
 
 __all__ = ["CANCEL_MARKER", "DISPATCH_LOCK", "LAUNCH_FILE", "Spawn", "dispatch", "jobs_dir"]
@@ -74,12 +74,13 @@ def _start_head(slots_dir: Path, name: str, spawn: Spawn) -> bool:
 
 
 def dispatch(slots_dir: Path, spawn: Spawn) -> None:
-    """Start waiting jobs, in line order, while slots are free."""
+    """Start waiting jobs, in line order, while slots are free: a bucket of tickets at a time
+    (``slot_queue``), so that a start costs what the head of the line costs."""
     make_private_dirs(slots_dir)
     lock = open_private(slots_dir / DISPATCH_LOCK, os.O_RDWR)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        while names := tickets(slots_dir):
+        while names := head_tickets(slots_dir):
             for name in names:
                 if not _start_head(slots_dir, name, spawn):
                     return

@@ -18,23 +18,14 @@ import time
 from pathlib import Path
 
 from kinetic_runtime.local.dispatch import Spawn, dispatch
-from kinetic_runtime.local.slot_queue import WAITING_DIR, any_slot_free
+from kinetic_runtime.local.slot_queue import any_slot_free, line_empty
 from kinetic_runtime.private_files import make_private_dirs, open_private
 
-__all__ = ["KEEPER_LOCK", "POLL_SECONDS", "keep", "keeper_running", "line_empty"]
+__all__ = ["KEEPER_LOCK", "POLL_SECONDS", "keep", "keeper_running"]
 
 KEEPER_LOCK = "keeper.lock"
 POLL_SECONDS = 0.05
 """How often the keeper looks for a slot that a killed supervisor freed (a few lock tries)."""
-
-
-def line_empty(slots_dir: Path) -> bool:
-    """Whether no ticket waits (looks at one entry, not the whole line)."""
-    try:
-        with os.scandir(slots_dir / WAITING_DIR) as entries:
-            return not any(not entry.name.startswith(".") for entry in entries)
-    except FileNotFoundError:
-        return True
 
 
 def _lock(slots_dir: Path) -> int | None:

@@ -2,9 +2,10 @@
 
 A job waiting for a slot has no process: it is a ticket in line
 (``kinetic_runtime.local.slot_queue``), by ``priority`` (the value of the job's class, in
-``launch.json``), then by ``submitted_ns``. A dispatcher (``kinetic_runtime.local.dispatch``)
-starts its supervisor holding a free slot; the supervisor claims the job
-(``kinetic_runtime.local.claim``), runs it, and once it has ended starts the next waiting job.
+``launch.json``), then by ``line_number`` (its place in the order of submission). A dispatcher
+(``kinetic_runtime.local.dispatch``) starts its supervisor holding a free slot; the supervisor
+claims the job (``kinetic_runtime.local.claim``), runs it, and once it has ended starts the
+next waiting job.
 
 Run as ``python -m kinetic_runtime.local.supervisor JOB_DIR SLOT_FD REPORT_FD`` (or forked) in
 its own session, so it outlives the submitting process and ``os.killpg`` on its pid stops the

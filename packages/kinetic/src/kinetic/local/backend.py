@@ -56,7 +56,13 @@ from kinetic_runtime.local.processes import (
     process_identity,
     terminate_group,
 )
-from kinetic_runtime.local.slot_queue import in_line, join_line, leave_line, ticket_of
+from kinetic_runtime.local.slot_queue import (
+    in_line,
+    join_line,
+    leave_line,
+    take_number,
+    ticket_of,
+)
 from kinetic_runtime.local.state_file import set_room_aside
 from kinetic_runtime.private_files import DIR_MODE, make_private_dirs, write_private
 from kinetic_runtime.settings import SIGNING_KEYS, TERMINATION_LOG
@@ -251,7 +257,7 @@ class LocalBackend:
             "preemption_retries": record.preemption_retries,
             "disk_full_retries": settings.disk_full_retries(),
             "priority": priority_value(record.priority),
-            "submitted_ns": time.time_ns(),
+            "line_number": take_number(self._slots),
             "submitter": process_identity(os.getpid()),
             "env": inherited,
         }
