@@ -8,6 +8,7 @@ starts them if a running job's supervisor is killed: so a job never waits on a p
 gone, whoever was killed.
 """
 
+import os
 import subprocess
 import sys
 import threading
@@ -16,7 +17,7 @@ from pathlib import Path
 from kinetic.local import settings
 from kinetic.local.launcher_client import launcher_enabled, request_dispatch
 from kinetic_runtime.local.dispatch import dispatch
-from kinetic_runtime.local.line_keeper import keeper_running
+from kinetic_runtime.local.line_keeper import take_keeper_lock
 from kinetic_runtime.local.slot_queue import any_slot_free
 from kinetic_runtime.local.spawners import fresh
 
@@ -33,8 +34,10 @@ def start_waiting(slots_dir: Path, python: str) -> None:
 
 
 def ensure_keeper(slots_dir: Path) -> None:
-    """Start the line's keeper if none runs (quietly: the next look tries again)."""
-    if keeper_running(slots_dir):
+    """Start the line's keeper if none runs (quietly: the next look tries again), handing it
+    the keeper lock taken here, so that nobody starts a second one meanwhile."""
+    lock = take_keeper_lock(slots_dir)
+    if lock is None:
         return
     warm = "warm" if settings.LAUNCHER.flag() else "fresh"
     command = [
@@ -44,6 +47,7 @@ def ensure_keeper(slots_dir: Path) -> None:
         str(slots_dir),
         str(settings.local_slots()),
         warm,
+        str(lock),
     ]
     try:
         with open(slots_dir / "keeper.log", "ab") as log:
@@ -53,7 +57,10 @@ def ensure_keeper(slots_dir: Path) -> None:
                 stdout=subprocess.DEVNULL,
                 stderr=log,
                 start_new_session=True,
+                pass_fds=(lock,),
             )
     except OSError:
         return
+    finally:
+        os.close(lock)  # the keeper holds it now (or nobody, and the next look tries again)
     threading.Thread(target=process.wait, name="kinetic-keeper-reap", daemon=True).start()
