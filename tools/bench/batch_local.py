@@ -14,12 +14,20 @@ Prints one JSON object::
      "submitit_local": {"wall_s": ..., "submissions_per_s": ..., "per_item_overhead_ms": ...},
      "process_pool":   {"wall_s": ..., "submissions_per_s": ..., "per_item_overhead_ms": ...,
                         "workers": 2},
-     "attach_batch":   {"children": 10000, "attach_s": ..., "handle_memory_mib": ...}}
+     "attach_batch":   {"children": 10000, "attach_s": ..., "handle_memory_mib": ...},
+     "pending":        {"n": 10000, "submission_s": ..., "all_done_s": ...,
+                        "peak_processes": ..., "peak_rss_sum_mib": ..., "samples": ...}}
 
-A section left out with ``--skip`` is absent.
+A section left out with ``--skip`` is absent; ``pending`` is there with ``--pending N``: N
+inputs submitted at once (``max_concurrent=None``), with the processes and memory they hold
+at their peak (``local_pending``). ``all_done_s`` is null when they did not all finish
+``--pending-finish`` seconds after the submission: sampling then stopped ``--pending-window``
+seconds later (``stopped_after_s``), and what was left was killed.
 
     python -m uv run tools/bench/batch_local.py --n 200
     python -m uv run tools/bench/batch_local.py --n 4 --attach-children 20   # a smoke run
+    python -m uv run tools/bench/batch_local.py --skip kinetic submitit pool attach \
+        --pending 100000
 """
 
 import argparse
@@ -38,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+from local_pending import bench_pending
 from workload import small_project
 
 
@@ -188,6 +197,9 @@ def main() -> None:
     parser.add_argument(
         "--in-repo", action="store_true", help="ship this repository as the job's project"
     )
+    parser.add_argument("--pending", type=int, help="submit this many inputs at once")
+    parser.add_argument("--pending-finish", type=float, default=600.0)
+    parser.add_argument("--pending-window", type=float, default=30.0)
     options = parser.parse_args()
     square = small_project(in_repo=options.in_repo).square
     slots = os.cpu_count() or 1
@@ -209,6 +221,11 @@ def main() -> None:
         if "attach" not in options.skip:
             os.environ["KINETIC_STORE"] = f"file://{tmp}/attach-store"
             report["attach_batch"] = bench_attach(options.attach_children)
+        if options.pending:
+            os.environ["KINETIC_STORE"] = f"file://{tmp}/pending-store"
+            report["pending"] = bench_pending(
+                options.pending, square, options.pending_window, options.pending_finish
+            )
     print(json.dumps(report, indent=2))
 
 
