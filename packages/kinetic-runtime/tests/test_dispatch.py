@@ -5,6 +5,7 @@ The spawn here stands in for starting a supervisor: it claims the job in this pr
 supervisor does first) and keeps the slot's lock, as a running job does, until the test frees it.
 """
 
+import inspect
 import json
 import os
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kinetic_runtime.local import claim, slot_queue
+from kinetic_runtime.local import claim, slot_queue, spawners
 from kinetic_runtime.local.dispatch import CANCEL_MARKER, LAUNCH_FILE, dispatch
 
 
@@ -136,3 +137,25 @@ def test_a_claim_is_won_once_and_names_the_winner(tmp_path: Path) -> None:
     assert not claim.claim(tmp_path)
     assert claim.read_pid(tmp_path) == os.getpid()
     assert not claim.withdraw(tmp_path)
+
+
+def _depth_in_child_forked_from(depth: int) -> int:
+    """The stack depth a child forked ``depth`` frames deep has when it starts."""
+    if depth:
+        return _depth_in_child_forked_from(depth - 1)
+    read_end, write_end = os.pipe()
+
+    def report_depth() -> int:
+        os.write(write_end, str(len(inspect.stack())).encode())
+        return 0
+
+    spawners.fork_from_fresh_stack(report_depth)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        return int(pipe.read())
+
+
+def test_a_supervisor_forked_from_deep_in_a_stack_starts_with_a_shallow_one() -> None:
+    """Each supervisor forks the next from inside its own stack: without a fresh stack, a
+    chain of a few hundred jobs through one slot ends in ``RecursionError``."""
+    assert _depth_in_child_forked_from(500) < 20

@@ -2,9 +2,9 @@
 
 ``forked``: a fork of the dispatcher (the launcher, the keeper, or a supervisor whose job just
 ended), detached by a double fork into a session of its own, with only the slot and the answer
-pipe open. ``fresh``: a new interpreter (``python -m kinetic_runtime.local.supervisor``), for a
-dispatcher that must not fork (the client). Either waits until the supervisor says whether it
-claimed the job.
+pipe open, from a fresh stack (``fork_from_fresh_stack``). ``fresh``: a new interpreter
+(``python -m kinetic_runtime.local.supervisor``), for a dispatcher that must not fork (the
+client). Either waits until the supervisor says whether it claimed the job.
 """
 
 import contextlib
@@ -21,7 +21,7 @@ from kinetic_runtime.local.dispatch import Spawn
 from kinetic_runtime.local.hosts import StartRuntime
 from kinetic_runtime.private_files import open_private
 
-__all__ = ["forked", "fresh", "runtime_start"]
+__all__ = ["fork_from_fresh_stack", "forked", "fresh", "runtime_start"]
 
 SUPERVISOR_LOG = "supervisor.log"
 
@@ -53,25 +53,45 @@ def _close_all_but(keep: list[int]) -> None:
     os.closerange(low, 1 << 20)
 
 
+def fork_from_fresh_stack(run: Callable[[], int]) -> None:
+    """Fork a child that runs ``run`` and exits with its code, with none of this stack.
+
+    A forked child carries its parent's Python stack: a supervisor that starts the next job's
+    supervisor from inside its own would hand down one job's frames more each time, and the
+    200th job of a chain would die of ``RecursionError``. Forked from a new thread, the child
+    has that thread's stack only, and it is the child's main thread (signal handlers work)."""
+
+    def fork_here() -> None:
+        if os.fork() == 0:
+            code = 1
+            try:
+                code = run()
+            finally:
+                os._exit(code)
+
+    thread = threading.Thread(target=fork_here, name="kinetic-fork")
+    thread.start()
+    thread.join()
+
+
 def forked(start_for: Callable[[dict[str, Any]], StartRuntime]) -> Spawn:
     def spawn(job_dir: Path, launch: dict[str, Any], slot: int) -> bool:
         start = start_for(launch)
         read_end, write_end = os.pipe()
+
+        def run_supervisor() -> int:
+            _close_all_but([slot, write_end])
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            errors = open_private(job_dir / SUPERVISOR_LOG, os.O_WRONLY | os.O_APPEND)
+            for target, fd in ((0, null), (1, null), (2, errors)):
+                os.dup2(fd, target)
+            return supervisor.supervise(job_dir, slot, start=start, report=write_end)
+
         middle = os.fork()
         if middle == 0:
             try:
-                if os.fork() == 0:
-                    code = 1
-                    try:
-                        _close_all_but([slot, write_end])
-                        os.setsid()
-                        null = os.open(os.devnull, os.O_RDWR)
-                        errors = open_private(job_dir / SUPERVISOR_LOG, os.O_WRONLY | os.O_APPEND)
-                        for target, fd in ((0, null), (1, null), (2, errors)):
-                            os.dup2(fd, target)
-                        code = supervisor.supervise(job_dir, slot, start=start, report=write_end)
-                    finally:
-                        os._exit(code)
+                fork_from_fresh_stack(run_supervisor)
             finally:
                 os._exit(0)  # the supervisor is orphaned to init, like a daemon
         os.close(write_end)
