@@ -209,7 +209,7 @@ def main() -> None:
         "python": sys.version.split()[0],
         "project": "this repository" if options.in_repo else "one module",
     }
-    with tempfile.TemporaryDirectory(prefix="kinetic-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kinetic-bench-", ignore_cleanup_errors=True) as tmp:
         os.environ["KINETIC_HOME"] = str(Path(tmp, "home"))
         os.environ["KINETIC_STORE"] = f"file://{tmp}/store"
         if "kinetic" not in options.skip:
