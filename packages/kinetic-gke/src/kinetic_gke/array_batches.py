@@ -18,7 +18,7 @@ from kinetic_gke import array_states, arrays
 from kinetic_gke.array_polls import ArrayPollMemory, KnownPods
 from kinetic_gke.k8s import ClusterConnection, Obj
 from kinetic_gke.k8s.env_secrets import create_with_env
-from kinetic_gke.k8s.errors import NotFound
+from kinetic_gke.k8s.errors import Conflict, NotFound
 from kinetic_gke.k8s.pod_states import list_pod_states
 from kinetic_gke.labels import APP, group_selector, pod_selector
 from kinetic_gke.manifests import PodOptions
@@ -216,6 +216,7 @@ class ArrayBatches:
         await_gone(present, f"the pods of index {index} of Job {record.k8s_name}", selector)
         for job in seen:  # a later poll reads the index as gone, not as its Job recorded it
             self.memory.cleaned(connection.namespace, job, [index])
+            _record_cleaned(connection, job, index)
 
     def job_ids(self, objects: Sequence[Obj]) -> set[str]:
         """The job ids of the attempts of every array Job among ``objects`` that have a pod
@@ -225,3 +226,44 @@ class ArrayBatches:
             return set()
         pods = self.connection.list_pods(f"{APP}={self.app},{arrays.INDEX_LABEL}")
         return {job_id for obj in live for job_id in array_states.index_job_ids(obj, pods)}
+
+
+_RECORD_ATTEMPTS = 20
+
+
+def _record_cleaned(connection: ClusterConnection, job: Obj, index: int) -> None:
+    """Add ``index`` to the Job's cleaned indexes, for polls in every process. A patch carries
+    the ``resourceVersion`` it was computed from, so two cleanups at once cannot drop each
+    other's index: the later one is refused, reads the Job again and adds to what it finds."""
+    name = job["metadata"]["name"]
+    for _ in range(_RECORD_ATTEMPTS):
+        annotations = job["metadata"].get("annotations") or {}
+        cleaned = array_states.parse_indexes(annotations.get(arrays.CLEANED_INDEXES))
+        if index in cleaned:
+            return
+        patch = {
+            "metadata": {
+                "resourceVersion": job["metadata"]["resourceVersion"],
+                "annotations": {
+                    arrays.CLEANED_INDEXES: array_states.format_indexes(cleaned | {index})
+                },
+            }
+        }
+        try:
+            connection.send(
+                f"recording index {index} of Job {name} as cleaned up",
+                connection.batch.patch_namespaced_job,
+                name,
+                connection.namespace,
+                patch,
+            )
+            return
+        except Conflict:
+            pass
+        except NotFound:
+            return
+        latest = arrays.JOBS.get(connection, name)
+        if latest is None:
+            return
+        job = latest
+    raise Conflict(f"recording index {index} of Job {name} as cleaned up: kept changing")

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kinetic_gke.array_states import parse_indexes, pod_index
-from kinetic_gke.arrays import INDEX_LABEL
+from kinetic_gke.arrays import CLEANED_INDEXES, INDEX_LABEL
 from kinetic_gke.k8s.connection import Obj
 
 __all__ = ["ArrayPollMemory", "KnownPods", "PodListing"]
@@ -150,9 +150,9 @@ class ArrayPollMemory:
                 known.open = frozenset()
             else:
                 known.open = frozenset(range(completions)) - completed - failed
-            return KnownPods(
-                [*known.ended.values(), *live], frozenset(known.cleaned), known.changed_at
-            )
+            annotations = job["metadata"].get("annotations") or {}
+            cleaned = known.cleaned | parse_indexes(annotations.get(CLEANED_INDEXES))
+            return KnownPods([*known.ended.values(), *live], frozenset(cleaned), known.changed_at)
 
     def cleaned(self, namespace: str, job: Obj, indexes: Collection[int]) -> None:
         """The pods of ``indexes`` of ``job`` were deleted once they settled."""

@@ -31,6 +31,7 @@ from kinetic_protocol.layout import ascii_count
 
 __all__ = [
     "attempt_states",
+    "format_indexes",
     "index_job_ids",
     "index_settled",
     "parse_indexes",
@@ -48,6 +49,20 @@ def parse_indexes(text: str | None) -> set[int]:
         low, _, high = part.partition("-")
         found.update(range(int(low), int(high or low) + 1))
     return found
+
+
+def format_indexes(indexes: Iterable[int]) -> str:
+    """``indexes`` as a Job status interval list (``{0, 1, 2, 3, 7}``: ``"0-3,7"``)."""
+    parts: list[str] = []
+    ordered = sorted(set(indexes))
+    start = 0
+    for position, index in enumerate(ordered):
+        if position + 1 < len(ordered) and ordered[position + 1] == index + 1:
+            continue
+        low = ordered[start]
+        parts.append(str(low) if low == index else f"{low}-{index}")
+        start = position + 1
+    return ",".join(parts)
 
 
 def pod_index(pod: Obj) -> int | None:
