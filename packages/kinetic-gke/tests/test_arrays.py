@@ -441,19 +441,24 @@ class _IndexCleanup:
     def __init__(self, pods: list[Any], recorded_at: int) -> None:
         self.pods, self.recorded_at, self.job_reads = pods, recorded_at, 0
         self.last_job: Any = None
-        self.batch = type("Batch", (), {"read_namespaced_job": None})()
+        self.patches: list[Any] = []
+        self.batch = type("Batch", (), {"read_namespaced_job": None, "patch_namespaced_job": 1})()
         self.core = type("Core", (), {"delete_namespaced_pod": None})()
 
     def list_pods(self, selector: str) -> list[Any]:
         return list(self.pods)
 
-    def send(self, doing: str, fn: Any, name: str, namespace: str) -> None:
+    def send(self, doing: str, fn: Any, name: str, namespace: str, *body: Any) -> None:
+        if fn is self.batch.patch_namespaced_job:
+            self.patches.extend(body)
+            return
         self.pods = [pod for pod in self.pods if pod["metadata"]["name"] != name]
 
     def read_or_none(self, doing: str, fn: Any, *args: Any) -> Any:
         self.job_reads += 1
         recorded = {"completedIndexes": "1"} if self.job_reads >= self.recorded_at else {}
         self.last_job = _job(**recorded)
+        self.last_job["metadata"]["resourceVersion"] = str(self.job_reads)
         return self.last_job
 
 
@@ -476,6 +481,9 @@ def test_deleting_an_index_waits_until_its_job_has_recorded_the_index(
     assert cluster.pods == []
     assert cluster.last_job is not None, "returned without reading the Job"
     assert array_states.index_settled(cluster.last_job, 1)
+    [patch] = cluster.patches  # noted on the Job, for polls in other processes
+    assert patch["metadata"]["annotations"] == {arrays.CLEANED_INDEXES: "1"}
+    assert patch["metadata"]["resourceVersion"] == str(cluster.job_reads)
 
 
 @pytest.mark.parametrize("index", [0, 4])
