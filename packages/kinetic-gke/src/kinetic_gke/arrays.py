@@ -134,7 +134,9 @@ def _retry_rules(rule: RetryRule) -> dict[str, Any]:
     attempts not retried: a preemption runs the index again as the same attempt (its runtime
     ends it once the rule's preemptions are spent), an exit whose cause the rule covers runs
     the next attempt while attempts are left (``backoffLimitPerIndex``), and any other exit
-    fails the index."""
+    fails the index. A run that ended as stopped is not taken for a preemption here, as a
+    single Job's is (``pod_failure_policy``): deleting one index's pod is how that input is
+    cancelled, and the same exit follows."""
     policy = functools.partial(pod_failure_policy, disrupted="Ignore", failed_attempt="FailIndex")
     if not rule.attempts_left(0):
         return policy()
