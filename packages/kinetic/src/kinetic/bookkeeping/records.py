@@ -60,7 +60,8 @@ MAX_EPOCH = 2**31 - 2
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    # Microseconds: a batch's index names the completion it follows by this time.
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def read_manifest(store: ObjectStore, group_id: str) -> BatchManifest:
