@@ -343,7 +343,6 @@ def bench_gke_large(
 
 
 _KUEUE = ("kueue.x-k8s.io", "v1beta2")
-_ROOM = {"cpu": "100000", "memory": "400Ti", "ephemeral-storage": "1000Ti"}
 
 
 def make_bench_queues(namespace: str) -> Callable[[], None]:
@@ -355,6 +354,7 @@ def make_bench_queues(namespace: str) -> Callable[[], None]:
 
     from kinetic_testing.controlplane.queues import (
         FLAVOR,
+        ROOMY,
         cluster_queue,
         local_queue,
         resource_flavor,
@@ -370,7 +370,7 @@ def make_bench_queues(namespace: str) -> Callable[[], None]:
     except client.ApiException as error:
         if error.status != 409:
             raise
-    for name, quota in ((roomy, _ROOM), (held, dict.fromkeys(_ROOM, "0"))):
+    for name, quota in ((roomy, ROOMY), (held, dict.fromkeys(ROOMY, "0"))):
         body = cluster_queue(name, quota, flavor=FLAVOR)
         custom.create_cluster_custom_object(group, version, "clusterqueues", body)
     for name, target in (("bench", roomy), ("bench-held", held)):
