@@ -27,6 +27,7 @@ from kinetic_protocol import (
     BatchChild,
     BatchChildCancelled,
     BatchCompletion,
+    BatchIndexSegment,
     BatchManifest,
     BatchSubmissionError,
     CallDescriptor,
@@ -208,6 +209,14 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         attempt=1,
         job_id="train-a1b2c3d4-3-r1",
         submitted_at="2026-04-17T15:30:14+00:00",
+    ),
+    "batch_index_segment": BatchIndexSegment(
+        group_id="grp-a1b2c3d4",
+        completed_at="2026-04-17T15:40:02.125+00:00",
+        part=1,
+        parts=2,
+        start=10000,
+        attempts=[0, 1, -1, 0],
     ),
     "batch_submission_error": BatchSubmissionError(
         group_id="grp-a1b2c3d4",

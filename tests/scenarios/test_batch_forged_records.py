@@ -268,6 +268,8 @@ def test_an_input_whose_record_and_traces_are_gone_is_run_once_by_resume(
         store.write(key, store.read(key).replace(b'"job_id":"', b'"job_id":"x'))
     else:
         store.delete(key)
+    for index_part in store.list(layout.index_prefix(batch.group_id)):
+        store.delete(index_part)  # the finished batch's index names its attempt too
     child = batch.jobs[1]
     assert child is not None
     child.cleanup()  # its backend resource and stored result: nothing shows it ran

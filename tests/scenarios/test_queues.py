@@ -30,13 +30,12 @@ from kinetic.cli import cli
 from kinetic_protocol import ConfigError, ObjectNotFoundError
 from kinetic_runtime.stores import open_store
 from kinetic_testing.controlplane.cluster import ControlPlane
-from kinetic_testing.controlplane.queues import cluster_queue, make_namespace_queue
+from kinetic_testing.controlplane.queues import ROOMY, cluster_queue, make_namespace_queue
 from kinetic_testing.nodeagent import NodeAgent
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-ROOM = {"cpu": "1000", "memory": "4Ti", "ephemeral-storage": "10Ti"}
 
 
 class Queues:
@@ -50,7 +49,7 @@ class Queues:
 
     def make(self, quota: dict[str, str], *local_queues: str) -> None:
         self.plane.request(
-            "POST", f"{KUEUE}/clusterqueues", cluster_queue(self.cluster_queue, ROOM | quota)
+            "POST", f"{KUEUE}/clusterqueues", cluster_queue(self.cluster_queue, ROOMY | quota)
         )
         self.made = True
         for name in local_queues:
@@ -59,7 +58,7 @@ class Queues:
     def set_quota(self, quota: dict[str, str]) -> None:
         path = f"{KUEUE}/clusterqueues/{self.cluster_queue}"
         current = self.plane.request("GET", path)
-        wanted = cluster_queue(self.cluster_queue, ROOM | quota)
+        wanted = cluster_queue(self.cluster_queue, ROOMY | quota)
         current["spec"]["resourceGroups"] = wanted["spec"]["resourceGroups"]
         self.plane.request("PUT", path, current)
 

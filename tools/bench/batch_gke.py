@@ -19,7 +19,9 @@ Prints one JSON object (a section left out with ``--skip`` is absent)::
      "gke_per_child": {the same keys as "gke"},
      "gke_kueue": {the same keys as "gke", and "workloads": ..., "admitted_s": ...,
                    "queued_poll_s": ..., "queued_api_calls_per_poll": ...,
-                   "queued_place": {...}}}
+                   "queued_place": {...}},
+     "gke_large": {the submission keys of "gke", and "settled": ..., "running": ...,
+                   "first_poll": {...}, "next_poll": {...}, "statuses": {...}}}
 
 ``k8s_writes`` counts the Kubernetes API requests that change something (not GET) during
 ``run_async_map``; ``api_calls_per_poll`` the requests the client sends for one
@@ -38,6 +40,19 @@ Kueue's visibility API (``queued_place``, the first input's). Started here, the 
 ``gke_per_child`` sections run on a control plane without Kueue and ``gke_kueue`` on one with
 it; on a cluster given with ``--kubeconfig`` all three run there (through Kueue where it
 serves it).
+
+``gke_large`` (``--skip gke_large`` leaves it out) is one batch of ``--large`` inputs
+(100,000) on the array path, all but ``--large-running`` (500) of them settled: its
+submission (``submit_wall_s``, ``k8s_writes``), ``attach_batch_s``, and two status polls of
+the attached handle, ``first_poll`` (its process has not polled the batch before) and
+``next_poll``, each ``{"s", "api_calls", "bytes_on_the_wire", "bytes_decoded"}`` (wire: as
+the API server sent them, gzipped where the client asked). 100,000 pods are more than the test
+plane of a laptop holds, and no node agent runs here, so the inputs are settled by hand: the
+batch runs ``--large-running`` inputs at a time (``max_concurrent``), so the job controller
+makes that many pods; the benchmark writes every other index completed into the Job's status
+(its status subresource, which the job controller keeps as its record of settled indexes) and
+ends a tenth of the pods failed (their pod status; the job controller records those indexes
+failed itself). ``statuses`` counts what the last poll read.
 
 ``--per-child-submit-only`` measures only the per-child path's submission, pods and one
 status poll (no ``attach_batch``, which reads every child record): its section then says
@@ -83,11 +98,13 @@ def counted_writes(store_class: Any) -> Iterator[Counter[str]]:
         store_class.write = real
 
 
-def submit(remote: Any, n: int, store_class: Any) -> tuple[Any, dict[str, Any]]:
+def submit(
+    remote: Any, n: int, store_class: Any, max_concurrent: int | None = None
+) -> tuple[Any, dict[str, Any]]:
     """``run_async_map`` over ``n`` inputs, every one submitted before it returns."""
     with counted_writes(store_class) as writes:
         cpu, start = time.process_time(), time.perf_counter()
-        batch = remote.run_async_map(range(n), max_concurrent=None)
+        batch = remote.run_async_map(range(n), max_concurrent=max_concurrent)
         wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert all(job is not None for job in batch.jobs), batch.submission_failures
     total_writes = sum(writes.values())
@@ -107,18 +124,36 @@ def timed(action: Callable[[], Any]) -> tuple[Any, float]:
     return value, round(time.perf_counter() - start, 3)
 
 
+class Calls(list[str]):
+    """``METHOD path`` of each request, and its answer, whose size is read once it was."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answers: list[Any] = []
+
+    def received(self) -> dict[str, int]:
+        """Bytes of the answers read: as sent (gzipped where the client asked) and decoded."""
+        read = [answer for answer in self.answers if answer is not None]
+        return {
+            "bytes_on_the_wire": sum(answer.tell() for answer in read),
+            "bytes_decoded": sum(len(answer.data or b"") for answer in read),
+        }
+
+
 @contextmanager
-def counted_api_calls() -> Iterator[list[str]]:
+def counted_api_calls() -> Iterator[Calls]:
     """Record ``METHOD path`` of every request the Kubernetes client sends (all threads)."""
     from kubernetes.client import rest
 
     client_class: Any = rest.RESTClientObject  # untyped
-    calls: list[str] = []
+    calls = Calls()
     real = client_class.request
 
     def request(self: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         calls.append(f"{method} {url}")  # list.append is atomic
-        return real(self, method, url, *args, **kwargs)
+        answer = real(self, method, url, *args, **kwargs)
+        calls.answers.append(getattr(answer, "response", None))
+        return answer
 
     client_class.request = request
     try:
@@ -221,8 +256,93 @@ def bench_gke(
     return report
 
 
+def _fail_pod(core: Any, namespace: str, pod: Any) -> None:
+    """End a pod (Pending: no node agent runs) as a run of the function that raised."""
+    status = {
+        "phase": "Failed",
+        "containerStatuses": [
+            {
+                "name": "kinetic",
+                "image": pod.spec.containers[0].image,
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "state": {"terminated": {"exitCode": 1, "reason": "Error"}},
+            }
+        ],
+    }
+    core.patch_namespaced_pod_status(pod.metadata.name, namespace, {"status": status})
+
+
+def settle_most(job_name: str, n: int, running: int, failed: int, timeout: float) -> None:
+    """Settle all but ``running`` of the Job's ``n`` indexes without running 100,000 pods:
+    the indexes past ``running`` are written completed into the Job's status (its status
+    subresource, which the job controller keeps as the record of what it settled), and
+    ``failed`` of the ``running`` pods it made end failed, which it records itself."""
+    from kubernetes import client
+
+    from kinetic_gke.array_states import parse_indexes
+
+    api = _kube_api()
+    namespace = os.environ["KINETIC_NAMESPACE"]
+    batch_api, core = client.BatchV1Api(api), client.CoreV1Api(api)
+    selector = f"batch.kubernetes.io/job-name={job_name}"
+    deadline = time.perf_counter() + timeout
+    try:
+        pods = core.list_namespaced_pod(namespace, label_selector=selector).items
+        while len(pods) < running and time.perf_counter() < deadline:
+            time.sleep(0.5)  # a benchmark's poll, not a test's synchronisation
+            pods = core.list_namespaced_pod(namespace, label_selector=selector).items
+        done = {"completedIndexes": f"{running}-{n - 1}", "succeeded": n - running}
+        batch_api.patch_namespaced_job_status(job_name, namespace, {"status": done})
+        for pod in pods[:failed]:
+            _fail_pod(core, namespace, pod)
+        while time.perf_counter() < deadline:
+            job = batch_api.read_namespaced_job(job_name, namespace)
+            recorded = parse_indexes(job.status.failed_indexes)
+            if len(recorded) >= failed and job.status.completed_indexes == done["completedIndexes"]:
+                return
+            time.sleep(0.5)  # a benchmark's poll, not a test's synchronisation
+        raise TimeoutError(f"Job {job_name} did not record {failed} failed indexes in time")
+    finally:
+        api.close()
+
+
+def timed_poll(handle: Any) -> dict[str, Any]:
+    """One ``statuses()`` of a batch: seconds, API calls and the bytes answered."""
+    with counted_api_calls() as calls:
+        _, seconds = timed(handle.statuses)
+    return {"s": seconds, "api_calls": len(calls), **calls.received()}
+
+
+def bench_gke_large(
+    n: int, square: Any, *, running: int, failed: int, timeout: float
+) -> dict[str, Any]:
+    """A batch of ``n`` inputs with all but ``running`` settled: its submission, its attach,
+    and polls of it (see the module)."""
+    import kinetic
+    from kinetic_runtime.stores.gcs import GCSStore
+
+    remote = kinetic.run(accelerator="cpu", backend="gke", container_image="python:3.11")(square)
+    remote.run_async_map([0], max_concurrent=None)  # warm up: bundle, clients, discovery
+    with counted_api_calls() as calls:
+        batch, report = submit(remote, n, GCSStore, max_concurrent=running)
+    report["k8s_writes"] = sum(1 for call in calls if not call.startswith("GET "))
+    [job_name] = {job.record.k8s_name for job in batch.jobs if job is not None}
+    settle_most(job_name, n, running, failed, timeout)
+    report |= {"settled": n - running + failed, "running": running - failed}
+    attached, report["attach_batch_s"] = timed(
+        lambda: kinetic.attach_batch(batch.group_id, backend="gke")
+    )
+    report["first_poll"] = timed_poll(attached)
+    report["next_poll"] = timed_poll(attached)
+    counts = Counter(status.value for _, status in attached.statuses())
+    report["statuses"] = dict(counts)
+    attached.cancel()
+    return report
+
+
 _KUEUE = ("kueue.x-k8s.io", "v1beta2")
-_ROOM = {"cpu": "100000", "memory": "400Ti", "ephemeral-storage": "1000Ti"}
 
 
 def make_bench_queues(namespace: str) -> Callable[[], None]:
@@ -234,6 +354,7 @@ def make_bench_queues(namespace: str) -> Callable[[], None]:
 
     from kinetic_testing.controlplane.queues import (
         FLAVOR,
+        ROOMY,
         cluster_queue,
         local_queue,
         resource_flavor,
@@ -249,7 +370,7 @@ def make_bench_queues(namespace: str) -> Callable[[], None]:
     except client.ApiException as error:
         if error.status != 409:
             raise
-    for name, quota in ((roomy, _ROOM), (held, dict.fromkeys(_ROOM, "0"))):
+    for name, quota in ((roomy, ROOMY), (held, dict.fromkeys(ROOMY, "0"))):
         body = cluster_queue(name, quota, flavor=FLAVOR)
         custom.create_cluster_custom_object(group, version, "clusterqueues", body)
     for name, target in (("bench", roomy), ("bench-held", held)):
@@ -428,7 +549,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument(
-        "--skip", nargs="*", default=[], choices=["gke", "gke_per_child", "gke_kueue", "local"]
+        "--skip",
+        nargs="*",
+        default=[],
+        choices=["gke", "gke_per_child", "gke_kueue", "gke_large", "local"],
+    )
+    parser.add_argument(
+        "--large", type=int, default=100_000, help="inputs of the gke_large section's batch"
+    )
+    parser.add_argument(
+        "--large-running",
+        type=int,
+        default=500,
+        help="inputs of the gke_large batch left unsettled (its max_concurrent)",
     )
     parser.add_argument(
         "--pods-timeout",
@@ -458,19 +591,28 @@ def main() -> None:
         if "local" not in options.skip:
             os.environ["KINETIC_STORE"] = f"file://{tmp}/store"
             report["local"] = bench_local(options.n, square)
-        gke_sections = {"gke", "gke_kueue"} - set(options.skip)
+        gke_sections = {"gke", "gke_kueue", "gke_large"} - set(options.skip)
         with ExitStack() as stack:
             if gke_sections:
                 stack.enter_context(a_store(options))
-            if "gke" in gke_sections:
+            if gke_sections & {"gke", "gke_large"}:
                 with a_cluster(options, Path(tmp)):
-                    report |= bench_both_gke_paths(
-                        options.n,
-                        square,
-                        pods_timeout=options.pods_timeout,
-                        per_child_submit_only=options.per_child_submit_only,
-                        per_child="gke_per_child" not in options.skip,
-                    )
+                    if "gke" in gke_sections:
+                        report |= bench_both_gke_paths(
+                            options.n,
+                            square,
+                            pods_timeout=options.pods_timeout,
+                            per_child_submit_only=options.per_child_submit_only,
+                            per_child="gke_per_child" not in options.skip,
+                        )
+                    if "gke_large" in gke_sections:
+                        report["gke_large"] = bench_gke_large(
+                            options.large,
+                            square,
+                            running=options.large_running,
+                            failed=options.large_running // 10,
+                            timeout=options.pods_timeout,
+                        )
             if "gke_kueue" in gke_sections:
                 with a_cluster(options, Path(tmp), kueue=True):
                     report["gke_kueue"] = bench_gke_kueue(

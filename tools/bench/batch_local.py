@@ -126,15 +126,18 @@ def bench_pool(n: int, workers: int, square: Any) -> dict[str, Any]:
     return {**_summary(n, wall, submitted), "workers": workers}
 
 
-def bench_attach(children: int) -> dict[str, Any]:
+def bench_attach(children: int, *, with_index: bool = True) -> dict[str, Any]:
     """Write a finished batch's records (no jobs behind them) and time attach_batch over them.
 
     The records go through ``BatchRecords``, the batch engine's writer: the manifest sealed
     with the local backend's keyring (made here if missing), the children as the submitter
     adds them, then the completion record, so attach reads one manifest, one listing and
-    each child record (to verify it), and starts no polling thread.
+    the index the submitter writes after its completion, and starts no polling thread. With
+    ``with_index=False`` (``--attach-without-index``) there is no index, as in a batch written
+    before it: attach then lists and verifies each child record.
     """
     import kinetic
+    from kinetic.bookkeeping.index import write_index
     from kinetic.bookkeeping.records import BatchRecords
     from kinetic.bookkeeping.sealed import BatchSeal
     from kinetic_protocol import BatchManifest, JobRecord
@@ -171,7 +174,9 @@ def bench_attach(children: int) -> dict[str, Any]:
     records.write_manifest(manifest, keyring_of(template))
     for index in range(children):
         records.add_child(index, 0, manifest.child_job_id(index, 0))
-    records.mark_complete(children, cancelled=False)
+    done = records.mark_complete(children, cancelled=False)
+    if with_index:  # as the submitter does once it has recorded its completion
+        write_index(records, done, dict.fromkeys(range(children), 0), children)
     tracemalloc.start()
     start = time.perf_counter()
     handle = kinetic.attach_batch(group_id, backend="local")
@@ -183,6 +188,7 @@ def bench_attach(children: int) -> dict[str, Any]:
     ]
     return {
         "children": children,
+        "index": with_index,
         "attach_s": round(elapsed, 3),
         "handle_memory_mib": round(current / 2**20, 2),
     }
@@ -192,6 +198,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--attach-children", type=int, default=10_000)
+    parser.add_argument(
+        "--attach-without-index", action="store_true", help="attach as to a layout-1 batch"
+    )
     parser.add_argument(
         "--skip", nargs="*", default=[], choices=["kinetic", "submitit", "pool", "attach"]
     )
@@ -220,7 +229,9 @@ def main() -> None:
             report["process_pool"] = bench_pool(options.n, slots, square)
         if "attach" not in options.skip:
             os.environ["KINETIC_STORE"] = f"file://{tmp}/attach-store"
-            report["attach_batch"] = bench_attach(options.attach_children)
+            report["attach_batch"] = bench_attach(
+                options.attach_children, with_index=not options.attach_without_index
+            )
         if options.pending:
             os.environ["KINETIC_STORE"] = f"file://{tmp}/pending-store"
             report["pending"] = bench_pending(options.pending, square, options.pending_window)

@@ -1,7 +1,9 @@
 """A batch as one Indexed Job: the manifest (valid, retries and fail-fast said to the Job
 controller) and each index's state read off the Job and its pods."""
 
+import itertools
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,6 +14,7 @@ from gke_test_support import RecordFactory
 
 from kinetic_gke import array_states, arrays
 from kinetic_gke.array_batches import ArrayBatches
+from kinetic_gke.array_polls import ArrayPollMemory
 from kinetic_gke.labels import pod_selector
 from kinetic_protocol import EXIT_PREEMPTIONS_SPENT, BatchManifest, FailureCause, JobStatus
 
@@ -280,11 +283,33 @@ def test_an_index_that_succeeded_before_fail_fast_stopped_the_job_succeeded() ->
     assert (states[1].status, states[1].exit_code) == (JobStatus.FAILED, 1)
 
 
-def test_a_settled_index_without_pods_was_cleaned_up_and_a_gone_job_holds_nothing() -> None:
-    job = _job(completedIndexes="0")
-    assert _states(job, [], [0])[0].status is JobStatus.NOT_FOUND
+def test_a_completed_index_needs_no_pod_and_a_cleaned_or_podless_failed_one_is_gone() -> None:
+    """The Job says an index succeeded (its pod is not listed); a failed index's reason is its
+    pod's, and without one it was deleted. A cleaned index and a gone Job hold nothing."""
+    job = _job(completedIndexes="0", failedIndexes="1")
+    states = _states(job, [], [0, 1])
+    assert (states[0].status, states[1].status) == (JobStatus.SUCCEEDED, JobStatus.NOT_FOUND)
+    cleaned = array_states.attempt_states(
+        job, [], [(0, 0)], unschedulable_timeout=60, now=NOW, cleaned={0}
+    )
+    assert cleaned[0, 0].status is JobStatus.NOT_FOUND
     gone = _states(None, [_pod(0, "Running")], [0])
     assert gone[0].status is JobStatus.NOT_FOUND
+
+
+def test_a_completed_index_reads_which_attempt_succeeded_from_its_failed_pods_alone() -> None:
+    """Attempt 0 failed (counted), attempt 1 was preempted once and then succeeded: its
+    succeeded pod is not listed, the failed ones say all of it."""
+    pods = [
+        _pod(0, "Failed", code=1, created="2026-01-01T00:00:00Z"),
+        _pod(0, "Failed", code=137, preempted=True, attempt=1, created="2026-01-01T00:00:05Z"),
+    ]
+    states = array_states.attempt_states(
+        _job(completedIndexes="0"), pods, [(0, 0), (0, 1)], unschedulable_timeout=60, now=NOW
+    )
+    first, second = states[0, 0], states[0, 1]
+    assert (first.status, first.exit_code, first.next_attempt) == (JobStatus.FAILED, 1, 1)
+    assert (second.status, second.preemptions) == (JobStatus.SUCCEEDED, 1)
 
 
 def _refused(message: str, first: str, job: str = "train-0a1b2c3d", uid: str = "u1") -> Any:
@@ -416,20 +441,32 @@ class _IndexCleanup:
     def __init__(self, pods: list[Any], recorded_at: int) -> None:
         self.pods, self.recorded_at, self.job_reads = pods, recorded_at, 0
         self.last_job: Any = None
-        self.batch = type("Batch", (), {"read_namespaced_job": None})()
+        self.patches: list[Any] = []
+        self.batch = type("Batch", (), {"read_namespaced_job": None, "patch_namespaced_job": 1})()
         self.core = type("Core", (), {"delete_namespaced_pod": None})()
 
     def list_pods(self, selector: str) -> list[Any]:
         return list(self.pods)
 
-    def send(self, doing: str, fn: Any, name: str, namespace: str) -> None:
+    def send(self, doing: str, fn: Any, name: str, namespace: str, *body: Any) -> None:
+        if fn is self.batch.patch_namespaced_job:
+            self.patches.extend(body)
+            return
         self.pods = [pod for pod in self.pods if pod["metadata"]["name"] != name]
 
     def read_or_none(self, doing: str, fn: Any, *args: Any) -> Any:
         self.job_reads += 1
         recorded = {"completedIndexes": "1"} if self.job_reads >= self.recorded_at else {}
         self.last_job = _job(**recorded)
+        self.last_job["metadata"]["resourceVersion"] = str(self.job_reads)
         return self.last_job
+
+
+def _await_gone(present: Any, what: str, selector: str) -> None:
+    for _ in range(10):
+        if not present():
+            return
+    raise AssertionError(f"{what} never went")
 
 
 def test_deleting_an_index_waits_until_its_job_has_recorded_the_index(
@@ -440,17 +477,13 @@ def test_deleting_an_index_waits_until_its_job_has_recorded_the_index(
     pod = _part_pod(child.k8s_name, 1, "Succeeded")
     pod["metadata"]["name"] = "train-0a1b2c3d-1-abcde"
     cluster = _IndexCleanup([pod], recorded_at=2)
-
-    def await_gone(present: Any, what: str, selector: str) -> None:
-        for _ in range(10):
-            if not present():
-                return
-        raise AssertionError(f"{what} never went")
-
-    ArrayBatches(cluster, "kinetic").delete_index(child, await_gone)  # type: ignore[arg-type]
+    ArrayBatches(cluster, "kinetic").delete_index(child, _await_gone)  # type: ignore[arg-type]
     assert cluster.pods == []
     assert cluster.last_job is not None, "returned without reading the Job"
     assert array_states.index_settled(cluster.last_job, 1)
+    [patch] = cluster.patches  # noted on the Job, for polls in other processes
+    assert patch["metadata"]["annotations"] == {arrays.CLEANED_INDEXES: "1"}
+    assert patch["metadata"]["resourceVersion"] == str(cluster.job_reads)
 
 
 @pytest.mark.parametrize("index", [0, 4])
@@ -529,12 +562,15 @@ def test_fail_fast_over_several_jobs_is_not_expressible(record: RecordFactory) -
 
 
 class _Cluster:
-    """The two LISTs a batch's status reads, answered from ``jobs`` and ``pods``."""
+    """The LISTs a batch's status reads, answered from ``jobs`` and ``pods`` as the API server
+    does for the selectors a poll sends (a completion-index set, not-succeeded phases); each
+    call counted, and the pods each pod listing returned kept."""
 
     namespace = "default"
 
     def __init__(self, jobs: list[Any], pods: list[Any], events: list[Any] | None = None) -> None:
         self.jobs, self.pods, self.events, self.calls = jobs, pods, events or [], 0
+        self.listed: list[list[Any]] = []
         self.batch = type("Batch", (), {"list_namespaced_job": None})()
         self.core = type("Core", (), {"list_namespaced_pod": None})()
 
@@ -542,9 +578,20 @@ class _Cluster:
         self.calls += 1
         return {"items": self.jobs}
 
-    def read_bytes(self, doing: str, *args: Any, **kwargs: Any) -> bytes:
+    def read_bytes(self, doing: str, *args: Any, label_selector: str, **kwargs: Any) -> bytes:
         self.calls += 1
-        return json.dumps({"items": self.pods}).encode()
+        chosen = re.search(rf"{re.escape(arrays.INDEX_LABEL)} in \(([0-9,]*)\)", label_selector)
+        indexes = None if chosen is None else {int(i) for i in chosen[1].split(",")}
+        fields = kwargs.get("field_selector")
+        assert fields in (None, "status.phase!=Succeeded"), fields
+        found = [
+            pod
+            for pod in self.pods
+            if (indexes is None or array_states.pod_index(pod) in indexes)
+            and (fields is None or pod["status"]["phase"] != "Succeeded")
+        ]
+        self.listed.append(found)
+        return json.dumps({"items": found}).encode()
 
     def failed_create_events(self, kind: str) -> list[Any]:
         assert kind == "Job"
@@ -552,9 +599,13 @@ class _Cluster:
         return self.events
 
 
+_pod_names = itertools.count()
+
+
 def _part_pod(job: str, index: int, phase: str, attempt: int = 0) -> Any:
     pod = _pod(index, phase, attempt=attempt, code=0 if phase == "Succeeded" else 1)
     pod["metadata"]["labels"][arrays.JOB_NAME_LABEL] = job
+    pod["metadata"]["name"] = f"{job}-{index}-{next(_pod_names)}"
     return pod
 
 
@@ -659,3 +710,118 @@ def test_a_poll_pauses_the_cycle_collector_and_leaves_it_as_it_found_it(
         assert (seen, gc.isenabled()) == ([False], enabled)
     finally:
         gc.enable()
+
+
+# -- a poll lists only the pods that can still change --------------------------------------------
+
+
+def _ten(**status: Any) -> dict[str, Any]:
+    """A Job of 10 indexes with ``status``."""
+    return {
+        "metadata": {"name": "train-0a1b2c3d", "uid": "u1"},
+        "spec": {"completions": 10},
+        "status": status,
+    }
+
+
+def _settle(pod: Any, phase: str, code: int) -> None:
+    pod["status"] = {
+        "phase": phase,
+        "containerStatuses": [{"state": {"terminated": {"exitCode": code}}}],
+    }
+
+
+def test_a_poll_lists_no_pod_of_an_index_settled_before_the_poll_before_it(
+    record: RecordFactory,
+) -> None:
+    """Six indexes succeeded, one failed, three run. The first poll lists the pods that did not
+    succeed; each later one only those of the indexes open at the poll before, and none once
+    all settled; a failure's reason is kept after its pod is gone."""
+    manifest = msgspec.structs.replace(_manifest(record), total_expected=10)
+    records = [manifest.child_record(i, 0) for i in range(10)]
+    pods = [_part_pod(manifest.array_job, i, "Succeeded") for i in range(6)]
+    pods += [_part_pod(manifest.array_job, 6, "Failed")]
+    pods += [_part_pod(manifest.array_job, i, "Running") for i in (7, 8, 9)]
+    cluster = _Cluster([_ten(completedIndexes="0-5", failedIndexes="6")], pods)
+    batches = ArrayBatches(cluster, "kinetic")  # type: ignore[arg-type]
+
+    def poll() -> tuple[dict[str, Any], int, list[int]]:
+        before = cluster.calls
+        found = batches.statuses(records, unschedulable_timeout=60)
+        listed = cluster.listed[-1] if cluster.calls - before == 2 else []
+        return found, cluster.calls - before, sorted(map(array_states.pod_index, listed))
+
+    first, calls, listed = poll()
+    assert (calls, listed) == (2, [6, 7, 8, 9])
+    assert [first[r.job_id].status for r in records[5:]] == [
+        JobStatus.SUCCEEDED,
+        JobStatus.FAILED,
+        *[JobStatus.RUNNING] * 3,
+    ]
+    _settle(pods[7], "Succeeded", 0)
+    _settle(pods[8], "Failed", 1)
+    cluster.jobs = [_ten(completedIndexes="0-5,7", failedIndexes="6,8")]
+    cluster.pods = [pod for pod in pods if array_states.pod_index(pod) != 6]  # collected
+    second, calls, listed = poll()
+    assert (calls, listed) == (2, [8, 9])  # index 7's pod succeeded: the Job says so
+    assert (second[records[6].job_id].status, second[records[6].job_id].exit_code) == (
+        JobStatus.FAILED,
+        1,
+    )
+    assert [second[r.job_id].status for r in records[7:]] == [
+        JobStatus.SUCCEEDED,
+        JobStatus.FAILED,
+        JobStatus.RUNNING,
+    ]
+    _settle(pods[9], "Succeeded", 0)
+    cluster.jobs = [_ten(completedIndexes="0-5,7,9", failedIndexes="6,8")]
+    assert poll()[1:] == (2, [])
+    settled, calls, _ = poll()
+    assert calls == 1  # nothing can change: no pod is listed
+    assert [settled[r.job_id].status for r in records].count(JobStatus.FAILED) == 2
+
+
+def test_a_fresh_poll_of_a_job_stopped_by_fail_fast_lists_its_succeeded_pods_too(
+    record: RecordFactory,
+) -> None:
+    """An index that succeeded before fail-fast stopped the Job is not recorded by it: its
+    succeeded pod is its outcome."""
+    manifest = _manifest(record)
+    stopped = _ten(failedIndexes="1")
+    stopped["status"]["conditions"] = [
+        {"type": "FailureTarget", "status": "True", "reason": "MaxFailedIndexesExceeded"}
+    ]
+    pods = [
+        _part_pod(manifest.array_job, 0, "Succeeded"),
+        _part_pod(manifest.array_job, 1, "Failed"),
+    ]
+    cluster = _Cluster([stopped], pods)
+    batches = ArrayBatches(cluster, "kinetic")  # type: ignore[arg-type]
+    records = [manifest.child_record(i, 0) for i in range(3)]
+    found = batches.statuses(records, unschedulable_timeout=60)
+    assert [found[r.job_id].status for r in records] == [
+        JobStatus.SUCCEEDED,
+        JobStatus.FAILED,
+        JobStatus.FAILED,
+    ]
+    assert found[records[2].job_id].cause is FailureCause.CANCELLED
+
+
+def test_an_index_cleaned_up_reads_as_gone_though_its_job_recorded_it(
+    record: RecordFactory,
+) -> None:
+    """Its succeeded pod is never listed: the cleanup itself tells the backend's polls."""
+    manifest = _manifest(record)
+    child = manifest.child_record(1, 0)
+    pod = _part_pod(child.k8s_name, 1, "Succeeded")
+    memory = ArrayPollMemory()
+    cleanup = _IndexCleanup([pod], recorded_at=1)
+    ArrayBatches(cleanup, "kinetic", memory).delete_index(child, _await_gone)  # type: ignore[arg-type]
+    done = _job(completedIndexes="0-1")  # the Job the cleanup read
+    done["spec"]["completions"] = 2
+    cluster = _Cluster([done], [])
+    found = ArrayBatches(cluster, "kinetic", memory).statuses(  # type: ignore[arg-type]
+        [manifest.child_record(i, 0) for i in range(2)], unschedulable_timeout=60
+    )
+    assert found[manifest.child_record(0, 0).job_id].status is JobStatus.SUCCEEDED
+    assert found[child.job_id].status is JobStatus.NOT_FOUND

@@ -135,13 +135,23 @@ def test_only_a_preempted_pod_runs_again_and_only_within_its_budget(
     manifest = job_manifest(record(preemption_retries=2))
     spec = manifest["spec"]
     assert spec["backoffLimit"] == 2
-    assert spec["podFailurePolicy"]["rules"] == [
-        {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-        {
-            "action": "FailJob",
-            "onExitCodes": {"containerName": "kinetic", "operator": "NotIn", "values": [0]},
-        },
-    ]
+    disrupted = {
+        "action": "Count",
+        "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+    }
+    failed = {
+        "action": "FailJob",
+        "onExitCodes": {"containerName": "kinetic", "operator": "NotIn", "values": [0]},
+    }
+    # With no deadline, a run that ended as stopped (SIGTERM) was taken away: Kueue preempts
+    # by suspending the Job, whose controller deletes the pod with no DisruptionTarget.
+    stopped = {
+        "action": "Count",
+        "onExitCodes": {"containerName": "kinetic", "operator": "In", "values": [143]},
+    }
+    assert spec["podFailurePolicy"]["rules"] == [disrupted, stopped, failed]
+    with_deadline = job_manifest(record(preemption_retries=2, timeout=60))
+    assert with_deadline["spec"]["podFailurePolicy"]["rules"] == [disrupted, failed]
     assert job_manifest(record(preemption_retries=0))["spec"]["backoffLimit"] == 0
     kubernetes_validate.validate(manifest, version, strict=True)
 

@@ -117,3 +117,38 @@ def test_ttl_after_finished_removes_a_finished_job_and_its_pod(
         ),
         "the ttl-after-finished controller and the garbage collector",
     )
+
+
+STOPPED = (sys.executable, "-c", "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)")
+
+
+@pytest.mark.usefixtures("agent")
+@pytest.mark.parametrize(
+    ("timeout", "reason"), [(None, "BackoffLimitExceeded"), (600.0, "PodFailurePolicy")]
+)
+def test_a_run_that_ended_as_stopped_runs_again_unless_a_deadline_stopped_it(
+    connection: ClusterConnection, timeout: float | None, reason: str
+) -> None:
+    """The job controller's own reading of the policy: with no deadline, an exit as stopped
+    (143) is a run taken away, counted against ``preemption_retries`` (none left here, so the
+    Job ends past its backoff limit, not by the exit-code rule) as a Kueue preemption's is,
+    whichever of its deletion and its exit the controller sees first; with a deadline it may
+    be the deadline's, and the exit-code rule ends the Job."""
+    backend = _backend(connection, STOPPED)
+    record = make_record(
+        "ctrl-stopped", namespace=connection.namespace, preemption_retries=0, timeout=timeout
+    )
+    backend.submit(record)
+    job = _wait(
+        lambda: (
+            (found := backend.workload.get(connection, "ctrl-stopped"))
+            and any(
+                c["type"] == "Failed" and c["status"] == "True"
+                for c in found["status"].get("conditions", [])
+            )
+            and found
+        ),
+        "the Job to fail",
+    )
+    failed = next(c for c in job["status"]["conditions"] if c["type"] == "Failed")
+    assert (failed["reason"], job["status"].get("failed")) == (reason, 1)

@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from kinetic_gke.status import WAITING_FOR_ADMISSION, job_state, needs_pods
+from kinetic_gke.status import (
+    WAITING_FOR_ADMISSION,
+    disrupted,
+    job_state,
+    needs_pods,
+    termination_cause,
+)
 from kinetic_protocol import FailureCause, JobState, JobStatus
 
 NOW = datetime(2026, 11, 22, 10, 30, tzinfo=UTC)
@@ -626,3 +632,45 @@ def test_a_pod_listed_for_its_state_alone_reads_as_the_whole_pod(case: str) -> N
     assert "managedFields" not in listed[0]["metadata"]
     assert state(job_obj, *listed) == state(job_obj, *whole)
     assert state(job_obj, *listed).status is not JobStatus.NOT_FOUND
+
+
+def _stopped_pod(owner: str, deadline: int | None) -> Obj:
+    """A failed pod whose ``kinetic`` container ended as stopped (SIGTERM: 143); ``owner``
+    ``Indexed``: an array Job's."""
+    spec: Obj = {} if deadline is None else {"activeDeadlineSeconds": deadline}
+    terminated = {"exitCode": 143, "reason": "Error"}
+    labels = {"batch.kubernetes.io/job-completion-index": "0"} if owner == "Indexed" else {}
+    owner = "Job" if owner == "Indexed" else owner
+    return {
+        "metadata": {
+            "name": "add-1-x",
+            "labels": labels,
+            "ownerReferences": [{"kind": owner, "name": "add-1"}],
+        },
+        "spec": spec,
+        "status": {
+            "phase": "Failed",
+            "containerStatuses": [{"name": "kinetic", "state": {"terminated": terminated}}],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("owner", "deadline", "taken_away"),
+    [
+        ("Job", None, True),
+        ("Job", 60, False),
+        ("StatefulSet", None, False),
+        ("Indexed", None, False),
+    ],
+)
+def test_a_jobs_run_stopped_with_no_deadline_was_taken_away(
+    owner: str, deadline: int | None, taken_away: bool
+) -> None:
+    """As the Job's pod failure policy counts it (a Kueue preemption deletes the pod with no
+    DisruptionTarget); with a deadline the stop may be the deadline's, a slice's host is
+    stopped when its group restarts, and an array's index is cancelled by deleting its pod."""
+    pod = _stopped_pod(owner, deadline)
+    assert disrupted(pod) is taken_away
+    expected = FailureCause.PREEMPTED if taken_away else FailureCause.EXIT
+    assert termination_cause(pod) is expected

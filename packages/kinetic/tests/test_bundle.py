@@ -102,7 +102,10 @@ def test_workdir_and_import_roots_are_relative_to_the_project(
     root = _make(tmp_path / "proj", FILES).resolve()
     outside = tmp_path / "outside"
     outside.mkdir()
-    monkeypatch.setattr(sys, "path", [str(root / "src"), str(outside), "/usr/lib/python3"])
+    # The real entries stay behind (outside the project, so never import roots): the bundle
+    # imports its ignore-file parser on first use.
+    fake = [str(root / "src"), str(outside), "/usr/lib/python3"]
+    monkeypatch.setattr(sys, "path", [*fake, *sys.path])
     bundle = build_bundle(root / "scripts", cwd=root / "scripts")
     assert bundle.workdir == "scripts"
     assert bundle.sys_path[:2] == ["src", "scripts"]
@@ -117,7 +120,7 @@ def test_a_site_packages_directory_inside_the_project_is_not_an_import_root(
     root = _make(tmp_path / "proj", FILES).resolve()
     site = root / ".venv" / "lib" / "python3.11" / "site-packages"
     site.mkdir(parents=True)
-    monkeypatch.setattr(sys, "path", [str(site), str(root / "src")])
+    monkeypatch.setattr(sys, "path", [str(site), str(root / "src"), *sys.path])
     assert build_bundle(root, cwd=root).sys_path == ["src", "."]
 
 

@@ -148,6 +148,10 @@ def test_batch_gke_submits_attaches_and_polls_on_the_session_cluster(
         "batch_gke.py",
         "--n",
         "3",
+        "--large",
+        "20",
+        "--large-running",
+        "10",
         "--kubeconfig",
         str(real_k8s.kubeconfig),
         "--context",
@@ -178,10 +182,17 @@ def test_batch_gke_submits_attaches_and_polls_on_the_session_cluster(
     assert kueue["pods_created"] == 3
     assert kueue["queued_place"]["queue"] == "bench-held"
     assert kueue["queued_place"]["position"] == 1
+    large = report["gke_large"]
+    assert_figures(large, *_SUBMISSION, "k8s_writes")
+    assert (large["n"], large["settled"], large["running"]) == (20, 11, 9)
+    assert large["statuses"] == {"SUCCEEDED": 10, "FAILED": 1, "PENDING": 9}
+    for poll in ("first_poll", "next_poll"):
+        assert_figures(large[poll], "s", "api_calls", "bytes_on_the_wire", "bytes_decoded")
     jobs = real_k8s.request("GET", f"/apis/batch/v1/namespaces/{k8s_namespace}/jobs")
-    # The warm-up's Indexed Job, the array batch's, one per input of the per-child batch, and
-    # through Kueue the warm-up's and the array batch's (the queued batch was cancelled).
-    assert len(jobs["items"]) == 1 + 1 + 3 + 1 + 1
+    # The warm-up's Indexed Job, the array batch's, one per input of the per-child batch, the
+    # large batch's warm-up, and through Kueue the warm-up's and the array batch's (the large
+    # and the queued batches were cancelled).
+    assert len(jobs["items"]) == 1 + 1 + 3 + 1 + 1 + 1
 
 
 _PROGRAM = ("program_s", "first_step_s", "steps_per_s", "final_loss", "call_s")

@@ -1,7 +1,8 @@
 """The array half of the gke backend (``kinetic_protocol.ArrayBackend``): a batch's one Indexed
 Job created, each of its attempts read, one index's pods removed, its indexes listed as jobs.
 
-What an Indexed Job is and how each index's state is read off it is :mod:`kinetic_gke.arrays`;
+What an Indexed Job is and how each index's state is read off it is :mod:`kinetic_gke.arrays`
+and :mod:`kinetic_gke.array_states`; which pods a poll lists is :mod:`kinetic_gke.array_polls`;
 this is the cluster traffic around it, a few API calls per batch whatever its size.
 """
 
@@ -10,12 +11,14 @@ import functools
 import gc
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from kinetic_gke import array_states, arrays
+from kinetic_gke.array_polls import ArrayPollMemory, KnownPods
 from kinetic_gke.k8s import ClusterConnection, Obj
 from kinetic_gke.k8s.env_secrets import create_with_env
-from kinetic_gke.k8s.errors import NotFound
+from kinetic_gke.k8s.errors import Conflict, NotFound
 from kinetic_gke.k8s.pod_states import list_pod_states
 from kinetic_gke.labels import APP, group_selector, pod_selector
 from kinetic_gke.manifests import PodOptions
@@ -27,6 +30,9 @@ __all__ = ["ArrayBatches", "AwaitGone"]
 AwaitGone = Callable[[Callable[[], bool], str, str], None]
 """Polls ``present()`` until it is False (``what`` and a pod selector name it in the error
 when it is not, in time): the backend's confirmation of a deletion."""
+
+
+_NOTHING_KNOWN = KnownPods([], frozenset(), "")
 
 
 def _annotations(obj: Obj) -> dict[str, str]:
@@ -95,6 +101,8 @@ class ArrayBatches:
 
     connection: ClusterConnection
     app: str
+    memory: ArrayPollMemory = field(default_factory=ArrayPollMemory)
+    """What earlier polls learned: the backend's own, kept between polls."""
 
     def create(
         self,
@@ -126,9 +134,10 @@ class ArrayBatches:
         unschedulable_timeout: float,
         queued: Completion = lambda seen: {},
     ) -> dict[str, JobState]:
-        """Attempts of array Jobs' indexes: one LIST of the batch's Jobs and one of its pods
-        per batch, however many of its children (and Jobs) are asked about. ``queued``
-        completes the states of Jobs a queue admits (``queueing.states``)."""
+        """Attempts of array Jobs' indexes: one LIST of the batch's Jobs and at most one of
+        its pods per batch, however many of its children (and Jobs) are asked about; the
+        pods listed are those that can still change (:mod:`kinetic_gke.array_polls`).
+        ``queued`` completes the states of Jobs a queue admits (``queueing.states``)."""
         with _collector_paused():
             return self._statuses(records, unschedulable_timeout, queued)
 
@@ -141,30 +150,48 @@ class ArrayBatches:
         found: dict[str, JobState] = {}
         refusals = functools.cache(self._refusals)
         for group_id, members in by_group.items():
-            selector = group_selector(group_id, self.app)
-            jobs = {
-                obj["metadata"]["name"]: obj
-                for obj in arrays.JOBS.list_matching(self.connection, selector)
-            }
-            pods_of = array_states.pods_by_job(list_pod_states(self.connection, selector))
             by_job: dict[str, list[JobRecord]] = defaultdict(list)
             for record in members:
                 by_job[record.k8s_name].append(record)
+            known = self._read_group(group_id, by_job)
             for name, wanted in by_job.items():
+                job, pods = known.get(name, (None, _NOTHING_KNOWN))
                 states = array_states.attempt_states(
-                    jobs.get(name),
-                    pods_of.get(name, []),
+                    job,
+                    pods.pods,
                     [(_local_index(record), record.attempt) for record in wanted],
                     unschedulable_timeout=unschedulable_timeout,
                     refusals=refusals,
+                    cleaned=pods.cleaned,
+                    changed_at=pods.changed_at,
                 )
                 seen = [
-                    (record, jobs.get(name), states[_local_index(record), record.attempt])
-                    for record in wanted
+                    (record, job, states[_local_index(record), record.attempt]) for record in wanted
                 ]
                 found |= {record.job_id: state for record, _, state in seen}
                 found |= queued(seen)
         return found
+
+    def _read_group(
+        self, group_id: str, asked: Mapping[str, object]
+    ) -> dict[str, tuple[Obj, KnownPods]]:
+        """One batch's Jobs, each with the pods its indexes are read from: one LIST of the
+        Jobs, and one of the pods that can have changed since the last poll, if any can."""
+        selector = group_selector(group_id, self.app)
+        namespace = self.connection.namespace
+        jobs = arrays.JOBS.list_matching(self.connection, selector)
+        read_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        listing = self.memory.listing(namespace, jobs)
+        listed: dict[str, list[Obj]] = {}
+        if listing is not None:
+            labels, fields = listing.selectors(selector)
+            listed = array_states.pods_by_job(list_pod_states(self.connection, labels, fields))
+        names = [job["metadata"]["name"] for job in jobs]
+        self.memory.forget_others(namespace, asked, names)
+        return {
+            name: (job, self.memory.learn(namespace, job, listed.get(name, []), read_at))
+            for name, job in zip(names, jobs, strict=True)
+        }
 
     def _refusals(self) -> list[Obj]:
         """Every Job's ``FailedCreate`` events in the namespace: one LIST, only in a poll that
@@ -177,14 +204,19 @@ class ArrayBatches:
         its pod. The Job, which the index's siblings share, stays."""
         connection, selector = self.connection, pod_selector(record, self.app)
         index = _local_index(record)
+        seen: list[Obj] = []
 
         def present() -> bool:
             if _delete_index_pods(connection, selector):
                 return True
             job = arrays.JOBS.get(connection, record.k8s_name)
+            seen[:] = [job] if job is not None else []
             return job is not None and not array_states.index_settled(job, index)
 
         await_gone(present, f"the pods of index {index} of Job {record.k8s_name}", selector)
+        for job in seen:  # a later poll reads the index as gone, not as its Job recorded it
+            self.memory.cleaned(connection.namespace, job, [index])
+            _record_cleaned(connection, job, index)
 
     def job_ids(self, objects: Sequence[Obj]) -> set[str]:
         """The job ids of the attempts of every array Job among ``objects`` that have a pod
@@ -194,3 +226,44 @@ class ArrayBatches:
             return set()
         pods = self.connection.list_pods(f"{APP}={self.app},{arrays.INDEX_LABEL}")
         return {job_id for obj in live for job_id in array_states.index_job_ids(obj, pods)}
+
+
+_RECORD_ATTEMPTS = 20
+
+
+def _record_cleaned(connection: ClusterConnection, job: Obj, index: int) -> None:
+    """Add ``index`` to the Job's cleaned indexes, for polls in every process. A patch carries
+    the ``resourceVersion`` it was computed from, so two cleanups at once cannot drop each
+    other's index: the later one is refused, reads the Job again and adds to what it finds."""
+    name = job["metadata"]["name"]
+    for _ in range(_RECORD_ATTEMPTS):
+        annotations = job["metadata"].get("annotations") or {}
+        cleaned = array_states.parse_indexes(annotations.get(arrays.CLEANED_INDEXES))
+        if index in cleaned:
+            return
+        patch = {
+            "metadata": {
+                "resourceVersion": job["metadata"]["resourceVersion"],
+                "annotations": {
+                    arrays.CLEANED_INDEXES: array_states.format_indexes(cleaned | {index})
+                },
+            }
+        }
+        try:
+            connection.send(
+                f"recording index {index} of Job {name} as cleaned up",
+                connection.batch.patch_namespaced_job,
+                name,
+                connection.namespace,
+                patch,
+            )
+            return
+        except Conflict:
+            pass
+        except NotFound:
+            return
+        latest = arrays.JOBS.get(connection, name)
+        if latest is None:
+            return
+        job = latest
+    raise Conflict(f"recording index {index} of Job {name} as cleaned up: kept changing")

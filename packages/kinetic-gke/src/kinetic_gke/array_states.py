@@ -1,16 +1,18 @@
 """Each index of an array Job (:mod:`kinetic_gke.arrays`) read as a Kinetic job's state.
 
-An index's outcome is the Job's to record (its completed and failed index sets); the rest is
-read off one listing of the Job's pods: which attempt each pod runs (the failure count the job
-controller writes on it), whether it runs, waits to be scheduled or was preempted. An index
-with no pod is waiting for its turn (``parallelism``), for the job controller, or for a cluster
-that refuses to create its pod; only the last is read from the Job's ``FailedCreate`` events,
-and fails it after ``KINETIC_UNSCHEDULABLE_TIMEOUT`` as an unschedulable pod does.
+An index's outcome is the Job's to record (its completed and failed index sets): a completed
+index needs no pod to read as succeeded. The rest is read off the Job's pods that have not
+succeeded (:mod:`kinetic_gke.array_polls` says which a poll lists): which attempt each pod runs
+(the failure count the job controller writes on it), whether it runs, waits to be scheduled or
+was preempted, and why a run failed. An index with no pod is waiting for its turn
+(``parallelism``), for the job controller, or for a cluster that refuses to create its pod;
+only the last is read from the Job's ``FailedCreate`` events, and fails it after
+``KINETIC_UNSCHEDULABLE_TIMEOUT`` as an unschedulable pod does.
 """
 
 import functools
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 
 import msgspec
@@ -29,6 +31,7 @@ from kinetic_protocol.layout import ascii_count
 
 __all__ = [
     "attempt_states",
+    "format_indexes",
     "index_job_ids",
     "index_settled",
     "parse_indexes",
@@ -46,6 +49,20 @@ def parse_indexes(text: str | None) -> set[int]:
         low, _, high = part.partition("-")
         found.update(range(int(low), int(high or low) + 1))
     return found
+
+
+def format_indexes(indexes: Iterable[int]) -> str:
+    """``indexes`` as a Job status interval list (``{0, 1, 2, 3, 7}``: ``"0-3,7"``)."""
+    parts: list[str] = []
+    ordered = sorted(set(indexes))
+    start = 0
+    for position, index in enumerate(ordered):
+        if position + 1 < len(ordered) and ordered[position + 1] == index + 1:
+            continue
+        low = ordered[start]
+        parts.append(str(low) if low == index else f"{low}-{index}")
+        start = position + 1
+    return ",".join(parts)
 
 
 def pod_index(pod: Obj) -> int | None:
@@ -131,12 +148,13 @@ def _index_state(
     unschedulable_timeout: float,
     now: datetime,
 ) -> JobState:
-    completed, failed, job_failure = done
-    if index in completed or index in failed:
+    _, failed, job_failure = done
+    if index in failed:
         if newest is None:
-            # The Job keeps its outcome, but its pods go only with a cleanup of this child.
+            # The Job keeps its outcome, but its pods go with a cleanup of this child (or
+            # before a poll read why it failed: the cluster's garbage collection).
             return JobState(status=JobStatus.NOT_FOUND, detail="its pod was deleted")
-        return _ended(newest, "Succeeded" if index in completed else "Failed")
+        return _ended(newest, "Failed")
     phase = (newest or {}).get("status", {}).get("phase")
     if job_failure is not None:
         if newest is not None and phase == "Succeeded":
@@ -174,13 +192,17 @@ def _followed(newest: Obj | None, latest: int) -> JobState:
 
 
 class _IndexPods:
-    """One Job's pods grouped once: by ``(index, attempt)``, and each index's latest attempt;
-    how many have yet to end, and when the newest was made or ended."""
+    """One Job's pods grouped once: by ``(index, attempt)``, each index's latest attempt and
+    the first attempt its pods leave possible for it (a counted failure's next); how many have
+    yet to end, and when the newest was made or ended (``changed_at`` at the latest: a change
+    seen without its pod)."""
 
-    def __init__(self, pods: Iterable[Obj]) -> None:
+    def __init__(self, pods: Iterable[Obj], changed_at: str = "") -> None:
         self.by_attempt: dict[tuple[int, int], list[Obj]] = defaultdict(list)
         self.latest: dict[int, int] = {}
+        self.earliest_open: dict[int, int] = {}
         self.active = 0
+        self.changed_at = changed_at
         for pod in pods:
             index = pod_index(pod)
             if index is None:
@@ -189,13 +211,18 @@ class _IndexPods:
             self.by_attempt[index, attempt].append(pod)
             if attempt > self.latest.get(index, -1):
                 self.latest[index] = attempt
-            if pod.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
+            phase = pod.get("status", {}).get("phase")
+            counted = phase == "Failed" and not status.disrupted(pod)
+            possible = attempt + 1 if counted else attempt
+            if possible > self.earliest_open.get(index, -1):
+                self.earliest_open[index] = possible
+            if phase not in ("Succeeded", "Failed"):
                 self.active += 1
 
     def last_change(self) -> str:
         """When the newest pod was made or ended; read only for a refused index."""
         changes = (_last_change(pod) for pods in self.by_attempt.values() for pod in pods)
-        return max(changes, default="")
+        return max(changes, default=self.changed_at) if self.by_attempt else self.changed_at
 
 
 def _last_change(pod: Obj) -> str:
@@ -252,12 +279,17 @@ def attempt_states(
     unschedulable_timeout: float,
     now: datetime | None = None,
     refusals: Callable[[], list[Obj]] = list,
+    cleaned: Collection[int] = (),
+    changed_at: str = "",
 ) -> dict[tuple[int, int], JobState]:
     """The state of each ``(index, attempt)`` of the array Job ``job`` (None: it is gone),
-    from the Job's completed and failed index sets and one listing of its pods. An attempt
-    whose index has a later attempt's pod failed, and names it (``next_attempt``).
-    ``refusals`` gives the ``FailedCreate`` events of the Job (or of more), called only when
-    an index the Job has not settled has no pod and the Job could run it now."""
+    from the Job's completed and failed index sets and its ``pods``: every pod that has not
+    succeeded (a succeeded one may be among them; a completed index reads as succeeded
+    without it). An attempt whose index has a later attempt's pod failed, and names it
+    (``next_attempt``). ``refusals`` gives the ``FailedCreate`` events of the Job (or of
+    more), called only when an index the Job has not settled has no pod and the Job could run
+    it now. ``cleaned``: settled indexes whose pods were deleted (a cleanup of that child),
+    read as gone; ``changed_at``: when the Job last changed, if later than any pod says."""
     wanted = list(attempts)
     if job is None or job.get("metadata", {}).get("deletionTimestamp"):
         return dict.fromkeys(wanted, JobState(status=JobStatus.NOT_FOUND))
@@ -267,7 +299,7 @@ def attempt_states(
         parse_indexes(job_status.get("failedIndexes")),
         _job_failure(job),
     )
-    grouped = _IndexPods(pods)
+    grouped = _IndexPods(pods, changed_at)
     moment = now or datetime.now(UTC)
 
     @functools.cache
@@ -279,12 +311,28 @@ def attempt_states(
         own = grouped.by_attempt.get((index, attempt), [])
         newest = own[0] if len(own) == 1 else _newest(own)
         latest = grouped.latest.get(index, 0)
-        if latest > attempt:
+        if index in cleaned and (index in done[0] or index in done[1]):
+            state = JobState(status=JobStatus.NOT_FOUND, detail="its pod was deleted")
+        elif index in done[0]:
+            found[index, attempt] = _completed(attempt, grouped.earliest_open.get(index, 0), own)
+            continue
+        elif latest > attempt:
             state = _followed(newest, latest)
         else:
             state = _index_state(index, newest, done, podless, unschedulable_timeout, moment)
         found[index, attempt] = _with_preemptions(state, own, newest) if len(own) > 1 else state
     return found
+
+
+def _completed(attempt: int, earliest: int, own: list[Obj]) -> JobState:
+    """An attempt of an index the Job completed: failed, if a counted failure of the index
+    came at or after it (the success is a later attempt, ``earliest`` at least); else the
+    success, whose pod need not be at hand (the attempt asked about is one a run recorded)."""
+    if attempt < earliest:
+        newest = _newest(own)
+        return _with_preemptions(_followed(newest, earliest), own, newest)
+    preempted = sum(1 for pod in own if status.disrupted(pod))
+    return JobState(status=JobStatus.SUCCEEDED, preemptions=preempted)
 
 
 def _with_preemptions(state: JobState, pods: list[Obj], newest: Obj | None) -> JobState:

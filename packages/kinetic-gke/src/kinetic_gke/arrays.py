@@ -47,6 +47,7 @@ __all__ = [
     "INDEX_LABEL",
     "INDEX_OFFSET",
     "INDEX_VARIABLE",
+    "CLEANED_INDEXES",
     "JOBS",
     "JOB_ID_PREFIX",
     "JOB_NAME_LABEL",
@@ -66,6 +67,10 @@ JOB_ID_PREFIX = "kinetic.dev/job-id-prefix"
 """Annotation of an array Job: its indexes' job ids are ``<prefix>-<index>``."""
 JOBS = JobWorkload()
 """Array Jobs are Jobs, whatever workload a backend's single jobs are."""
+CLEANED_INDEXES = "kinetic.dev/cleaned-indexes"
+"""Annotation of an array Job: the indexes whose pods a cleanup deleted once they settled (an
+interval list, ``"0-3,7"``), so that a poll in any process reads them as gone without listing
+pods; the Job's own status still counts them completed or failed."""
 INDEX_OFFSET = "kinetic.dev/index-offset"
 """Annotation of a batch's later array Job (a batch split into several): the input its index
 0 holds. Absent: 0."""
@@ -129,7 +134,9 @@ def _retry_rules(rule: RetryRule) -> dict[str, Any]:
     attempts not retried: a preemption runs the index again as the same attempt (its runtime
     ends it once the rule's preemptions are spent), an exit whose cause the rule covers runs
     the next attempt while attempts are left (``backoffLimitPerIndex``), and any other exit
-    fails the index."""
+    fails the index. A run that ended as stopped is not taken for a preemption here, as a
+    single Job's is (``pod_failure_policy``): deleting one index's pod is how that input is
+    cancelled, and the same exit follows."""
     policy = functools.partial(pod_failure_policy, disrupted="Ignore", failed_attempt="FailIndex")
     if not rule.attempts_left(0):
         return policy()

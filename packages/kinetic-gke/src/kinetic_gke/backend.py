@@ -13,6 +13,7 @@ from typing import ClassVar
 from kinetic_gke import arrays, backend_settings, gcp
 from kinetic_gke import settings as declared
 from kinetic_gke.array_batches import ArrayBatches
+from kinetic_gke.array_polls import ArrayPollMemory
 from kinetic_gke.capacity import CapacityCheck, ClusterRef
 from kinetic_gke.deletion import await_gone, delete_confirmed
 from kinetic_gke.job_polls import poll_jobs
@@ -130,6 +131,8 @@ class GKEBackend(PodReads):
         self._capacity: CapacityCheck | None = None
         self._keyrings: dict[int, Keyring] = {}
         self._kueue = KueueView(lambda: self.connection)
+        self._array_polls = ArrayPollMemory()
+        """What polls of array batches learned: the next lists only pods that can change."""
 
     @property
     def kueue(self) -> KueueView:
@@ -163,7 +166,7 @@ class GKEBackend(PodReads):
 
     @property
     def _arrays(self) -> ArrayBatches:
-        return ArrayBatches(self.connection, self.app)
+        return ArrayBatches(self.connection, self.app, self._array_polls)
 
     def _context_name(self) -> str:
         settings = self._settings

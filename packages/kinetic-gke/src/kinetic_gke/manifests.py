@@ -11,6 +11,7 @@ from kinetic_gke.k8s.signing import signing_volume
 from kinetic_gke.labels import job_labels
 from kinetic_gke.queueing.admission import queued
 from kinetic_gke.scheduling import scheduling_for
+from kinetic_gke.status import STOPPED_EXIT
 from kinetic_gke.volumes import pod_volumes
 from kinetic_protocol import (
     DEFAULT_DEBUG_PORT,
@@ -80,6 +81,7 @@ def pod_failure_policy(
     failed_attempt: str = "FailJob",
     retried_codes: Sequence[int] = (),
     final_codes: Sequence[int] | None = None,
+    stopped_is_disruption: bool = False,
 ) -> dict[str, Any]:
     """Let Kubernetes itself run a preempted attempt again, so no client needs to be alive.
 
@@ -94,8 +96,17 @@ def pod_failure_policy(
     ``Count``, not ``Ignore``, so the budget holds: ``Ignore`` would run a job that is
     preempted again and again forever (an array's indexes take ``disrupted="Ignore"``: their
     runtime keeps that budget, see :mod:`kinetic_gke.arrays`).
+
+    ``stopped_is_disruption`` (a run with no ``timeout=``, so no deadline of its pod stops
+    it): a run that ended as stopped (SIGTERM, :data:`STOPPED_EXIT`) was taken away too. Kueue
+    preempts by suspending the Job, whose controller then deletes its pods with no
+    ``DisruptionTarget``; when the stopped pod's exit reaches the controller before it has
+    counted the deletion, the exit-code rule would otherwise fail the Job for good.
     """
     rules: list[dict[str, Any]] = [{"action": disrupted, "onPodConditions": [dict(_DISRUPTED)]}]
+    if stopped_is_disruption:
+        stopped = {"containerName": "kinetic", "operator": "In", "values": [STOPPED_EXIT]}
+        rules.append({"action": disrupted, "onExitCodes": stopped})
     if final_codes is None:
         exits = {"operator": "NotIn", "values": sorted({0, *retried_codes})}
     else:
@@ -220,7 +231,7 @@ def job_manifest(
         },
         "spec": {
             "backoffLimit": record.preemption_retries,
-            "podFailurePolicy": pod_failure_policy(),
+            "podFailurePolicy": pod_failure_policy(stopped_is_disruption=record.timeout is None),
             "ttlSecondsAfterFinished": ttl_seconds,
             "template": template,
         },

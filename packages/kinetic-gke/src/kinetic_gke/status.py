@@ -10,11 +10,13 @@ The job controller records an outcome in two writes: first ``SuccessCriteriaMet`
 PENDING in between.
 """
 
+import signal
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
+from kinetic_gke.labels import COMPLETION_INDEX
 from kinetic_protocol import FailureCause, JobState, JobStatus
 
 __all__ = [
@@ -151,10 +153,7 @@ def termination_cause(pod: Obj) -> FailureCause:
             return FailureCause.OOM
     if status.get("reason") == DEADLINE_EXCEEDED:
         return FailureCause.TIMEOUT
-    if status.get("reason") == "Evicted" or any(
-        condition.get("type") == "DisruptionTarget" and condition.get("status") == "True"
-        for condition in status.get("conditions") or []
-    ):
+    if status.get("reason") == "Evicted" or _disrupted(pod):
         return FailureCause.PREEMPTED
     return FailureCause.EXIT
 
@@ -257,9 +256,39 @@ def disrupted(pod: Obj) -> bool:
 
 
 def _disrupted(pod: Obj) -> bool:
-    return pod.get("status", {}).get("phase") == "Failed" and any(
-        condition.get("type") == "DisruptionTarget" and condition.get("status") == "True"
-        for condition in pod.get("status", {}).get("conditions") or []
+    status = pod.get("status", {})
+    return status.get("phase") == "Failed" and (
+        any(
+            condition.get("type") == "DisruptionTarget" and condition.get("status") == "True"
+            for condition in status.get("conditions") or []
+        )
+        or _stopped_without_deadline(pod)
+    )
+
+
+STOPPED_EXIT = 128 + signal.SIGTERM
+"""How a run told to stop ends (the runtime's own exit after SIGTERM)."""
+
+
+def _stopped_without_deadline(pod: Obj) -> bool:
+    """A single Job's pod with no deadline that ended as stopped (SIGTERM): taken away, as its
+    Job's pod failure policy says (``manifests.pod_failure_policy``: a Kueue preemption deletes
+    the pod with no ``DisruptionTarget``). Not an array's: deleting one index's pod is how
+    that input is cancelled, for good."""
+    metadata = pod.get("metadata", {})
+    owners = metadata.get("ownerReferences") or []
+    if not any(owner.get("kind") == "Job" for owner in owners):
+        return False
+    if COMPLETION_INDEX in (metadata.get("labels") or {}) or COMPLETION_INDEX in (
+        metadata.get("annotations") or {}
+    ):
+        return False
+    if pod.get("spec", {}).get("activeDeadlineSeconds") is not None:
+        return False
+    return any(
+        ((container.get("state") or {}).get("terminated") or {}).get("exitCode") == STOPPED_EXIT
+        for container in pod.get("status", {}).get("containerStatuses") or []
+        if container.get("name") == "kinetic"
     )
 
 

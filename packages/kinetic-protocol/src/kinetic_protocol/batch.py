@@ -20,6 +20,7 @@ __all__ = [
     "BatchChild",
     "BatchChildCancelled",
     "BatchCompletion",
+    "BatchIndexSegment",
     "BatchManifest",
     "BatchSubmissionError",
     "CollectedFailure",
@@ -143,6 +144,24 @@ class BatchManifest(msgspec.Struct, kw_only=True):
         input. Its retries (which the backend runs itself) and a per-child batch's every
         attempt say so by their records."""
         return bool(self.array_job) and attempt == 0 and 0 <= index < self.total_expected
+
+
+class BatchIndexSegment(msgspec.Struct, kw_only=True):
+    """One part of the index a submitter writes just after its completion: the latest attempt
+    recorded of inputs ``start`` to ``start + len(attempts) - 1`` (-1: none), so a reader of a
+    finished batch verifies a few parts instead of one child record per attempt.
+
+    Every part names the completion it follows (``completed_at``, its ``finished_at``): a part
+    left from before a resume, or a set cut short by a kill, does not match it and is not used.
+    """
+
+    group_id: str
+    completed_at: str
+    part: _Count
+    parts: _Count
+    start: _Count
+    attempts: list[int]
+    schema_version: int = SCHEMA_VERSION
 
 
 def parse_child_job_id(job_id: str) -> tuple[str, int, int] | None:

@@ -27,6 +27,8 @@
     groups/<group_id>/errors/<index>.json     BatchSubmissionError
     groups/<group_id>/lease/<epoch>.json      SubmitterLease of each submitter, heartbeats
     groups/<group_id>/complete.json           BatchCompletion
+    groups/<group_id>/index/<part>.json       BatchIndexSegment: the latest attempt of each
+                                              input, written after the completion (layout 2)
     groups/<group_id>/cancel                  present once any process cancelled the batch
     groups/<group_id>/collected/<id>.msgpack  CollectedOutcomes kept before a cleanup
     groups/<group_id>/failures/<id>.json      CollectedFailures: cause and last lines of each
@@ -62,6 +64,8 @@ __all__ = [
     "group_call_key",
     "group_function_key",
     "group_prefix",
+    "index_key",
+    "index_prefix",
     "host_result_key",
     "host_started_key",
     "hosts_prefix",
@@ -242,6 +246,14 @@ def submission_error_key(group_id: str, index: int) -> str:
 
 def completion_key(group_id: str) -> str:
     return f"groups/{group_id}/complete.json"
+
+
+def index_prefix(group_id: str) -> str:
+    return f"groups/{group_id}/index/"
+
+
+def index_key(group_id: str, part: int) -> str:
+    return f"{index_prefix(group_id)}{part:06d}.json"
 
 
 def cancel_key(group_id: str) -> str:

@@ -88,8 +88,11 @@ class JobHandle:
 
     @classmethod
     def from_record(cls, record: JobRecord) -> "JobHandle":
-        fields = {name: getattr(record, name) for name in _FIELD_NAMES}
-        return cls(**fields)
+        """The handle of ``record``, not checked again: msgspec checked it when it was made."""
+        handle = object.__new__(cls)
+        handle.__dict__.update({name: getattr(record, name) for name in _FIELD_NAMES})
+        handle.__dict__["_record"] = record
+        return handle
 
     @classmethod
     def from_job_context(

@@ -16,6 +16,8 @@ import socket
 import tempfile
 from pathlib import Path
 
+from kinetic_runtime.local.processes import pid_alive
+
 __all__ = ["claim_ports", "release_ports"]
 
 
@@ -65,7 +67,7 @@ def _claim(claim: Path) -> bool:
                 return True
             except FileExistsError:
                 owner = _owner(claim)
-                if owner is not None and _alive(owner):
+                if owner is not None and pid_alive(owner):
                     return False
                 claim.unlink(missing_ok=True)  # its process is gone: take it over
         return False
@@ -78,13 +80,3 @@ def _owner(claim: Path) -> int | None:
         return int(claim.read_text())
     except (FileNotFoundError, ValueError):
         return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -62,12 +62,15 @@ def decode_pod_list(data: bytes) -> list[Obj]:
     return pods
 
 
-def list_pod_states(connection: ClusterConnection, selector: str) -> list[Obj]:
-    """The pods ``selector`` finds in the connection's namespace: one LIST, read for state."""
+def list_pod_states(
+    connection: ClusterConnection, selector: str, fields: str | None = None
+) -> list[Obj]:
+    """The pods ``selector`` (and the field selector ``fields``, if given) finds in the
+    connection's namespace: one LIST, read for state."""
+    bounds: dict[str, str] = {"label_selector": selector}
+    if fields:
+        bounds["field_selector"] = fields
     data = connection.read_bytes(
-        "listing pods",
-        connection.core.list_namespaced_pod,
-        connection.namespace,
-        label_selector=selector,
+        "listing pods", connection.core.list_namespaced_pod, connection.namespace, **bounds
     )
     return decode_pod_list(data)

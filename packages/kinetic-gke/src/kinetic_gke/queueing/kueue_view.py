@@ -10,6 +10,7 @@ still gets the queue and Kueue's own message, without the position or the quota.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -26,19 +27,17 @@ _CLUSTER = f"/apis/{GROUP}/{VERSION}/{{plural}}"
 _MAX_UIDS_IN_SELECTOR = 50
 
 
+@dataclass(frozen=True)
 class Queued:
     """What Kueue says of one workload: where it waits, and how often it was preempted."""
 
-    def __init__(
-        self, workload: str, place: QueuePlace | None, preemptions: int, evicted: str
-    ) -> None:
-        self.workload = workload
-        """The Workload's name."""
-        self.place = place
-        self.preemptions = preemptions
-        """Times Kueue evicted it for another workload (it re-queues it each time)."""
-        self.evicted = evicted
-        """Kueue's message of its latest eviction, while it is not admitted again."""
+    workload: str
+    """The Workload's name."""
+    place: QueuePlace | None
+    preemptions: int
+    """Times Kueue evicted it for another workload (it re-queues it each time)."""
+    evicted: str
+    """Kueue's message of its latest eviction, while it is not admitted again."""
 
 
 class KueueView:

@@ -166,8 +166,11 @@ def resume_children(
     env = recaptured_env(group_id, records, backend)
     lease = LeaseHolder.take_over(records, holder_finished=completion is not None)
     if completion is not None:
-        # From here on readers follow this process's lease, not the old error.
+        # From here on readers follow this process's lease, not the old error; the index
+        # of the old completion goes with it (this process writes its own at the end).
         records.store.delete(layout.completion_key(group_id))
+        for key in records.store.list(layout.index_prefix(group_id)):
+            records.store.delete(key)
     plan = plan_resume(manifest, records, backend)
     current.detached.set()  # an attached handle stops following the dead submitter
     state = BatchState(total=current.total, rule=manifest.retry_rule, jobs=plan.jobs)

@@ -22,6 +22,7 @@ from kinetic._waiting import Backoff
 from kinetic.batch.lease import LeaseHolder
 from kinetic.batch.state import BatchState, Decision, child_state
 from kinetic.batch.workers import WorkerPool
+from kinetic.bookkeeping.index import write_index
 from kinetic.bookkeeping.kept import cancel_child, is_cleaned_up
 from kinetic.bookkeeping.records import BatchRecords
 from kinetic.handle import JobHandle
@@ -186,7 +187,7 @@ class Submitter:
 
     def _mark_complete(self, cancelled: bool) -> None:
         try:
-            self.records.mark_complete(
+            done = self.records.mark_complete(
                 self._submitted(),
                 cancelled=cancelled,
                 fail_fast=self.policy.tripped.is_set(),
@@ -199,6 +200,26 @@ class Submitter:
                 group_id=self.manifest.group_id,
                 exc_info=True,
             )
+            return
+        if self.state.fatal_error is not None:
+            return  # a record may have landed whose job this process never saw: no index
+        try:
+            write_index(self.records, done, self._recorded(), self.manifest.total_expected)
+        except KineticError:
+            # Readers find no index that fits the completion and read the child records.
+            log.warning(
+                "could not write the batch's index", group_id=self.manifest.group_id, exc_info=True
+            )
+
+    def _recorded(self) -> dict[int, int]:
+        """The latest recorded attempt of each input: what this process wrote or read back,
+        and each handle it holds."""
+        latest = dict(self.records.latest_seen)
+        with self.state.lock:
+            for index, job in enumerate(self.state.jobs):
+                if job is not None and job.attempt > latest.get(index, -1):
+                    latest[index] = job.attempt
+        return latest
 
     # -- the loop --------------------------------------------------------------------------
 

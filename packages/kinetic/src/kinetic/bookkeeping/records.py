@@ -9,13 +9,13 @@ one that does not verify is left out with a warning naming its key.
 
 import secrets
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
 import msgspec
 
 from kinetic import _log
+from kinetic.bookkeeping.listing import _NOT_A_CHILD, BatchListing, ChildListing, parse_child_name
 from kinetic.bookkeeping.sealed import BatchSeal, RefusedRecordError
 from kinetic.trust import open_manifest
 from kinetic_protocol import (
@@ -55,33 +55,13 @@ log = _log.get_logger(__name__)
 _R = TypeVar("_R")
 PARALLEL_READS = 16
 """Store reads in flight at once when reading one record per attempt."""
-_NOT_A_CHILD = "not a child record (<index>-<attempt>.json, in ASCII digits)."
 MAX_EPOCH = 2**31 - 2
 """The highest lease epoch taken: a key beyond it (forged) is ignored, never counted on."""
 
 
-def parse_child_name(key: str, prefix: str) -> tuple[int, int] | None:
-    """``(index, attempt)`` of a key that :func:`layout.child_key` (or
-    :func:`layout.child_rerecord_key`) made under ``prefix``, or ``None`` for any other object
-    found there."""
-    return layout.parse_child_name(key.removeprefix(prefix)) if key.startswith(prefix) else None
-
-
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-@dataclass
-class BatchListing:
-    """What the store says about a batch at one moment."""
-
-    latest_attempts: dict[int, int] = field(default_factory=dict)
-    submission_errors: dict[int, BatchSubmissionError] = field(default_factory=dict)
-    complete: BatchCompletion | None = None
-    unverified: dict[tuple[int, int], str] = field(default_factory=dict)
-    """Attempts above their input's latest whose key holds an object that does not verify
-    (by ``(index, attempt)``, one such key): a store writer's, or a true record changed.
-    :mod:`kinetic.batch.unverified` reads whether each exists from what its job left."""
+    # Microseconds: a batch's index names the completion it follows by this time.
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def read_manifest(store: ObjectStore, group_id: str) -> BatchManifest:
@@ -97,7 +77,7 @@ def read_manifest(store: ObjectStore, group_id: str) -> BatchManifest:
     return open_manifest(data, group_id=group_id, key=f"{store.uri}/{key}")
 
 
-class BatchRecords:
+class BatchRecords(ChildListing):
     """Reads and writes the records of one batch in one store, signed with ``seal``."""
 
     def __init__(
@@ -118,6 +98,9 @@ class BatchRecords:
         self._warned: set[str] = set()
         self._verified_children: set[str] = set()
         """Child records verified once: never rewritten, so never read again."""
+        self.latest_seen: dict[int, int] = {}
+        """The latest attempt of each input this object recorded or read back: what the
+        index written after the completion says (:mod:`kinetic.bookkeeping.index`)."""
 
     def _ignore(self, key: str, why: str) -> None:
         """Warn, once per key, that the stray object ``key`` is not part of the batch."""
@@ -133,7 +116,7 @@ class BatchRecords:
     def read_manifest(self) -> BatchManifest:
         return read_manifest(self.store, self.group_id)
 
-    def _write(self, key: str, record: msgspec.Struct, *, if_absent: bool = False) -> None:
+    def write_signed(self, key: str, record: msgspec.Struct, *, if_absent: bool = False) -> None:
         self.store.write(key, self.seal.seal(key, record), if_absent=if_absent)
 
     def add_child(self, index: int, attempt: int, job_id: str) -> None:
@@ -148,10 +131,15 @@ class BatchRecords:
         )
         key = layout.child_key(self.group_id, index, attempt)
         try:
-            self._write(key, child, if_absent=True)
+            self.write_signed(key, child, if_absent=True)
         except PreconditionFailedError:
-            if self._read_json(key, BatchChild) is None:  # warned: it does not verify
+            if self.read_signed(key, BatchChild) is None:  # warned: it does not verify
                 self._rerecord(child, key)
+        self.saw(index, attempt)
+
+    def saw(self, index: int, attempt: int) -> None:
+        if attempt > self.latest_seen.get(index, -1):
+            self.latest_seen[index] = attempt
 
     def _rerecord(self, child: BatchChild, taken: str) -> None:
         """Record an attempt beside its key, which holds an object that does not verify: a
@@ -168,7 +156,7 @@ class BatchRecords:
         key = layout.child_rerecord_key(
             self.group_id, child.index, child.attempt, secrets.token_hex(8)
         )
-        self._write(key, child, if_absent=True)
+        self.write_signed(key, child, if_absent=True)
         _log.say(
             f"Recorded attempt {child.attempt} of input {child.index} of batch {self.group_id} "
             f"at {self.store.uri}/{key}: {self.store.uri}/{taken} holds an object that does "
@@ -187,7 +175,7 @@ class BatchRecords:
             message=str(exc),
             failed_at=_now(),
         )
-        self._write(layout.submission_error_key(self.group_id, index), error)
+        self.write_signed(layout.submission_error_key(self.group_id, index), error)
 
     def add_cancelled(self, index: int, attempt: int, reason: str) -> None:
         """Say when and why the batch cancelled an attempt (the job records neither)."""
@@ -198,9 +186,9 @@ class BatchRecords:
             cancelled_at=_now(),
             reason=reason,
         )
-        self._write(layout.cancelled_child_key(self.group_id, index, attempt), record)
+        self.write_signed(layout.cancelled_child_key(self.group_id, index, attempt), record)
 
-    def _read_json(self, key: str, record_type: type[_R]) -> _R | None:
+    def read_signed(self, key: str, record_type: type[_R]) -> _R | None:
         """The record at ``key``, verified; ``None`` if it went away, or (with a warning) if
         it is not a ``record_type`` this batch's keys signed for ``key``."""
         try:
@@ -215,13 +203,13 @@ class BatchRecords:
     def cancelled(self, index: int, attempt: int) -> BatchChildCancelled | None:
         """Why the batch cancelled this attempt, if it did."""
         key = layout.cancelled_child_key(self.group_id, index, attempt)
-        return self._read_json(key, BatchChildCancelled)
+        return self.read_signed(key, BatchChildCancelled)
 
     def cancelled_children(self) -> dict[tuple[int, int], BatchChildCancelled]:
         """Every attempt the batch cancelled, by ``(index, attempt)``."""
         found: dict[tuple[int, int], BatchChildCancelled] = {}
         for key in self.store.list(layout.cancelled_children_prefix(self.group_id)):
-            record = self._read_json(key, BatchChildCancelled)
+            record = self.read_signed(key, BatchChildCancelled)
             if record is not None:
                 found[record.index, record.attempt] = record
         return found
@@ -253,7 +241,7 @@ class BatchRecords:
                 self._ignore(key, _NOT_A_CHILD)
             else:
                 keys.append(key)
-        stored = [child for child in self._read_all(keys, BatchChild) if child is not None]
+        stored = [child for child in self.read_all_signed(keys, BatchChild) if child is not None]
         if self.array is None:
             return stored
         retries = [child for child in stored if child.attempt > 0]
@@ -261,24 +249,24 @@ class BatchRecords:
             [*self._array_children(), *retries], key=lambda child: (child.index, child.attempt)
         )
 
-    def _read_all(self, keys: list[str], record_type: type[_R]) -> list[_R | None]:
+    def read_all_signed(self, keys: list[str], record_type: type[_R]) -> list[_R | None]:
         if len(keys) < 2:
-            return [self._read_json(key, record_type) for key in keys]
+            return [self.read_signed(key, record_type) for key in keys]
         with ThreadPoolExecutor(min(PARALLEL_READS, len(keys))) as pool:
-            return list(pool.map(lambda key: self._read_json(key, record_type), keys))
+            return list(pool.map(lambda key: self.read_signed(key, record_type), keys))
 
     def _verify_children(self, keys: list[str]) -> set[str]:
         """The keys among ``keys`` that hold a child record this batch signed (each read once
         per process: a child record is never rewritten)."""
         fresh = [key for key in keys if key not in self._verified_children]
-        for key, child in zip(fresh, self._read_all(fresh, BatchChild), strict=True):
+        for key, child in zip(fresh, self.read_all_signed(fresh, BatchChild), strict=True):
             if child is not None:
                 self._verified_children.add(key)
         return {key for key in keys if key in self._verified_children}
 
     def mark_complete(
         self, submitted: int, *, cancelled: bool, fail_fast: bool = False, error: str = ""
-    ) -> None:
+    ) -> BatchCompletion:
         done = BatchCompletion(
             group_id=self.group_id,
             submitted=submitted,
@@ -287,13 +275,14 @@ class BatchRecords:
             fail_fast=fail_fast,
             error=error,
         )
-        self._write(layout.completion_key(self.group_id), done)
+        self.write_signed(layout.completion_key(self.group_id), done)
+        return done
 
     def completion(self) -> BatchCompletion | None:
         """The submitter's completion record; one that is not a completion (garbled, or left
         by a store writer) is skipped with a warning, as if the submitter had not finished:
         its lease then says whether it is gone, and ``resume`` can finish the batch."""
-        return self._read_json(layout.completion_key(self.group_id), BatchCompletion)
+        return self.read_signed(layout.completion_key(self.group_id), BatchCompletion)
 
     def add_collected(self, outcomes: list[CollectedOutcome]) -> None:
         """Keep outcomes with the batch before their children's own copies are deleted."""
@@ -324,14 +313,14 @@ class BatchRecords:
         """Keep why each failed child ended, and its last lines, before it is deleted."""
         record = CollectedFailures(group_id=self.group_id, failures=failures, collected_at=_now())
         name = f"{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{secrets.token_hex(4)}"
-        self._write(layout.collected_failures_key(self.group_id, name), record)
+        self.write_signed(layout.collected_failures_key(self.group_id, name), record)
 
     def collected_failures(self) -> dict[int, CollectedFailure]:
         """Every failure kept by a collection that cleaned up, by input index (the latest
         kept for an index wins); records that do not verify are left out with a warning."""
         keys = sorted(self.store.list(layout.collected_failures_prefix(self.group_id)))
         found: dict[int, CollectedFailure] = {}
-        for record in self._read_all(keys, CollectedFailures):
+        for record in self.read_all_signed(keys, CollectedFailures):
             for failure in record.failures if record is not None else []:
                 found[failure.index] = failure
         return found
@@ -339,12 +328,12 @@ class BatchRecords:
     def request_cancel(self) -> None:
         """Tell whichever process is submitting this batch to stop."""
         record = BatchCancel(group_id=self.group_id, requested_at=_now())
-        self._write(layout.cancel_key(self.group_id), record)
+        self.write_signed(layout.cancel_key(self.group_id), record)
 
     def cancel_request(self) -> BatchCancel | None:
         """The batch's cancellation, if a process holding its keys cancelled it (a forged
         request is ignored, with a warning naming its key)."""
-        return self._read_json(layout.cancel_key(self.group_id), BatchCancel)
+        return self.read_signed(layout.cancel_key(self.group_id), BatchCancel)
 
     def cancel_requested(self) -> bool:
         return self.cancel_request() is not None
@@ -354,7 +343,7 @@ class BatchRecords:
         return self.cancel_requested() or not self.store.exists(layout.manifest_key(self.group_id))
 
     def write_lease(self, lease: SubmitterLease, *, if_absent: bool = False) -> None:
-        self._write(layout.lease_key(self.group_id, lease.epoch), lease, if_absent=if_absent)
+        self.write_signed(layout.lease_key(self.group_id, lease.epoch), lease, if_absent=if_absent)
 
     def leases(self) -> tuple[SubmitterLease | None, int]:
         """The newest lease that verifies (one LIST, then one read per epoch from the top
@@ -371,62 +360,10 @@ class BatchRecords:
                 continue
             epochs.append(epoch)
         for epoch in sorted(epochs, reverse=True):
-            lease = self._read_json(layout.lease_key(self.group_id, epoch), SubmitterLease)
+            lease = self.read_signed(layout.lease_key(self.group_id, epoch), SubmitterLease)
             if lease is not None:
                 return lease, max(epochs)
         return None, max(epochs, default=-1)
-
-    def listing(self, total: int | None = None, *, retries: int | None = None) -> BatchListing:
-        """Children, submission errors and completion, as one consistent view.
-
-        The completion record is read first: the submitter writes it after every child, so a
-        listing taken afterwards holds every child it counts, whatever lands in between.
-        Objects that are not the batch's records (a stray ``children/notes.txt``, an index
-        outside the ``total`` inputs, an attempt beyond ``retries``) are left out with a
-        warning naming their key: every reader walks attempts ``0..latest``, so one forged
-        20-digit attempt would otherwise hold it for ever.
-        """
-        listing = BatchListing(complete=self.completion())
-        if self.array is not None:
-            # Attempt 0 of every input by construction; retries by the records they wrote.
-            listing.latest_attempts = dict.fromkeys(range(self.array.total_expected), 0)
-            total = self.array.total_expected
-        prefix = layout.children_prefix(self.group_id)
-        candidates: list[tuple[str, int, int]] = []
-        for key in self.store.list(prefix):
-            parsed = parse_child_name(key, prefix)
-            if parsed is None:
-                self._ignore(key, _NOT_A_CHILD)
-                continue
-            index, attempt = parsed
-            if total is not None and index >= total:
-                self._ignore(key, f"input {index} is beyond the batch's {total} inputs.")
-                continue
-            if retries is not None and attempt > retries:
-                self._ignore(key, f"attempt {attempt} is beyond the batch's {retries} retries.")
-                continue
-            candidates.append((key, index, attempt))
-        verified = self._verify_children([key for key, _, _ in candidates])
-        unverified: dict[tuple[int, int], str] = {}
-        for key, index, attempt in candidates:
-            if key not in verified:
-                unverified.setdefault((index, attempt), key)
-            elif attempt >= listing.latest_attempts.get(index, -1):
-                listing.latest_attempts[index] = attempt
-        listing.unverified = {
-            (index, attempt): key
-            for (index, attempt), key in unverified.items()
-            if attempt > listing.latest_attempts.get(index, -1)
-        }
-        for key in self.store.list(layout.submission_errors_prefix(self.group_id)):
-            error = self._read_json(key, BatchSubmissionError)
-            if error is None:
-                continue
-            if total is not None and not 0 <= error.index < total:
-                self._ignore(key, f"input {error.index} is outside the batch's {total} inputs.")
-                continue
-            listing.submission_errors[error.index] = error
-        return listing
 
     def attempt_keys(self) -> list[tuple[int, int]]:
         """``(index, attempt)`` of every child record by its name alone, verified or not:

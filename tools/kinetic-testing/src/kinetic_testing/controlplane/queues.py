@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .cluster import ControlPlane
 
 __all__ = [
+    "ROOMY",
     "ROOMY_CLUSTER_QUEUE",
     "cluster_queue",
     "local_queue",
@@ -25,13 +26,15 @@ API = "/apis/kueue.x-k8s.io/v1beta2"
 ROOMY_CLUSTER_QUEUE = "kinetic-test"
 """The cluster queue of every test namespace's default LocalQueue: never the reason to wait."""
 FLAVOR = "default-flavor"
-_ROOMY = {
-    "cpu": "1000",
-    "memory": "4Ti",
-    "ephemeral-storage": "100Ti",
+ROOMY = {
+    "cpu": "100000",
+    "memory": "400Ti",
+    "ephemeral-storage": "1000Ti",
     "nvidia.com/gpu": "1000",
     "google.com/tpu": "1000",
 }
+"""A quota no test's pods reach (10,000 pods of a benchmark included): a cluster queue with it
+never makes a workload wait, unless a test narrows one resource of it."""
 
 
 def resource_flavor(name: str = FLAVOR, node_labels: dict[str, str] | None = None) -> Any:
@@ -85,7 +88,7 @@ def local_queue(namespace: str, name: str, cluster_queue_name: str) -> Any:
 def make_session_queues(plane: ControlPlane) -> None:
     """The flavor, the roomy cluster queue and the priority classes, once per plane."""
     plane.post_or_get(f"{API}/resourceflavors", resource_flavor())
-    plane.post_or_get(f"{API}/clusterqueues", cluster_queue(ROOMY_CLUSTER_QUEUE, _ROOMY))
+    plane.post_or_get(f"{API}/clusterqueues", cluster_queue(ROOMY_CLUSTER_QUEUE, ROOMY))
     for name, value in DEFAULT_PRIORITY_CLASSES.items():
         plane.post_or_get(
             f"{API}/workloadpriorityclasses",
