@@ -38,20 +38,26 @@ def supervisor_pid(job_dir: Path) -> int | None:
 
 def abandoned(job_dir: Path) -> bool:
     """A job directory whose submitter died before putting it in line: nothing of the job
-    ran or will run."""
+    ran or will run.
+
+    The order of the looks matters, as a dispatcher may start the job meanwhile: it claims
+    the job before it takes the ticket out of line, and only the submitter puts one in. So
+    the submitter is seen dead first (no ticket comes after), then the ticket out of line,
+    then the claim still there: a job claimed and taken out of line between two looks is
+    never taken for one that was never put in line."""
     state = supervisor.read_state(job_dir) or {}
     if state.get("detail") == supervisor.NEVER_STARTED:
         return True
-    if not unclaimed(job_dir):
-        return False  # started (or being deleted)
     try:
         launch = json.loads((job_dir / supervisor.LAUNCH_FILE).read_text())
+        submitter = launch.get("submitter")
+        if not isinstance(submitter, str) or same_process_alive(submitter):
+            return False
         if in_line(Path(launch["slots_dir"]), ticket_of(launch)):
             return False
     except (OSError, ValueError, KeyError):
         return False  # being deleted, or not ours: leave it
-    submitter = launch.get("submitter")
-    return isinstance(submitter, str) and not same_process_alive(submitter)
+    return unclaimed(job_dir)  # else started (or being deleted)
 
 
 def _cause(state: dict[str, object]) -> FailureCause:
