@@ -144,9 +144,9 @@ def join_line(slots_dir: Path, name: str) -> None:
         try:
             write_private_atomically(path, b"")
         except FileNotFoundError:
-            if path.parent.is_dir():
-                raise
-            continue  # its bucket was removed as empty just now: make it again
+            # Its bucket was removed as empty just now (another joiner may have made it
+            # again since, so whether it is there now says nothing): make it and try again.
+            continue
         return
 
 
