@@ -184,6 +184,9 @@ def supervise(
     # Everything the job writes (its workdir, staged data, outputs in a local store) is
     # private, whatever the submitter's umask: the runtimes inherit this one.
     os.umask(PRIVATE_UMASK)
+    # Out of every job's directory (its runtimes work in it): a forked supervisor would
+    # otherwise keep its dispatcher's, that of another job, ended and perhaps deleted.
+    os.chdir("/")
     # The supervisor waits for its runtimes, and each runtime's keeper for its job: with
     # SIGCHLD ignored (inherited across exec from a submitter started that way, or the
     # launcher's own) the kernel reaps them unasked and both waits fail. The runtimes
