@@ -30,22 +30,49 @@ SLOTS = 2
 def _job_processes(jobs: Path) -> dict[str, set[int]]:
     """The live processes of each job: its supervisor (named in ``supervisor.pid``), while its
     job has not ended, and every process working in its directory (runtimes and what they
-    started)."""
+    started).
+
+    One look at ``/proc`` takes a while: a job may end, and the next start, between seeing
+    one's runtime and the other's supervisor. So each process found is looked at again once
+    all are found, and kept only if it is still the job's: every process kept was the job's
+    from its first look to its second, so all of them at once when the second looks began."""
+    found = _looked_once(jobs)
+    return {
+        job: kept
+        for job, pids in found.items()
+        if (kept := {pid for pid in pids if _still_of(jobs, job, pid)})
+    }
+
+
+def _job_of_cwd(jobs: Path, pid: int) -> str | None:
+    """The job in whose directory ``pid`` works, if any."""
+    try:
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return None
+    if cwd.is_relative_to(jobs) and cwd != jobs:
+        return cwd.relative_to(jobs).parts[0]
+    return None
+
+
+def _looked_once(jobs: Path) -> dict[str, set[int]]:
     found: dict[str, set[int]] = {}
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cwd = Path(os.readlink(f"/proc/{entry}/cwd"))
-        except OSError:
-            continue
-        if cwd.is_relative_to(jobs) and cwd != jobs:
-            found.setdefault(cwd.relative_to(jobs).parts[0], set()).add(int(entry))
+        if entry.isdigit() and (job := _job_of_cwd(jobs, int(entry))) is not None:
+            found.setdefault(job, set()).add(int(entry))
     for job_dir in jobs.iterdir() if jobs.is_dir() else []:
         pid = read_pid(job_dir)
         if pid is not None and not pid_gone(pid) and not _ended(job_dir):
             found.setdefault(job_dir.name, set()).add(pid)
     return found
+
+
+def _still_of(jobs: Path, job: str, pid: int) -> bool:
+    if pid_gone(pid):
+        return False
+    if _job_of_cwd(jobs, pid) == job:
+        return True
+    return read_pid(jobs / job) == pid and not _ended(jobs / job)
 
 
 def _ended(job_dir: Path) -> bool:
