@@ -120,7 +120,7 @@ def fresh(job_dir: Path, launch: dict[str, Any], slot: int) -> bool:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=errors,
-                cwd=job_dir,
+                cwd="/",  # where ``supervise`` works: nothing works in an unclaimed job's directory
                 start_new_session=True,
                 pass_fds=(slot, write_end),
             )
