@@ -140,12 +140,13 @@ def join_line(slots_dir: Path, name: str) -> None:
     """Put a ticket in line (whole or not at all: it is renamed into place)."""
     path = _ticket_path(slots_dir, name)
     while True:
-        make_private_dirs(path.parent)
         try:
+            make_private_dirs(path.parent)
             write_private_atomically(path, b"")
         except FileNotFoundError:
-            # Its bucket was removed as empty just now (another joiner may have made it
-            # again since, so whether it is there now says nothing): make it and try again.
+            # Its bucket was removed as empty just now, while this made it or wrote in it
+            # (another joiner may have made it again since, so whether it is there now says
+            # nothing): make it and try again.
             continue
         return
 
