@@ -9,6 +9,7 @@ from fractions import Fraction
 import pytest
 from provision_support import Invoke, ok
 
+from kinetic_gke.provision import kueue_queues
 from kinetic_gke.provision.quantities import amount
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiFault, ApiProxy
@@ -103,4 +104,66 @@ def test_up_makes_the_queues_converging_then_pool_add_and_remove_move_the_quota(
     removed = ok(kinetic("pool", "remove", SPOT_L4, "--yes"))
     assert f"-ResourceFlavor/{SPOT_L4}" in removed
     assert SPOT_L4 not in _quota(real_k8s, "team-a")
+    assert "Nothing to do: everything is in place." in ok(kinetic("up"))
+
+
+def _held_and_deleted(plane: ControlPlane, name: str, *, make: bool) -> None:
+    """ResourceFlavor ``name`` being deleted and held there by a finalizer of the test's, as
+    Kueue holds a flavor that a queue still uses."""
+    if make:
+        plane.request("POST", f"{API}/resourceflavors", {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": name, "labels": {"managed-by": "kinetic"}},
+        })  # fmt: skip
+    patch = {"metadata": {"finalizers": [HOLD]}}
+    plane.request("PATCH", f"{API}/resourceflavors/{name}", patch, content_type=MERGE)
+    plane.request("DELETE", f"{API}/resourceflavors/{name}")
+    found = plane.request("GET", f"{API}/resourceflavors/{name}")
+    assert found["metadata"].get("deletionTimestamp"), found["metadata"]
+
+
+def _let_go(plane: ControlPlane, name: str) -> None:
+    patch = {"metadata": {"finalizers": None}}
+    plane.request("PATCH", f"{API}/resourceflavors/{name}", patch, content_type=MERGE)
+
+
+HOLD = "kinetic.test/held"
+MERGE = "application/merge-patch+json"
+
+
+def test_a_flavor_on_its_way_out_is_not_deleted_again_and_one_still_wanted_is_waited_for(
+    up_env: FakeGoogleCloud,
+    own_queues: None,
+    real_k8s: ControlPlane,
+    kinetic: Invoke,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kueue keeps a flavor with a finalizer until no queue uses it, so a deletion outlives
+    the `up` or `pool remove` that asked for it: the next `up` must neither plan it again
+    nor write into an object that is going away."""
+    ok(kinetic("up"))
+    _held_and_deleted(real_k8s, "kinetic-leftover", make=True)
+    try:
+        again = ok(kinetic("up"))
+        assert "Nothing to do: everything is in place." in again
+        assert "ResourceFlavor kinetic-leftover is being deleted" in again
+    finally:
+        _let_go(real_k8s, "kinetic-leftover")
+
+    monkeypatch.setattr(kueue_queues, "DELETION_WAIT_S", 0.0)
+    _held_and_deleted(real_k8s, "kinetic-cpu-spot", make=False)
+    try:
+        planned = ok(kinetic("up", "--dry-run"))
+        assert "+ResourceFlavor/kinetic-cpu-spot (once its deletion ends)" in planned
+        stuck = kinetic("up")
+        assert stuck.exit_code == 1
+        assert "ResourceFlavor kinetic-cpu-spot is being deleted, and the queues need it" in (
+            stuck.output
+        )
+        assert HOLD in stuck.output and "finalizers" in stuck.output
+    finally:
+        _let_go(real_k8s, "kinetic-cpu-spot")
+    ok(kinetic("up"))
+    remade = real_k8s.request("GET", f"{API}/resourceflavors/kinetic-cpu-spot")
+    assert not remade["metadata"].get("deletionTimestamp")
     assert "Nothing to do: everything is in place." in ok(kinetic("up"))
