@@ -3,7 +3,6 @@ plane with Kueue running: made after a failure half-way, unchanged by a second `
 `pool add` and lowered by `pool remove`, and accepted by Kueue itself (each queue Active)."""
 
 import time
-from collections.abc import Iterator
 from fractions import Fraction
 
 import pytest
@@ -45,15 +44,10 @@ def _wait_active(plane: ControlPlane, queue: str) -> None:
 
 
 @pytest.fixture
-def own_queues(real_k8s: ControlPlane, k8s_namespace: str) -> Iterator[None]:
-    """The test namespace without the session's LocalQueue (so `up` makes its own); what
-    Kinetic made cluster-wide is removed afterwards (a later `up` makes what it needs)."""
+def own_queues(real_k8s: ControlPlane, k8s_namespace: str) -> None:
+    """The test namespace without the session's LocalQueue, so `up` makes its own (what it
+    makes cluster-wide, `up_env` removes afterwards)."""
     real_k8s.request("DELETE", f"{API}/namespaces/{k8s_namespace}/localqueues/kinetic")
-    yield
-    for plural in ("clusterqueues", "resourceflavors"):
-        listing = real_k8s.request("GET", f"{API}/{plural}?labelSelector=managed-by%3Dkinetic")
-        for item in listing["items"]:
-            real_k8s.request("DELETE", f"{API}/{plural}/{item['metadata']['name']}")
 
 
 def test_up_makes_the_queues_converging_then_pool_add_and_remove_move_the_quota(
