@@ -53,6 +53,7 @@ from kinetic_protocol import (
     parse_accelerator,
 )
 from kinetic_protocol.data import GCSFUSE_DRIVER
+from kinetic_protocol.host_groups import shape_label
 from kinetic_protocol.settings import SettingSpec
 
 __all__ = ["GKEBackend", "check_single_host", "default_bucket_name"]
@@ -180,6 +181,16 @@ class GKEBackend(PodReads):
         """Refuse an accelerator this backend cannot run (before anything is written)."""
         check_single_host(accelerator)
 
+    def check_host_groups(self, nodes: int, slices: int) -> None:
+        """Refuse several nodes or slices: a job is one pod until it runs as a JobSet."""
+        shape = shape_label(nodes, slices)
+        if shape:
+            raise ConfigError(
+                f"The gke backend does not run a job on several hosts yet ({shape}): each job "
+                f"is one pod. Try the program with backend='local', which runs {shape} as "
+                "local processes with the same environment, or run one node and one slice."
+            )
+
     @property
     def capacity(self) -> CapacityCheck:
         """The pre-flight check that some node pool can run an accelerator (cached per
@@ -219,6 +230,7 @@ class GKEBackend(PodReads):
     def prepare(self, request: PrepareRequest) -> Preparation:
         """Refuse what cannot run here, then resolve the jobs' image (building a bundled one
         on Cloud Build if its tag does not exist yet)."""
+        self.check_host_groups(request.nodes, request.slices)
         self.check_accelerator(request.accelerator)
         queue = self.kueue.resolve(
             request.queue, request.priority, self._settings.cluster or self._context_name()
