@@ -26,6 +26,7 @@ RUN_ON_LOCAL = {
     "guides/queues.md",
     "guides/data.md",
     "guides/tpu.md",
+    "guides/multi-node.md",
 }
 """Guides whose examples run here; the others show GKE-only code, each block marked why."""
 
