@@ -28,7 +28,7 @@ def plane_without_kueue(
     k8s_binaries: Built, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ControlPlane]:
     directory = tmp_path_factory.mktemp("no-kueue")
-    with ControlPlane(k8s_binaries, directory, lws=False, kueue=False) as plane:
+    with ControlPlane(k8s_binaries, directory, lws=False, kueue=False, jobset=False) as plane:
         yield plane
 
 

@@ -12,6 +12,8 @@ __all__ = [
     "KUBE_CONTEXT",
     "KUEUE_MANIFEST",
     "KUEUE_MANIFEST_SHA256",
+    "JOBSET_MANIFEST",
+    "JOBSET_MANIFEST_SHA256",
     "LWS_MANIFEST",
     "LWS_MANIFEST_SHA256",
     "POD_CPU",
@@ -131,6 +133,19 @@ KUEUE_MANIFEST_SHA256 = SettingSpec(
     "sha256 the KINETIC_KUEUE_MANIFEST manifest must have; kinetic up applies nothing else.",
     _OWNER,
 )
+JOBSET_MANIFEST = SettingSpec(
+    "jobset_manifest",
+    "KINETIC_JOBSET_MANIFEST",
+    "A JobSet manifest (URL or file) for kinetic up to install instead of the release that "
+    "ships with Kinetic; needs KINETIC_JOBSET_MANIFEST_SHA256.",
+    _OWNER,
+)
+JOBSET_MANIFEST_SHA256 = SettingSpec(
+    "jobset_manifest_sha256",
+    "KINETIC_JOBSET_MANIFEST_SHA256",
+    "sha256 the KINETIC_JOBSET_MANIFEST manifest must have; kinetic up applies nothing else.",
+    _OWNER,
+)
 GPU_DRIVER_MANIFEST = SettingSpec(
     "gpu_driver_manifest",
     "KINETIC_GPU_DRIVER_MANIFEST",
@@ -162,6 +177,8 @@ SETTINGS = (
     LWS_MANIFEST_SHA256,
     KUEUE_MANIFEST,
     KUEUE_MANIFEST_SHA256,
+    JOBSET_MANIFEST,
+    JOBSET_MANIFEST_SHA256,
     GPU_DRIVER_MANIFEST,
     GPU_DRIVER_MANIFEST_SHA256,
 )
