@@ -102,6 +102,12 @@ class JobRecord(msgspec.Struct, kw_only=True, gc=False):
     array_offset: int = 0
     """The first input of that array object (a batch split into several holds input
     ``group_index`` at index ``group_index - array_offset`` of its object)."""
+    nodes: int = 1
+    """``nodes=`` of the decorator: hosts of a GPU or CPU accelerator the job runs on."""
+    slices: int = 1
+    """``slices=`` of the decorator: TPU slices the job runs on (multislice). A record
+    written before these fields existed reads as one node and one slice; the job's hosts
+    are ``kinetic_protocol.host_groups.job_hosts``."""
 
     @property
     def store_uri(self) -> str:
