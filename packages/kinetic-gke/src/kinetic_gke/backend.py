@@ -1,4 +1,5 @@
-"""``GKEBackend``: each Kinetic job is one Kubernetes Job; its artifacts live in a GCS bucket.
+"""``GKEBackend``: each Kinetic job is one Kubernetes Job (one JobSet on several hosts, see
+:mod:`kinetic_gke.jobset_jobs`); its artifacts live in a GCS bucket.
 
 What is Job-specific is the workload (:class:`kinetic_gke.k8s.JobWorkload`) and the manifest;
 polling, logs, deletion with confirmation and listing by label work for any workload, so a
@@ -17,6 +18,8 @@ from kinetic_gke.array_polls import ArrayPollMemory
 from kinetic_gke.capacity import CapacityCheck, ClusterRef
 from kinetic_gke.deletion import await_gone, delete_confirmed
 from kinetic_gke.job_polls import poll_jobs
+from kinetic_gke.jobset_jobs import JobSets, host_group
+from kinetic_gke.jobsets import HostGroup
 from kinetic_gke.k8s import (
     ClusterConnection,
     JobWorkload,
@@ -45,6 +48,7 @@ from kinetic_protocol import (
     BatchManifest,
     Capabilities,
     ConfigError,
+    HostSelection,
     JobRecord,
     JobState,
     Keyring,
@@ -88,6 +92,8 @@ class GKEBackend(PodReads):
         volumes=True,
         fuse=True,
         debug_port_forward=True,
+        per_host_logs=True,
+        host_groups=True,
         array_batches=arrays.MAX_INDEXES,
     )
     declared_settings: ClassVar[tuple[SettingSpec, ...]] = declared.SETTINGS
@@ -165,6 +171,10 @@ class GKEBackend(PodReads):
         return self._connections[key]
 
     @property
+    def _jobsets(self) -> JobSets:
+        return JobSets(self.connection, self.app)
+
+    @property
     def _arrays(self) -> ArrayBatches:
         return ArrayBatches(self.connection, self.app, self._array_polls)
 
@@ -179,6 +189,14 @@ class GKEBackend(PodReads):
     def check_accelerator(self, accelerator: Accelerator) -> None:
         """Refuse an accelerator this backend cannot run (before anything is written)."""
         check_single_host(accelerator)
+
+    def _check_shape(self, accelerator: Accelerator, nodes: int, slices: int) -> None:
+        """Refuse what cannot run here: one host of ``accelerator``, or a group of them
+        (several nodes or slices: a JobSet, whose TPU slices may span hosts)."""
+        if nodes == 1 and slices == 1:
+            self.check_accelerator(accelerator)
+        else:
+            HostGroup.of(accelerator, nodes=nodes, slices=slices)
 
     @property
     def capacity(self) -> CapacityCheck:
@@ -219,7 +237,7 @@ class GKEBackend(PodReads):
     def prepare(self, request: PrepareRequest) -> Preparation:
         """Refuse what cannot run here, then resolve the jobs' image (building a bundled one
         on Cloud Build if its tag does not exist yet)."""
-        self.check_accelerator(request.accelerator)
+        self._check_shape(request.accelerator, request.nodes, request.slices)
         queue = self.kueue.resolve(
             request.queue, request.priority, self._settings.cluster or self._context_name()
         )
@@ -289,10 +307,21 @@ class GKEBackend(PodReads):
         if not record.image_uri:
             raise ConfigError(f"Job {record.job_id} has no container image to run on GKE.")
         accelerator = parse_accelerator(record.accelerator)  # once, on its way to the pod
-        self.check_accelerator(accelerator)
+        self._check_shape(accelerator, record.nodes, record.slices)
         if any(mount.kind == "gcsfuse" for mount in record.mounts):
             self.check_fuse_driver()
         self.signing_keys(create=True)  # its pods mount them: never create one without them
+        group = host_group(record, accelerator)
+        if group is not None:
+            self._jobsets.create(
+                record,
+                group,
+                accelerator=accelerator,
+                options=self.pod_options,
+                command=self._command,
+                env=env,
+            )
+            return
         create_with_env(
             self.connection,
             self.workload,
@@ -353,8 +382,15 @@ class GKEBackend(PodReads):
             if in_arrays
             else {}
         )
-        if len(in_arrays) < len(records):
-            found |= self._job_statuses([record for record in records if not record.in_array])
+        groups = [record for record in records if host_group(record) is not None]
+        if groups:
+            seen = self._jobsets.poll(groups, self._unschedulable_timeout)
+            queued = queued_states(self.kueue, seen, "JobSet")
+            for record, obj, state in seen:
+                found[record.job_id] = self._remember(obj, queued.get(record.job_id, state))
+        if len(in_arrays) + len(groups) < len(records):
+            singles = [r for r in records if not r.in_array and host_group(r) is None]
+            found |= self._job_statuses(singles)
         return found
 
     def _job_statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
@@ -414,6 +450,11 @@ class GKEBackend(PodReads):
                 ),
             )
             return
+        if host_group(record) is not None:
+            self._jobsets.delete(
+                record, timeout=timeout, poll_interval=poll_interval, shortest=self.poll_bounds[0]
+            )
+            return
         self._delete_confirmed(
             [record.k8s_name],
             job_selector(record.job_id, self.app),
@@ -447,4 +488,25 @@ class GKEBackend(PodReads):
         live = [obj for obj in objects if not obj["metadata"].get("deletionTimestamp")]
         ids = {obj["metadata"].get("labels", {}).get(JOB_ID, "") for obj in live}
         ids |= self._arrays.job_ids(live)  # an index is listed while it has a pod
+        ids |= self._jobsets.job_ids()
         return sorted(ids - {""})
+
+    # -- a job on several hosts: a pod, and an output, per host --------------------------
+
+    def _host_count(self, record: JobRecord) -> int:
+        group = host_group(record)
+        return 1 if group is None else group.hosts
+
+    def _pod_for(self, record: JobRecord, host: int) -> Obj | None:
+        if host_group(record) is None:
+            return self._newest_pod(record)
+        return self._jobsets.pods_by_host(record).get(host)
+
+    def logs(
+        self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
+    ) -> str:
+        """One host's output (None: the host whose failure ended the job, else host 0), or
+        every host's (``"all"``)."""
+        if host is None and host_group(record) is not None:
+            host = self.statuses([record])[record.job_id].failed_host
+        return super().logs(record, tail=tail, host=host)
