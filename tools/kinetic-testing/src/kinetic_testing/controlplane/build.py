@@ -1,11 +1,12 @@
 """Build the real control plane's binaries from Go modules, once per set of pins.
 
-etcd, kube-apiserver, kube-controller-manager and the LeaderWorkerSet and Kueue controllers are
-compiled with the local Go toolchain through the Go module proxy only: no prebuilt downloads,
-no container images. Kueue has a directory of its own (``kueue-<key>``), so adding or bumping
-it does not rebuild the rest. A build goes to `<directory>.partial` and is renamed into place
-when every binary is there, so an interrupted build is never mistaken for a finished one. A
-file lock keeps two concurrent test sessions from building at once.
+etcd, kube-apiserver, kube-controller-manager and the LeaderWorkerSet, Kueue and JobSet
+controllers are compiled with the local Go toolchain through the Go module proxy only: no
+prebuilt downloads, no container images. Kueue and JobSet each have a directory of their own
+(``kueue-<key>``, ``jobset-<key>``), so adding or bumping one builds only that one. A build
+goes to `<directory>.partial` and is renamed into place when every binary is there, so an
+interrupted build is never mistaken for a finished one. A file lock keeps two concurrent test
+sessions from building at once.
 
     python -m kinetic_testing.controlplane build     # what CI and the test plugin run
 """
@@ -26,8 +27,9 @@ from typing import TextIO
 
 from kinetic_testing.cached_build import Progress, build_lock
 
+from .jobset_build import build_jobset, jobset_ready
 from .kueue_build import build_kueue, kueue_ready
-from .versions import PINS, Pins, bin_dir, cache_root, kueue_dir
+from .versions import PINS, Pins, bin_dir, cache_root, jobset_dir, kueue_dir
 
 __all__ = [
     "BINARIES",
@@ -68,6 +70,11 @@ class Built:
         """The directory of the Kueue controller, its CRDs and webhook manifest."""
         return kueue_dir(self.pins)
 
+    @property
+    def jobset(self) -> Path:
+        """The directory of the JobSet controller, its CRD and webhook manifest."""
+        return jobset_dir(self.pins)
+
 
 def _plane_ready(directory: Path) -> bool:
     marker = directory / "VERSIONS"
@@ -76,7 +83,11 @@ def _plane_ready(directory: Path) -> bool:
 
 def built(pins: Pins = PINS) -> Built | None:
     """The finished build for `pins`, or None if it has not been built yet."""
-    if _plane_ready(bin_dir(pins)) and kueue_ready(kueue_dir(pins)):
+    if (
+        _plane_ready(bin_dir(pins))
+        and kueue_ready(kueue_dir(pins))
+        and jobset_ready(jobset_dir(pins))
+    ):
         return Built(bin_dir(pins), pins)
     return None
 
@@ -151,6 +162,8 @@ class _Builder:
             self._build_plane()
         if not kueue_ready(kueue_dir(self.pins)):
             self._build_kueue()
+        if not jobset_ready(jobset_dir(self.pins)):
+            self._build_jobset()
         if os.environ.get("KINETIC_K8S_KEEP_GO_CACHES", "1") == "0":
             shutil.rmtree(self.root / "go", ignore_errors=True)
             shutil.rmtree(self.root / "src", ignore_errors=True)
@@ -158,21 +171,40 @@ class _Builder:
         return Built(self.final, self.pins)
 
     def _build_kueue(self) -> None:
-        final = kueue_dir(self.pins)
-        staging = final.with_name(final.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        self.logs.mkdir(exist_ok=True)
-        with self.progress.step(
-            f"Building the Kueue {self.pins.kueue} controller (once; about 4-5 min on 2 cores)"
-        ):
-            build_kueue(
+        self._build_apart(
+            kueue_dir(self.pins),
+            f"Building the Kueue {self.pins.kueue} controller (once; about 4-5 min on 2 cores)",
+            lambda staging: build_kueue(
                 self._go,
                 self._module_dir(f"kueue-{self.pins.kueue}"),
                 Path(self.env["GOMODCACHE"]),
                 staging,
                 self.pins,
-            )
+            ),
+        )
+
+    def _build_jobset(self) -> None:
+        self._build_apart(
+            jobset_dir(self.pins),
+            f"Building the JobSet {self.pins.jobset} controller (once; about 2-4 min on 2 cores)",
+            lambda staging: build_jobset(
+                self._go,
+                self._module_dir(f"jobset-{self.pins.jobset}"),
+                Path(self.env["GOMODCACHE"]),
+                staging,
+                self.pins,
+            ),
+        )
+
+    def _build_apart(self, final: Path, step: str, build: Callable[[Path], None]) -> None:
+        """Build a controller that has a directory of its own: into a staging directory,
+        renamed into place once complete."""
+        staging = final.with_name(final.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        self.logs.mkdir(exist_ok=True)
+        with self.progress.step(step):
+            build(staging)
         shutil.rmtree(final, ignore_errors=True)
         staging.rename(final)
 

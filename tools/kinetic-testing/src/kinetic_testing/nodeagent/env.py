@@ -13,7 +13,14 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["base_host_env", "container_argv", "container_env", "expand", "resolve_pod_names"]
+__all__ = [
+    "base_host_env",
+    "container_argv",
+    "container_env",
+    "expand",
+    "pod_hostname",
+    "resolve_pod_names",
+]
 
 Obj = dict[str, Any]
 _REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
@@ -103,7 +110,7 @@ def container_env(
     bulk: Bulk,
 ) -> dict[str, str]:
     """The process environment for ``container`` of ``pod``."""
-    env = {**base, "HOSTNAME": pod["metadata"]["name"], **pod_env}
+    env = {**base, "HOSTNAME": pod_hostname(pod), **pod_env}
     ns = pod["metadata"]["namespace"]
     for source in container.get("envFrom") or []:
         prefix = source.get("prefix", "")
@@ -124,6 +131,13 @@ def container_env(
         else:
             env[entry["name"]] = expand(str(entry.get("value", "")), env)
     return resolve_pod_names(pod, env)
+
+
+def pod_hostname(pod: Obj) -> str:
+    """The host name a kubelet gives the pod: ``spec.hostname`` where its controller set one
+    (a JobSet's ``<jobset>-<job>-<index>-<completion>``, a StatefulSet's pod name), else the
+    pod's name."""
+    return str(pod["spec"].get("hostname") or pod["metadata"]["name"])
 
 
 def resolve_pod_names(pod: Obj, env: dict[str, str]) -> dict[str, str]:
