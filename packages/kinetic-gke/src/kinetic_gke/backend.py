@@ -198,6 +198,10 @@ class GKEBackend(PodReads):
         else:
             HostGroup.of(accelerator, nodes=nodes, slices=slices)
 
+    def check_host_groups(self, nodes: int, slices: int) -> None:
+        """Several nodes or slices run as one JobSet: nothing to refuse for the counts alone
+        (their fit with the accelerator is :meth:`_check_shape`'s)."""
+
     @property
     def capacity(self) -> CapacityCheck:
         """The pre-flight check that some node pool can run an accelerator (cached per
@@ -237,6 +241,7 @@ class GKEBackend(PodReads):
     def prepare(self, request: PrepareRequest) -> Preparation:
         """Refuse what cannot run here, then resolve the jobs' image (building a bundled one
         on Cloud Build if its tag does not exist yet)."""
+        self.check_host_groups(request.nodes, request.slices)
         self._check_shape(request.accelerator, request.nodes, request.slices)
         queue = self.kueue.resolve(
             request.queue, request.priority, self._settings.cluster or self._context_name()

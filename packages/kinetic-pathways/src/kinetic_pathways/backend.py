@@ -79,6 +79,16 @@ class PathwaysBackend(GKEBackend):
                 "multi-host shape (`kinetic accelerators` shows hosts per shape)."
             )
 
+    def check_host_groups(self, nodes: int, slices: int) -> None:
+        """One job is one slice, a LeaderWorkerSet; several slices run on ``gke``."""
+        if slices > 1:
+            raise ConfigError(
+                f"slices={slices}: the pathways backend runs one TPU slice per job (a "
+                "LeaderWorkerSet). Run several slices with backend='gke', which makes them "
+                "one JobSet, or pass slices=1."
+            )
+        super().check_host_groups(nodes, slices)
+
     def manifest(
         self,
         record: JobRecord,

@@ -150,6 +150,8 @@ def run(
     preemption_retries: int = DEFAULT_PREEMPTION_RETRIES,
     queue: str | None = None,
     priority: str | None = None,
+    nodes: int = 1,
+    slices: int = 1,
 ) -> Callable[[Callable[P, R]], RemoteFunction[P, R]]:
     """Run the decorated function remotely on ``accelerator``.
 
@@ -187,6 +189,18 @@ def run(
     A malformed name is refused here; one the backend does not have, when a call is submitted,
     before anything is uploaded. :meth:`RemoteFunction.with_options` and ``run_async_map``
     override them per call.
+
+    ``nodes`` runs the function on that many hosts of a GPU or CPU ``accelerator``
+    (``accelerator="gpu-h100-x8", nodes=4``: 4 hosts of 8 GPUs), and ``slices`` on that many
+    TPU slices of a TPU shape, joined by the data-centre network (``"tpu-v5e-16",
+    slices=2``: 2 slices of 4 hosts). Each host runs the function with the variables that
+    ``jax.distributed.initialize()``, PyTorch's ``env://`` rendezvous and JAX multislice
+    read (docs/guides/multi-node.md); host 0's return value is the result, and one host
+    failing fails the job. Both are checked here with the accelerator (a count of at least
+    1; ``slices`` only with a TPU shape, ``nodes`` only without one); a backend that cannot
+    run several hosts per job refuses it when a call is submitted, before anything is
+    uploaded. Like the accelerator they belong to the function: every call, and every input
+    of ``run_async_map``, runs on the whole group.
     """
     if callable(accelerator):  # ``@kinetic.run`` above a def: the function came as accelerator
         name = getattr(accelerator, "__name__", repr(accelerator))
@@ -214,6 +228,8 @@ def run(
         preemption_retries=preemption_retries,
         queue=queue,
         priority=priority,
+        nodes=nodes,
+        slices=slices,
     )
 
     def decorate(fn: Callable[P, R]) -> RemoteFunction[P, R]:

@@ -14,6 +14,7 @@ from kinetic.env_capture import check_patterns
 from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
 from kinetic_protocol.causes import RETRYABLE
 from kinetic_protocol.data import check_volume_path
+from kinetic_protocol.host_groups import check_host_groups
 from kinetic_protocol.queueing import check_priority_name, check_queue_name
 from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES
 
@@ -46,6 +47,10 @@ class RunOptions:
     """``queue=`` (validated as a name); None: ``KINETIC_QUEUE``, the profile, the backend's."""
     priority: str | None = None
     """``priority=`` (validated as a name); None: ``KINETIC_PRIORITY``, the profile, none."""
+    nodes: int = 1
+    """``nodes=``: hosts of a GPU or CPU accelerator (validated with the accelerator)."""
+    slices: int = 1
+    """``slices=``: TPU slices (validated with the accelerator)."""
 
     @classmethod
     def build(
@@ -74,8 +79,10 @@ class RunOptions:
             rest["timeout"] = _checked_timeout(rest["timeout"])
         _check_preemption_retries(rest.get("preemption_retries", DEFAULT_PREEMPTION_RETRIES))
         _check_queueing(rest.get("queue"), rest.get("priority"))
+        parsed = parse_accelerator(accelerator)
+        check_host_groups(parsed, rest.get("nodes", 1), rest.get("slices", 1))
         return cls(
-            accelerator=parse_accelerator(accelerator),
+            accelerator=parsed,
             capture_env_vars=patterns,
             volumes=_checked_volumes(volumes),
             **rest,  # type: ignore[arg-type]

@@ -4,8 +4,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from kinetic._version import kinetic_version
+from kinetic.options import RunOptions
 from kinetic.submission.target import Target
 from kinetic_protocol import JobRecord
+from kinetic_protocol.host_groups import shape_label
 
 __all__ = ["Group", "job_record"]
 
@@ -42,7 +44,7 @@ def job_record(
         image_uri=target.image_uri,
         accelerator=options.accelerator.name,
         func_name=func_name,
-        display_name=f"{func_name} on {options.accelerator.name}",
+        display_name=_display_name(func_name, options.accelerator.name, options),
         created_at=created_at or datetime.now(UTC).isoformat(timespec="seconds"),
         group_id=group.group_id if group else None,
         group_kind=group.kind if group else None,
@@ -57,7 +59,15 @@ def job_record(
         preemption_retries=options.preemption_retries,
         queue=target.queue,
         priority=target.priority,
+        nodes=options.nodes,
+        slices=options.slices,
     )
+
+
+def _display_name(func_name: str, accelerator: str, options: RunOptions) -> str:
+    """``train on gpu-h100-x8``, with the group's shape when it has one: ``(nodes=4)``."""
+    shape = shape_label(options.nodes, options.slices)
+    return f"{func_name} on {accelerator}" + (f" ({shape})" if shape else "")
 
 
 def _bucket_name(uri: str) -> str:

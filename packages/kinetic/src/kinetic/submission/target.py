@@ -21,14 +21,22 @@ from typing import Any
 
 from kinetic import _log
 from kinetic._context import open_store
-from kinetic.backends import get_backend
+from kinetic.backends import available_backends, get_backend, load_factory
 from kinetic.config import ResolvedSettings, kinetic_home, resolve_settings
 from kinetic.data import Data
 from kinetic.options import RunOptions
 from kinetic.packaging import CodeBundle, build_bundle
 from kinetic.submission.debugging import debug_options
 from kinetic.submission.queueing import queueing_names
-from kinetic_protocol import Backend, ConfigError, DebugOptions, ObjectStore, PrepareRequest
+from kinetic_protocol import (
+    Backend,
+    Capabilities,
+    ConfigError,
+    DebugOptions,
+    ObjectStore,
+    PrepareRequest,
+)
+from kinetic_protocol.host_groups import shape_label
 
 __all__ = ["Target", "resolve_target"]
 
@@ -118,6 +126,29 @@ def _kinetic_state_dirs(store: ObjectStore) -> list[Path]:
     return dirs
 
 
+def _check_host_groups(name: str, capabilities: Capabilities, options: RunOptions) -> None:
+    """Refuse several nodes or slices on a backend that runs one host group per job (after
+    its ``prepare``, which may have refused them first, saying more), naming those that can."""
+    shape = shape_label(options.nodes, options.slices)
+    if not shape or capabilities.host_groups:
+        return
+    able = [other for other in sorted(available_backends()) if _runs_host_groups(other)]
+    raise ConfigError(
+        f"The {name!r} backend runs each job on one group of hosts, so it cannot run {shape}. "
+        f"Backends that can: {', '.join(able) or 'none installed'}; pass backend=... (or "
+        "drop nodes/slices)."
+    )
+
+
+def _runs_host_groups(name: str) -> bool:
+    try:
+        factory = load_factory(name)
+    except ConfigError:
+        return False
+    capabilities = getattr(factory, "capabilities", None)
+    return isinstance(capabilities, Capabilities) and capabilities.host_groups
+
+
 def resolve_target(
     options: RunOptions, fn: Callable[..., Any], data: Sequence[Data] = ()
 ) -> Target:
@@ -137,6 +168,7 @@ def resolve_target(
         accelerator=options.accelerator,
         queue=options.queue,
         priority=options.priority,
+        slices=options.slices,
     )
     queue, priority = queueing_names(settings)
     name = settings.backend_name
@@ -178,8 +210,11 @@ def resolve_target(
             fuse=any(item.fuse for item in every),
             queue=queue,
             priority=priority,
+            nodes=options.nodes,
+            slices=options.slices,
         )
     )
+    _check_host_groups(name, capabilities, options)
     return Target(
         options,
         settings,

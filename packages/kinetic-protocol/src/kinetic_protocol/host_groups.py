@@ -1,0 +1,64 @@
+"""``nodes=`` and ``slices=``: a job larger than one host of its accelerator, checked once.
+
+A job runs on ``nodes * slices * hosts-per-slice`` hosts, one runtime per host. ``nodes``
+multiplies a GPU or CPU host (``gpu-h100-x8`` with ``nodes=4``: four hosts of eight GPUs);
+``slices`` multiplies a TPU slice, whose own hosts come from its shape (``tpu-v5e-16`` with
+``slices=2``: two slices of four hosts, joined by the data-centre network). So at most one
+of the two exceeds 1: a TPU shape's hosts are its slice's (more of them are more slices),
+and slices of GPUs or CPUs do not exist.
+
+``nodes`` with ``cpu`` is allowed: CPU-only distributed work (gloo collectives, JAX's CPU
+backend) is real, and it is how a multi-node GPU program is tried on a laptop first.
+"""
+
+from kinetic_protocol.accelerators import Accelerator
+from kinetic_protocol.errors import ConfigError
+
+__all__ = ["check_host_groups", "job_hosts", "shape_label"]
+
+
+def _check_count(name: str, value: object, meaning: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{name} must be a positive int ({meaning}), got {type(value).__name__} {value!r}."
+        )
+    if value < 1:
+        raise ConfigError(f"{name}={value!r} must be 1 or more: {meaning} (default 1).")
+    return value
+
+
+def check_host_groups(accelerator: Accelerator, nodes: object, slices: object) -> None:
+    """Refuse a ``nodes``/``slices`` combination that cannot run, naming the rule broken.
+
+    A wrong type is a TypeError, a wrong value a :class:`ConfigError`, as for every option.
+    """
+    nodes = _check_count("nodes", nodes, "how many hosts of the accelerator run the function")
+    slices = _check_count("slices", slices, "how many TPU slices run the function")
+    name = accelerator.name
+    if slices > 1 and accelerator.category != "tpu":
+        kind = "a GPU" if accelerator.category == "gpu" else "CPU"
+        raise ConfigError(
+            f"slices={slices} needs a TPU accelerator, and {name!r} is {kind}: slices are TPU "
+            f"slices joined by the data-centre network (multislice). For {slices} hosts of "
+            f"{name!r}, pass nodes={slices} instead."
+        )
+    if nodes > 1 and accelerator.category == "tpu":
+        hosts = f"{accelerator.hosts} hosts" if accelerator.multi_host else "one host"
+        raise ConfigError(
+            f"nodes={nodes} does not apply to the TPU accelerator {name!r}: a TPU slice's "
+            f"hosts come from its shape ({name!r} is {hosts}). For {nodes} of these slices, "
+            f"pass slices={nodes}; for one larger slice, choose a larger shape "
+            "(`kinetic accelerators` lists them)."
+        )
+
+
+def job_hosts(accelerator: Accelerator, nodes: int = 1, slices: int = 1) -> int:
+    """How many hosts (runtimes) the job runs on."""
+    return nodes * slices * accelerator.hosts
+
+
+def shape_label(nodes: int, slices: int) -> str:
+    """``nodes=4`` or ``slices=2`` (empty for a job of one node and one slice), for messages."""
+    return ", ".join(
+        f"{name}={count}" for name, count in (("nodes", nodes), ("slices", slices)) if count > 1
+    )

@@ -1,0 +1,46 @@
+"""User code for ``test_host_groups``: programs as a user writes them for several hosts,
+importing their frameworks inside the function and setting nothing up from Kinetic."""
+
+import json
+import os
+
+__all__ = ["PLACE", "TORCH_ENV", "place", "two_node_psum"]
+
+TORCH_ENV = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "NODE_RANK", "LOCAL_RANK")
+PLACE = (
+    "KINETIC_HOST_INDEX",
+    "KINETIC_SLICE_INDEX",
+    "KINETIC_SLICE_HOST_INDEX",
+    "MEGASCALE_NUM_SLICES",
+    "MEGASCALE_SLICE_ID",
+    "MEGASCALE_COORDINATOR_ADDRESS",
+    "JAX_PROCESS_ID",
+)
+
+
+def two_node_psum() -> dict[str, object]:
+    """Two CPU devices per process; every device adds its process's ``index + 1``."""
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    import jax
+    import jax.numpy as jnp
+
+    jax.distributed.initialize()
+    local = jax.local_device_count()
+    mine = jnp.full((local,), float(jax.process_index() + 1))
+    summed = jax.pmap(lambda x: jax.lax.psum(x, "i"), axis_name="i")(mine)
+    torch_env = {name: os.environ[name] for name in TORCH_ENV}
+    print(f"host {jax.process_index()} torch {json.dumps(torch_env)}", flush=True)
+    return {
+        "psum": float(summed[0]),
+        "processes": jax.process_count(),
+        "devices": jax.device_count(),
+        "local_devices": local,
+        "torch": torch_env,
+    }
+
+
+def place() -> dict[str, str]:
+    """The host's place as the environment gives it, printed to its own log."""
+    seen = {name: os.environ.get(name, "") for name in PLACE}
+    print(f"place {json.dumps(seen)}", flush=True)
+    return seen

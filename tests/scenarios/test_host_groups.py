@@ -1,0 +1,72 @@
+"""Jobs of several hosts on the local backend (issue 51): a JAX program on 2 nodes calls
+``jax.distributed.initialize()`` with no arguments and sums across both processes, and a job
+of 2 TPU slices of 2 hosts each sees its multislice variables; a backend that cannot run
+several hosts refuses them before anything is uploaded."""
+
+import importlib.util
+import json
+
+import pytest
+from scenario_support import ScenarioBackend
+
+import kinetic
+from kinetic_protocol import ConfigError
+
+RESULT_TIMEOUT_S = 240
+
+
+@pytest.fixture
+def local(local_scenario_env: None) -> ScenarioBackend:
+    return ScenarioBackend("local")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax[cpu] is not installed")
+def test_a_jax_program_on_two_nodes_initialises_with_no_arguments(local: ScenarioBackend) -> None:
+    import host_group_userfuncs as uf
+
+    job = local.decorate(accelerator="cpu", nodes=2)(uf.two_node_psum).run_async()
+    value = job.result(timeout=RESULT_TIMEOUT_S, cleanup=False)
+    assert value["psum"] == 6.0, "2 devices of host 0 add 1 each, 2 of host 1 add 2 each"
+    assert (value["processes"], value["devices"], value["local_devices"]) == (2, 4, 2)
+    assert value["torch"]["RANK"] == "0"
+    worker = job.logs(host=1) or ""
+    line = next(text for text in worker.splitlines() if text.startswith("host 1 torch "))
+    torch_env = json.loads(line.removeprefix("host 1 torch "))
+    assert (torch_env["RANK"], torch_env["NODE_RANK"], torch_env["WORLD_SIZE"]) == ("1", "1", "2")
+    assert torch_env["MASTER_ADDR"] == value["torch"]["MASTER_ADDR"] == "127.0.0.1"
+    assert torch_env["MASTER_PORT"] == value["torch"]["MASTER_PORT"]
+    assert "calls jax.distributed.initialize itself" in worker
+    job.cleanup()
+
+
+def test_two_slices_of_two_hosts_see_their_slice(local: ScenarioBackend) -> None:
+    import host_group_userfuncs as uf
+
+    job = local.decorate(accelerator="tpu-v5litepod-2x4", slices=2)(uf.place).run_async()
+    leader = job.result(timeout=RESULT_TIMEOUT_S, cleanup=False)
+    places = []
+    for host in range(4):
+        log = job.logs(host=host) or ""
+        line = next(text for text in log.splitlines() if text.startswith("place "))
+        places.append(json.loads(line.removeprefix("place ")))
+    assert leader == places[0]
+    assert [p["KINETIC_HOST_INDEX"] for p in places] == ["0", "1", "2", "3"]
+    assert [p["MEGASCALE_SLICE_ID"] for p in places] == ["0", "0", "1", "1"]
+    assert [p["KINETIC_SLICE_HOST_INDEX"] for p in places] == ["0", "1", "0", "1"]
+    assert {p["MEGASCALE_NUM_SLICES"] for p in places} == {"2"}
+    assert {p["MEGASCALE_COORDINATOR_ADDRESS"] for p in places} == {"127.0.0.1"}
+    job.cleanup()
+
+
+def test_a_backend_without_host_groups_refuses_them_before_uploading(
+    example_scenario_env: object,
+) -> None:
+    import host_group_userfuncs as uf
+
+    backend = ScenarioBackend("example")
+    remote = backend.decorate(accelerator="cpu", nodes=2)(uf.place)
+    with pytest.raises(ConfigError, match=r"'example' backend .* cannot run nodes=2.*: gke, local"):
+        remote.run_async()
+    assert backend.store().list("") == [], "nothing was uploaded"
+    assert kinetic.run(accelerator="cpu", backend="example")(uf.place)() == uf.place()
