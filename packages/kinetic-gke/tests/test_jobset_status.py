@@ -117,7 +117,7 @@ def test_a_host_that_fails_fails_the_job_at_once_and_names_itself() -> None:
     state = _state(_jobset(), [_pod(0, "Running"), _pod(1, "Failed", code=1)])
     assert (state.status, state.cause, state.exit_code) == (JobStatus.FAILED, FailureCause.EXIT, 1)
     assert state.failed_host == 1
-    assert state.detail.startswith("host 1 of 2")
+    assert state.detail.startswith("host 1 of 2: exit 1")
 
 
 def test_the_failed_groups_cause_is_the_host_that_failed_on_its_own_not_one_stopped_with_it() -> (

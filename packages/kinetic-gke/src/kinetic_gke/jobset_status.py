@@ -134,13 +134,23 @@ def _state_now(jobset: Obj, pods: list[Obj], timeout: float, now: datetime) -> J
     failing = _first_failed(hosts)
     if failing is not None:
         host, pod = failing
-        failed = host_failure(host, count, pod_state(pod, timeout, now))
+        failed = _host_failed(host, count, pod_state(pod, timeout, now))
         if _taken_away(pod) and restarts_of(jobset) < max_restarts(jobset):
             again = f"attempt {restarts_of(jobset) + 2} of {max_restarts(jobset) + 1}"
             detail = f"{failed.detail}; Kubernetes runs the group again ({again})"
             return JobState(status=JobStatus.PENDING, detail=detail)
         return failed
     return _running_or_waiting(jobset, hosts, count, timeout, now)
+
+
+def _host_failed(host: int, count: int, state: JobState) -> JobState:
+    """The job's state once ``host`` failed as ``state`` says: ``host i of N: <why>, exit
+    <code>``, as every backend words a host's failure."""
+    code = state.exit_code
+    if code is not None and f"exit {code}" not in state.detail:
+        detail = f"{state.detail}, exit {code}" if state.detail else f"exit {code}"
+        state = msgspec.structs.replace(state, detail=detail)
+    return host_failure(host, count, state)
 
 
 def _finished_at(pod: Obj) -> str:
@@ -187,7 +197,7 @@ def _failed_state(
     failing = _first_failed(hosts)
     if failing is not None:
         host, pod = failing
-        failed = host_failure(host, count, pod_state(pod, timeout, now))
+        failed = _host_failed(host, count, pod_state(pod, timeout, now))
         if spent:
             detail = (
                 f"{failed.detail}; the group was preempted more than its {attempt_text(jobset)}"
@@ -220,7 +230,7 @@ def _running_or_waiting(
             continue
         state = pod_state(pod, timeout, now)
         if state.status is JobStatus.FAILED:
-            return host_failure(host, count, state)
+            return _host_failed(host, count, state)
         detail = f"host {host} of {count}: {state.detail or 'starting'}{again}"
         return msgspec.structs.replace(state, detail=detail)
     waiting = f"waiting for the group's {count - len(hosts)} more pods{again}"
