@@ -1,0 +1,69 @@
+"""A job of several nodes on ``gke`` (issue 51), end to end with the real runtime: one JobSet
+admitted by Kueue as one workload, made into a Job and pods by the real JobSet controller, its
+hosts run by the node agent under the names JobSet gives them, results through fake GCS."""
+
+from typing import Any
+
+import pytest
+import scenario_funcs as sf
+from scenario_support import ScenarioBackend
+
+import kinetic
+from kinetic_gke.k8s.kueue_api import QUEUE_LABEL
+from kinetic_protocol import FailureCause
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.nodeagent import NodeAgent
+
+pytestmark = pytest.mark.realk8s
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
+
+
+@pytest.fixture
+def gke(gke_scenario_env: NodeAgent) -> ScenarioBackend:
+    return ScenarioBackend("gke")
+
+
+def on_two_nodes(fn: Any) -> Any:
+    return kinetic.run(
+        accelerator="cpu", nodes=2, backend="gke", container_image="python:3.11-slim"
+    )(fn)
+
+
+def _jobsets(real_k8s: ControlPlane, namespace: str) -> list[dict[str, Any]]:
+    return list(real_k8s.request("GET", JOBSETS.format(ns=namespace))["items"])
+
+
+def test_a_two_node_job_runs_both_hosts_as_one_queued_jobset_and_returns_host_zeros_value(
+    gke: ScenarioBackend, real_k8s: ControlPlane, k8s_namespace: str
+) -> None:
+    job = on_two_nodes(sf.env_snapshot).run_async("KINETIC_")
+    snapshot = job.result(timeout=120, cleanup=False)
+    assert (snapshot["KINETIC_NUM_HOSTS"], snapshot["KINETIC_HOST_INDEX"]) == ("2", "0")
+    for host in range(2):
+        assert "running env_snapshot" in (job.logs(host=host) or ""), host
+    assert [h.job_id for h in kinetic.list_jobs()] == [job.job_id]
+    (jobset,) = _jobsets(real_k8s, k8s_namespace)
+    assert QUEUE_LABEL in jobset["metadata"]["labels"], "admitted through Kueue"
+    assert jobset["status"]["restarts"] == 0
+    service = f"/api/v1/namespaces/{k8s_namespace}/services/{jobset['metadata']['name']}"
+    assert real_k8s.request("GET", service)["spec"]["clusterIP"] == "None"
+
+    job.cleanup()
+    assert _jobsets(real_k8s, k8s_namespace) == []
+    services = real_k8s.request("GET", f"/api/v1/namespaces/{k8s_namespace}/services")
+    assert services["items"] == [], "the headless service goes with its JobSet"
+
+
+def test_a_host_that_raises_fails_the_job_with_its_traceback_and_cause_user(
+    gke: ScenarioBackend, real_k8s: ControlPlane, k8s_namespace: str
+) -> None:
+    job = on_two_nodes(sf.fail_on_host).run_async(1, "bad shard")
+    with pytest.raises(sf.ScenarioError, match="bad shard") as caught:
+        job.result(timeout=120, cleanup=False)
+    assert any("on host 1 of 2" in note for note in caught.value.__notes__)
+    state = job.status_detail()
+    assert state.detail.startswith("host 1 of 2: exit 1"), state.detail
+    assert job.failure().cause is FailureCause.USER
+    (jobset,) = _jobsets(real_k8s, k8s_namespace)
+    assert jobset["status"]["restarts"] == 0, "a user error does not run the group again"
+    assert "bad shard" in (job.logs() or ""), "the failing host's output by default"
