@@ -2,11 +2,12 @@
 admitted by Kueue as one workload, made into a Job and pods by the real JobSet controller, its
 hosts run by the node agent under the names JobSet gives them, results through fake GCS."""
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import scenario_funcs as sf
-from scenario_support import ScenarioBackend
+from scenario_support import ScenarioBackend, wait_until
 
 import kinetic
 from kinetic_gke.k8s.kueue_api import QUEUE_LABEL
@@ -67,3 +68,24 @@ def test_a_host_that_raises_fails_the_job_with_its_traceback_and_cause_user(
     (jobset,) = _jobsets(real_k8s, k8s_namespace)
     assert jobset["status"]["restarts"] == 0, "a user error does not run the group again"
     assert "bad shard" in (job.logs() or ""), "the failing host's output by default"
+
+
+def test_a_host_taken_away_runs_the_whole_group_again_and_it_finishes(
+    gke: ScenarioBackend, gke_scenario_env: NodeAgent, tmp_path: Path
+) -> None:
+    """A spot reclaim of host 1 fails its Job as a disruption: JobSet runs both hosts again
+    in new pods (the group's attempt 2), whose runtimes run the function as that run's."""
+    gate, started = tmp_path / "gate", tmp_path / "started"
+    job = on_two_nodes(sf.hold).run_async(str(gate), "done", str(started))
+    wait_until(started.exists, "the first run to start the function", timeout=60)
+    started.unlink()
+    host_1 = f"kinetic.dev/job-id={job.job_id},batch.kubernetes.io/job-completion-index=1"
+    gke_scenario_env.preempt_spot(job.namespace, selector=host_1)
+    wait_until(
+        lambda: "attempt 2 of 4" in job.status_detail().detail, "the group's second run", timeout=60
+    )
+    wait_until(started.exists, "the second run to start the function", timeout=60)
+    gate.touch()
+    assert job.result(timeout=60, cleanup=False) == "done"
+    assert job.status_detail().preemptions == 1
+    job.cleanup()
