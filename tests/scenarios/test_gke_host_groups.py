@@ -16,6 +16,7 @@ from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.nodeagent import NodeAgent
 
 pytestmark = pytest.mark.realk8s
+NODE_POOL = "cloud.google.com/gke-nodepool"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
 
 
@@ -89,3 +90,31 @@ def test_a_host_taken_away_runs_the_whole_group_again_and_it_finishes(
     assert job.result(timeout=60, cleanup=False) == "done"
     assert job.status_detail().preemptions == 1
     job.cleanup()
+
+
+def test_two_tpu_slices_run_at_once_each_in_a_node_pool_of_its_own(
+    gke: ScenarioBackend, real_k8s: ControlPlane, k8s_namespace: str, tmp_path: Path
+) -> None:
+    """Multislice: a Job per slice, which JobSet's exclusive placement keeps in a node pool of
+    its own while both run (2 slices of 2 hosts)."""
+    gate = tmp_path / "gate"
+    remote = kinetic.run(
+        accelerator="tpu-v5e-8-multihost",
+        slices=2,
+        backend="gke",
+        container_image="python:3.11-slim",
+    )(sf.hold)
+    job = remote.run_async(str(gate), "done")
+    wait_until(lambda: job.status().value == "RUNNING", "both slices to run", timeout=60)
+    pods = real_k8s.request("GET", f"/api/v1/namespaces/{k8s_namespace}/pods")["items"]
+    nodes = real_k8s.request("GET", "/api/v1/nodes")["items"]
+    pool_of = {node["metadata"]["name"]: node["metadata"]["labels"][NODE_POOL] for node in nodes}
+    pools: dict[str, set[str]] = {}
+    for pod in pods:
+        slice_index = pod["metadata"]["labels"]["jobset.sigs.k8s.io/job-global-index"]
+        pools.setdefault(slice_index, set()).add(pool_of[pod["spec"]["nodeName"]])
+    assert sorted(pools) == ["0", "1"]
+    assert all(len(pool) == 1 for pool in pools.values()), "a slice's hosts share its pool"
+    assert pools["0"] != pools["1"], "and no other slice's"
+    gate.touch()
+    assert job.result(timeout=60) == "done"
