@@ -6,16 +6,17 @@ polling, logs, deletion with confirmation and listing by label work for any work
 LeaderWorkerSet backend reuses them with its own workload.
 """
 
+import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from kinetic_gke import arrays, backend_settings, gcp
+from kinetic_gke import arrays, backend_settings
 from kinetic_gke import settings as declared
 from kinetic_gke.array_batches import ArrayBatches
 from kinetic_gke.array_polls import ArrayPollMemory
-from kinetic_gke.capacity import CapacityCheck, ClusterRef
+from kinetic_gke.cluster_checks import ClusterChecks
 from kinetic_gke.deletion import await_gone, delete_confirmed
 from kinetic_gke.job_polls import poll_jobs
 from kinetic_gke.jobset_jobs import JobSets, host_group
@@ -25,7 +26,6 @@ from kinetic_gke.k8s import (
     JobWorkload,
     Obj,
     Workload,
-    csi_driver_installed,
     get_credentials_command,
     kube_context_name,
 )
@@ -48,7 +48,6 @@ from kinetic_protocol import (
     BatchManifest,
     Capabilities,
     ConfigError,
-    HostSelection,
     JobRecord,
     JobState,
     Keyring,
@@ -56,7 +55,6 @@ from kinetic_protocol import (
     PrepareRequest,
     parse_accelerator,
 )
-from kinetic_protocol.data import GCSFUSE_DRIVER
 from kinetic_protocol.settings import SettingSpec
 
 __all__ = ["GKEBackend", "check_single_host", "default_bucket_name"]
@@ -78,7 +76,7 @@ def check_single_host(accelerator: Accelerator) -> None:
         )
 
 
-class GKEBackend(PodReads):
+class GKEBackend(ClusterChecks, PodReads):
     """Runs prepared jobs as Kubernetes Jobs on a GKE cluster.
 
     Credentials come from the user's kubeconfig (``KUBECONFIG`` or ``~/.kube/config``), context
@@ -132,9 +130,7 @@ class GKEBackend(PodReads):
         )
         self._command = command
         self._fuse_checked: set[str] = set()
-        """Connections (by context) whose cluster is known to have the GCS FUSE driver."""
         self.poll_bounds = backend_settings.poll_bounds(declared.POLL.value(self._environ) or "")
-        self._capacity: CapacityCheck | None = None
         self._keyrings: dict[int, Keyring] = {}
         self._kueue = KueueView(lambda: self.connection)
         self._array_polls = ArrayPollMemory()
@@ -171,10 +167,6 @@ class GKEBackend(PodReads):
         return self._connections[key]
 
     @property
-    def _jobsets(self) -> JobSets:
-        return JobSets(self.connection, self.app)
-
-    @property
     def _arrays(self) -> ArrayBatches:
         return ArrayBatches(self.connection, self.app, self._array_polls)
 
@@ -191,52 +183,14 @@ class GKEBackend(PodReads):
         check_single_host(accelerator)
 
     def _check_shape(self, accelerator: Accelerator, nodes: int, slices: int) -> None:
-        """Refuse what cannot run here: one host of ``accelerator``, or a group of them
-        (several nodes or slices: a JobSet, whose TPU slices may span hosts)."""
+        """Refuse what cannot run here: one host, or a group of them (a JobSet)."""
         if nodes == 1 and slices == 1:
             self.check_accelerator(accelerator)
         else:
             HostGroup.of(accelerator, nodes=nodes, slices=slices)
 
     def check_host_groups(self, nodes: int, slices: int) -> None:
-        """Several nodes or slices run as one JobSet: nothing to refuse for the counts alone
-        (their fit with the accelerator is :meth:`_check_shape`'s)."""
-
-    @property
-    def capacity(self) -> CapacityCheck:
-        """The pre-flight check that some node pool can run an accelerator (cached per
-        accelerator for this backend's life, so once per process)."""
-        if self._capacity is None:
-            settings = self._settings
-            self._capacity = CapacityCheck(
-                ClusterRef(settings.project, settings.zone, settings.cluster),
-                list_nodes=self._list_nodes,
-                read_cluster=lambda: gcp.read_cluster(
-                    settings.project, settings.zone, settings.cluster
-                ),
-            )
-        return self._capacity
-
-    def _list_nodes(self, selector: str) -> list[Obj]:
-        return self.connection.list_nodes(selector)
-
-    def check_fuse_driver(self) -> None:
-        """Refuse FUSE data on a cluster without GKE's Cloud Storage FUSE CSI driver (once per
-        cluster); credentials that may not look are given the benefit of the doubt."""
-        context = self._context_name()
-        if context in self._fuse_checked:
-            return
-        if csi_driver_installed(self.connection, GCSFUSE_DRIVER) is False:
-            settings = self._settings
-            raise ConfigError(
-                f"Data(..., fuse=True) needs the Cloud Storage FUSE CSI driver "
-                f"({GCSFUSE_DRIVER}), which cluster {settings.cluster or context!r} does not "
-                "have. Enable it: gcloud container clusters update "
-                f"{settings.cluster or 'CLUSTER'} --update-addons GcsFuseCsiDriver=ENABLED "
-                f"--location {settings.zone or 'ZONE'} --project {settings.project or 'PROJECT'}"
-                " (or use fuse=False to download the data instead)."
-            )
-        self._fuse_checked.add(context)
+        """Any counts run (as a JobSet); their fit with the accelerator: ``_check_shape``."""
 
     def prepare(self, request: PrepareRequest) -> Preparation:
         """Refuse what cannot run here, then resolve the jobs' image (building a bundled one
@@ -318,7 +272,7 @@ class GKEBackend(PodReads):
         self.signing_keys(create=True)  # its pods mount them: never create one without them
         group = host_group(record, accelerator)
         if group is not None:
-            self._jobsets.create(
+            JobSets(self.connection, self.app).create(
                 record,
                 group,
                 accelerator=accelerator,
@@ -388,11 +342,10 @@ class GKEBackend(PodReads):
             else {}
         )
         groups = [record for record in records if host_group(record) is not None]
-        if groups:
-            seen = self._jobsets.poll(groups, self._unschedulable_timeout)
-            queued = queued_states(self.kueue, seen, "JobSet")
-            for record, obj, state in seen:
-                found[record.job_id] = self._remember(obj, queued.get(record.job_id, state))
+        queued = functools.partial(queued_states, self.kueue, kind="JobSet")
+        jobsets = JobSets(self.connection, self.app)
+        for record, obj, state in jobsets.poll(groups, self._unschedulable_timeout, queued):
+            found[record.job_id] = self._remember(obj, state)
         if len(in_arrays) + len(groups) < len(records):
             singles = [r for r in records if not r.in_array and host_group(r) is None]
             found |= self._job_statuses(singles)
@@ -456,7 +409,7 @@ class GKEBackend(PodReads):
             )
             return
         if host_group(record) is not None:
-            self._jobsets.delete(
+            JobSets(self.connection, self.app).delete(
                 record, timeout=timeout, poll_interval=poll_interval, shortest=self.poll_bounds[0]
             )
             return
@@ -493,25 +446,5 @@ class GKEBackend(PodReads):
         live = [obj for obj in objects if not obj["metadata"].get("deletionTimestamp")]
         ids = {obj["metadata"].get("labels", {}).get(JOB_ID, "") for obj in live}
         ids |= self._arrays.job_ids(live)  # an index is listed while it has a pod
-        ids |= self._jobsets.job_ids()
+        ids |= JobSets(self.connection, self.app).job_ids()
         return sorted(ids - {""})
-
-    # -- a job on several hosts: a pod, and an output, per host --------------------------
-
-    def _host_count(self, record: JobRecord) -> int:
-        group = host_group(record)
-        return 1 if group is None else group.hosts
-
-    def _pod_for(self, record: JobRecord, host: int) -> Obj | None:
-        if host_group(record) is None:
-            return self._newest_pod(record)
-        return self._jobsets.pods_by_host(record).get(host)
-
-    def logs(
-        self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
-    ) -> str:
-        """One host's output (None: the host whose failure ended the job, else host 0), or
-        every host's (``"all"``)."""
-        if host is None and host_group(record) is not None:
-            host = self.statuses([record])[record.job_id].failed_host
-        return super().logs(record, tail=tail, host=host)

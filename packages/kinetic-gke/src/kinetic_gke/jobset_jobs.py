@@ -16,7 +16,7 @@ from kinetic_gke.k8s.env_secrets import create_with_env
 from kinetic_gke.k8s.jobset_workload import JobSetWorkload
 from kinetic_gke.labels import APP, JOB_ID, job_labels, job_selector
 from kinetic_gke.manifests import PodOptions
-from kinetic_gke.queueing.states import Seen
+from kinetic_gke.queueing.states import Completion, Seen
 from kinetic_protocol import (
     Accelerator,
     JobRecord,
@@ -76,9 +76,13 @@ class JobSets:
             env=env,
         )
 
-    def poll(self, records: Sequence[JobRecord], unschedulable_timeout: float) -> list[Seen]:
+    def poll(
+        self, records: Sequence[JobRecord], unschedulable_timeout: float, queued: Completion
+    ) -> list[Seen]:
         """Each job's record (as given), JobSet and state: one LIST of the sets, one of
-        their pods."""
+        their pods, and Kueue's word (``queued``) for those under a queue."""
+        if not records:
+            return []
         named = [_named(record) for record in records]
         poll = poll_jobs(
             self.connection,
@@ -87,9 +91,11 @@ class JobSets:
             app=self.app,
             unschedulable_timeout=unschedulable_timeout,
         )
-        return [
+        seen = [
             (record, obj, state) for record, (_, obj, state) in zip(records, poll.seen, strict=True)
         ]
+        completed = queued(seen)
+        return [(record, obj, completed.get(record.job_id, state)) for record, obj, state in seen]
 
     def delete(
         self, record: JobRecord, *, timeout: float, poll_interval: float, shortest: float

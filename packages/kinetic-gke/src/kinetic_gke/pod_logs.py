@@ -12,6 +12,7 @@ import time
 from collections.abc import Generator, Iterator, Sequence
 from typing import ClassVar
 
+from kinetic_gke.jobset_jobs import JobSets, host_group
 from kinetic_gke.k8s import ClusterConnection, Obj
 from kinetic_gke.labels import pod_selector
 from kinetic_protocol import BackendError, ConfigError, HostSelection, JobRecord, JobState
@@ -76,12 +77,15 @@ class PodReads:
         return command
 
     def _pod_for(self, record: JobRecord, host: int) -> Obj | None:
-        """The pod whose output is host ``host``'s (a Job has one host)."""
-        return self._newest_pod(record)
+        """The pod whose output is host ``host``'s (a Job has one host; a JobSet one each)."""
+        if host_group(record) is None:
+            return self._newest_pod(record)
+        return JobSets(self.connection, self.app).pods_by_host(record).get(host)
 
     def _host_count(self, record: JobRecord) -> int:
         """How many hosts ``record`` runs on (each with its own pod and output)."""
-        return 1
+        group = host_group(record)
+        return 1 if group is None else group.hosts
 
     def _hosts(self, record: JobRecord, host: HostSelection) -> list[int]:
         """The hosts ``host`` selects (None: host 0; ``"all"``: every one)."""
@@ -99,6 +103,10 @@ class PodReads:
     def logs(
         self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
     ) -> str:
+        """One host's output (None: the host whose failure ended a job of several, else host
+        0), or every host's (``"all"``)."""
+        if host is None and self._host_count(record) > 1:
+            host = self.statuses([record])[record.job_id].failed_host
         hosts = self._hosts(record, host)
         if tail is not None and tail <= 0:
             return ""
