@@ -66,7 +66,7 @@ def test_a_backend_without_host_groups_refuses_them_before_uploading(
 
     backend = ScenarioBackend("example")
     remote = backend.decorate(accelerator="cpu", nodes=2)(uf.place)
-    with pytest.raises(ConfigError, match=r"'example' backend .* cannot run nodes=2.*: local"):
+    with pytest.raises(ConfigError, match=r"'example' backend .* cannot run nodes=2.*: gke, local"):
         remote.run_async()
     assert backend.store().list("") == [], "nothing was uploaded"
     assert kinetic.run(accelerator="cpu", backend="example")(uf.place)() == uf.place()

@@ -10,7 +10,13 @@ from runtime_jobs import JobStage, pickled_call
 from kinetic_protocol import ConfigError, Failed, HostStart, Succeeded, layout
 from kinetic_protocol.records import decode_json
 from kinetic_runtime.main import EXIT_HOST_REPLACED, _start_host
-from kinetic_runtime.multihost import COORDINATOR_PORT, SliceHost, claim_host
+from kinetic_runtime.multihost import (
+    COORDINATOR_PORT,
+    SliceError,
+    SliceHost,
+    claim_host,
+    wait_for_slice,
+)
 
 EXIT_OK, EXIT_USER_ERROR, EXIT_INFRA_ERROR = 0, 1, 2
 
@@ -105,6 +111,23 @@ def test_a_host_is_claimed_once_then_restarted_or_replaced(jobs: JobStage) -> No
     assert (start.host, start.hosts, start.instance) == (1, 2, "pod-a")
     leader = SliceHost(index=0, count=2, coordinator="127.0.0.1:1", instance="pod-b")
     assert claim_host(jobs.store, "job-claim", leader) == "run", "each host is claimed apart"
+
+
+def test_a_new_run_of_the_whole_group_claims_its_hosts_anew(jobs: JobStage) -> None:
+    """A JobSet runs every host again, in new pods, after a preemption: each host of that run
+    runs (a host replaced within one run still does not), and waits for that run's hosts."""
+    first = SliceHost(index=1, count=2, coordinator="127.0.0.1:1", instance="pod-a")
+    assert claim_host(jobs.store, "job-runs", first) == "run"
+    again = SliceHost(index=1, count=2, coordinator="127.0.0.1:1", instance="pod-b", run=1)
+    assert claim_host(jobs.store, "job-runs", again) == "run"
+    replaced = SliceHost(index=1, count=2, coordinator="127.0.0.1:1", instance="pod-c", run=1)
+    assert claim_host(jobs.store, "job-runs", replaced) == "replaced"
+    leader = SliceHost(index=0, count=2, coordinator="127.0.0.1:1", instance="pod-d", run=1)
+    with pytest.raises(SliceError, match=r"host\(s\) 1 did not start"):
+        wait_for_slice(jobs.store, "job-other", leader, timeout_s=0.01)
+    wait_for_slice(jobs.store, "job-runs", leader, timeout_s=0.01)
+    env = {**_host_env(1, instance="pod-b"), "KINETIC_RESTART_ATTEMPT": "1"}
+    assert SliceHost.from_env(env) == again
 
 
 def test_a_replaced_host_does_not_run_again_and_exits_3(jobs: JobStage) -> None:

@@ -137,8 +137,11 @@ def hosts_prefix(job_id: str) -> str:
     return f"jobs/{job_id}/hosts/"
 
 
-def host_started_key(job_id: str, host: int) -> str:
-    return f"{hosts_prefix(job_id)}{host}/started.json"
+def host_started_key(job_id: str, host: int, run: int = 0) -> str:
+    """Where ``host`` claims its start; ``run``: which run of its group (a JobSet runs the
+    whole group again after a preemption, and each run's hosts start anew)."""
+    name = "started.json" if run == 0 else f"started-{run}.json"
+    return f"{hosts_prefix(job_id)}{host}/{name}"
 
 
 def host_result_key(job_id: str, host: int) -> str:

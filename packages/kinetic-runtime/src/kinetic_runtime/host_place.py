@@ -114,6 +114,8 @@ class SliceHost:
     """``HOST:PORT`` of the leader's JAX coordinator."""
     instance: str
     slices: int = 1
+    run: int = 0
+    """Which run of the group this is (``KINETIC_RESTART_ATTEMPT``)."""
     torch_port: int = TORCH_PORT
     megascale_port: int = MEGASCALE_PORT
 
@@ -171,6 +173,7 @@ class SliceHost:
             coordinator=coordinator,
             instance=instance,
             slices=slices,
+            run=_integer(settings.RESTART_ATTEMPT.env, settings.RESTART_ATTEMPT.value(env) or "0"),
             torch_port=_port(settings.TORCH_PORT, env, TORCH_PORT),
             megascale_port=_port(settings.MEGASCALE_PORT, env, MEGASCALE_PORT),
         )

@@ -42,9 +42,11 @@ def claim_host(store: ObjectStore, job_id: str, host: SliceHost) -> Claim:
 
     ``restarted``: the same pod ran it already (its container exited and Kubernetes restarted
     it); ``replaced``: another pod did (Kubernetes replaced an evicted or lost pod). Either
-    way the function must not run again: Kinetic, not Kubernetes, decides what re-runs.
+    way the function must not run again: Kinetic, not Kubernetes, decides what re-runs. A
+    new run of the whole group (``host.run``: JobSet's restart after a preemption) claims
+    its hosts anew.
     """
-    key = layout.host_started_key(job_id, host.index)
+    key = layout.host_started_key(job_id, host.index, host.run)
     start = HostStart(
         job_id=job_id,
         host=host.index,
@@ -70,7 +72,9 @@ def wait_for_slice(store: ObjectStore, job_id: str, host: SliceHost, timeout_s: 
     missing = [index for index in range(host.count) if index != host.index]
     deadline = time.monotonic() + timeout_s
     while True:
-        missing = [i for i in missing if not store.exists(layout.host_started_key(job_id, i))]
+        missing = [
+            i for i in missing if not store.exists(layout.host_started_key(job_id, i, host.run))
+        ]
         if not missing or time.monotonic() >= deadline:
             break
         time.sleep(_POLL_S)

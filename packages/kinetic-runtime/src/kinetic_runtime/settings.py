@@ -15,6 +15,7 @@ __all__ = [
     "HOME",
     "HOST_INDEX",
     "HOST_INSTANCE",
+    "RESTART_ATTEMPT",
     "INDEX_FAILURES",
     "INDEX_PREEMPTIONS",
     "JAX_DISTRIBUTED",
@@ -119,6 +120,15 @@ HOST_INSTANCE = SettingSpec(
     "apart from a replacement.",
     _OWNER,
     kind="job",
+)
+RESTART_ATTEMPT = SettingSpec(
+    "restart_attempt",
+    "KINETIC_RESTART_ATTEMPT",
+    "Inside a multi-host job: which run of its group of hosts this is (0 first; a JobSet's "
+    "restart-attempt, after the cluster took a host away): each run's hosts start anew.",
+    _OWNER,
+    kind="job",
+    default="0",
 )
 NUM_SLICES = SettingSpec(
     "num_slices",
@@ -301,6 +311,7 @@ SETTINGS = (
     TORCH_PORT,
     MEGASCALE_PORT,
     HOST_INSTANCE,
+    RESTART_ATTEMPT,
     SLICE,
     JAX_DISTRIBUTED,
     SLICE_TIMEOUT,

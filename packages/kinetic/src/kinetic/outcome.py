@@ -22,6 +22,7 @@ from kinetic_protocol import (
     layout,
     parse_accelerator,
 )
+from kinetic_protocol.host_groups import job_hosts
 
 __all__ = ["read_leader_outcome", "sealed_outcome"]
 
@@ -40,7 +41,7 @@ def sealed_outcome(record: JobRecord, state: JobState) -> SealedOutcome:
         leader: SealedOutcome | None = read_leader_outcome(record)
     except ObjectNotFoundError:
         leader = None
-    hosts = parse_accelerator(record.accelerator).hosts
+    hosts = job_hosts(parse_accelerator(record.accelerator), record.nodes, record.slices)
     if (leader is not None and isinstance(leader.envelope, Failed)) or hosts == 1:
         if leader is None:
             raise _no_result_error(record, state)

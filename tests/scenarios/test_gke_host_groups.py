@@ -1,0 +1,120 @@
+"""A job of several nodes on ``gke`` (issue 51), end to end with the real runtime: one JobSet
+admitted by Kueue as one workload, made into a Job and pods by the real JobSet controller, its
+hosts run by the node agent under the names JobSet gives them, results through fake GCS."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import scenario_funcs as sf
+from scenario_support import ScenarioBackend, wait_until
+
+import kinetic
+from kinetic_gke.k8s.kueue_api import QUEUE_LABEL
+from kinetic_protocol import FailureCause
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.nodeagent import NodeAgent
+
+pytestmark = pytest.mark.realk8s
+NODE_POOL = "cloud.google.com/gke-nodepool"
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
+
+
+@pytest.fixture
+def gke(gke_scenario_env: NodeAgent) -> ScenarioBackend:
+    return ScenarioBackend("gke")
+
+
+def on_two_nodes(fn: Any) -> Any:
+    return kinetic.run(
+        accelerator="cpu", nodes=2, backend="gke", container_image="python:3.11-slim"
+    )(fn)
+
+
+def _jobsets(real_k8s: ControlPlane, namespace: str) -> list[dict[str, Any]]:
+    return list(real_k8s.request("GET", JOBSETS.format(ns=namespace))["items"])
+
+
+def test_a_two_node_job_runs_both_hosts_as_one_queued_jobset_and_returns_host_zeros_value(
+    gke: ScenarioBackend, real_k8s: ControlPlane, k8s_namespace: str
+) -> None:
+    job = on_two_nodes(sf.env_snapshot).run_async("KINETIC_")
+    snapshot = job.result(timeout=120, cleanup=False)
+    assert (snapshot["KINETIC_NUM_HOSTS"], snapshot["KINETIC_HOST_INDEX"]) == ("2", "0")
+    for host in range(2):
+        assert "running env_snapshot" in (job.logs(host=host) or ""), host
+    assert [h.job_id for h in kinetic.list_jobs()] == [job.job_id]
+    (jobset,) = _jobsets(real_k8s, k8s_namespace)
+    assert QUEUE_LABEL in jobset["metadata"]["labels"], "admitted through Kueue"
+    assert jobset["status"]["restarts"] == 0
+    service = f"/api/v1/namespaces/{k8s_namespace}/services/{jobset['metadata']['name']}"
+    assert real_k8s.request("GET", service)["spec"]["clusterIP"] == "None"
+
+    job.cleanup()
+    assert _jobsets(real_k8s, k8s_namespace) == []
+    services = real_k8s.request("GET", f"/api/v1/namespaces/{k8s_namespace}/services")
+    assert services["items"] == [], "the headless service goes with its JobSet"
+
+
+def test_a_host_that_raises_fails_the_job_with_its_traceback_and_cause_user(
+    gke: ScenarioBackend, real_k8s: ControlPlane, k8s_namespace: str
+) -> None:
+    job = on_two_nodes(sf.fail_on_host).run_async(1, "bad shard")
+    with pytest.raises(sf.ScenarioError, match="bad shard") as caught:
+        job.result(timeout=120, cleanup=False)
+    assert any("on host 1 of 2" in note for note in caught.value.__notes__)
+    state = job.status_detail()
+    assert state.detail.startswith("host 1 of 2: exit 1"), state.detail
+    assert job.failure().cause is FailureCause.USER
+    (jobset,) = _jobsets(real_k8s, k8s_namespace)
+    assert jobset["status"]["restarts"] == 0, "a user error does not run the group again"
+    assert "bad shard" in (job.logs() or ""), "the failing host's output by default"
+
+
+def test_a_host_taken_away_runs_the_whole_group_again_and_it_finishes(
+    gke: ScenarioBackend, gke_scenario_env: NodeAgent, tmp_path: Path
+) -> None:
+    """A spot reclaim of host 1 fails its Job as a disruption: JobSet runs both hosts again
+    in new pods (the group's attempt 2), whose runtimes run the function as that run's."""
+    gate, started = tmp_path / "gate", tmp_path / "started"
+    job = on_two_nodes(sf.hold).run_async(str(gate), "done", str(started))
+    wait_until(started.exists, "the first run to start the function", timeout=60)
+    started.unlink()
+    host_1 = f"kinetic.dev/job-id={job.job_id},batch.kubernetes.io/job-completion-index=1"
+    gke_scenario_env.preempt_spot(job.namespace, selector=host_1)
+    wait_until(
+        lambda: "attempt 2 of 4" in job.status_detail().detail, "the group's second run", timeout=60
+    )
+    wait_until(started.exists, "the second run to start the function", timeout=60)
+    gate.touch()
+    assert job.result(timeout=60, cleanup=False) == "done"
+    assert job.status_detail().preemptions == 1
+    job.cleanup()
+
+
+def test_two_tpu_slices_run_at_once_each_in_a_node_pool_of_its_own(
+    gke: ScenarioBackend, real_k8s: ControlPlane, k8s_namespace: str, tmp_path: Path
+) -> None:
+    """Multislice: a Job per slice, which JobSet's exclusive placement keeps in a node pool of
+    its own while both run (2 slices of 2 hosts)."""
+    gate = tmp_path / "gate"
+    remote = kinetic.run(
+        accelerator="tpu-v5e-8-multihost",
+        slices=2,
+        backend="gke",
+        container_image="python:3.11-slim",
+    )(sf.hold)
+    job = remote.run_async(str(gate), "done")
+    wait_until(lambda: job.status().value == "RUNNING", "both slices to run", timeout=60)
+    pods = real_k8s.request("GET", f"/api/v1/namespaces/{k8s_namespace}/pods")["items"]
+    nodes = real_k8s.request("GET", "/api/v1/nodes")["items"]
+    pool_of = {node["metadata"]["name"]: node["metadata"]["labels"][NODE_POOL] for node in nodes}
+    pools: dict[str, set[str]] = {}
+    for pod in pods:
+        slice_index = pod["metadata"]["labels"]["jobset.sigs.k8s.io/job-global-index"]
+        pools.setdefault(slice_index, set()).add(pool_of[pod["spec"]["nodeName"]])
+    assert sorted(pools) == ["0", "1"]
+    assert all(len(pool) == 1 for pool in pools.values()), "a slice's hosts share its pool"
+    assert pools["0"] != pools["1"], "and no other slice's"
+    gate.touch()
+    assert job.result(timeout=60) == "done"
