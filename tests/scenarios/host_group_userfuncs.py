@@ -4,7 +4,7 @@ importing their frameworks inside the function and setting nothing up from Kinet
 import json
 import os
 
-__all__ = ["PLACE", "TORCH_ENV", "place", "two_node_psum"]
+__all__ = ["PLACE", "TORCH_ENV", "place", "say_then_fail_on_host_1", "two_node_psum"]
 
 TORCH_ENV = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "NODE_RANK", "LOCAL_RANK")
 PLACE = (
@@ -44,3 +44,12 @@ def place() -> dict[str, str]:
     seen = {name: os.environ.get(name, "") for name in PLACE}
     print(f"place {json.dumps(seen)}", flush=True)
     return seen
+
+
+def say_then_fail_on_host_1() -> str:
+    """Each host says who it is; host 1 then raises (host 0 is stopped with it)."""
+    host = os.environ["KINETIC_HOST_INDEX"]
+    print(f"host {host} was here", flush=True)
+    if host == "1":
+        raise RuntimeError("host 1 gave up")
+    return host

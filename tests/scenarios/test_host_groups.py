@@ -59,6 +59,22 @@ def test_two_slices_of_two_hosts_see_their_slice(local: ScenarioBackend) -> None
     job.cleanup()
 
 
+def test_a_batchs_log_stream_has_every_nodes_lines_each_with_its_host(
+    local: ScenarioBackend,
+) -> None:
+    """A batch of 2-node jobs is read as jobs of 2 hosts (not as its accelerator's 1): its
+    log stream carries both hosts' lines, each prefixed with its input and host."""
+    import host_group_userfuncs as uf
+
+    remote = local.decorate(accelerator="cpu", nodes=2)(uf.say_then_fail_on_host_1)
+    batch = remote.run_async_map([()], input_mode="args")
+    [outcome] = batch.results(return_exceptions=True, cleanup=False, timeout=RESULT_TIMEOUT_S)
+    assert isinstance(outcome, RuntimeError) and "host 1 gave up" in str(outcome)
+    text = batch.logs() or ""
+    assert "[0 host 0] host 0 was here" in text and "[0 host 1] host 1 was here" in text, text
+    batch.cleanup()
+
+
 def test_a_backend_without_host_groups_refuses_them_before_uploading(
     example_scenario_env: object,
 ) -> None:

@@ -11,10 +11,15 @@ and slices of GPUs or CPUs do not exist.
 backend) is real, and it is how a multi-node GPU program is tried on a laptop first.
 """
 
+from typing import TYPE_CHECKING
+
 from kinetic_protocol.accelerators import Accelerator
 from kinetic_protocol.errors import ConfigError
 
-__all__ = ["check_host_groups", "job_hosts", "shape_label"]
+if TYPE_CHECKING:
+    from kinetic_protocol.records import JobRecord
+
+__all__ = ["check_host_groups", "job_hosts", "record_hosts", "shape_label"]
 
 
 def _check_count(name: str, value: object, meaning: str) -> int:
@@ -55,6 +60,14 @@ def check_host_groups(accelerator: Accelerator, nodes: object, slices: object) -
 def job_hosts(accelerator: Accelerator, nodes: int = 1, slices: int = 1) -> int:
     """How many hosts (runtimes) the job runs on."""
     return nodes * slices * accelerator.hosts
+
+
+def record_hosts(record: "JobRecord") -> int:
+    """How many hosts the job of ``record`` runs on: its accelerator's, times its nodes and
+    slices (a record from before ``nodes``/``slices`` reads 1 for each)."""
+    from kinetic_protocol.accelerators import parse_accelerator
+
+    return job_hosts(parse_accelerator(record.accelerator), record.nodes, record.slices)
 
 
 def shape_label(nodes: int, slices: int) -> str:

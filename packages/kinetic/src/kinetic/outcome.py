@@ -20,9 +20,8 @@ from kinetic_protocol import (
     KineticError,
     ObjectNotFoundError,
     layout,
-    parse_accelerator,
 )
-from kinetic_protocol.host_groups import job_hosts
+from kinetic_protocol.host_groups import record_hosts
 
 __all__ = ["read_leader_outcome", "sealed_outcome"]
 
@@ -41,7 +40,7 @@ def sealed_outcome(record: JobRecord, state: JobState) -> SealedOutcome:
         leader: SealedOutcome | None = read_leader_outcome(record)
     except ObjectNotFoundError:
         leader = None
-    hosts = job_hosts(parse_accelerator(record.accelerator), record.nodes, record.slices)
+    hosts = record_hosts(record)
     if (leader is not None and isinstance(leader.envelope, Failed)) or hosts == 1:
         if leader is None:
             raise _no_result_error(record, state)

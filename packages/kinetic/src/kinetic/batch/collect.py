@@ -30,8 +30,8 @@ from kinetic_protocol import (
     KineticError,
     Succeeded,
     layout,
-    parse_accelerator,
 )
+from kinetic_protocol.host_groups import record_hosts
 
 __all__ = ["Collector"]
 
@@ -263,7 +263,7 @@ def _failed_host(job: JobHandle, reason: str) -> HostSelection:
     """Whose lines a failed multi-host child keeps: the host its failure names (the slice
     stops the others, and the leader may never have run the function), else every host's.
     None for a one-host job."""
-    if parse_accelerator(job.accelerator).hosts == 1:
+    if record_hosts(job.record) == 1:
         return None
     named = _NAMED_HOST.search(reason)
     return int(named.group(1)) if named else "all"
