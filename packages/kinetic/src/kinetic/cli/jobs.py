@@ -67,6 +67,15 @@ def _job_document(
     return document
 
 
+def _accelerator(job: "JobHandle") -> str:
+    """``gpu-h100-x8 (nodes=4)``: the accelerator with the job's shape where it spans
+    several nodes or slices."""
+    from kinetic_protocol.host_groups import shape_label
+
+    shape = shape_label(job.record.nodes, job.record.slices)
+    return f"{job.accelerator} ({shape})" if shape else job.accelerator
+
+
 def _failure(job: "JobHandle", state: "JobState") -> "AttemptFailure | None":
     from kinetic.failure import failure_of
 
@@ -91,7 +100,7 @@ def list_(cli: CliContext, as_json: bool) -> None:
         [
             job.job_id,
             job.func_name,
-            job.accelerator,
+            _accelerator(job),
             state.describe(),
             failure.cause.value if (failure := failures[job.job_id]) else "",
             job.created_at,
@@ -126,7 +135,7 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
         "Job": job.job_id,
         "Status": state.describe(),
         "Function": job.func_name,
-        "Accelerator": job.accelerator,
+        "Accelerator": _accelerator(job),
         "Backend": job.backend,
         "Created": job.created_at,
     }
