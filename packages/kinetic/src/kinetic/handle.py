@@ -79,6 +79,8 @@ class JobHandle:
     queue: str = dataclasses.field(default="", kw_only=True)
     priority: str = dataclasses.field(default="", kw_only=True)
     array_offset: int = dataclasses.field(default=0, kw_only=True)
+    nodes: int = dataclasses.field(default=1, kw_only=True)
+    slices: int = dataclasses.field(default=1, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
         _record: JobRecord = dataclasses.field(init=False)
 
@@ -138,10 +140,8 @@ class JobHandle:
     # -- observation ---------------------------------------------------------------------
 
     def status_detail(self) -> JobState:
-        """The status plus the backend's reason for it (exit code, pod condition, ...).
-
-        A debug job waiting for its debugger is RUNNING "waiting for debugger at HOST:PORT".
-        """
+        """The status plus the backend's reason for it (exit code, pod condition, ...); a debug
+        job waiting for its debugger is RUNNING "waiting for debugger at HOST:PORT"."""
         state = backend_for(self._record).statuses([self._record])[self.job_id]
         state = seen_by_batch(self._record, state)  # a child collected with its batch
         if not self.debug:
