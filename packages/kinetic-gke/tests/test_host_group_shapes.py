@@ -22,8 +22,8 @@ def test_a_group_of_hosts_is_accepted(accelerator: str, nodes: int, slices: int)
     ("accelerator", "nodes", "slices", "rule"),
     [
         ("tpu-v5e-16", 1, 1, "backend='pathways'"),  # one multi-host slice is pathways'
-        ("gpu-l4", 1, 2, "is not a TPU"),
-        ("tpu-v5e-16", 2, 1, "Use slices="),
+        ("gpu-l4", 1, 2, "needs a TPU accelerator"),
+        ("tpu-v5e-16", 2, 1, "pass slices=2"),
     ],
 )
 def test_what_cannot_run_here_is_refused_naming_the_rule(

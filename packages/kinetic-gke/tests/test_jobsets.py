@@ -250,9 +250,9 @@ def test_a_name_too_long_for_its_pods_is_refused(record: RecordFactory) -> None:
 @pytest.mark.parametrize(
     ("accelerator", "shape", "rule"),
     [
-        ("gpu-l4", {"slices": 2}, "is not a TPU"),
-        ("tpu-v5e-16", {"nodes": 2}, "Use slices="),
-        ("cpu", {"nodes": 0}, "must each be 1 or more"),
+        ("gpu-l4", {"slices": 2}, "needs a TPU accelerator"),
+        ("tpu-v5e-16", {"nodes": 2}, "pass slices=2"),
+        ("cpu", {"nodes": 0}, "must be 1 or more"),
     ],
 )
 def test_a_shape_that_means_nothing_is_refused_naming_the_rule(

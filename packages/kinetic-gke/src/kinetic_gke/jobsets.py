@@ -33,6 +33,7 @@ from kinetic_gke.manifests import (
 )
 from kinetic_gke.queueing.admission import queued
 from kinetic_protocol import Accelerator, ConfigError, JobRecord, runtime_args
+from kinetic_protocol.host_groups import check_host_groups
 
 __all__ = [
     "COORDINATOR_PORT",
@@ -86,22 +87,8 @@ class HostGroup:
     @classmethod
     def of(cls, accelerator: Accelerator, *, nodes: int = 1, slices: int = 1) -> HostGroup:
         """The group ``nodes`` hosts of a GPU (or CPU) shape, or ``slices`` slices of a TPU
-        shape, make; a refusal of a combination that means nothing."""
-        if nodes < 1 or slices < 1:
-            raise ConfigError(
-                f"nodes={nodes} and slices={slices} must each be 1 or more (hosts of a "
-                "multi-node job, slices of a multislice TPU job)."
-            )
-        if slices > 1 and accelerator.category != "tpu":
-            raise ConfigError(
-                f"slices={slices} joins TPU slices, and {accelerator.name!r} is not a TPU. "
-                "Use nodes= for several GPU (or CPU) hosts."
-            )
-        if nodes > 1 and accelerator.category == "tpu":
-            raise ConfigError(
-                f"nodes={nodes} is for GPU (or CPU) hosts; {accelerator.name!r} is a TPU "
-                "shape, whose hosts come with it. Use slices= for several TPU slices."
-            )
+        shape, make; a combination that means nothing is refused as at decoration."""
+        check_host_groups(accelerator, nodes, slices)
         if accelerator.category == "tpu":
             return cls(slices=slices, hosts_per_slice=accelerator.hosts, tpu=True)
         return cls(slices=1, hosts_per_slice=nodes, tpu=False)
