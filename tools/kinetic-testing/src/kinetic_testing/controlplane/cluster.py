@@ -34,8 +34,8 @@ from .build import Built
 from .jobset_build import JOBSET_CRD
 from .jobset_start import start_jobset
 from .kueue_start import front_proxy_flags, kueue_crds, start_kueue
-from .pki import Pki, issue_serving_cert, make_pki
-from .registration import install_crds
+from .pki import Pki, make_pki
+from .registration import install_crds, start_manager
 
 __all__ = ["CONTEXT", "ApiError", "ControlPlane", "ControlPlaneError"]
 
@@ -384,36 +384,9 @@ class ControlPlane:
         )
 
     def _start_lws(self, webhook_port: int, probe_port: int) -> None:
-        certs = self.run_dir / "lws-certs"
-        certs.mkdir(exist_ok=True)
-        issue_serving_cert(self.pki, certs / "tls.crt", certs / "tls.key", hosts=("127.0.0.1",))
-        config = self.run_dir / "lws-config.json"  # JSON is YAML
-        config.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "config.lws.x-k8s.io/v1alpha1",
-                    "kind": "Configuration",
-                    "leaderElection": {"leaderElect": False},
-                    "internalCertManagement": {"enable": False},
-                    "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(certs)},
-                    "metrics": {"bindAddress": "0"},
-                    "health": {"healthProbeBindAddress": f"127.0.0.1:{probe_port}"},
-                }
-            )
-        )
-        self.spawn(
-            "lws-controller",
-            [
-                str(self.binaries.binary("lws-controller")),
-                f"--kubeconfig={self.kubeconfig}",
-                f"--config={config}",
-            ],
-        )
-        self.wait_http(
-            "lws-controller",
-            f"http://127.0.0.1:{probe_port}/readyz",
-            lambda body: body.startswith(b"ok"),
-        )
+        binary = self.binaries.binary("lws-controller")
+        lws_api = "config.lws.x-k8s.io/v1alpha1"
+        start_manager(self, "lws-controller", binary, lws_api, webhook_port, probe_port)
         self._register_lws_webhooks(f"https://127.0.0.1:{webhook_port}")
 
     def _register_lws_webhooks(self, base_url: str) -> None:

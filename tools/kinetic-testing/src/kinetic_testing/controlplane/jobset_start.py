@@ -8,12 +8,10 @@ answers.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from .jobset_build import JOBSET_BINARY, JOBSET_WEBHOOKS
-from .pki import issue_serving_cert
-from .registration import pod_selector, register_webhooks
+from .registration import pod_selector, register_webhooks, start_manager
 
 if TYPE_CHECKING:
     from .cluster import ControlPlane
@@ -25,37 +23,9 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 
 def start_jobset(plane: ControlPlane, webhook_port: int, probe_port: int) -> None:
-    run_dir = plane.run_dir
-    certs = run_dir / "jobset-certs"
-    certs.mkdir(exist_ok=True)
-    issue_serving_cert(plane.pki, certs / "tls.crt", certs / "tls.key", hosts=("127.0.0.1",))
-    config = run_dir / "jobset-config.json"  # JSON is YAML
-    config.write_text(
-        json.dumps(
-            {
-                "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
-                "kind": "Configuration",
-                "leaderElection": {"leaderElect": False},
-                "internalCertManagement": {"enable": False},
-                "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(certs)},
-                "metrics": {"bindAddress": "0"},
-                "health": {"healthProbeBindAddress": f"127.0.0.1:{probe_port}"},
-            }
-        )
-    )
-    plane.spawn(
-        "jobset-controller",
-        [
-            str(plane.binaries.jobset / JOBSET_BINARY),
-            f"--kubeconfig={plane.kubeconfig}",
-            f"--config={config}",
-        ],
-    )
-    plane.wait_http(
-        "jobset-controller",
-        f"http://127.0.0.1:{probe_port}/readyz",
-        lambda body: body.startswith(b"ok"),
-    )
+    binary = plane.binaries.jobset / JOBSET_BINARY
+    jobset_api = "config.jobset.x-k8s.io/v1alpha1"
+    start_manager(plane, "jobset-controller", binary, jobset_api, webhook_port, probe_port)
     register_webhooks(
         plane, plane.binaries.jobset / JOBSET_WEBHOOKS, f"https://127.0.0.1:{webhook_port}",
         "jobset", _only_jobset_pods,

@@ -1,4 +1,5 @@
-"""What the plane's add-on controllers register with the API server: their CRDs and webhooks.
+"""The plane's add-on controllers: how the controller-runtime ones start, and what they
+register with the API server (their CRDs and webhooks).
 
 CRDs are posted together and only then awaited: the API server establishes them side by side,
 so the plane waits about as long as for the slowest one (Kueue's workloads, JobSet's jobsets:
@@ -9,6 +10,7 @@ plane's CA, not through a Service: the controllers run on this machine.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,9 +18,45 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .cluster import ControlPlane
 
-__all__ = ["install_crds", "pod_selector", "register_webhooks"]
+__all__ = ["install_crds", "pod_selector", "register_webhooks", "start_manager"]
 
 _CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def start_manager(
+    plane: ControlPlane,
+    name: str,
+    binary: Path,
+    config_api: str,
+    webhook_port: int,
+    probe_port: int,
+) -> None:
+    """Start a controller-runtime manager (LWS's, JobSet's) on loopback, with a serving
+    certificate of the plane's CA, no leader election and no metrics, and wait until it is
+    ready; ``config_api`` is its ``Configuration``'s apiVersion."""
+    from .pki import issue_serving_cert
+
+    certs = plane.run_dir / f"{name}-certs"
+    certs.mkdir(exist_ok=True)
+    issue_serving_cert(plane.pki, certs / "tls.crt", certs / "tls.key", hosts=("127.0.0.1",))
+    config = plane.run_dir / f"{name}-config.json"  # JSON is YAML
+    config.write_text(
+        json.dumps(
+            {
+                "apiVersion": config_api,
+                "kind": "Configuration",
+                "leaderElection": {"leaderElect": False},
+                "internalCertManagement": {"enable": False},
+                "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(certs)},
+                "metrics": {"bindAddress": "0"},
+                "health": {"healthProbeBindAddress": f"127.0.0.1:{probe_port}"},
+            }
+        )
+    )
+    plane.spawn(name, [str(binary), f"--kubeconfig={plane.kubeconfig}", f"--config={config}"])
+    plane.wait_http(
+        name, f"http://127.0.0.1:{probe_port}/readyz", lambda body: body.startswith(b"ok")
+    )
 
 
 def install_crds(plane: ControlPlane, manifests: Iterable[Path]) -> None:
