@@ -16,6 +16,7 @@ from kinetic_gke.jobset_jobs import JobSets, host_group
 from kinetic_gke.k8s import ClusterConnection, Obj
 from kinetic_gke.labels import pod_selector
 from kinetic_protocol import BackendError, ConfigError, HostSelection, JobRecord, JobState
+from kinetic_protocol.host_groups import selected_hosts
 
 __all__ = ["PodReads", "prefixed"]
 
@@ -89,16 +90,7 @@ class PodReads:
 
     def _hosts(self, record: JobRecord, host: HostSelection) -> list[int]:
         """The hosts ``host`` selects (None: host 0; ``"all"``: every one)."""
-        count = self._host_count(record)
-        if host == "all":
-            return list(range(count))
-        index = host or 0
-        if not 0 <= index < count:
-            raise ConfigError(
-                f"Job {record.job_id} runs on {count} host{'s' if count > 1 else ''} (0 to "
-                f"{count - 1}); there is no host {index}."
-            )
-        return [index]
+        return selected_hosts(record.job_id, self._host_count(record), host)
 
     def logs(
         self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None

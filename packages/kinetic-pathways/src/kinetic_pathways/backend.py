@@ -37,6 +37,7 @@ from kinetic_protocol import (
     JobStatus,
     parse_accelerator,
 )
+from kinetic_protocol.host_groups import selected_hosts
 
 __all__ = ["PathwaysBackend"]
 
@@ -147,16 +148,7 @@ class PathwaysBackend(GKEBackend):
     # -- logs, per host --------------------------------------------------------------------
 
     def _hosts(self, record: JobRecord, host: HostSelection) -> list[int]:
-        count = parse_accelerator(record.accelerator).hosts
-        if host == "all":
-            return list(range(count))
-        index = host or 0
-        if not 0 <= index < count:
-            raise ConfigError(
-                f"Job {record.job_id} runs on {count} hosts (0 to {count - 1}); there is no "
-                f"host {index}."
-            )
-        return [index]
+        return selected_hosts(record.job_id, parse_accelerator(record.accelerator).hosts, host)
 
     def _pods_by_host(self, record: JobRecord) -> dict[int, Obj]:
         """The newest pod of each host: one LIST for the whole slice."""

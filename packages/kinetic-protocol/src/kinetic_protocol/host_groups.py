@@ -17,9 +17,10 @@ from kinetic_protocol.accelerators import Accelerator
 from kinetic_protocol.errors import ConfigError
 
 if TYPE_CHECKING:
+    from kinetic_protocol.backend import HostSelection
     from kinetic_protocol.records import JobRecord
 
-__all__ = ["check_host_groups", "job_hosts", "record_hosts", "shape_label"]
+__all__ = ["check_host_groups", "job_hosts", "record_hosts", "selected_hosts", "shape_label"]
 
 
 def _check_count(name: str, value: object, meaning: str) -> int:
@@ -68,6 +69,24 @@ def record_hosts(record: "JobRecord") -> int:
     from kinetic_protocol.accelerators import parse_accelerator
 
     return job_hosts(parse_accelerator(record.accelerator), record.nodes, record.slices)
+
+
+def selected_hosts(
+    job_id: str, count: int, host: "HostSelection", *, default: int = 0
+) -> list[int]:
+    """The hosts whose output ``host`` selects of a job on ``count`` hosts: every one for
+    ``"all"``, ``default`` (the leader, or the host whose failure ended the job) for None;
+    an index out of range is a :class:`ConfigError` naming the range, on every backend."""
+    if host == "all":
+        return list(range(count))
+    if host is None:
+        return [default]
+    if isinstance(host, int) and not isinstance(host, bool) and 0 <= host < count:
+        return [host]
+    raise ConfigError(
+        f"Job {job_id} has no host {host!r}: it runs on {count} host{'s' if count != 1 else ''} "
+        f"(0..{count - 1}); pass an index in that range, or 'all'."
+    )
 
 
 def shape_label(nodes: int, slices: int) -> str:

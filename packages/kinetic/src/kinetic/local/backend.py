@@ -34,7 +34,6 @@ from kinetic_protocol import (
     BackendError,
     BackendSettings,
     Capabilities,
-    ConfigError,
     DiskFullError,
     HostSelection,
     JobRecord,
@@ -47,7 +46,7 @@ from kinetic_protocol import (
     runtime_args,
 )
 from kinetic_protocol.errors import is_disk_full
-from kinetic_protocol.host_groups import job_hosts
+from kinetic_protocol.host_groups import job_hosts, selected_hosts
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
 from kinetic_runtime.local import supervisor
 from kinetic_runtime.local.processes import (
@@ -322,19 +321,10 @@ class LocalBackend:
 
     def _selected_logs(self, record: JobRecord, host: HostSelection) -> list[HostLog]:
         count = self._host_count(record)
-        if host == "all":
-            hosts = list(range(count))
-        elif host is None:  # the leader, or the host whose failure ended the job
-            failed = self._state(record.job_id, record.store_uri).failed_host if count > 1 else None
-            hosts = [failed or 0]
-        elif isinstance(host, int) and not isinstance(host, bool) and 0 <= host < count:
-            hosts = [host]
-        else:
-            raise ConfigError(
-                f"Job {record.job_id} has no host {host!r}: it runs on {count} "
-                f"host{'s' if count != 1 else ''} (0..{count - 1}); pass an index in that "
-                "range, or 'all'."
-            )
+        failed = None
+        if host is None and count > 1:  # the leader, or the host whose failure ended the job
+            failed = self._state(record.job_id, record.store_uri).failed_host
+        hosts = selected_hosts(record.job_id, count, host, default=failed or 0)
         job_dir = self.job_dir(record.job_id)
         prefix = "[host {}] " if host == "all" else ""
         return [HostLog(job_dir / supervisor.log_name(i), prefix.format(i)) for i in hosts]
