@@ -33,7 +33,7 @@ from kinetic_gke.manifests import (
 )
 from kinetic_gke.queueing.admission import queued
 from kinetic_protocol import Accelerator, ConfigError, JobRecord, runtime_args
-from kinetic_protocol.host_groups import check_host_groups
+from kinetic_protocol.host_groups import COORDINATOR_PORT, check_host_groups
 
 __all__ = [
     "COORDINATOR_PORT",
@@ -64,8 +64,6 @@ EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 """Each Job (a slice, or a GPU job's nodes) in a node pool of its own: JobSet gives its pods
 affinity to one pool and keeps every other Job out of it."""
-COORDINATOR_PORT = 8476
-"""Where host 0 serves JAX's coordinator (the runtime's default, as on pathways)."""
 
 _MAX_POD_NAME = 63
 _POD_SUFFIX = "-abcde"

@@ -20,7 +20,19 @@ if TYPE_CHECKING:
     from kinetic_protocol.backend import HostSelection
     from kinetic_protocol.records import JobRecord
 
-__all__ = ["check_host_groups", "job_hosts", "record_hosts", "selected_hosts", "shape_label"]
+__all__ = [
+    "COORDINATOR_PORT",
+    "check_host_groups",
+    "job_hosts",
+    "record_hosts",
+    "selected_hosts",
+    "shape_label",
+]
+
+
+COORDINATOR_PORT = 8476
+"""Where host 0 serves JAX's coordinator when a backend names only its host (JAX's own default
+for TPU pods): a JobSet's pods and a LeaderWorkerSet leader's address use it."""
 
 
 def _check_count(name: str, value: object, meaning: str) -> int:

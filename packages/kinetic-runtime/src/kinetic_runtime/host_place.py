@@ -41,14 +41,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kinetic_protocol import ConfigError
+from kinetic_protocol.host_groups import COORDINATOR_PORT
 from kinetic_protocol.settings import SettingSpec
 from kinetic_runtime import settings
 
 __all__ = ["COORDINATOR_PORT", "MEGASCALE_PORT", "TORCH_PORT", "SliceHost"]
 
-COORDINATOR_PORT = 8476
-"""Where the leader serves JAX's coordinator when the backend names only the leader's host
-(JAX's own default port for TPU pods)."""
 TORCH_PORT = 29500
 """PyTorch's conventional rendezvous port (``torchrun``'s default)."""
 MEGASCALE_PORT = 8080
