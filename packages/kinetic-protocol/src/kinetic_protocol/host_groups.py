@@ -13,10 +13,10 @@ backend) is real, and it is how a multi-node GPU program is tried on a laptop fi
 
 from typing import TYPE_CHECKING
 
-from kinetic_protocol.accelerators import Accelerator
 from kinetic_protocol.errors import ConfigError
 
 if TYPE_CHECKING:
+    from kinetic_protocol.accelerators import Accelerator
     from kinetic_protocol.backend import HostSelection
     from kinetic_protocol.records import JobRecord
 
@@ -45,7 +45,7 @@ def _check_count(name: str, value: object, meaning: str) -> int:
     return value
 
 
-def check_host_groups(accelerator: Accelerator, nodes: object, slices: object) -> None:
+def check_host_groups(accelerator: "Accelerator", nodes: object, slices: object) -> None:
     """Refuse a ``nodes``/``slices`` combination that cannot run, naming the rule broken.
 
     A wrong type is a TypeError, a wrong value a :class:`ConfigError`, as for every option.
@@ -70,7 +70,7 @@ def check_host_groups(accelerator: Accelerator, nodes: object, slices: object) -
         )
 
 
-def job_hosts(accelerator: Accelerator, nodes: int = 1, slices: int = 1) -> int:
+def job_hosts(accelerator: "Accelerator", nodes: int = 1, slices: int = 1) -> int:
     """How many hosts (runtimes) the job runs on."""
     return nodes * slices * accelerator.hosts
 
