@@ -4,7 +4,14 @@ importing their frameworks inside the function and setting nothing up from Kinet
 import json
 import os
 
-__all__ = ["PLACE", "TORCH_ENV", "place", "say_then_fail_on_host_1", "two_node_psum"]
+__all__ = [
+    "PLACE",
+    "TORCH_ENV",
+    "place",
+    "say_then_fail_on_host_1",
+    "slice_view",
+    "two_node_psum",
+]
 
 TORCH_ENV = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "NODE_RANK", "LOCAL_RANK")
 PLACE = (
@@ -37,6 +44,22 @@ def two_node_psum() -> dict[str, object]:
         "local_devices": local,
         "torch": torch_env,
     }
+
+
+def slice_view() -> dict[str, object]:
+    """What a multislice program looks at: its slice, the slices, every slice's devices."""
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    import jax
+
+    jax.distributed.initialize()
+    seen = {
+        "slices": os.environ["MEGASCALE_NUM_SLICES"],
+        "slice": os.environ["MEGASCALE_SLICE_ID"],
+        "process": jax.process_index(),
+        "devices": jax.device_count(),
+    }
+    print(f"slice view {json.dumps(seen)}", flush=True)
+    return seen
 
 
 def place() -> dict[str, str]:

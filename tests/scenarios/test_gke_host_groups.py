@@ -1,7 +1,12 @@
 """A job of several nodes on ``gke`` (issue 51), end to end with the real runtime: one JobSet
 admitted by Kueue as one workload, made into a Job and pods by the real JobSet controller, its
-hosts run by the node agent under the names JobSet gives them, results through fake GCS."""
+hosts run by the node agent under the names JobSet gives them, results through fake GCS. The
+JAX programs join across the JobSet's pods with ``jax.distributed.initialize()`` alone; host 0
+serves on the ports the fixture claimed (``KINETIC_HOST_GROUP_PORTS``), since the pods share
+this machine's network."""
 
+import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,16 @@ def on_two_nodes(fn: Any) -> Any:
     return kinetic.run(
         accelerator="cpu", nodes=2, backend="gke", container_image="python:3.11-slim"
     )(fn)
+
+
+needs_jax = pytest.mark.skipif(
+    importlib.util.find_spec("jax") is None, reason="jax[cpu] is not installed"
+)
+
+
+def _logged(job: Any, host: int, prefix: str) -> Any:
+    line = next(t for t in (job.logs(host=host) or "").splitlines() if t.startswith(prefix))
+    return json.loads(line.removeprefix(prefix))
 
 
 def _jobsets(real_k8s: ControlPlane, namespace: str) -> list[dict[str, Any]]:
@@ -118,3 +133,42 @@ def test_two_tpu_slices_run_at_once_each_in_a_node_pool_of_its_own(
     assert pools["0"] != pools["1"], "and no other slice's"
     gate.touch()
     assert job.result(timeout=60) == "done"
+
+
+@needs_jax
+def test_a_jax_program_sums_across_the_pods_of_a_two_node_jobset(gke: ScenarioBackend) -> None:
+    """Each pod's runtime is a JAX process of 2 CPU devices; ``initialize()`` with no
+    arguments joins them through host 0's stable name, and the psum spans all 4 devices."""
+    import host_group_userfuncs as uf
+
+    job = on_two_nodes(uf.two_node_psum).run_async()
+    value = job.result(timeout=120, cleanup=False)
+    assert value["psum"] == 6.0, "2 devices of host 0 add 1 each, 2 of host 1 add 2 each"
+    assert (value["processes"], value["devices"], value["local_devices"]) == (2, 4, 2)
+    worker = _logged(job, 1, "host 1 torch ")
+    assert (worker["RANK"], worker["WORLD_SIZE"]) == ("1", "2")
+    assert worker["MASTER_PORT"] == value["torch"]["MASTER_PORT"]
+    job.cleanup()
+
+
+@needs_jax
+def test_a_two_slice_jax_program_sees_its_slice_and_every_slices_devices(
+    gke: ScenarioBackend,
+) -> None:
+    """2 TPU-shaped slices of 2 hosts (CPU processes standing in): each host sees 2 slices,
+    its own slice id, and the 8 devices of the 4 processes; host 0's view is the result."""
+    import host_group_userfuncs as uf
+
+    remote = kinetic.run(
+        accelerator="tpu-v5e-8-multihost",
+        slices=2,
+        backend="gke",
+        container_image="python:3.11-slim",
+    )(uf.slice_view)
+    job = remote.run_async()
+    leader = job.result(timeout=120, cleanup=False)
+    views = [_logged(job, host, "slice view ") for host in range(4)]
+    assert leader == views[0]
+    assert [(v["slice"], v["process"]) for v in views] == [("0", 0), ("0", 1), ("1", 2), ("1", 3)]
+    assert {(v["slices"], v["devices"]) for v in views} == {("2", 8)}
+    job.cleanup()

@@ -20,6 +20,7 @@ from kinetic_gke.jobsets import (
 )
 from kinetic_gke.k8s.kueue_api import PRIORITY_LABEL, QUEUE_LABEL
 from kinetic_gke.labels import JOB_ID
+from kinetic_gke.manifests import GroupPorts, PodOptions
 from kinetic_protocol import ConfigError, JobRecord, parse_accelerator
 
 GKE_VERSIONS = sorted({"1.31", kubernetes_validate.latest_version().rsplit(".", 1)[0]})
@@ -145,6 +146,23 @@ def test_every_host_knows_its_place_and_host_zeros_stable_name(
                 assert "KINETIC_HOST_INDEX" not in env
             places.add(index)
     assert places == set(range(group.hosts))
+
+
+def test_host_zeros_ports_are_the_runtimes_defaults_unless_the_backend_names_others(
+    record: RecordFactory,
+) -> None:
+    """On GKE each pod has a network of its own, so the defaults serve every job; pods that
+    share one (the test control plane) are given ports of their own."""
+    group = HostGroup.of(parse_accelerator("cpu"), nodes=2)
+    job = group_record(record(), group)
+    default = _host_env(jobset_manifest(job, group, accelerator=parse_accelerator("cpu")), 0, 1)
+    assert default["KINETIC_COORDINATOR_ADDRESS"].endswith(f":{COORDINATOR_PORT}")
+    assert "KINETIC_TORCH_PORT" not in default and "KINETIC_MEGASCALE_PORT" not in default
+    options = PodOptions(group_ports=GroupPorts(coordinator=4001, torch=4002, megascale=4003))
+    named = jobset_manifest(job, group, accelerator=parse_accelerator("cpu"), options=options)
+    env = _host_env(named, 0, 1)
+    assert env["KINETIC_COORDINATOR_ADDRESS"] == f"{job.k8s_name}-node-0-0.{job.k8s_name}:4001"
+    assert (env["KINETIC_TORCH_PORT"], env["KINETIC_MEGASCALE_PORT"]) == ("4002", "4003")
 
 
 def test_the_group_runs_again_only_when_the_cluster_took_a_host_away(

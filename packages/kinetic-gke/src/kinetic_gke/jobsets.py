@@ -27,6 +27,7 @@ from kinetic_gke.labels import job_labels
 from kinetic_gke.manifests import (
     DEFAULT_TTL_SECONDS,
     RUNTIME_COMMAND,
+    GroupPorts,
     PodOptions,
     pod_failure_policy,
     pod_template,
@@ -129,7 +130,7 @@ def _label(key: str) -> dict[str, Any]:
 
 
 def host_environment(
-    set_name: str, group: HostGroup
+    set_name: str, group: HostGroup, ports: GroupPorts | None = None
 ) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """What tells each host where it stands: (the same values for every host, the variables
     read from the pod's own labels).
@@ -139,14 +140,21 @@ def host_environment(
     which the runtime makes host ``slice x hosts per slice + host in slice`` of the group
     (``kinetic_runtime.host_place``; set as ``KINETIC_HOST_INDEX`` too where there is one
     slice, since the downward API cannot add). Host 0's stable name is the coordinator;
-    ``KINETIC_RESTART_ATTEMPT`` says which run of the group this is.
+    ``KINETIC_RESTART_ATTEMPT`` says which run of the group this is. Host 0's servers take
+    the runtime's default ports unless ``ports`` names others.
     """
     host0 = f"{group.host_name(set_name, 0, 0)}.{set_name}"
+    coordinator_port = COORDINATOR_PORT if ports is None else ports.coordinator
     values = {
         "KINETIC_NUM_HOSTS": str(group.hosts),
         "KINETIC_NUM_SLICES": str(group.slices),
-        "KINETIC_COORDINATOR_ADDRESS": f"{host0}:{COORDINATOR_PORT}",
+        "KINETIC_COORDINATOR_ADDRESS": f"{host0}:{coordinator_port}",
     }
+    if ports is not None:
+        values |= {
+            "KINETIC_TORCH_PORT": str(ports.torch),
+            "KINETIC_MEGASCALE_PORT": str(ports.megascale),
+        }
     from_labels = [
         {"name": "KINETIC_SLICE_INDEX", **_label(GLOBAL_INDEX)},
         {"name": "KINETIC_SLICE_HOST_INDEX", **_label(COMPLETION_INDEX)},
@@ -209,11 +217,12 @@ def jobset_manifest(
             f"label short enough for its pods' names (use jobset_name)."
         )
     labels = job_labels(record)
-    values, from_labels = host_environment(name, group)
+    options = options or PodOptions()
+    values, from_labels = host_environment(name, group, options.group_ports)
     template = pod_template(
         record,
         accelerator=accelerator,
-        options=options or PodOptions(),
+        options=options,
         labels=dict(labels),
         args=runtime_args(record),
         command=command,

@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_TTL_SECONDS",
     "NON_ROOT_UID",
     "RUNTIME_COMMAND",
+    "GroupPorts",
     "PodOptions",
     "job_manifest",
     "pod_failure_policy",
@@ -47,6 +48,20 @@ to a Job's retry rules; see ``kinetic_gke.arrays``)."""
 
 
 @dataclass(frozen=True)
+class GroupPorts:
+    """Host 0's ports in a job of several hosts, where the defaults (8476, 29500, 8080) will
+    not do: pods that share one network, as on the test control plane, where two groups at
+    once would both listen on them."""
+
+    coordinator: int
+    """JAX's coordinator."""
+    torch: int
+    """PyTorch's rendezvous (``MASTER_PORT``)."""
+    megascale: int
+    """JAX multislice's coordinator (``MEGASCALE_PORT``)."""
+
+
+@dataclass(frozen=True)
 class PodOptions:
     """Per-cluster choices about the pods, the same for every job."""
 
@@ -56,6 +71,9 @@ class PodOptions:
     enforces the `restricted` Pod Security Standard."""
     cpu: str | None = None
     memory: str | None = None
+    group_ports: GroupPorts | None = None
+    """Host 0's ports in a job of several hosts; None: the defaults, each pod having a
+    network of its own."""
 
 
 def security_context(options: PodOptions) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -9,6 +9,7 @@ __all__ = [
     "GCP_API_ENDPOINT",
     "GPU_DRIVER_MANIFEST",
     "GPU_DRIVER_MANIFEST_SHA256",
+    "HOST_GROUP_PORTS",
     "KUBE_CONTEXT",
     "KUEUE_MANIFEST",
     "KUEUE_MANIFEST_SHA256",
@@ -72,6 +73,15 @@ POD_MEMORY = SettingSpec(
     "pod_memory",
     "KINETIC_POD_MEMORY",
     "Memory request of each pod (default: 3/4 of the accelerator machine's; 1Gi for cpu).",
+    _OWNER,
+)
+HOST_GROUP_PORTS = SettingSpec(
+    "host_group_ports",
+    "KINETIC_HOST_GROUP_PORTS",
+    "Ports host 0 of a job of several hosts serves JAX's coordinator, PyTorch's rendezvous "
+    "and JAX multislice on, as COORDINATOR,TORCH,MEGASCALE (default 8476,29500,8080). Every "
+    "pod has a network of its own on GKE: set it only where pods share one (a test cluster "
+    "whose pods are one machine's processes) or a sidecar takes a default port.",
     _OWNER,
 )
 
@@ -169,6 +179,7 @@ SETTINGS = (
     RUN_AS_ROOT,
     POD_CPU,
     POD_MEMORY,
+    HOST_GROUP_PORTS,
     GCP_API_ENDPOINT,
     CONTAINER_IMAGE,
     BASE_IMAGE_REPO,
