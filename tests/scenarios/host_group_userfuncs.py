@@ -3,10 +3,15 @@ importing their frameworks inside the function and setting nothing up from Kinet
 
 import json
 import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
 
 __all__ = [
     "PLACE",
     "TORCH_ENV",
+    "hold_and_give_up_when_stopped",
     "place",
     "say_then_fail_on_host_1",
     "slice_view",
@@ -60,6 +65,24 @@ def slice_view() -> dict[str, object]:
     }
     print(f"slice view {json.dumps(seen)}", flush=True)
     return seen
+
+
+def hold_and_give_up_when_stopped(gate: str, value: Any, started: str) -> Any:
+    """Wait for ``gate``, return ``value``. Host 1 marks ``started`` once it waits, and
+    raises when the cluster stops it (as a program that saves a checkpoint on SIGTERM and
+    exits with an error does), so that run leaves host 1's failure stored."""
+    if os.environ["KINETIC_HOST_INDEX"] == "1":
+
+        def give_up(signum: int, frame: object) -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the failure be stored
+            raise RuntimeError("host 1 was stopped")
+
+        signal.signal(signal.SIGTERM, give_up)
+        Path(started).write_text(str(os.getpid()))
+    deadline = time.monotonic() + 120
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return value
 
 
 def place() -> dict[str, str]:

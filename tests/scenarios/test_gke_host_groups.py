@@ -16,7 +16,7 @@ from scenario_support import ScenarioBackend, wait_until
 
 import kinetic
 from kinetic_gke.k8s.kueue_api import QUEUE_LABEL
-from kinetic_protocol import FailureCause
+from kinetic_protocol import FailureCause, layout
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.nodeagent import NodeAgent
 
@@ -90,20 +90,26 @@ def test_a_host_taken_away_runs_the_whole_group_again_and_it_finishes(
     gke: ScenarioBackend, gke_scenario_env: NodeAgent, tmp_path: Path
 ) -> None:
     """A spot reclaim of host 1 fails its Job as a disruption: JobSet runs both hosts again
-    in new pods (the group's attempt 2), whose runtimes run the function as that run's."""
+    in new pods (the group's attempt 2), whose runtimes run the function as that run's. Host 1
+    raised when stopped, so the first run left its failure stored: the second run's success
+    is the job's outcome all the same."""
+    import host_group_userfuncs as uf
+
     gate, started = tmp_path / "gate", tmp_path / "started"
-    job = on_two_nodes(sf.hold).run_async(str(gate), "done", str(started))
-    wait_until(started.exists, "the first run to start the function", timeout=60)
+    job = on_two_nodes(uf.hold_and_give_up_when_stopped).run_async(str(gate), "done", str(started))
+    wait_until(started.exists, "the first run's host 1 to start the function", timeout=60)
     started.unlink()
     host_1 = f"kinetic.dev/job-id={job.job_id},batch.kubernetes.io/job-completion-index=1"
     gke_scenario_env.preempt_spot(job.namespace, selector=host_1)
     wait_until(
         lambda: "attempt 2 of 4" in job.status_detail().detail, "the group's second run", timeout=60
     )
-    wait_until(started.exists, "the second run to start the function", timeout=60)
+    wait_until(started.exists, "the second run's host 1 to start the function", timeout=60)
     gate.touch()
     assert job.result(timeout=60, cleanup=False) == "done"
     assert job.status_detail().preemptions == 1
+    first_run = layout.host_result_key(job.job_id, 1)
+    assert gke.store().exists(first_run), "host 1's failure in the first run was stored"
     job.cleanup()
 
 

@@ -162,6 +162,19 @@ def test_a_workers_failure_is_stored_apart_with_its_host(jobs: JobStage) -> None
     assert "host 1 gave up" in failed.message
 
 
+def test_a_workers_failure_in_a_later_run_of_its_group_is_stored_as_that_runs(
+    jobs: JobStage,
+) -> None:
+    """JobSet runs the whole group again after a host was taken away: a failure then is
+    that run's, apart from any an earlier run left."""
+    job_id = jobs.stage("job-worker-fails-again", pickled_call(_fails_on(1)))
+    run = jobs.run(job_id, env={**_host_env(1), "KINETIC_RESTART_ATTEMPT": "2"})
+    assert run.exit_code == EXIT_USER_ERROR, run.output
+    assert not jobs.store.exists(layout.host_result_key(job_id, 1))
+    failed = jobs.envelope(layout.host_result_key(job_id, 1, run=2), job_id)
+    assert isinstance(failed, Failed) and "host 1 gave up" in failed.message
+
+
 def test_a_workers_success_stores_nothing(jobs: JobStage) -> None:
     job_id = jobs.stage("job-worker-ok", pickled_call(_fails_on(0)))
     run = jobs.run(job_id, env=_host_env(1))

@@ -61,20 +61,27 @@ def sealed_outcome(record: JobRecord, state: JobState) -> SealedOutcome:
 
 
 def _worker_failure(record: JobRecord) -> SealedOutcome | None:
-    """The stored failure of the lowest-index worker host that stored one."""
+    """The stored failure of the lowest-index worker host that stored one in the group's
+    latest run (the latest any host claimed a start in): a host that failed in an earlier run,
+    before the cluster ran the group again, says nothing of this one."""
     store = store_for(record)
-    hosts: dict[int, str] = {}
+    results: dict[tuple[int, int], str] = {}
+    latest = 0
     for key in store.list(layout.hosts_prefix(record.job_id)):
-        if not key.endswith("/result.msgpack"):
-            continue
         parsed = layout.parse_host_key(key)
         if parsed is None:
-            _log.say(f"Ignoring {store.uri}/{key}: not a host's result (hosts/<i>/).")
-        else:
-            hosts[parsed[0]] = key
-    if not hosts:
+            _log.say(f"Ignoring {store.uri}/{key}: not a host's file (hosts/<i>/).")
+            continue
+        host, name = parsed
+        started = layout.host_file_run(name, "started.json")
+        latest = max(latest, started or 0)
+        run = layout.host_file_run(name, "result.msgpack")
+        if run is not None:
+            results[run, host] = key
+    mine = sorted(host for run, host in results if run == latest)
+    if not mine:
         return None
-    key = hosts[min(hosts)]
+    key = results[latest, mine[0]]
     outcome = open_outcome(record, store.read(key), key=key, kind="host-result")
     return outcome if isinstance(outcome.envelope, Failed) else None
 
