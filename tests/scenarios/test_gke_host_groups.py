@@ -72,9 +72,11 @@ def test_a_two_node_job_runs_both_hosts_as_one_queued_jobset_and_returns_host_ze
 
 
 def test_a_host_that_raises_fails_the_job_with_its_traceback_and_cause_user(
-    gke: ScenarioBackend, real_k8s: ControlPlane, k8s_namespace: str
+    gke: ScenarioBackend, real_k8s: ControlPlane, k8s_namespace: str, tmp_path: Path
 ) -> None:
-    job = on_two_nodes(sf.fail_on_host).run_async(1, "bad shard")
+    """Host 1 raises while host 0 waits: the group fails as host 1's error, and host 0's
+    output still reads once the cluster has deleted its pod with the failed group."""
+    job = on_two_nodes(sf.fail_or_hold).run_async(1, "bad shard", str(tmp_path / "never"))
     with pytest.raises(sf.ScenarioError, match="bad shard") as caught:
         job.result(timeout=120, cleanup=False)
     assert any("on host 1 of 2" in note for note in caught.value.__notes__)
@@ -84,6 +86,13 @@ def test_a_host_that_raises_fails_the_job_with_its_traceback_and_cause_user(
     (jobset,) = _jobsets(real_k8s, k8s_namespace)
     assert jobset["status"]["restarts"] == 0, "a user error does not run the group again"
     assert "bad shard" in (job.logs() or ""), "the failing host's output by default"
+    host_0 = f"kinetic.dev/job-id={job.job_id},batch.kubernetes.io/job-completion-index=0"
+    pods = f"/api/v1/namespaces/{k8s_namespace}/pods?labelSelector={host_0}"
+    wait_until(lambda: not real_k8s.request("GET", pods)["items"], "host 0's pod to go")
+    assert "running fail_or_hold" in (job.logs(host=0) or "")
+    every = job.logs(host="all") or ""
+    assert "[host 0] [kinetic] job" in every, every
+    assert any(line.startswith("[host 1] ") and "bad shard" in line for line in every.split("\n"))
 
 
 def test_a_host_taken_away_runs_the_whole_group_again_and_it_finishes(
