@@ -4,7 +4,7 @@ group the cluster interrupted says which run it is on, and only the current run'
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kinetic_gke.jobset_status import host_of, jobset_state
+from kinetic_gke.jobset_status import host_of, jobset_state, refusing_jobs
 from kinetic_protocol import FailureCause, JobStatus
 
 Obj = dict[str, Any]
@@ -183,6 +183,41 @@ def test_a_group_whose_pods_do_not_come_fails_past_the_wait_from_its_admission()
     resumed = {"type": "Suspended", "status": "False", "lastTransitionTime": _ago(5)}
     admitted_long_ago["status"]["conditions"] = [resumed]
     assert _state(admitted_long_ago, []).status is JobStatus.PENDING
+
+
+def _refused(message: str, first_ago: float, last_ago: float = 1) -> Obj:
+    """A ``FailedCreate`` event of the job controller on one of the set's Jobs."""
+    return {
+        "reason": "FailedCreate",
+        "type": "Warning",
+        "message": message,
+        "involvedObject": {"kind": "Job", "name": "js-node-0"},
+        "firstTimestamp": _ago(first_ago),
+        "lastTimestamp": _ago(last_ago),
+    }
+
+
+def test_a_group_whose_pods_the_cluster_refuses_says_why_then_fails_past_the_wait() -> None:
+    """Quota for one pod of two: host 1's pod is refused, which the Job's events say, and
+    the wait counts from the first refusal."""
+    jobset = _jobset()
+    running = [_pod(0, "Running")]
+    assert refusing_jobs(jobset, running) == ["js-node-0"]
+    quota = 'Error creating: pods "js-node-0-1-x" is forbidden: exceeded quota: q, pods=1'
+    events = [_refused(quota, 30)]
+    pending = jobset_state(jobset, running, events=events, unschedulable_timeout=WAIT, now=NOW)
+    assert (pending.status, pending.detail) == (JobStatus.PENDING, f"FailedCreate: {quota}")
+    events.append(_refused(quota, WAIT + 5))
+    failed = jobset_state(jobset, running, events=events, unschedulable_timeout=WAIT, now=NOW)
+    assert failed.status is JobStatus.FAILED
+    assert failed.detail.startswith(f"FailedCreate: {quota} (for "), failed.detail
+
+
+def test_only_a_group_short_of_pods_out_of_its_queue_reads_its_jobs_refusals() -> None:
+    every_host = [_pod(h, "Running", slice_index=s) for s in range(2) for h in range(2)]
+    assert refusing_jobs(_jobset(slices=2), every_host) == []
+    assert refusing_jobs(_jobset(slices=2), every_host[:3]) == ["js-node-0", "js-node-1"]
+    assert refusing_jobs(_jobset(suspend=True), []) == []
 
 
 def test_a_deleted_or_missing_set_is_not_found() -> None:

@@ -24,6 +24,7 @@ from kinetic_gke.status import (
     disrupted,
     parse_time,
     pod_state,
+    refusal,
     suspended,
 )
 from kinetic_protocol import FailureCause, JobState, JobStatus
@@ -36,6 +37,7 @@ __all__ = [
     "jobset_state",
     "needs_pods",
     "newest_by_host",
+    "refusing_jobs",
     "restarts_of",
 ]
 
@@ -106,6 +108,20 @@ def needs_pods(jobset: Obj) -> bool:
     return _condition(jobset, "Completed") is None
 
 
+def refusing_jobs(jobset: Obj, pods: list[Obj]) -> list[str]:
+    """The set's Jobs (``<set>-<replicated job>-<index>``, as JobSet names them), whose
+    ``FailedCreate`` events say why the current run lacks some of its hosts' pods; none
+    when every host has one, or the set waits for admission."""
+    if suspended(jobset) or len(newest_by_host(jobset, pods)) >= hosts_of(jobset):
+        return []
+    name = jobset["metadata"]["name"]
+    return [
+        f"{name}-{replicated.get('name')}-{index}"
+        for replicated in jobset.get("spec", {}).get("replicatedJobs") or []
+        for index in range(int(replicated.get("replicas") or 1))
+    ]
+
+
 def jobset_state(
     jobset: Obj | None,
     pods: list[Obj],
@@ -114,15 +130,19 @@ def jobset_state(
     unschedulable_timeout: float,
     now: datetime | None = None,
 ) -> JobState:
-    """The state of one JobSet from it and its pods (``events``: none are read for a set)."""
+    """The state of one JobSet from it and its pods; ``events``: its Jobs' ``FailedCreate``
+    events, read while some host has no pod (:func:`refusing_jobs`)."""
     if jobset is None or jobset.get("metadata", {}).get("deletionTimestamp"):
         return JobState(status=JobStatus.NOT_FOUND)
-    state = _state_now(jobset, pods, unschedulable_timeout, now or datetime.now(UTC))
+    when = now or datetime.now(UTC)
+    state = _state_now(jobset, pods, events or [], unschedulable_timeout, when)
     restarts = restarts_of(jobset)
     return msgspec.structs.replace(state, preemptions=restarts) if restarts else state
 
 
-def _state_now(jobset: Obj, pods: list[Obj], timeout: float, now: datetime) -> JobState:
+def _state_now(
+    jobset: Obj, pods: list[Obj], events: list[Obj], timeout: float, now: datetime
+) -> JobState:
     if _condition(jobset, "Completed"):
         return JobState(status=JobStatus.SUCCEEDED)
     hosts = newest_by_host(jobset, pods)
@@ -140,7 +160,7 @@ def _state_now(jobset: Obj, pods: list[Obj], timeout: float, now: datetime) -> J
             detail = f"{failed.detail}; Kubernetes runs the group again ({again})"
             return JobState(status=JobStatus.PENDING, detail=detail)
         return failed
-    return _running_or_waiting(jobset, hosts, count, timeout, now)
+    return _running_or_waiting(jobset, hosts, count, events, timeout, now)
 
 
 def _host_failed(host: int, count: int, state: JobState) -> JobState:
@@ -211,10 +231,16 @@ def _failed_state(
 
 
 def _running_or_waiting(
-    jobset: Obj, hosts: dict[int, Obj], count: int, timeout: float, now: datetime
+    jobset: Obj,
+    hosts: dict[int, Obj],
+    count: int,
+    events: list[Obj],
+    timeout: float,
+    now: datetime,
 ) -> JobState:
     """No host has failed: running once every host runs (or finished), else waiting as the
-    first host not running says (failing it past the wait, as a single Job's pod would)."""
+    first host not running says (failing it past the wait, as a single Job's pod would);
+    with hosts that have no pod, as the cluster's refusal to create them says, if it does."""
     again = f" ({attempt_text(jobset)})" if restarts_of(jobset) else ""
     phases = [
         hosts[host].get("status", {}).get("phase") if host in hosts else None
@@ -233,8 +259,9 @@ def _running_or_waiting(
             return _host_failed(host, count, state)
         detail = f"host {host} of {count}: {state.detail or 'starting'}{again}"
         return msgspec.structs.replace(state, detail=detail)
-    waiting = f"waiting for the group's {count - len(hosts)} more pods{again}"
-    return deadline_state(waiting, _started(jobset), timeout, now)
+    waiting = f"waiting for the group's {count - len(hosts)} more pods"
+    refused, since = refusal(events) or (waiting, _started(jobset))
+    return deadline_state(f"{refused}{again}", since, timeout, now)
 
 
 def _started(jobset: Obj) -> datetime | None:

@@ -84,6 +84,9 @@ class JobSetWorkload:
     def needs_pods(self, obj: Obj) -> bool:
         return jobset_status.needs_pods(obj)
 
+    def refusing_owners(self, obj: Obj, pods: list[Obj]) -> list[str]:
+        return jobset_status.refusing_jobs(obj, pods)
+
     def state(
         self,
         obj: Obj | None,
