@@ -21,12 +21,10 @@ the file name in ``kinetic_gke.provision.manifests.JOBSET``; ``kinetic up`` appl
                                                      # file and the pinned sha256 all agree
 """
 
-import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-from kustomize_render import kustomize, module_config, run, write_or_check
+from kustomize_render import kustomize, main, module_config, run
 
 from kinetic_gke.provision.manifests import JOBSET
 from kinetic_testing.controlplane.versions import PINS
@@ -47,17 +45,5 @@ def render(version: str) -> bytes:
         return run(binary, "build", str(config / "default"))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare only; write nothing")
-    check = parser.parse_args().check
-    if JOBSET.version != PINS.jobset:
-        sys.exit(
-            f"kinetic pins JobSet {JOBSET.version} but the test control plane runs "
-            f"{PINS.jobset}; make them agree first."
-        )
-    write_or_check(JOBSET, render(PINS.jobset), check=check)
-
-
 if __name__ == "__main__":
-    main()
+    main(__doc__, JOBSET, PINS.jobset, render, version_source="the test control plane runs")
