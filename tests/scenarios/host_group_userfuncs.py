@@ -92,10 +92,16 @@ def place() -> dict[str, str]:
     return seen
 
 
-def say_then_fail_on_host_1() -> str:
-    """Each host says who it is; host 1 then raises (host 0 is stopped with it)."""
+def say_then_fail_on_host_1(said: str) -> str:
+    """Each host says who it is; host 1 then raises (host 0 is stopped with it), once host 0
+    has said its line (``said`` marks it): a host is stopped at once when another fails."""
     host = os.environ["KINETIC_HOST_INDEX"]
     print(f"host {host} was here", flush=True)
-    if host == "1":
+    if host == "0":
+        Path(said).touch()
+    else:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(said) and time.monotonic() < deadline:
+            time.sleep(0.005)
         raise RuntimeError("host 1 gave up")
     return host

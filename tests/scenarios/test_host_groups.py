@@ -5,6 +5,7 @@ several hosts refuses them before anything is uploaded."""
 
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 from scenario_support import ScenarioBackend
@@ -60,14 +61,14 @@ def test_two_slices_of_two_hosts_see_their_slice(local: ScenarioBackend) -> None
 
 
 def test_a_batchs_log_stream_has_every_nodes_lines_each_with_its_host(
-    local: ScenarioBackend,
+    local: ScenarioBackend, tmp_path: Path
 ) -> None:
     """A batch of 2-node jobs is read as jobs of 2 hosts (not as its accelerator's 1): its
     log stream carries both hosts' lines, each prefixed with its input and host."""
     import host_group_userfuncs as uf
 
     remote = local.decorate(accelerator="cpu", nodes=2)(uf.say_then_fail_on_host_1)
-    batch = remote.run_async_map([()], input_mode="args")
+    batch = remote.run_async_map([(str(tmp_path / "host-0-said"),)], input_mode="args")
     [outcome] = batch.results(return_exceptions=True, cleanup=False, timeout=RESULT_TIMEOUT_S)
     assert isinstance(outcome, RuntimeError) and "host 1 gave up" in str(outcome)
     text = batch.logs() or ""
