@@ -97,3 +97,15 @@ def test_a_failure_a_worker_stored_in_the_latest_run_is_the_jobs(tmp_path: Path,
     outcome = sealed_outcome(record, JobState(status=JobStatus.FAILED))
     assert isinstance(outcome.envelope, Failed)
     assert outcome.envelope.message == f"host 1 failed in run {run}"
+
+
+def test_a_later_runs_failure_counts_though_no_host_claimed_that_run(tmp_path: Path) -> None:
+    """A host that failed before it could claim its start in run 1 still ends that run."""
+    store = LocalStore(tmp_path / "store")
+    record = _record(store)
+    for host in (0, 1):
+        _start(store, host, 0)
+    _worker_failed(store, record, 1)
+    outcome = sealed_outcome(record, JobState(status=JobStatus.FAILED))
+    assert isinstance(outcome.envelope, Failed)
+    assert outcome.envelope.message == "host 1 failed in run 1"

@@ -62,8 +62,9 @@ def sealed_outcome(record: JobRecord, state: JobState) -> SealedOutcome:
 
 def _worker_failure(record: JobRecord) -> SealedOutcome | None:
     """The stored failure of the lowest-index worker host that stored one in the group's
-    latest run (the latest any host claimed a start in): a host that failed in an earlier run,
-    before the cluster ran the group again, says nothing of this one."""
+    latest run (the latest any host claimed a start or stored a failure in): a host that
+    failed in an earlier run, before the cluster ran the group again, says nothing of this
+    one."""
     store = store_for(record)
     results: dict[tuple[int, int], str] = {}
     latest = 0
@@ -73,11 +74,10 @@ def _worker_failure(record: JobRecord) -> SealedOutcome | None:
             _log.say(f"Ignoring {store.uri}/{key}: not a host's file (hosts/<i>/).")
             continue
         host, name = parsed
-        started = layout.host_file_run(name, "started.json")
-        latest = max(latest, started or 0)
         run = layout.host_file_run(name, "result.msgpack")
         if run is not None:
             results[run, host] = key
+        latest = max(latest, run or 0, layout.host_file_run(name, "started.json") or 0)
     mine = sorted(host for run, host in results if run == latest)
     if not mine:
         return None
