@@ -4,7 +4,14 @@ importing their frameworks inside the function and setting nothing up from Kinet
 import json
 import os
 
-__all__ = ["PLACE", "TORCH_ENV", "place", "say_then_fail_on_host_1", "two_node_psum"]
+__all__ = [
+    "PLACE",
+    "TORCH_ENV",
+    "place",
+    "say_then_fail_on_host_1",
+    "two_node_all_reduce",
+    "two_node_psum",
+]
 
 TORCH_ENV = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "NODE_RANK", "LOCAL_RANK")
 PLACE = (
@@ -37,6 +44,20 @@ def two_node_psum() -> dict[str, object]:
         "local_devices": local,
         "torch": torch_env,
     }
+
+
+def two_node_all_reduce() -> dict[str, object]:
+    """PyTorch's gloo rendezvous from the environment alone; each host adds its ``rank + 1``."""
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    value = torch.tensor([float(dist.get_rank() + 1)])
+    dist.all_reduce(value)
+    seen = {"sum": value.item(), "rank": dist.get_rank(), "world": dist.get_world_size()}
+    dist.destroy_process_group()
+    print(f"host {seen['rank']} all_reduce {json.dumps(seen)}", flush=True)
+    return {**seen, "torch": torch.__file__}
 
 
 def place() -> dict[str, str]:
