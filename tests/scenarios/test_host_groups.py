@@ -6,7 +6,6 @@ them before anything is uploaded."""
 
 import importlib.util
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,14 +14,10 @@ from scenario_support import ScenarioBackend
 import kinetic
 from kinetic import backends
 from kinetic.local.backend import LocalBackend
-from kinetic.local.isolation import find_uv, runtime_install_specs
 from kinetic_protocol import BackendSettings, ConfigError
+from kinetic_testing import debian_torch
 
 RESULT_TIMEOUT_S = 240
-DEBIAN_PYTHON = Path("/usr/bin/python3.11")
-DEBIAN_TORCH = Path("/usr/lib/python3/dist-packages/torch/distributed/__init__.py")
-"""PyTorch's CPU build with gloo from Debian's ``python3-torch``: its PyPI wheel for Linux
-brings gigabytes of CUDA libraries, so the workspace does not install it."""
 
 
 @pytest.fixture
@@ -32,20 +27,9 @@ def local(local_scenario_env: None) -> ScenarioBackend:
 
 @pytest.fixture(scope="module")
 def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """An interpreter with Debian's PyTorch and this checkout's runtime: Debian's Python in a
-    venv that sees its system packages (torch, and the NumPy 1.x it was built against), with
-    the runtime installed as in this environment. The workspace's venv (NumPy 2) is untouched."""
+    """A job interpreter with Debian's PyTorch and this checkout's runtime."""
     venv = tmp_path_factory.mktemp("torch-python") / "venv"
-    uv = find_uv()
-    subprocess.run(
-        [uv, "venv", "-q", "--system-site-packages", "--python", str(DEBIAN_PYTHON), str(venv)],
-        check=True,
-    )
-    install = [uv, "pip", "install", "-q", "--python", str(venv / "bin" / "python")]
-    for spec in runtime_install_specs():
-        install += ["-e", spec] if Path(spec).is_dir() else [spec]
-    subprocess.run(install, check=True)
-    return str(venv / "bin" / "python")
+    return str(debian_torch.torch_venv(venv, package="kinetic-runtime"))
 
 
 @pytest.fixture
@@ -89,11 +73,7 @@ def test_a_jax_program_on_two_nodes_initialises_with_no_arguments(local: Scenari
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not (DEBIAN_PYTHON.exists() and DEBIAN_TORCH.exists()),
-    reason="needs Debian's PyTorch (CPU, gloo) for /usr/bin/python3.11: "
-    "apt-get install python3-torch",
-)
+@pytest.mark.skipif(not debian_torch.available(), reason=debian_torch.SKIP_REASON)
 def test_a_pytorch_program_on_two_nodes_all_reduces_over_gloo_from_the_environment(
     local_with_torch: ScenarioBackend,
 ) -> None:
@@ -103,7 +83,7 @@ def test_a_pytorch_program_on_two_nodes_all_reduces_over_gloo_from_the_environme
     job = remote.run_async()
     value = job.result(timeout=RESULT_TIMEOUT_S, cleanup=False)
     assert (value["sum"], value["rank"], value["world"]) == (3.0, 0, 2), "1 from host 0, 2 from 1"
-    assert Path(value["torch"]).is_relative_to(DEBIAN_TORCH.parent.parent), "Debian's torch ran"
+    assert Path(value["torch"]).is_relative_to(debian_torch.DEBIAN_TORCH), "Debian's torch ran"
     worker = job.logs(host=1) or ""
     line = next(text for text in worker.splitlines() if text.startswith("host 1 all_reduce "))
     assert json.loads(line.removeprefix("host 1 all_reduce ")) == {
