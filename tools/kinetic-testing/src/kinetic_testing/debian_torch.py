@@ -23,8 +23,9 @@ SKIP_REASON = (
     "needs Debian's PyTorch (a CPU build with gloo) for /usr/bin/python3.11: "
     "apt-get install python3-torch"
 )
-_ROOT = Path(__file__).resolve().parents[4]
-"""The workspace root, whose lock pins what the venv gets."""
+_ROOT = next(p for p in Path(__file__).resolve().parents if (p / "uv.lock").is_file())
+"""The workspace root (this package is installed from it, editable), whose lock pins what the
+venv gets."""
 
 
 def available() -> bool:
