@@ -15,6 +15,7 @@ __all__ = [
     "place",
     "say_then_fail_on_host_1",
     "slice_view",
+    "two_node_all_reduce",
     "two_node_psum",
 ]
 
@@ -83,6 +84,20 @@ def hold_and_give_up_when_stopped(gate: str, value: Any, started: str) -> Any:
     while not os.path.exists(gate) and time.monotonic() < deadline:
         time.sleep(0.005)
     return value
+
+
+def two_node_all_reduce() -> dict[str, object]:
+    """PyTorch's gloo rendezvous from the environment alone; each host adds its ``rank + 1``."""
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    value = torch.tensor([float(dist.get_rank() + 1)])
+    dist.all_reduce(value)
+    seen = {"sum": value.item(), "rank": dist.get_rank(), "world": dist.get_world_size()}
+    dist.destroy_process_group()
+    print(f"host {seen['rank']} all_reduce {json.dumps(seen)}", flush=True)
+    return {**seen, "torch": torch.__file__}
 
 
 def place() -> dict[str, str]:

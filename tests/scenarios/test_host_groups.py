@@ -1,7 +1,8 @@
 """Jobs of several hosts on the local backend (issue 51): a JAX program on 2 nodes calls
-``jax.distributed.initialize()`` with no arguments and sums across both processes, and a job
-of 2 TPU slices of 2 hosts each sees its multislice variables; a backend that cannot run
-several hosts refuses them before anything is uploaded."""
+``jax.distributed.initialize()`` with no arguments and sums across both processes, a PyTorch
+program on 2 nodes all-reduces over gloo from the environment alone, and a job of 2 TPU slices
+of 2 hosts each sees its multislice variables; a backend that cannot run several hosts refuses
+them before anything is uploaded."""
 
 import importlib.util
 import json
@@ -11,13 +12,43 @@ import pytest
 from scenario_support import ScenarioBackend
 
 import kinetic
-from kinetic_protocol import ConfigError
+from kinetic import backends
+from kinetic.local.backend import LocalBackend
+from kinetic_protocol import BackendSettings, ConfigError
+from kinetic_testing import debian_torch
 
 RESULT_TIMEOUT_S = 240
 
 
 @pytest.fixture
 def local(local_scenario_env: None) -> ScenarioBackend:
+    return ScenarioBackend("local")
+
+
+@pytest.fixture(scope="module")
+def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A job interpreter with Debian's PyTorch and this checkout's runtime."""
+    venv = tmp_path_factory.mktemp("torch-python") / "venv"
+    return str(debian_torch.torch_venv(venv, package="kinetic-runtime"))
+
+
+@pytest.fixture
+def local_with_torch(
+    local_scenario_env: None, torch_python: str, monkeypatch: pytest.MonkeyPatch
+) -> ScenarioBackend:
+    """The local backend running its jobs in ``torch_python``, as it runs them in the
+    client's own interpreter when that one has the job's frameworks."""
+
+    class LocalWithTorch(LocalBackend):
+        def __init__(self, settings: BackendSettings) -> None:
+            super().__init__(settings, python=torch_python)
+
+    load_factory = backends.load_factory
+    monkeypatch.setattr(
+        backends,
+        "load_factory",
+        lambda name: LocalWithTorch if name == "local" else load_factory(name),
+    )
     return ScenarioBackend("local")
 
 
@@ -38,6 +69,28 @@ def test_a_jax_program_on_two_nodes_initialises_with_no_arguments(local: Scenari
     assert torch_env["MASTER_ADDR"] == value["torch"]["MASTER_ADDR"] == "127.0.0.1"
     assert torch_env["MASTER_PORT"] == value["torch"]["MASTER_PORT"]
     assert "calls jax.distributed.initialize itself" in worker
+    job.cleanup()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not debian_torch.available(), reason=debian_torch.SKIP_REASON)
+def test_a_pytorch_program_on_two_nodes_all_reduces_over_gloo_from_the_environment(
+    local_with_torch: ScenarioBackend,
+) -> None:
+    import host_group_userfuncs as uf
+
+    remote = local_with_torch.decorate(accelerator="cpu", nodes=2)(uf.two_node_all_reduce)
+    job = remote.run_async()
+    value = job.result(timeout=RESULT_TIMEOUT_S, cleanup=False)
+    assert (value["sum"], value["rank"], value["world"]) == (3.0, 0, 2), "1 from host 0, 2 from 1"
+    assert Path(value["torch"]).is_relative_to(debian_torch.DEBIAN_TORCH), "Debian's torch ran"
+    worker = job.logs(host=1) or ""
+    line = next(text for text in worker.splitlines() if text.startswith("host 1 all_reduce "))
+    assert json.loads(line.removeprefix("host 1 all_reduce ")) == {
+        "sum": 3.0,
+        "rank": 1,
+        "world": 2,
+    }
     job.cleanup()
 
 
