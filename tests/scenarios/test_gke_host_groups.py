@@ -1,9 +1,9 @@
 """A job of several nodes on ``gke`` (issue 51), end to end with the real runtime: one JobSet
 admitted by Kueue as one workload, made into a Job and pods by the real JobSet controller, its
 hosts run by the node agent under the names JobSet gives them, results through fake GCS. The
-JAX programs join across the JobSet's pods with ``jax.distributed.initialize()`` alone; host 0
-serves on the ports the fixture claimed (``KINETIC_HOST_GROUP_PORTS``), since the pods share
-this machine's network."""
+JAX programs join across the JobSet's pods with ``jax.distributed.initialize()`` alone, the
+PyTorch one with ``init_process_group("gloo")`` alone; host 0 serves on the ports the fixture
+claimed (``KINETIC_HOST_GROUP_PORTS``), since the pods share this machine's network."""
 
 import importlib.util
 import json
@@ -17,12 +17,15 @@ from scenario_support import ScenarioBackend, wait_until
 import kinetic
 from kinetic_gke.k8s.kueue_api import QUEUE_LABEL
 from kinetic_protocol import FailureCause, layout
+from kinetic_testing import debian_torch
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.nodeagent import NodeAgent
 
 pytestmark = pytest.mark.realk8s
 NODE_POOL = "cloud.google.com/gke-nodepool"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets"
+TORCH_IMAGE = "kinetic-tests/debian-torch:3.11"
+"""The image the PyTorch scenario's pods name, which the node agent runs with ``torch_python``."""
 
 
 @pytest.fixture
@@ -30,10 +33,15 @@ def gke(gke_scenario_env: NodeAgent) -> ScenarioBackend:
     return ScenarioBackend("gke")
 
 
-def on_two_nodes(fn: Any) -> Any:
-    return kinetic.run(
-        accelerator="cpu", nodes=2, backend="gke", container_image="python:3.11-slim"
-    )(fn)
+@pytest.fixture(scope="module")
+def torch_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A pod interpreter with Debian's PyTorch and this checkout's runtime, GCS client too."""
+    venv = tmp_path_factory.mktemp("torch-python") / "venv"
+    return str(debian_torch.torch_venv(venv, package="kinetic-runtime", extras=["gcs"]))
+
+
+def on_two_nodes(fn: Any, image: str = "python:3.11-slim") -> Any:
+    return kinetic.run(accelerator="cpu", nodes=2, backend="gke", container_image=image)(fn)
 
 
 needs_jax = pytest.mark.skipif(
@@ -163,6 +171,24 @@ def test_a_jax_program_sums_across_the_pods_of_a_two_node_jobset(gke: ScenarioBa
     worker = _logged(job, 1, "host 1 torch ")
     assert (worker["RANK"], worker["WORLD_SIZE"]) == ("1", "2")
     assert worker["MASTER_PORT"] == value["torch"]["MASTER_PORT"]
+    job.cleanup()
+
+
+@pytest.mark.skipif(not debian_torch.available(), reason=debian_torch.SKIP_REASON)
+def test_a_pytorch_program_all_reduces_over_gloo_across_the_pods_of_a_two_node_jobset(
+    gke: ScenarioBackend, gke_scenario_env: NodeAgent, torch_python: str
+) -> None:
+    """The pods name an image whose ``python`` the node agent runs as ``torch_python`` (as a
+    kubelet runs the image a pod names); ``init_process_group`` reads the rendezvous from the
+    environment JobSet's pods are given, and the gloo sum spans both."""
+    import host_group_userfuncs as uf
+
+    gke_scenario_env.pythons[TORCH_IMAGE] = torch_python
+    job = on_two_nodes(uf.two_node_all_reduce, image=TORCH_IMAGE).run_async()
+    value = job.result(timeout=120, cleanup=False)
+    assert (value["sum"], value["rank"], value["world"]) == (3.0, 0, 2), "1 from host 0, 2 from 1"
+    assert Path(value["torch"]).is_relative_to(debian_torch.DEBIAN_TORCH), "Debian's torch ran"
+    assert _logged(job, 1, "host 1 all_reduce ") == {"sum": 3.0, "rank": 1, "world": 2}
     job.cleanup()
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["DEBIAN_PYTHON", "DEBIAN_TORCH", "SKIP_REASON", "available", "torch_venv"]
@@ -37,17 +38,21 @@ def _uv() -> list[str]:
     return [found] if found else [sys.executable, "-m", "uv"]
 
 
-def torch_venv(venv: Path, *, package: str) -> Path:
+def torch_venv(venv: Path, *, package: str, extras: Sequence[str] = ()) -> Path:
     """The interpreter of a new venv at ``venv``: Debian's Python with its system packages
     (torch among them), and ``package`` of this workspace with its locked dependencies
-    (``kinetic-runtime`` for a job's interpreter, ``kinetic`` for a client's)."""
+    (``kinetic-runtime`` for a job's interpreter, ``kinetic`` for a client's) and those of
+    its ``extras`` (``gcs`` for a pod's runtime, which reads its job from the bucket)."""
     uv = _uv()
     subprocess.run(
         [*uv, "venv", "-q", "--system-site-packages", "--python", str(DEBIAN_PYTHON), str(venv)],
         check=True,
     )
     pins = subprocess.run(
-        [*uv, "export", "-q", "--frozen", "--no-dev", "--no-hashes", "--package", package],
+        [
+            *uv, "export", "-q", "--frozen", "--no-dev", "--no-hashes", "--package", package,
+            *(f"--extra={extra}" for extra in extras),
+        ],  # fmt: skip
         cwd=_ROOT,
         check=True,
         capture_output=True,

@@ -2,7 +2,8 @@
 
 Env = the agent's small host base + a per-pod TMPDIR/HOSTNAME + ``envFrom`` + ``env`` (later
 entries win, ``$(VAR)`` references expand against earlier ones). ``python``/``python3`` as
-argv[0] become this interpreter, since the image is never pulled.
+argv[0] become the interpreter the pod's image stands for (this one unless the test named
+another), since the image is never pulled.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ __all__ = [
     "container_argv",
     "container_env",
     "expand",
+    "interpreter_env",
     "pod_hostname",
     "resolve_pod_names",
 ]
@@ -42,6 +44,14 @@ def base_host_env(source: Mapping[str, str] | None = None) -> dict[str, str]:
         if key in source:
             env[key] = source[key]
     return env
+
+
+def interpreter_env(base: Mapping[str, str], python: str) -> dict[str, str]:
+    """``base`` with ``python``'s directory first on ``PATH``, as an image puts its own
+    interpreter there: what the job starts by name (``python -m pip``...) is that one too."""
+    path = base.get("PATH")
+    bin_dir = os.path.dirname(python)
+    return {**base, "PATH": f"{bin_dir}{os.pathsep}{path}" if path else bin_dir}
 
 
 def expand(text: str, env: Mapping[str, str]) -> str:
@@ -155,12 +165,14 @@ def resolve_pod_names(pod: Obj, env: dict[str, str]) -> dict[str, str]:
     return {key: name.sub("127.0.0.1", value) for key, value in env.items()}
 
 
-def container_argv(container: Obj, env: Mapping[str, str]) -> list[str]:
-    """``command + args`` with ``$(VAR)`` expanded and ``python`` mapped to this interpreter."""
+def container_argv(
+    container: Obj, env: Mapping[str, str], python: str = sys.executable
+) -> list[str]:
+    """``command + args`` with ``$(VAR)`` expanded and ``python`` mapped to ``python``."""
     argv = [expand(str(a), env) for a in (container.get("command") or [])]
     argv += [expand(str(a), env) for a in (container.get("args") or [])]
     if not argv:
         raise EnvError("container has no command: the node agent cannot run an image entrypoint")
     if os.path.basename(argv[0]) in _PYTHONS:
-        argv[0] = sys.executable
+        argv[0] = python
     return argv
