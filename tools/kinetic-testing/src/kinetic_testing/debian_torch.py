@@ -48,11 +48,9 @@ def torch_venv(venv: Path, *, package: str, extras: Sequence[str] = ()) -> Path:
         [*uv, "venv", "-q", "--system-site-packages", "--python", str(DEBIAN_PYTHON), str(venv)],
         check=True,
     )
+    export = [*uv, "export", "-q", "--frozen", "--no-dev", "--no-hashes", "--package", package]
     pins = subprocess.run(
-        [
-            *uv, "export", "-q", "--frozen", "--no-dev", "--no-hashes", "--package", package,
-            *(f"--extra={extra}" for extra in extras),
-        ],  # fmt: skip
+        [*export, *(f"--extra={extra}" for extra in extras)],
         cwd=_ROOT,
         check=True,
         capture_output=True,
