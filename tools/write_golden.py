@@ -89,6 +89,8 @@ _RECORD = JobRecord(
     priority="high",
     nodes=2,  # with slices=2 no job could run (nodes is for GPU hosts): the golden file
     slices=2,  # freezes the wire format, and every field shows only when it is not its default
+    fallback_accelerators=["tpu-v6e-8"],
+    capacity=["reservation:team-a-v5e", "spot"],
     mounts=[
         Mount(path="/data", kind="scratch"),
         Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),

@@ -81,6 +81,8 @@ class JobHandle:
     array_offset: int = dataclasses.field(default=0, kw_only=True)
     nodes: int = dataclasses.field(default=1, kw_only=True)
     slices: int = dataclasses.field(default=1, kw_only=True)
+    fallback_accelerators: list[str] = dataclasses.field(default_factory=list, kw_only=True)
+    capacity: list[str] = dataclasses.field(default_factory=list, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
         _record: JobRecord = dataclasses.field(init=False)
 
