@@ -38,6 +38,9 @@ class Queued:
     """Times Kueue evicted it for another workload (it re-queues it each time)."""
     evicted: str
     """Kueue's message of its latest eviction, while it is not admitted again."""
+    flavor: str = ""
+    """The ResourceFlavor Kueue admitted it on (its accelerators', where it asks for any);
+    empty while it is not admitted."""
 
 
 class KueueView:
@@ -117,6 +120,7 @@ class KueueView:
                 places.get(workload["metadata"]["name"]),
                 _preemptions(workload),
                 _eviction(workload),
+                _admitted_flavor(workload),
             )
             for uid, workload in workloads.items()
         }
@@ -260,6 +264,17 @@ def _eviction(workload: Obj) -> str:
     if evicted is None or _condition(workload, "Admitted"):
         return ""
     return str(evicted.get("message") or evicted.get("reason") or "evicted")
+
+
+def _admitted_flavor(workload: Obj) -> str:
+    admission = workload.get("status", {}).get("admission") or {}
+    for assignment in admission.get("podSetAssignments") or []:
+        flavors = assignment.get("flavors") or {}
+        accelerators = [name for resource, name in flavors.items() if "/" in resource]
+        chosen = accelerators or list(flavors.values())
+        if chosen:
+            return str(chosen[0])
+    return ""
 
 
 def _priority_class(workload: Obj) -> str:
