@@ -24,7 +24,8 @@ def _pod(accelerator: str, spot: bool = False) -> dict:
 
 
 def test_every_accelerator_used_by_the_tests_fits_exactly_one_default_pool() -> None:
-    names = ["cpu", "gpu-l4", "gpu-l4-x2", "gpu-t4", "tpu-v5e-1", "tpu-v5e-4", "tpu-v5e-8", "tpu-v5e-16"]
+    names = ["cpu", "gpu-l4", "gpu-l4-x2", "gpu-t4"]
+    names += ["tpu-v5e-1", "tpu-v5e-4", "tpu-v5e-8", "tpu-v5e-16"]
     for name in names:
         for spot in (False, True) if name in ("cpu", "gpu-l4") else (False,):
             pools = {

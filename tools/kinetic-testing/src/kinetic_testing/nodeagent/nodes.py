@@ -145,8 +145,14 @@ def default_nodes() -> list[NodeSpec]:
         gpu_node("gpu-l4-0"),
         gpu_node("gpu-l4-spot-0", spot=True, pool="gpu-l4-spot-pool"),
         # One T4 (n1-standard-4): a second GPU family member for fallback lists of one GPU.
-        gpu_node("gpu-t4-0", accelerator="nvidia-tesla-t4", count=1, vcpus=4, memory_gib=15,
-                 pool="gpu-t4-pool"),  # fmt: skip
+        gpu_node(
+            "gpu-t4-0",
+            accelerator="nvidia-tesla-t4",
+            count=1,
+            vcpus=4,
+            memory_gib=15,
+            pool="gpu-t4-pool",
+        ),  # fmt: skip
         # ct5lp-hightpu-1t / -4t / -8t hosts, as kinetic_gke.machines sizes them.
         *tpu_nodes(
             "tpu-v5e-1x1",
