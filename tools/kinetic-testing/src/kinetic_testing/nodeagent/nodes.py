@@ -152,7 +152,7 @@ def default_nodes() -> list[NodeSpec]:
             vcpus=4,
             memory_gib=15,
             pool="gpu-t4-pool",
-        ),  # fmt: skip
+        ),
         # ct5lp-hightpu-1t / -4t / -8t hosts, as kinetic_gke.machines sizes them.
         *tpu_nodes(
             "tpu-v5e-1x1",
