@@ -7,6 +7,7 @@ node agent: an L4 on spot, an L4 on demand and a T4 on demand. Each flavor's quo
 so a job that holds one flavor sends the next to the following one.
 """
 
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,11 +15,13 @@ from typing import Any
 
 import kueue_userfuncs as qf
 import pytest
+from click.testing import CliRunner
 from gke_env import GKE_IMAGE
 from scenario_support import wait_until
 
 import kinetic
 from kinetic import JobHandle, JobStatus
+from kinetic.cli import cli
 from kinetic_gke.pools import Autoprovisioning, PoolHardware, PoolInfo
 from kinetic_gke.provision.kueue_objects import kueue_objects
 from kinetic_gke.provision.queue_shares import QueueShares
@@ -70,6 +73,7 @@ def queue(gke_scenario_env: NodeAgent, real_k8s: ControlPlane, k8s_namespace: st
 
 
 def _holding(queue: str, **options: Any) -> Callable[..., JobHandle]:
+    """``run_async`` of a job that holds its GPU until a file exists."""
     remote = kinetic.run(backend="gke", container_image=GKE_IMAGE, queue=queue, **options)(
         qf.hold_and_log
     )
@@ -85,9 +89,9 @@ def _placed(job: JobHandle) -> Placement:
 
 
 def _node_of(plane: ControlPlane, namespace: str, job: JobHandle) -> str:
-    pods = plane.request(
-        "GET", f"/api/v1/namespaces/{namespace}/pods?labelSelector=kinetic.dev/job-id={job.job_id}"
-    )
+    """The node the pod of ``job``'s Job (for a batch's input, its array's) runs on."""
+    selector = f"batch.kubernetes.io/job-name={job.record.k8s_name}"
+    pods = plane.request("GET", f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")
     return str(pods["items"][0]["spec"]["nodeName"])
 
 
@@ -104,7 +108,10 @@ def test_a_fallback_list_runs_on_the_next_accelerator_while_the_first_is_in_use(
         accelerator="gpu-t4", capacity="on-demand", flavor="gpu-t4-pool"
     )
     assert _node_of(real_k8s, k8s_namespace, second) == "gpu-t4-0"
-    assert "gpu-t4 on on-demand" in second.status_detail().describe()
+    shown = CliRunner().invoke(cli, ["--backend", "gke", "jobs", "status", second.job_id])
+    assert shown.exit_code == 0, shown.output
+    assert "Accelerator: gpu-l4 or gpu-t4" in shown.output
+    assert "Placed:      gpu-t4 on on-demand (flavor gpu-t4-pool)" in shown.output
 
     (tmp_path / "release-first").touch()
     assert first.result(timeout=60) == "first"
@@ -119,15 +126,26 @@ def test_a_fallback_list_runs_on_the_next_accelerator_while_the_first_is_in_use(
 def test_spot_then_on_demand_takes_on_demand_once_the_spot_quota_is_used(
     queue: str, tmp_path: Path, real_k8s: ControlPlane, k8s_namespace: str
 ) -> None:
-    run = _holding(queue, accelerator="gpu-l4", capacity=["spot", "on-demand"])
+    remote = kinetic.run(
+        backend="gke",
+        container_image=GKE_IMAGE,
+        queue=queue,
+        accelerator="gpu-l4",
+        capacity=["spot", "on-demand"],
+    )(qf.hold_and_log)
     gate = str(tmp_path / "release")
-    on_spot = run(str(tmp_path), "spot", gate)
+    on_spot = remote.run_async(str(tmp_path), "spot", gate)
     assert _placed(on_spot) == Placement(
         accelerator="gpu-l4", capacity="spot", flavor="gpu-l4-spot-pool"
     )
     assert _node_of(real_k8s, k8s_namespace, on_spot) == "gpu-l4-spot-0"
-    on_demand = run(str(tmp_path), "on-demand", gate)
-    assert _placed(on_demand).capacity == "on-demand"
-    assert _node_of(real_k8s, k8s_namespace, on_demand) == "gpu-l4-0"
+    batch = remote.run_async_map([(str(tmp_path), "on-demand", gate)])
+    child = wait_until(lambda: batch.jobs[0], "the batch's input to be submitted")
+    assert _placed(child).capacity == "on-demand"
+    assert _node_of(real_k8s, k8s_namespace, child) == "gpu-l4-0"
+    shown = CliRunner().invoke(cli, ["--backend", "gke", "batch", "status", batch.group_id])
+    assert shown.exit_code == 0, shown.output
+    assert re.search(r"gpu-l4 \(on-demand\)\s+1\s+0", shown.output), shown.output
     (tmp_path / "release").touch()
-    assert [on_spot.result(timeout=60), on_demand.result(timeout=60)] == ["spot", "on-demand"]
+    assert on_spot.result(timeout=60) == "spot"
+    assert batch.results(timeout=60) == ["on-demand"]
