@@ -86,8 +86,9 @@ def test_a_flavor_per_accelerator_pool_with_its_labels_and_taints_and_two_for_cp
 
 
 def test_a_queue_tries_reservations_then_spot_then_on_demand_and_newer_accelerators_first() -> None:
-    h100, a100 = PoolHardware("a3-highgpu-8g", "nvidia-h100-80gb", 8), PoolHardware(
-        "a2-ultragpu-8g", "nvidia-a100-80gb", 8
+    h100, a100 = (
+        PoolHardware("a3-highgpu-8g", "nvidia-h100-80gb", 8),
+        PoolHardware("a2-ultragpu-8g", "nvidia-a100-80gb", 8),
     )
     pools = [
         PoolInfo("a100", a100, node_count=1),
