@@ -141,11 +141,15 @@ def test_spot_then_on_demand_takes_on_demand_once_the_spot_quota_is_used(
     assert _node_of(real_k8s, k8s_namespace, on_spot) == "gpu-l4-spot-0"
     batch = remote.run_async_map([(str(tmp_path), "on-demand", gate)])
     child = wait_until(lambda: batch.jobs[0], "the batch's input to be submitted")
-    assert _placed(child).capacity == "on-demand"
+    child_placed = _placed(child)
+    assert child_placed.capacity == "on-demand"
     assert _node_of(real_k8s, k8s_namespace, child) == "gpu-l4-0"
     shown = CliRunner().invoke(cli, ["--backend", "gke", "batch", "status", batch.group_id])
     assert shown.exit_code == 0, shown.output
     assert re.search(r"gpu-l4 \(on-demand\)\s+1\s+0", shown.output), shown.output
     (tmp_path / "release").touch()
     assert on_spot.result(timeout=60) == "spot"
-    assert batch.results(timeout=60) == ["on-demand"]
+    assert batch.results(timeout=60, cleanup=False) == ["on-demand"]
+    timeline = batch.timeline()  # the input has ended: its Job still says where it ran
+    assert [a.placement for a in timeline.attempts] == [child_placed]
+    assert "placed: 1 on gpu-l4 (on-demand)" in timeline.summary().describe()
