@@ -111,7 +111,8 @@ def test_a_fallback_list_runs_on_the_next_accelerator_while_the_first_is_in_use(
     shown = CliRunner().invoke(cli, ["--backend", "gke", "jobs", "status", second.job_id])
     assert shown.exit_code == 0, shown.output
     assert "Accelerator: gpu-l4 or gpu-t4" in shown.output
-    assert "Placed:      gpu-t4 on on-demand (flavor gpu-t4-pool)" in shown.output
+    assert "Placed:      gpu-t4 (on-demand, flavor gpu-t4-pool)" in shown.output
+    assert "RUNNING (on gpu-t4 (on-demand, flavor gpu-t4-pool))" in shown.output
 
     (tmp_path / "release-first").touch()
     assert first.result(timeout=60) == "first"

@@ -72,9 +72,9 @@ class Placement(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """The queue's name for that capacity (a Kueue ResourceFlavor); empty where none."""
 
     def describe(self) -> str:
-        """``gpu-l4 on spot (flavor kinetic-gpu-l4-spot)``."""
-        text = f"{self.accelerator} on {self.capacity}"
-        return text + (f" (flavor {self.flavor})" if self.flavor else "")
+        """``gpu-l4 (spot, flavor kinetic-gpu-l4-spot)``."""
+        flavor = f", flavor {self.flavor}" if self.flavor else ""
+        return f"{self.accelerator} ({self.capacity}{flavor})"
 
 
 def _names(option: str, value: object, what: str) -> list[str]:
