@@ -36,6 +36,28 @@ def test_every_accelerator_used_by_the_tests_fits_exactly_one_default_pool() -> 
             assert len(pools) == 1, (name, spot, pools)
 
 
+def test_a_required_node_affinity_takes_any_of_its_terms() -> None:
+    nodes = {n.name: n for n in default_nodes()}
+    pod = _pod("gpu-l4", spot=True)
+    del pod["spec"]["nodeSelector"]
+    terms = [
+        {"matchExpressions": [
+            {"key": "cloud.google.com/gke-accelerator", "operator": "In", "values": [gpu]},
+            {"key": "cloud.google.com/gke-spot", "operator": "DoesNotExist"},
+        ]}
+        for gpu in ("nvidia-tesla-t4", "nvidia-l4")
+    ]  # fmt: skip
+    required = {"nodeSelectorTerms": terms}
+    pod["spec"]["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+    }
+    assert fits(pod, nodes["gpu-l4-0"], {}) == []
+    assert fits(pod, nodes["gpu-t4-0"], {}) == []
+    assert fits(pod, nodes["gpu-l4-spot-0"], {}) == [
+        "node(s) didn't match Pod's node affinity/selector"
+    ]
+
+
 def test_requests_sum_and_limits_stand_in() -> None:
     pod = {"spec": {"containers": [
         {"resources": {"limits": {"nvidia.com/gpu": "2"}}},
