@@ -61,7 +61,8 @@ def add(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_host
 def list_pools(host: CommandHost, as_json: bool) -> None:
-    """The cluster's node pools: accelerator, machine, size, spot."""
+    """The cluster's node pools: accelerator, machine, size, capacity (on-demand, spot or
+    reservation:NAME)."""
     from kinetic_gke.gcp import cluster_view
     from kinetic_gke.provision import GoogleClients
     from kinetic_gke.provision.cluster import require_cluster
