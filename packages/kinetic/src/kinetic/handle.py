@@ -102,10 +102,9 @@ class JobHandle:
     def from_job_context(
         cls, ctx: "JobContext", backend_name: str, namespace: str, k8s_name: str
     ) -> "JobHandle":
-        """Build a handle from a live job context: the object a submitter holds while it
-        submits one job (see :class:`kinetic.handle_record.JobContext` for what it reads).
-        The handle is made through the same stored record as any other; a missing or invalid
-        attribute is a ``ConfigError``."""
+        """Build a handle from a live job context: what a submitter holds while it submits one
+        job (:class:`kinetic.handle_record.JobContext` says what it reads), through the same
+        stored record as any other handle; a missing or invalid attribute is a ConfigError."""
         return cls.from_record(record_from_context(ctx, backend_name, namespace, k8s_name))
 
     @property
