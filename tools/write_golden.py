@@ -51,6 +51,7 @@ from kinetic_protocol import (
     Succeeded,
     Volume,
 )
+from kinetic_protocol.capacity import Placement
 from kinetic_protocol.records import encode_json, encode_result
 
 __all__ = ["EXAMPLES", "GOLDEN_DIR", "encode", "golden_path", "main"]
@@ -134,6 +135,7 @@ _OUTCOME = CollectedOutcome(
     job_id="train-a1b2c3d4-3-r1",
     envelope=b"\x85\xa6status\xa9succeeded",
     kind="host-result",
+    placement=Placement(accelerator="tpu-v6e-8", capacity="spot", flavor="kinetic-tpu-v6e-8-spot"),
 )
 
 _FAILURE = CollectedFailure(

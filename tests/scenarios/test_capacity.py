@@ -150,7 +150,8 @@ def test_spot_then_on_demand_takes_on_demand_once_the_spot_quota_is_used(
     assert re.search(r"gpu-l4 \(on-demand\)\s+1\s+0", shown.output), shown.output
     (tmp_path / "release").touch()
     assert on_spot.result(timeout=60) == "spot"
-    assert batch.results(timeout=60, cleanup=False) == ["on-demand"]
-    timeline = batch.timeline()  # the input has ended: its Job still says where it ran
+    assert batch.results(timeout=60) == ["on-demand"]  # collected and cleaned up
+    assert child.status_detail().placement == child_placed, "kept with the batch"
+    timeline = batch.timeline()
     assert [a.placement for a in timeline.attempts] == [child_placed]
     assert "placed: 1 on gpu-l4 (on-demand)" in timeline.summary().describe()

@@ -246,7 +246,7 @@ class JobHandle:
         sealed = self.sealed_outcome(state)
         value = unwrap(sealed.envelope)  # raises the user's exception for a failed job
         if cleanup if cleanup is not None else not self.debug:
-            keep_with_batch(self._record, sealed)  # a batch child's outcome stays with it
+            keep_with_batch(self._record, sealed, state)  # a batch child's stays with it
             self.cleanup(
                 cleanup_timeout=cleanup_timeout, cleanup_poll_interval=cleanup_poll_interval
             )

@@ -331,7 +331,7 @@ class _Reader:
                     retried=child.attempt < latest[child.index],
                     cancelled_at=_parse(stopped.cancelled_at) if stopped else None,
                     cancelled_reason=stopped.reason if stopped else "",
-                    placement=seen.placement if seen is not None else None,
+                    placement=_placement(seen, kept.get(child.index), job.job_id),
                 )
             )
         created = _parse(self.manifest.created_at) or taken_at
@@ -404,6 +404,15 @@ class _Reader:
             finished_at=finished,
             placement=placement,
         )
+
+
+def _placement(
+    seen: JobState | None, kept: CollectedOutcome | None, job_id: str
+) -> Placement | None:
+    """Where an attempt ran: as its backend says, else as its collection kept it."""
+    if seen is not None and seen.placement is not None:
+        return seen.placement
+    return kept.placement if kept is not None and kept.job_id == job_id else None
 
 
 _LIVE = frozenset({Outcome.RUNNING, Outcome.PENDING})
