@@ -51,6 +51,7 @@ from kinetic_protocol import (
     Succeeded,
     Volume,
 )
+from kinetic_protocol.capacity import Placement
 from kinetic_protocol.records import encode_json, encode_result
 
 __all__ = ["EXAMPLES", "GOLDEN_DIR", "encode", "golden_path", "main"]
@@ -89,6 +90,8 @@ _RECORD = JobRecord(
     priority="high",
     nodes=2,  # with slices=2 no job could run (nodes is for GPU hosts): the golden file
     slices=2,  # freezes the wire format, and every field shows only when it is not its default
+    fallback_accelerators=["tpu-v6e-8"],
+    capacity=["reservation:team-a-v5e", "spot"],
     mounts=[
         Mount(path="/data", kind="scratch"),
         Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),
@@ -132,6 +135,7 @@ _OUTCOME = CollectedOutcome(
     job_id="train-a1b2c3d4-3-r1",
     envelope=b"\x85\xa6status\xa9succeeded",
     kind="host-result",
+    placement=Placement(accelerator="tpu-v6e-8", capacity="spot", flavor="kinetic-tpu-v6e-8-spot"),
 )
 
 _FAILURE = CollectedFailure(

@@ -27,6 +27,7 @@ RUN_ON_LOCAL = {
     "guides/detached-jobs.md",
     "guides/batches.md",
     "guides/queues.md",
+    "guides/capacity.md",
     "guides/data.md",
     "guides/tpu.md",
     "guides/multi-node.md",

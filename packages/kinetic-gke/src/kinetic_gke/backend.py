@@ -39,6 +39,7 @@ from kinetic_gke.labels import (
 )
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_gke.pod_logs import PodReads
+from kinetic_gke.queueing.flavor_order import check_placeable
 from kinetic_gke.queueing.kueue_view import KueueView
 from kinetic_gke.queueing.states import queued_states
 from kinetic_protocol import (
@@ -92,6 +93,7 @@ class GKEBackend(ClusterChecks, PodReads):
         debug_port_forward=True,
         per_host_logs=True,
         host_groups=True,
+        capacity_choices=True,
         array_batches=arrays.MAX_INDEXES,
     )
     declared_settings: ClassVar[tuple[SettingSpec, ...]] = declared.SETTINGS
@@ -193,14 +195,12 @@ class GKEBackend(ClusterChecks, PodReads):
         """Any counts run (as a JobSet); their fit with the accelerator: ``_check_shape``."""
 
     def prepare(self, request: PrepareRequest) -> Preparation:
-        """Refuse what cannot run here, then resolve the jobs' image (building a bundled one
-        on Cloud Build if its tag does not exist yet)."""
+        """Refuse what cannot run here, then resolve the jobs' image (built when missing)."""
         self.check_host_groups(request.nodes, request.slices)
         self._check_shape(request.accelerator, request.nodes, request.slices)
-        queue = self.kueue.resolve(
-            request.queue, request.priority, self._settings.cluster or self._context_name()
-        )
-        self.capacity.require(request.accelerator, spot=request.spot)
+        cluster = self._settings.cluster or self._context_name()
+        queue = self.kueue.resolve(request.queue, request.priority, cluster)
+        check_placeable(request, self.kueue, self.capacity, queue=queue, cluster=cluster)
         if request.fuse:
             self.check_fuse_driver()
         from kinetic_gke.images import resolve_image

@@ -48,11 +48,14 @@ class Verdict:
     reason: str
 
 
-def pool_add_command(accelerator: Accelerator, where: ClusterRef, *, spot: bool = False) -> str:
+def pool_add_command(
+    accelerator: Accelerator, where: ClusterRef, *, spot: bool = False, reservation: str = ""
+) -> str:
     """The command that adds a pool for ``accelerator`` to the cluster ``where``."""
     return (
         f"kinetic pool add --accelerator {accelerator.name}"
         + (" --spot" if spot else "")
+        + (f" --reservation {reservation}" if reservation else "")
         + f" --project {where.project} --zone {where.zone} --cluster {where.cluster}"
     )
 
@@ -75,39 +78,45 @@ class CapacityCheck:
         self.where = where
         self._list_nodes = list_nodes
         self._read_cluster = read_cluster
-        self._verdicts: dict[tuple[str, bool], Verdict] = {}
+        self._verdicts: dict[tuple[str, bool, str], Verdict] = {}
         self._lock = threading.Lock()
 
-    def verdict(self, accelerator: Accelerator, *, spot: bool = False) -> Verdict:
-        key = (accelerator.name, spot)
+    def verdict(
+        self, accelerator: Accelerator, *, spot: bool = False, reservation: str = ""
+    ) -> Verdict:
+        key = (accelerator.name, spot, reservation)
         with self._lock:
             if key not in self._verdicts:
-                self._verdicts[key] = self._decide(accelerator, spot)
+                self._verdicts[key] = self._decide(accelerator, spot, reservation)
             return self._verdicts[key]
 
-    def require(self, accelerator: Accelerator, *, spot: bool = False) -> None:
+    def require(
+        self, accelerator: Accelerator, *, spot: bool = False, reservation: str = ""
+    ) -> None:
         """Raise a ConfigError (with the ``kinetic pool add`` command) if the accelerator can
-        never run; warn once and return if that cannot be told."""
-        first = (accelerator.name, spot) not in self._verdicts
-        found = self.verdict(accelerator, spot=spot)
+        never run (on spot, or on ``reservation``); warn once and return if that cannot be
+        told."""
+        first = (accelerator.name, spot, reservation) not in self._verdicts
+        found = self.verdict(accelerator, spot=spot, reservation=reservation)
         if found.runnable is False:
             raise ConfigError(found.reason)
         if found.runnable is None and first:
             _log.warning(found.reason)
 
-    def _decide(self, accelerator: Accelerator, spot: bool) -> Verdict:
-        if accelerator.category == "cpu" and not spot:
+    def _decide(self, accelerator: Accelerator, spot: bool, reservation: str) -> Verdict:
+        if accelerator.category == "cpu" and not spot and not reservation:
             return Verdict(True, "cpu jobs run on any node")
         problems = []
+        placed = scheduling_for(accelerator, spot=spot, reservation=reservation)
         try:
-            selector = ",".join(
-                f"{k}={v}" for k, v in scheduling_for(accelerator, spot=spot).node_selector.items()
-            )
+            selector = ",".join(f"{k}={v}" for k, v in placed.node_selector.items())
             nodes = self._list_nodes(selector)
         except KubeApiError as exc:
             problems.append(f"listing the cluster's nodes failed ({exc.reason or exc.status})")
         else:
-            serving = [n for n in nodes if node_serves(n, accelerator, spot=spot)]
+            serving = [
+                n for n in nodes if node_serves(n, accelerator, spot=spot, reservation=reservation)
+            ]
             if serving:
                 return Verdict(True, f"node {serving[0]['metadata']['name']} offers it")
         try:
@@ -121,28 +130,31 @@ class CapacityCheck:
                     f"the GKE API has no cluster {self.where.cluster} in {self.where.zone} of "
                     f"project {self.where.project}"
                 )
+        kind = "spot" if spot else (f"reservation {reservation}" if reservation else "")
         if cluster is not None:
-            return self._from_config(cluster, accelerator, spot)
+            return self._from_config(cluster, accelerator, spot, reservation)
         return Verdict(
             None,
             f"kinetic: could not check that cluster {self.where.cluster} has a node pool for "
-            f"{accelerator.name}{' (spot)' if spot else ''}: {'; '.join(problems)}. Submitting "
+            f"{accelerator.name}{f' ({kind})' if kind else ''}: {'; '.join(problems)}. Submitting "
             "anyway; if the job stays PENDING (Unschedulable), `kinetic doctor --accelerator "
             f"{accelerator.name}` tells why.",
         )
 
-    def _from_config(self, cluster: ClusterView, accelerator: Accelerator, spot: bool) -> Verdict:
+    def _from_config(
+        self, cluster: ClusterView, accelerator: Accelerator, spot: bool, reservation: str
+    ) -> Verdict:
         for pool in cluster.pools:
-            if pool_serves(pool, accelerator, spot=spot):
+            if pool_serves(pool, accelerator, spot=spot, reservation=reservation):
                 return Verdict(True, f"node pool {pool.name} can scale to it")
-        if cluster.autoprovisioning.can_create(accelerator):
+        if not reservation and cluster.autoprovisioning.can_create(accelerator):
             return Verdict(True, "node auto-provisioning can create a pool for it")
-        kind = "spot " if spot else ""
+        kind = "spot " if spot else (f"reservation {reservation}'s " if reservation else "")
+        command = pool_add_command(accelerator, self.where, spot=spot, reservation=reservation)
         return Verdict(
             False,
             f"No node pool of cluster {self.where.cluster} can run {accelerator.name} on "
             f"{kind}nodes: no node offers it, no pool can scale to one, and node "
             "auto-provisioning cannot create one, so the job would wait PENDING until it times "
-            "out. Add a pool, then submit again: "
-            f"`{pool_add_command(accelerator, self.where, spot=spot)}`",
+            f"out. Add a pool, then submit again: `{command}`",
         )

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kinetic_gke.choices import job_placement
 from kinetic_gke.k8s.signing import MOUNT_PATH as SIGNING_MOUNT_PATH
 from kinetic_gke.k8s.signing import signing_volume
 from kinetic_gke.labels import job_labels
 from kinetic_gke.queueing.admission import queued
-from kinetic_gke.scheduling import scheduling_for
 from kinetic_gke.status import STOPPED_EXIT
 from kinetic_gke.volumes import pod_volumes
 from kinetic_protocol import (
@@ -147,16 +147,14 @@ def pod_template(
     env_secret: str | None = None,
 ) -> dict[str, Any]:
     """The pod every attempt of ``record`` runs in (one job's, or every index's of an array),
-    on ``accelerator`` (the record's, parsed once where the job entered the backend).
+    on ``accelerator`` (the record's, parsed once where the job entered the backend), or on
+    whichever of its choices of accelerator and capacity its queue gives it
+    (:mod:`kinetic_gke.choices`).
 
         ``env_secret`` names the Secret holding the job's captured variables (their values never
         appear in the manifest); Kinetic's own variables take precedence over them."""
-    placed = scheduling_for(
-        accelerator,
-        spot=record.spot,
-        cpu=options.cpu,
-        memory=options.memory,
-    )
+    pod_placement = job_placement(record, accelerator, cpu=options.cpu, memory=options.memory)
+    placed = pod_placement.scheduling
     pod_security, container_security = security_context(options)
     env = {
         "KINETIC_STORE": record.store_uri,
@@ -200,6 +198,8 @@ def pod_template(
         pod_spec["nodeSelector"] = placed.node_selector
     if placed.tolerations:
         pod_spec["tolerations"] = placed.tolerations
+    if pod_placement.affinity:
+        pod_spec["affinity"] = pod_placement.affinity
     if options.service_account:
         pod_spec["serviceAccountName"] = options.service_account
     if record.timeout is not None:

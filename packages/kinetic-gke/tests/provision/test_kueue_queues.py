@@ -18,6 +18,7 @@ pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
 
 API = "/apis/kueue.x-k8s.io/v1beta2"
 SPOT_L4 = "kinetic-gpu-l4-x2-spot"
+RESERVED_L4 = "kinetic-gpu-l4-r-team-l4"
 
 
 def _quota(plane: ControlPlane, queue: str) -> dict[str, dict[str, Fraction]]:
@@ -99,6 +100,15 @@ def test_up_makes_the_queues_converging_then_pool_add_and_remove_move_the_quota(
     assert f"-ResourceFlavor/{SPOT_L4}" in removed
     assert SPOT_L4 not in _quota(real_k8s, "team-a")
     assert "Nothing to do: everything is in place." in ok(kinetic("up"))
+
+    reserved = ok(kinetic("pool", "add", "--accelerator", "gpu-l4", "--reservation", "team-l4"))
+    assert f"+ResourceFlavor/{RESERVED_L4}" in reserved
+    flavor = real_k8s.request("GET", f"{API}/resourceflavors/{RESERVED_L4}")["spec"]
+    assert flavor["nodeLabels"]["kinetic.dev/reservation"] == "team-l4"
+    assert {"key": "kinetic.dev/reservation", "value": "team-l4", "effect": "NoSchedule"} in (
+        flavor["nodeTaints"]
+    )
+    assert "Nothing to do: everything is in place." in ok(kinetic("up")), "read back the same"
 
 
 def _held_and_deleted(plane: ControlPlane, name: str, *, make: bool) -> None:

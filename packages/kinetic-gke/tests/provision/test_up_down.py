@@ -119,6 +119,7 @@ def test_pool_add_gpu_and_multi_host_tpu_then_status_and_down(
     shown = {p["name"]: p for p in status["cluster"]["pools"]}
     assert shown["kinetic-gpu-l4-x2-spot"]["accelerator"] == "2 x nvidia-l4"
     assert shown["kinetic-gpu-l4-x2-spot"]["spot"] is True
+    assert shown["kinetic-gpu-l4-x2-spot"]["capacity"] == "spot"
     assert status["lws"].startswith("installed")
     assert status["jobset"] == "installed (API v1alpha2)"
     assert "job(s) running" in status["running"]

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import msgspec
 
+from kinetic_protocol.capacity import Placement
 from kinetic_protocol.causes import AttemptFailure, RetryRule
 from kinetic_protocol.records import SCHEMA_VERSION, JobRecord
 
@@ -280,6 +281,9 @@ class CollectedOutcome(msgspec.Struct, kw_only=True):
     envelope: bytes
     kind: str = "result"
     """``result``, or ``host-result`` for a worker host's failure of a multi-host child."""
+    placement: Placement | None = None
+    """The accelerator and capacity the child ran on, as its backend said when it was
+    collected (None where it did not say): once the child is deleted, nothing else does."""
 
 
 class CollectedOutcomes(msgspec.Struct, kw_only=True):

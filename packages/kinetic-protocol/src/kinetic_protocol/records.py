@@ -108,6 +108,14 @@ class JobRecord(msgspec.Struct, kw_only=True, gc=False):
     """``slices=`` of the decorator: TPU slices the job runs on (multislice). A record
     written before these fields existed reads as one node and one slice; the job's hosts
     are ``kinetic_protocol.host_groups.job_hosts``."""
+    fallback_accelerators: list[str] = msgspec.field(default_factory=list)
+    """``accelerator=`` given as a list: the entries after the first (``accelerator``), in
+    order of preference, of the first's family (``kinetic_protocol.capacity``)."""
+    capacity: list[str] = msgspec.field(default_factory=list)
+    """``capacity=``: the kinds of capacity in order (``on-demand``, ``spot``,
+    ``reservation:<name>``, ``flex-start``). Empty in a record written before it existed,
+    which reads as ``spot`` where ``spot`` is set, else ``on-demand``
+    (``kinetic_protocol.capacity.record_capacity``)."""
 
     @property
     def store_uri(self) -> str:

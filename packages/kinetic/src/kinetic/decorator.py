@@ -3,7 +3,7 @@
 import copy
 import functools
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from kinetic.data import Data
@@ -131,7 +131,7 @@ class RemoteFunction(Generic[P, R]):
 
 
 def run(
-    accelerator: str = "tpu-v5e-1",
+    accelerator: str | Sequence[str] = "tpu-v5e-1",
     container_image: str | None = None,
     base_image_repo: str | None = None,
     zone: str | None = None,
@@ -152,6 +152,7 @@ def run(
     priority: str | None = None,
     nodes: int = 1,
     slices: int = 1,
+    capacity: str | Sequence[str] | None = None,
 ) -> Callable[[Callable[P, R]], RemoteFunction[P, R]]:
     """Run the decorated function remotely on ``accelerator``.
 
@@ -201,9 +202,20 @@ def run(
     run several hosts per job refuses it when a call is submitted, before anything is
     uploaded. Like the accelerator they belong to the function: every call, and every input
     of ``run_async_map``, runs on the whole group.
+
+    ``accelerator`` may be a list in order of preference within one family (GPU shapes with
+    the same number of GPUs, or TPU shapes with the same hosts and chips per host), and
+    ``capacity`` names the kind of capacity: ``"on-demand"`` (the default), ``"spot"``,
+    ``"reservation:<name>"`` or ``"flex-start"``, or a list of them in order (``["spot",
+    "on-demand"]``); ``spot=True`` means ``capacity="spot"``. A job tries each kind of
+    capacity in turn on each accelerator in turn; on GKE, Kueue gives it the first with free
+    quota (docs/guides/capacity.md), and ``job.status_detail().placement`` says which it got.
+    The ``local`` backend runs the first. Both are checked here; a backend that cannot give
+    them refuses them when a call is submitted, before anything is uploaded.
     """
-    if callable(accelerator):  # ``@kinetic.run`` above a def: the function came as accelerator
-        name = getattr(accelerator, "__name__", repr(accelerator))
+    given: object = accelerator
+    if callable(given):  # ``@kinetic.run`` above a def: the function came as accelerator
+        name = getattr(given, "__name__", repr(given))
         raise TypeError(
             f"@kinetic.run needs parentheses: write @kinetic.run() (or "
             f'@kinetic.run(accelerator="...")) above def {name}; without them the function '
@@ -230,6 +242,7 @@ def run(
         priority=priority,
         nodes=nodes,
         slices=slices,
+        capacity=capacity,
     )
 
     def decorate(fn: Callable[P, R]) -> RemoteFunction[P, R]:

@@ -81,6 +81,8 @@ class JobHandle:
     array_offset: int = dataclasses.field(default=0, kw_only=True)
     nodes: int = dataclasses.field(default=1, kw_only=True)
     slices: int = dataclasses.field(default=1, kw_only=True)
+    fallback_accelerators: list[str] = dataclasses.field(default_factory=list, kw_only=True)
+    capacity: list[str] = dataclasses.field(default_factory=list, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
         _record: JobRecord = dataclasses.field(init=False)
 
@@ -100,10 +102,9 @@ class JobHandle:
     def from_job_context(
         cls, ctx: "JobContext", backend_name: str, namespace: str, k8s_name: str
     ) -> "JobHandle":
-        """Build a handle from a live job context: the object a submitter holds while it
-        submits one job (see :class:`kinetic.handle_record.JobContext` for what it reads).
-        The handle is made through the same stored record as any other; a missing or invalid
-        attribute is a ``ConfigError``."""
+        """Build a handle from a live job context: what a submitter holds while it submits one
+        job (:class:`kinetic.handle_record.JobContext` says what it reads), through the same
+        stored record as any other handle; a missing or invalid attribute is a ConfigError."""
         return cls.from_record(record_from_context(ctx, backend_name, namespace, k8s_name))
 
     @property
@@ -245,7 +246,7 @@ class JobHandle:
         sealed = self.sealed_outcome(state)
         value = unwrap(sealed.envelope)  # raises the user's exception for a failed job
         if cleanup if cleanup is not None else not self.debug:
-            keep_with_batch(self._record, sealed)  # a batch child's outcome stays with it
+            keep_with_batch(self._record, sealed, state)  # a batch child's stays with it
             self.cleanup(
                 cleanup_timeout=cleanup_timeout, cleanup_poll_interval=cleanup_poll_interval
             )

@@ -11,7 +11,8 @@ from typing import Any
 from kinetic._seconds import as_seconds, shown_seconds
 from kinetic.data import Data
 from kinetic.env_capture import check_patterns
-from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
+from kinetic_protocol import Accelerator, ConfigError
+from kinetic_protocol.capacity import check_accelerators, check_capacity
 from kinetic_protocol.causes import RETRYABLE
 from kinetic_protocol.data import check_volume_path
 from kinetic_protocol.host_groups import check_host_groups
@@ -26,6 +27,7 @@ class RunOptions:
     """Everything the decorator was given, checked once at decoration time."""
 
     accelerator: Accelerator
+    """The accelerator, or the first of ``accelerator=``'s list."""
     container_image: str | None = None
     base_image_repo: str | None = None
     zone: str | None = None
@@ -51,12 +53,21 @@ class RunOptions:
     """``nodes=``: hosts of a GPU or CPU accelerator (validated with the accelerator)."""
     slices: int = 1
     """``slices=``: TPU slices (validated with the accelerator)."""
+    fallback_accelerators: tuple[Accelerator, ...] = ()
+    """The rest of ``accelerator=``'s list, in order (validated as one family)."""
+    capacity: tuple[str, ...] = ("on-demand",)
+    """``capacity=``'s kinds in order (``spot=True``: ``("spot",)``)."""
+
+    @property
+    def accelerators(self) -> tuple[Accelerator, ...]:
+        """Every accelerator the job may run on, in order of preference."""
+        return (self.accelerator, *self.fallback_accelerators)
 
     @classmethod
     def build(
         cls,
         *,
-        accelerator: str,
+        accelerator: object,
         capture_env_vars: list[str] | None,
         volumes: dict[str, Data] | None,
         **rest: object,
@@ -79,10 +90,14 @@ class RunOptions:
             rest["timeout"] = _checked_timeout(rest["timeout"])
         _check_preemption_retries(rest.get("preemption_retries", DEFAULT_PREEMPTION_RETRIES))
         _check_queueing(rest.get("queue"), rest.get("priority"))
-        parsed = parse_accelerator(accelerator)
-        check_host_groups(parsed, rest.get("nodes", 1), rest.get("slices", 1))
+        first, *fallbacks = check_accelerators(accelerator)
+        for parsed in (first, *fallbacks):
+            check_host_groups(parsed, rest.get("nodes", 1), rest.get("slices", 1))
+        capacity = check_capacity(rest.pop("capacity", None), spot=rest.get("spot", False))
         return cls(
-            accelerator=parsed,
+            accelerator=first,
+            fallback_accelerators=tuple(fallbacks),
+            capacity=capacity,
             capture_env_vars=patterns,
             volumes=_checked_volumes(volumes),
             **rest,  # type: ignore[arg-type]

@@ -85,10 +85,10 @@ def show_pools(host: CommandHost, pools: list[dict[str, Any]]) -> None:
     """The node pools table of ``status`` and ``pool list``."""
     rows = [
         [p["name"], p["accelerator"], p["machine_type"], f"{p['min_nodes']}-{p['max_nodes']}",
-         "yes" if p["spot"] else "", p["status"]]
+         p["capacity"], p["status"]]
         for p in pools
     ]  # fmt: skip
-    host.table(["POOL", "ACCELERATOR", "MACHINE", "NODES", "SPOT", "STATUS"], rows,
+    host.table(["POOL", "ACCELERATOR", "MACHINE", "NODES", "CAPACITY", "STATUS"], rows,
                empty="No node pools.")  # fmt: skip
 
 

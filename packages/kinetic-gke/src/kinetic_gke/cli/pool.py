@@ -23,7 +23,9 @@ def pool() -> None:
 @click.option("--max-nodes", type=click.IntRange(0), default=None,
               help="Most nodes (default: 3; a multi-host TPU slice: its host count).")  # fmt: skip
 @click.option("--spot", is_flag=True, help="Spot VMs: cheaper, and may be reclaimed at any time.")
-@click.option("--reservation", default="", help="Consume this Compute Engine reservation.")
+@click.option("--reservation", default="",
+              help="Consume this Compute Engine reservation (jobs ask for it with "
+                   "capacity='reservation:NAME').")  # fmt: skip
 @click.option("--name", "pool_name", help="Pool name (default: kinetic-<accelerator>[-spot]).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
 @pass_host
@@ -50,7 +52,7 @@ def add(
         reservation=reservation,
     )  # fmt: skip
     spec = spec_from(host)
-    name = pool_name or default_name(parsed, spot=spot)
+    name = pool_name or default_name(parsed, spot=spot, reservation=reservation)
     plan = plan_pool(spec, GoogleClients(), name, request)
     run_plan(plan, heading=f"kinetic pool add: cluster {spec.cluster}", dry_run=dry_run)
 
@@ -59,7 +61,8 @@ def add(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_host
 def list_pools(host: CommandHost, as_json: bool) -> None:
-    """The cluster's node pools: accelerator, machine, size, spot."""
+    """The cluster's node pools: accelerator, machine, size, capacity (on-demand, spot or
+    reservation:NAME)."""
     from kinetic_gke.gcp import cluster_view
     from kinetic_gke.provision import GoogleClients
     from kinetic_gke.provision.cluster import require_cluster

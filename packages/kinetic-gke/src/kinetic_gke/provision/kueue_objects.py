@@ -3,10 +3,12 @@
 - A **ResourceFlavor** per accelerator pool: the node labels a job's pods select that pool's
   hardware by (the GKE labels :func:`kinetic_gke.scheduling.scheduling_for` puts in their node
   selector, and the pool's own name), and the pool's taints as ``nodeTaints`` (GKE's GPU or TPU
-  taint, Kinetic's spot taint), so that Kueue gives a job only a flavor whose nodes it can run
-  on: a CPU job never takes a GPU pool's quota, an on-demand job never a spot pool's. Two
-  flavors for CPU work, on-demand and spot. The taints are not also written as the flavor's
-  ``tolerations``: Kueue counts those as tolerated when it matches a job to a flavor.
+  taint, Kinetic's spot and reservation taints), so that Kueue gives a job only a flavor whose
+  nodes it can run on: a CPU job never takes a GPU pool's quota, an on-demand job never a spot
+  pool's or a reservation's. Two flavors for CPU work, spot and on-demand. A ClusterQueue lists
+  them in one order of preference, the order Kueue tries them in for a job that may take
+  several (``accelerator=[...]``, ``capacity=[...]``). The taints are not also written as the
+  flavor's ``tolerations``: Kueue counts those as tolerated when it matches a job to a flavor.
 - A **ClusterQueue** per queue, all in the cohort ``kinetic``: one resource group covering CPU,
   memory and the accelerators the pools have, each flavor's nominal quota the queue's share of
   the flavor's capacity (nodes, at the most the autoscaler may add, times what one node has).
@@ -29,8 +31,9 @@ from kinetic_gke.k8s.kueue_api import GROUP, VERSION
 from kinetic_gke.machines import MachineShape, machine_shape
 from kinetic_gke.pools import SPOT_TAINT, Autoprovisioning, PoolInfo, pool_accelerator
 from kinetic_gke.provision.queue_shares import QueueShares
-from kinetic_gke.scheduling import GPU_RESOURCE, TPU_RESOURCE, scheduling_for
+from kinetic_gke.scheduling import GPU_RESOURCE, RESERVATION_LABEL, TPU_RESOURCE, scheduling_for
 from kinetic_protocol import parse_accelerator
+from kinetic_protocol.accelerators import valid_accelerator_names
 from kinetic_protocol.queueing import DEFAULT_PRIORITY_CLASSES
 
 __all__ = [
@@ -85,7 +88,7 @@ def _accelerator_flavor(pool: PoolInfo) -> Flavor | str:
     if accelerator is None or machine is None:
         what = pool.hardware.machine_type if machine is None else pool.hardware.label
         return f"node pool {pool.name} gets no Kueue flavor: Kinetic does not know {what}"
-    placed = scheduling_for(accelerator, spot=pool.spot)
+    placed = scheduling_for(accelerator, spot=pool.spot, reservation=pool.reservation)
     nodes = _nodes(pool)
     capacity = _machine_capacity(machine, nodes)
     if accelerator.category == "gpu":
@@ -97,8 +100,26 @@ def _accelerator_flavor(pool: PoolInfo) -> Flavor | str:
     taints = [(resource, _ACCELERATOR_TAINTS[resource])]
     if pool.spot:
         taints.append(SPOT_TAINT)
+    if pool.reservation:
+        taints.append((RESERVATION_LABEL, pool.reservation))
     labels = {**placed.node_selector, NODEPOOL_LABEL: pool.name}
     return Flavor(pool.name, labels, tuple(taints), capacity)
+
+
+_CAPACITY_ORDER = {"reservation": 0, "spot": 1, "on-demand": 2}
+
+
+def _preference(pool: PoolInfo) -> tuple[int, int, str]:
+    """Where a pool's flavor stands in every ClusterQueue: capacity already paid for (a
+    reservation) first, then spot, then on-demand; within one kind the newer accelerator
+    first (later in the catalogue); then by name. Kueue tries a queue's flavors in this one
+    order for every job, so a job's list of choices must agree with it (``kinetic_gke.
+    queueing.flavor_order`` checks that before upload)."""
+    kind = pool.capacity.split(":", 1)[0]
+    accelerator = pool_accelerator(pool)
+    names = valid_accelerator_names()
+    rank = names.index(accelerator.name) if accelerator is not None else len(names)
+    return _CAPACITY_ORDER[kind], -rank, pool.name
 
 
 def _cpu_flavors(pools: Sequence[PoolInfo], scaling: Autoprovisioning) -> list[Flavor]:
@@ -114,18 +135,18 @@ def _cpu_flavors(pools: Sequence[PoolInfo], scaling: Autoprovisioning) -> list[F
         return total
 
     spot = scheduling_for(parse_accelerator("cpu"), spot=True).node_selector
-    return [
-        Flavor(CPU_FLAVOR, capacity=capacity(False)),
+    return [  # spot first, as for accelerators (an on-demand job does not tolerate spot)
         Flavor(CPU_SPOT_FLAVOR, spot, (SPOT_TAINT,), capacity(True)),
+        Flavor(CPU_FLAVOR, capacity=capacity(False)),
     ]
 
 
 def flavors(pools: Sequence[PoolInfo], scaling: Autoprovisioning) -> tuple[list[Flavor], list[str]]:
-    """Every flavor (the accelerator pools' by name, then CPU's), and a note for each pool
-    left without one."""
+    """Every flavor, in the order Kueue tries them (the accelerator pools' by
+    :func:`_preference`, then CPU's), and a note for each pool left without one."""
     made: list[Flavor] = []
     notes: list[str] = []
-    for pool in sorted(pools, key=lambda p: p.name):
+    for pool in sorted(pools, key=_preference):
         if not pool.hardware.gpu_type and not pool.hardware.tpu:
             continue
         flavor = _accelerator_flavor(pool)

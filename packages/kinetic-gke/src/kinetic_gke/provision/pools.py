@@ -28,7 +28,9 @@ from kinetic_gke.provision.cluster import (
 from kinetic_gke.provision.engine import Plan, Report, Step
 from kinetic_gke.provision.kueue_queues import plan_queues, read_queues
 from kinetic_gke.provision.spec import ClusterSpec
+from kinetic_gke.scheduling import RESERVATION_LABEL
 from kinetic_protocol import ConfigError
+from kinetic_protocol.capacity import RESERVATION_PREFIX, check_capacity
 
 __all__ = ["PoolRequest", "node_pool", "plan_pool", "unplan_pool"]
 
@@ -51,6 +53,8 @@ class PoolRequest:
         if spot and reservation:
             raise ConfigError("--spot and --reservation exclude each other: a reservation is "
                               "on-demand capacity.")  # fmt: skip
+        if reservation:
+            check_capacity(f"{RESERVATION_PREFIX}{reservation}")
         if shape.multi_host:
             if max_nodes != hosts or min_nodes not in (0, hosts):
                 raise ConfigError(
@@ -93,15 +97,22 @@ def node_pool(spec: ClusterSpec, name: str, request: PoolRequest) -> Any:
                 ),
             )
         ]
-    if request.spot:
-        key, value = SPOT_TAINT
-        extra["taints"] = [c.NodeTaint(key=key, value=value, effect=c.NodeTaint.Effect.NO_SCHEDULE)]
+    taints = [SPOT_TAINT] if request.spot else []
     if request.reservation:
+        # Labelled and tainted with it, so only jobs that ask for the reservation land there
+        # (their pods select and tolerate it) and Kueue gives it a flavor of its own.
+        taints.append((RESERVATION_LABEL, request.reservation))
+        extra["node_labels"] = {RESERVATION_LABEL: request.reservation}
         extra["reservation_affinity"] = c.ReservationAffinity(
             consume_reservation_type=c.ReservationAffinity.Type.SPECIFIC_RESERVATION,
             key="compute.googleapis.com/reservation-name",
             values=[request.reservation],
         )
+    if taints:
+        extra["taints"] = [
+            c.NodeTaint(key=key, value=value, effect=c.NodeTaint.Effect.NO_SCHEDULE)
+            for key, value in taints
+        ]
     pool = c.NodePool(
         name=name,
         initial_node_count=request.min_nodes,
@@ -144,7 +155,7 @@ def _requested(name: str, request: PoolRequest) -> PoolInfo:
     """The pool ``request`` makes, as the cluster will have it."""
     return PoolInfo(
         name, request.shape.hardware, spot=request.spot, autoscaling=True,
-        min_nodes=request.min_nodes, max_nodes=request.max_nodes,
+        min_nodes=request.min_nodes, max_nodes=request.max_nodes, reservation=request.reservation,
     )  # fmt: skip
 
 

@@ -30,6 +30,7 @@ def pool_document(pool: PoolInfo) -> dict[str, Any]:
         "min_nodes": pool.min_nodes,
         "max_nodes": pool.max_nodes,
         "spot": pool.spot,
+        "capacity": pool.capacity,
         "status": pool.status,
         "gpu_driver_managed": pool.gpu_driver_managed,
     }

@@ -288,8 +288,15 @@ class _Keeper:
             return
         collector = self.collector
         jobs = {i: job for i in waiting if (job := collector.state.jobs[i]) is not None}
+        settled = collector.state.settled
         kept = [
-            CollectedOutcome(index=i, job_id=job.job_id, envelope=kept.sealed, kind=kept.kind)
+            CollectedOutcome(
+                index=i,
+                job_id=job.job_id,
+                envelope=kept.sealed,
+                kind=kept.kind,
+                placement=state.placement if (state := settled.get(i)) else None,
+            )
             for i, job in jobs.items()
             if (kept := collector.envelopes.get(i)) is not None
         ]

@@ -2,7 +2,8 @@
 
 Read from what the batch and its jobs stored (child records, start claims, result envelopes,
 cancellation and submission-error records) plus one status call for the attempts still
-unsettled; nothing here needs the process that submitted the batch. Drawing is in
+unsettled (and for those given a choice of accelerator or capacity, to say which they got);
+nothing here needs the process that submitted the batch. Drawing is in
 :mod:`kinetic.batch.timeline_plot`, which needs the ``kinetic[plot]`` extra.
 """
 
@@ -35,6 +36,7 @@ from kinetic_protocol import (
     Succeeded,
     layout,
 )
+from kinetic_protocol.capacity import Placement, record_choices
 from kinetic_protocol.causes import BACKEND_DECIDED
 from kinetic_protocol.records import decode_json
 
@@ -76,6 +78,9 @@ class Attempt:
     started_at: datetime | None
     finished_at: datetime | None
     cause: FailureCause | None = None
+    placement: Placement | None = None
+    """The accelerator and capacity it was given, where its backend still says (a job with
+    several choices, or one not yet settled)."""
 
     @property
     def run_seconds(self) -> float | None:
@@ -117,6 +122,8 @@ class TimelineSummary:
     peak_running: int
     causes: dict[FailureCause, int] = field(default_factory=dict)
     """Attempts that ended without a value (retried ones too), by cause."""
+    placements: dict[str, int] = field(default_factory=dict)
+    """Attempts by what they were given (``gpu-l4 on spot``), where that is known."""
 
     def describe(self) -> str:
         def seconds(value: float | None) -> str:
@@ -130,6 +137,9 @@ class TimelineSummary:
         if self.causes:
             counts = ", ".join(f"{count} {cause.value}" for cause, count in self.causes.items())
             line += f"; ended without a value: {counts}"
+        if self.placements:
+            placed = ", ".join(f"{count} on {where}" for where, count in self.placements.items())
+            line += f"; placed: {placed}"
         return line
 
 
@@ -198,6 +208,13 @@ class BatchTimeline:
             attempts=len(self.attempts),
             peak_running=peak,
             causes=dict(Counter(a.cause for a in self.attempts if a.cause is not None)),
+            placements=dict(
+                Counter(
+                    f"{a.placement.accelerator} ({a.placement.capacity})"
+                    for a in self.attempts
+                    if a.placement is not None
+                )
+            ),
         )
 
     def figure(self) -> Any:
@@ -283,13 +300,19 @@ class _Reader:
                 )
             )
             starts = dict(zip(jobs, pool.map(self.started_at, jobs.values()), strict=True))
-        unsettled = [job for key, job in jobs.items() if envelopes[key] is None]
+        unsettled = [  # and settled ones that had a choice, for where they ran
+            job
+            for key, job in jobs.items()
+            if envelopes[key] is None or len(record_choices(job.record)) > 1
+        ]
         states = self.backend.statuses([job.record for job in unsettled]) if unsettled else {}
         attempts = []
         for child in children:
             key = (child.index, child.attempt)
             job, envelope = jobs[key], envelopes[key]
-            state = states.get(job.job_id, JobState(status=JobStatus.NOT_FOUND))
+            seen = states.get(job.job_id)
+            # a settled attempt's state is read only for where it ran: its record says the rest
+            state = seen if seen is not None and envelope is None else _UNKNOWN
             stopped = cancelled.get(key)
             summary = summaries.get(child.index)
             if summary is not None and summary.job_id == job.job_id and envelope is None:
@@ -308,6 +331,7 @@ class _Reader:
                     retried=child.attempt < latest[child.index],
                     cancelled_at=_parse(stopped.cancelled_at) if stopped else None,
                     cancelled_reason=stopped.reason if stopped else "",
+                    placement=_placement(seen, kept.get(child.index), job.job_id),
                 )
             )
         created = _parse(self.manifest.created_at) or taken_at
@@ -342,6 +366,7 @@ class _Reader:
         retried: bool,
         cancelled_at: datetime | None,
         cancelled_reason: str,
+        placement: Placement | None = None,
     ) -> Attempt:
         submitted = _parse(child.submitted_at) or _parse(self.manifest.created_at)
         assert submitted is not None  # the manifest's created_at is always set
@@ -377,10 +402,21 @@ class _Reader:
             submitted_at=submitted,
             started_at=started,
             finished_at=finished,
+            placement=placement,
         )
 
 
+def _placement(
+    seen: JobState | None, kept: CollectedOutcome | None, job_id: str
+) -> Placement | None:
+    """Where an attempt ran: as its backend says, else as its collection kept it."""
+    if seen is not None and seen.placement is not None:
+        return seen.placement
+    return kept.placement if kept is not None and kept.job_id == job_id else None
+
+
 _LIVE = frozenset({Outcome.RUNNING, Outcome.PENDING})
+_UNKNOWN = JobState(status=JobStatus.NOT_FOUND)
 
 
 def _cause(

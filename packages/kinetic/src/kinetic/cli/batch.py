@@ -20,6 +20,8 @@ from kinetic.cli.batch_views import (
     failures,
     logs,
     place_document,
+    placed_table,
+    placement_document,
     queued_table,
     timeline,
 )
@@ -141,6 +143,7 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
                         "description": states[i].describe() if i in states else status,
                         "cause": failures[i].cause.value if i in failures else None,
                         "queue_place": place_document(states.get(i)),
+                        "placement": placement_document(states.get(i)),
                     }
                     for (i, status), job in zip(per_input, jobs, strict=True)
                 ],
@@ -173,6 +176,7 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
     )
     if causes:
         render.table(["CAUSE", "COUNT"], [[cause, str(n)] for cause, n in sorted(causes.items())])
+    placed_table(states)
     if list_queued:
         queued_table(handle, states)
 

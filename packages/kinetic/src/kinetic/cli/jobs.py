@@ -28,6 +28,7 @@ from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import TimedOut
 from kinetic.cli.params import GivenPath, Seconds
 from kinetic_protocol import HostSelection, JobNotFoundError, KineticError
+from kinetic_protocol.capacity import record_capacity
 
 if TYPE_CHECKING:
     from kinetic.jobs import JobHandle
@@ -48,11 +49,12 @@ def _job_document(
 ) -> dict[str, Any]:
     """The handle's fields (``queue`` and ``priority`` among them), its state
     (``preemptions``: runs started again after a preemption; ``queue_place``: where it waits
-    in its queue, ``QueuePlace``'s fields), and (once it ended without a value) its
-    ``failure``: ``{"cause", "reason", "attempt", "phase", "exit_code"}``."""
+    in its queue, ``QueuePlace``'s fields; ``placement``: the accelerator and capacity it was
+    given, ``Placement``'s fields), and (once it ended without a value) its ``failure``:
+    ``{"cause", "reason", "attempt", "phase", "exit_code"}``."""
     document = job.to_dict()
     if state is not None:
-        from kinetic.cli.batch_views import place_document
+        from kinetic.cli.batch_views import place_document, placement_document
         from kinetic.failure import failure_document
 
         document.update(
@@ -62,6 +64,7 @@ def _job_document(
             description=state.describe(),
             preemptions=state.preemptions,
             queue_place=place_document(state),
+            placement=placement_document(state),
             failure=failure_document(failure),
         )
     return document
@@ -69,11 +72,12 @@ def _job_document(
 
 def _accelerator(job: "JobHandle") -> str:
     """``gpu-h100-x8 (nodes=4)``: the accelerator with the job's shape where it spans
-    several nodes or slices."""
+    several nodes or slices; ``gpu-h100-x8 or gpu-a100-80gb-x8`` for a list of them."""
     from kinetic_protocol.host_groups import shape_label
 
+    named = " or ".join([job.accelerator, *job.record.fallback_accelerators])
     shape = shape_label(job.record.nodes, job.record.slices)
-    return f"{job.accelerator} ({shape})" if shape else job.accelerator
+    return f"{named} ({shape})" if shape else named
 
 
 def _failure(job: "JobHandle", state: "JobState") -> "AttemptFailure | None":
@@ -145,6 +149,11 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
         from kinetic.display import queue_text
 
         pairs["Queue"] = queue_text(job)
+    kinds = record_capacity(job.record)
+    if kinds != ("on-demand",):
+        pairs["Capacity"] = ", then ".join(kinds)
+    if state.placement is not None:
+        pairs["Placed"] = state.placement.describe()
     if state.preemptions:
         pairs["Preempted"] = f"{state.preemptions} time(s), run again each time"
     if failure is not None:

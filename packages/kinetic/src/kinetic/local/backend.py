@@ -138,6 +138,7 @@ class LocalBackend:
         volumes=True,
         multi_host=True,
         host_groups=True,
+        capacity_choices=True,
         per_host_logs=True,
         provisions_accelerators=False,
     )

@@ -7,6 +7,7 @@ from kinetic._version import kinetic_version
 from kinetic.options import RunOptions
 from kinetic.submission.target import Target
 from kinetic_protocol import JobRecord
+from kinetic_protocol.capacity import ON_DEMAND, SPOT
 from kinetic_protocol.host_groups import shape_label
 
 __all__ = ["Group", "job_record"]
@@ -51,7 +52,7 @@ def job_record(
         group_index=group.index if group else None,
         debug=options.debug,
         attempt=attempt,
-        spot=options.spot,
+        spot=options.capacity == (SPOT,),
         kinetic_version=kinetic_version(),
         backend_data=dict(target.backend_data),
         output_dir=options.output_dir or "",
@@ -61,6 +62,8 @@ def job_record(
         priority=target.priority,
         nodes=options.nodes,
         slices=options.slices,
+        fallback_accelerators=[accelerator.name for accelerator in options.fallback_accelerators],
+        capacity=[] if options.capacity in ((ON_DEMAND,), (SPOT,)) else list(options.capacity),
     )
 
 

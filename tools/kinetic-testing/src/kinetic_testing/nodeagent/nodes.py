@@ -132,9 +132,9 @@ def tpu_nodes(
 def default_nodes() -> list[NodeSpec]:
     """One node per pool kind the tests use: every catalogue accelerator in tests schedules.
 
-    cpu (and a spot cpu), gpu-l4 x1/x2/x4 (4 L4s, plus a spot L4 node), v5e single-host 1x1,
-    2x2 and 2x4, and the multi-host v5e slices 2x4 (four pools of 2 hosts of 4 chips) and 4x4
-    (4 hosts).
+    cpu (and a spot cpu), gpu-l4 x1/x2/x4 (4 L4s, plus a spot L4 node), gpu-t4 (one T4), v5e
+    single-host 1x1, 2x2 and 2x4, and the multi-host v5e slices 2x4 (four pools of 2 hosts of 4
+    chips) and 4x4 (4 hosts).
     """
     host_4t = functools.partial(
         tpu_nodes, chips_per_host=4, vcpus=112, memory_gib=192, machine_type="ct5lp-hightpu-4t"
@@ -144,6 +144,15 @@ def default_nodes() -> list[NodeSpec]:
         cpu_node("cpu-spot-0", spot=True, pool="cpu-spot-pool"),
         gpu_node("gpu-l4-0"),
         gpu_node("gpu-l4-spot-0", spot=True, pool="gpu-l4-spot-pool"),
+        # One T4 (n1-standard-4): a second GPU family member for fallback lists of one GPU.
+        gpu_node(
+            "gpu-t4-0",
+            accelerator="nvidia-tesla-t4",
+            count=1,
+            vcpus=4,
+            memory_gib=15,
+            pool="gpu-t4-pool",
+        ),
         # ct5lp-hightpu-1t / -4t / -8t hosts, as kinetic_gke.machines sizes them.
         *tpu_nodes(
             "tpu-v5e-1x1",

@@ -1,0 +1,157 @@
+"""A job given several choices of accelerator or capacity runs on the first whose quota is free,
+and says which it got.
+
+The real Kueue controller runs on the test control plane with the flavors and cluster queue
+``kinetic up`` makes (``kinetic_gke.provision.kueue_objects``) for three one-GPU pools of the
+node agent: an L4 on spot, an L4 on demand and a T4 on demand. Each flavor's quota is one GPU,
+so a job that holds one flavor sends the next to the following one.
+"""
+
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import kueue_userfuncs as qf
+import pytest
+from click.testing import CliRunner
+from gke_env import GKE_IMAGE
+from scenario_support import wait_until
+
+import kinetic
+from kinetic import JobHandle, JobStatus
+from kinetic.cli import cli
+from kinetic_gke.pools import Autoprovisioning, PoolHardware, PoolInfo
+from kinetic_gke.provision.kueue_objects import kueue_objects
+from kinetic_gke.provision.queue_shares import QueueShares
+from kinetic_protocol.capacity import Placement
+from kinetic_protocol.queueing import DEFAULT_QUEUE
+from kinetic_testing.controlplane.cluster import ControlPlane
+from kinetic_testing.nodeagent import NodeAgent
+
+pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+PLURALS = {
+    "ResourceFlavor": "resourceflavors",
+    "WorkloadPriorityClass": "workloadpriorityclasses",
+    "ClusterQueue": "clusterqueues",
+    "LocalQueue": "localqueues",
+}
+L4 = PoolHardware("g2-standard-4", "nvidia-l4", 1)
+POOLS = [  # the node agent's pools, each with room for one job of one GPU
+    PoolInfo("gpu-l4-spot-pool", L4, spot=True, node_count=1),
+    PoolInfo("gpu-l4-pool", L4, node_count=1),
+    PoolInfo("gpu-t4-pool", PoolHardware("n1-standard-4", "nvidia-tesla-t4", 1), node_count=1),
+]
+
+
+@pytest.fixture
+def queue(gke_scenario_env: NodeAgent, real_k8s: ControlPlane, k8s_namespace: str) -> Iterator[str]:
+    """A queue of this test's own over the three pools' flavors, as `kinetic up` makes them."""
+    name = f"cq-{uuid.uuid4().hex[:8]}"
+    objects, _ = kueue_objects(
+        POOLS, Autoprovisioning(), QueueShares.of([(name, 1)]), k8s_namespace, {"test": "capacity"}
+    )
+    made = []
+    for obj in objects:
+        kind, path = obj["kind"], f"{KUEUE}/{PLURALS[obj['kind']]}"
+        if obj["metadata"]["name"] == DEFAULT_QUEUE:
+            continue  # always made by `kinetic up`; the session has its own
+        if kind == "LocalQueue":
+            path = f"{KUEUE}/namespaces/{k8s_namespace}/localqueues"
+        if kind in ("ResourceFlavor", "WorkloadPriorityClass"):
+            real_k8s.post_or_get(path, obj)
+        else:
+            real_k8s.request("POST", path, obj)
+        if kind in ("ResourceFlavor", "ClusterQueue"):
+            made.append(f"{path}/{obj['metadata']['name']}")
+    yield name
+    for path in reversed(made):  # the queue first: Kueue keeps a flavor while a queue uses it
+        real_k8s.request("DELETE", path)
+
+
+def _holding(queue: str, **options: Any) -> Callable[..., JobHandle]:
+    """``run_async`` of a job that holds its GPU until a file exists."""
+    remote = kinetic.run(backend="gke", container_image=GKE_IMAGE, queue=queue, **options)(
+        qf.hold_and_log
+    )
+    return remote.run_async  # type: ignore[return-value]
+
+
+def _placed(job: JobHandle) -> Placement:
+    def placement() -> Placement | None:
+        state = job.status_detail()
+        return state.placement if state.status is JobStatus.RUNNING else None
+
+    return wait_until(placement, f"job {job.job_id} to run")
+
+
+def _node_of(plane: ControlPlane, namespace: str, job: JobHandle) -> str:
+    """The node the pod of ``job``'s Job (for a batch's input, its array's) runs on."""
+    selector = f"batch.kubernetes.io/job-name={job.record.k8s_name}"
+    pods = plane.request("GET", f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")
+    return str(pods["items"][0]["spec"]["nodeName"])
+
+
+def test_a_fallback_list_runs_on_the_next_accelerator_while_the_first_is_in_use(
+    queue: str, tmp_path: Path, real_k8s: ControlPlane, k8s_namespace: str
+) -> None:
+    run = _holding(queue, accelerator=["gpu-l4", "gpu-t4"])
+    first = run(str(tmp_path), "first", str(tmp_path / "release-first"))
+    assert _placed(first) == Placement(
+        accelerator="gpu-l4", capacity="on-demand", flavor="gpu-l4-pool"
+    )
+    second = run(str(tmp_path), "second", str(tmp_path / "release-second"))
+    assert _placed(second) == Placement(
+        accelerator="gpu-t4", capacity="on-demand", flavor="gpu-t4-pool"
+    )
+    assert _node_of(real_k8s, k8s_namespace, second) == "gpu-t4-0"
+    shown = CliRunner().invoke(cli, ["--backend", "gke", "jobs", "status", second.job_id])
+    assert shown.exit_code == 0, shown.output
+    assert "Accelerator: gpu-l4 or gpu-t4" in shown.output
+    assert "Placed:      gpu-t4 (on-demand, flavor gpu-t4-pool)" in shown.output
+    assert "RUNNING (on gpu-t4 (on-demand, flavor gpu-t4-pool))" in shown.output
+
+    (tmp_path / "release-first").touch()
+    assert first.result(timeout=60) == "first"
+    third = run(str(tmp_path), "third", str(tmp_path / "release-third"))
+    assert _placed(third).accelerator == "gpu-l4", "the first choice is free again"
+    assert _node_of(real_k8s, k8s_namespace, third) == "gpu-l4-0"
+    for name, job in (("second", second), ("third", third)):
+        (tmp_path / f"release-{name}").touch()
+        assert job.result(timeout=60) == name
+
+
+def test_spot_then_on_demand_takes_on_demand_once_the_spot_quota_is_used(
+    queue: str, tmp_path: Path, real_k8s: ControlPlane, k8s_namespace: str
+) -> None:
+    remote = kinetic.run(
+        backend="gke",
+        container_image=GKE_IMAGE,
+        queue=queue,
+        accelerator="gpu-l4",
+        capacity=["spot", "on-demand"],
+    )(qf.hold_and_log)
+    gate = str(tmp_path / "release")
+    on_spot = remote.run_async(str(tmp_path), "spot", gate)
+    assert _placed(on_spot) == Placement(
+        accelerator="gpu-l4", capacity="spot", flavor="gpu-l4-spot-pool"
+    )
+    assert _node_of(real_k8s, k8s_namespace, on_spot) == "gpu-l4-spot-0"
+    batch = remote.run_async_map([(str(tmp_path), "on-demand", gate)])
+    child = wait_until(lambda: batch.jobs[0], "the batch's input to be submitted")
+    child_placed = _placed(child)
+    assert child_placed.capacity == "on-demand"
+    assert _node_of(real_k8s, k8s_namespace, child) == "gpu-l4-0"
+    shown = CliRunner().invoke(cli, ["--backend", "gke", "batch", "status", batch.group_id])
+    assert shown.exit_code == 0, shown.output
+    assert re.search(r"gpu-l4 \(on-demand\)\s+1\s+0", shown.output), shown.output
+    (tmp_path / "release").touch()
+    assert on_spot.result(timeout=60) == "spot"
+    assert batch.results(timeout=60) == ["on-demand"]  # collected and cleaned up
+    assert child.status_detail().placement == child_placed, "kept with the batch"
+    timeline = batch.timeline()
+    assert [a.placement for a in timeline.attempts] == [child_placed]
+    assert "placed: 1 on gpu-l4 (on-demand)" in timeline.summary().describe()
