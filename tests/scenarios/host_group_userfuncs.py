@@ -6,15 +6,14 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
 __all__ = [
     "PLACE",
     "TORCH_ENV",
-    "hold_and_give_up_when_stopped",
     "place",
     "say_then_fail_on_host_1",
     "slice_view",
+    "train_from_checkpoint",
     "two_node_all_reduce",
     "two_node_psum",
 ]
@@ -68,11 +67,22 @@ def slice_view() -> dict[str, object]:
     return seen
 
 
-def hold_and_give_up_when_stopped(gate: str, value: Any, started: str) -> Any:
-    """Wait for ``gate``, return ``value``. Host 1 marks ``started`` once it waits, and
-    raises when the cluster stops it (as a program that saves a checkpoint on SIGTERM and
-    exits with an error does), so that run leaves host 1's failure stored."""
-    if os.environ["KINETIC_HOST_INDEX"] == "1":
+def train_from_checkpoint(checkpoint: str, started: str) -> dict[str, object]:
+    """A program that resumes from its checkpoint: run 1 saves step 1 (host 0) and holds until
+    the cluster stops it; host 1 marks ``started`` and raises when stopped (as a program that
+    saves on SIGTERM and exits with an error does), so that run leaves host 1's failure
+    stored. A later run finds the checkpoint and returns the step it resumed from."""
+    saved = Path(checkpoint)
+    run = os.environ["KINETIC_RESTART_ATTEMPT"]
+    if saved.exists():
+        saved_in, step = saved.read_text().split(":")
+        if saved_in != run:
+            return {"resumed_from": int(step), "run": run}
+    if os.environ["KINETIC_HOST_INDEX"] == "0":
+        partial = saved.with_suffix(".partial")
+        partial.write_text(f"{run}:1")
+        partial.rename(saved)
+    else:
 
         def give_up(signum: int, frame: object) -> None:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the failure be stored
@@ -81,9 +91,9 @@ def hold_and_give_up_when_stopped(gate: str, value: Any, started: str) -> Any:
         signal.signal(signal.SIGTERM, give_up)
         Path(started).write_text(str(os.getpid()))
     deadline = time.monotonic() + 120
-    while not os.path.exists(gate) and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
         time.sleep(0.005)
-    return value
+    return {"resumed_from": 0, "run": run}
 
 
 def two_node_all_reduce() -> dict[str, object]:

@@ -103,27 +103,25 @@ def test_a_host_that_raises_fails_the_job_with_its_traceback_and_cause_user(
     assert any(line.startswith("[host 1] ") and "bad shard" in line for line in every.split("\n"))
 
 
-def test_a_host_taken_away_runs_the_whole_group_again_and_it_finishes(
+def test_a_host_taken_away_runs_the_whole_group_again_which_resumes_from_its_checkpoint(
     gke: ScenarioBackend, gke_scenario_env: NodeAgent, tmp_path: Path
 ) -> None:
     """A spot reclaim of host 1 fails its Job as a disruption: JobSet runs both hosts again
-    in new pods (the group's attempt 2), whose runtimes run the function as that run's. Host 1
-    raised when stopped, so the first run left its failure stored: the second run's success
-    is the job's outcome all the same."""
+    in new pods (the group's second run), which find the first run's checkpoint and resume
+    from it. Host 1 raised when stopped, so the first run left its failure stored: the second
+    run's success is the job's outcome all the same."""
     import host_group_userfuncs as uf
 
-    gate, started = tmp_path / "gate", tmp_path / "started"
-    job = on_two_nodes(uf.hold_and_give_up_when_stopped).run_async(str(gate), "done", str(started))
-    wait_until(started.exists, "the first run's host 1 to start the function", timeout=60)
-    started.unlink()
+    checkpoint, started = tmp_path / "checkpoint", tmp_path / "started"
+    job = on_two_nodes(uf.train_from_checkpoint).run_async(str(checkpoint), str(started))
+    wait_until(
+        lambda: checkpoint.exists() and started.exists(),
+        "the first run to save its checkpoint with host 1 running",
+        timeout=60,
+    )
     host_1 = f"kinetic.dev/job-id={job.job_id},batch.kubernetes.io/job-completion-index=1"
     gke_scenario_env.preempt_spot(job.namespace, selector=host_1)
-    wait_until(
-        lambda: "attempt 2 of 4" in job.status_detail().detail, "the group's second run", timeout=60
-    )
-    wait_until(started.exists, "the second run's host 1 to start the function", timeout=60)
-    gate.touch()
-    assert job.result(timeout=60, cleanup=False) == "done"
+    assert job.result(timeout=60, cleanup=False) == {"resumed_from": 1, "run": "1"}
     assert job.status_detail().preemptions == 1
     first_run = layout.host_result_key(job.job_id, 1)
     assert gke.store().exists(first_run), "host 1's failure in the first run was stored"
