@@ -213,6 +213,23 @@ def test_a_group_whose_pods_the_cluster_refuses_says_why_then_fails_past_the_wai
     assert failed.detail.startswith(f"FailedCreate: {quota} (for "), failed.detail
 
 
+def test_jobsets_own_wait_for_the_first_host_is_not_read_as_a_refusal() -> None:
+    """Exclusive placement: JobSet's webhook refuses a follower until the leader has a node;
+    the Job makes it again then, so the group is waiting, not refused."""
+    gate = 'admission webhook "vpod.kb.io" denied the request: follower pod node selector not set'
+    state = jobset_state(
+        _jobset(),
+        [_pod(0, "Running")],
+        events=[_refused(gate, 2)],
+        unschedulable_timeout=WAIT,
+        now=NOW,
+    )
+    assert (state.status, state.detail) == (
+        JobStatus.PENDING,
+        "waiting for the group's 1 more pods",
+    )
+
+
 def test_only_a_group_short_of_pods_out_of_its_queue_reads_its_jobs_refusals() -> None:
     every_host = [_pod(h, "Running", slice_index=s) for s in range(2) for h in range(2)]
     assert refusing_jobs(_jobset(slices=2), every_host) == []

@@ -230,6 +230,12 @@ def _failed_state(
     return JobState(status=JobStatus.FAILED, detail=detail, cause=cause)
 
 
+_FOLLOWER_GATE = "follower pod node selector not set"
+"""JobSet's exclusive placement refuses a host's pod until the pod of the slice's first host is
+scheduled (its webhook's message); the Job controller makes it again then, so this refusal is
+part of the wait, not a reason for it."""
+
+
 def _running_or_waiting(
     jobset: Obj,
     hosts: dict[int, Obj],
@@ -260,7 +266,8 @@ def _running_or_waiting(
         detail = f"host {host} of {count}: {state.detail or 'starting'}{again}"
         return msgspec.structs.replace(state, detail=detail)
     waiting = f"waiting for the group's {count - len(hosts)} more pods"
-    refused, since = refusal(events) or (waiting, _started(jobset))
+    refusals = [e for e in events if _FOLLOWER_GATE not in (e.get("message") or "")]
+    refused, since = refusal(refusals) or (waiting, _started(jobset))
     return deadline_state(f"{refused}{again}", since, timeout, now)
 
 
