@@ -6,10 +6,12 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "PLACE",
     "TORCH_ENV",
+    "count_per_host_with_checkpoints",
     "place",
     "say_then_fail_on_host_1",
     "slice_view",
@@ -65,6 +67,30 @@ def slice_view() -> dict[str, object]:
     }
     print(f"slice view {json.dumps(seen)}", flush=True)
     return seen
+
+
+def count_per_host_with_checkpoints(total: int, pause_at: list[int], gate: str) -> dict[str, Any]:
+    """Each host adds up 1..``total``, saving a checkpoint of its own to ``KINETIC_OUTPUT_DIR``
+    after every step and resuming from it; every host waits at each step of ``pause_at`` to be
+    preempted there. Returns the host's final checkpoint."""
+    import retry_userfuncs
+
+    from kinetic_protocol import ObjectNotFoundError
+    from kinetic_runtime.stores import open_store
+
+    host = os.environ["KINETIC_HOST_INDEX"]
+    store, key = open_store(os.environ["KINETIC_OUTPUT_DIR"]), f"checkpoint-host-{host}.json"
+    try:
+        checkpoint = json.loads(store.read(key))
+    except ObjectNotFoundError:
+        checkpoint = {"host": host, "step": 0, "sum": 0, "resumed_from": []}
+    checkpoint["resumed_from"].append(checkpoint["step"])
+    for step in range(checkpoint["step"] + 1, total + 1):
+        checkpoint["step"], checkpoint["sum"] = step, checkpoint["sum"] + step
+        store.write(key, json.dumps(checkpoint).encode())
+        if step in pause_at:
+            retry_userfuncs.hold_for_preemption(gate)
+    return dict(checkpoint)
 
 
 def train_from_checkpoint(checkpoint: str, started: str) -> dict[str, object]:

@@ -141,6 +141,11 @@ def test_a_host_taken_away_with_restarts_left_is_the_group_starting_again() -> N
     assert stopped.status is JobStatus.PENDING
     timed = _state(_jobset(), [_pod(0, "Running"), _pod(1, "Failed", code=143, deadline=60)])
     assert timed.status is JobStatus.FAILED
+    # Readmitted by Kueue after its preemption, a host finds its run started in another pod.
+    readmitted = [_pod(0, "Failed", code=3, deadline=60), _pod(1, "Failed", code=3, deadline=60)]
+    again = _state(_jobset(), readmitted)
+    assert again.status is JobStatus.PENDING
+    assert "runs the group again (attempt 2 of 4)" in again.detail
 
 
 def test_a_group_preempted_more_than_its_restarts_fails_as_preempted() -> None:

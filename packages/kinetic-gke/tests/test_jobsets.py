@@ -170,12 +170,20 @@ def test_the_group_runs_again_only_when_the_cluster_took_a_host_away(
 ) -> None:
     """A host's Job fails at its first failed pod, naming the pod failure policy rule that
     matched; JobSet restarts the group (within preemption_retries) for the rules that mean
-    taken away, or a pod lost without a word, and fails it for anything else."""
-    for timeout, taken_away in ((None, [0, 1]), (60.0, [0])):
+    taken away, or a pod lost without a word, and fails it for anything else. Taken away:
+    disrupted; started again in a new pod of its run (exit 3: Kueue readmitted the set after
+    preempting it); and, in a run with no deadline of its own, stopped (143)."""
+    for timeout, codes in ((None, [3, 143]), (60.0, [3])):
         jobset, _ = _jobset(record(preemption_retries=2, timeout=timeout), "gpu-l4", nodes=2)
         job = _slice_job(jobset)["template"]["spec"]
         assert job["backoffLimit"] == 0
         rules = job["podFailurePolicy"]["rules"]
+        assert rules[1]["onExitCodes"] == {
+            "containerName": "kinetic",
+            "operator": "In",
+            "values": codes,
+        }
+        taken_away = [0, 1]
         assert {rule["action"] for rule in rules} == {"FailJob"}
         policy = jobset["spec"]["failurePolicy"]
         assert policy["maxRestarts"] == 2

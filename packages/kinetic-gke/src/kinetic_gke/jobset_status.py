@@ -28,7 +28,7 @@ from kinetic_gke.status import (
     suspended,
 )
 from kinetic_protocol import FailureCause, JobState, JobStatus
-from kinetic_protocol.slices import host_failure
+from kinetic_protocol.slices import REPLACED_EXIT, host_failure
 
 __all__ = [
     "attempt_text",
@@ -184,18 +184,23 @@ def _finished_at(pod: Obj) -> str:
 def _stopped(pod: Obj) -> bool:
     """The pod was stopped (SIGTERM) rather than failing on its own: the job controller
     stops a failed Job's other pods."""
+    return _exited_with(pod, STOPPED_EXIT)
+
+
+def _exited_with(pod: Obj, code: int) -> bool:
     return any(
-        ((c.get("state") or {}).get("terminated") or {}).get("exitCode") == STOPPED_EXIT
+        ((c.get("state") or {}).get("terminated") or {}).get("exitCode") == code
         for c in pod.get("status", {}).get("containerStatuses") or []
     )
 
 
 def _taken_away(pod: Obj) -> bool:
     """The cluster took the host away, as the set's failure policy reads it (see
-    ``jobsets``): disrupted, or stopped in a run with no deadline (Kueue suspends a set it
-    preempts)."""
+    ``jobsets``): disrupted, stopped in a run with no deadline (Kueue suspends a set it
+    preempts), or started again in a new pod of its run (Kueue readmitted the set)."""
     no_deadline = pod.get("spec", {}).get("activeDeadlineSeconds") is None
-    return disrupted(pod) or (no_deadline and _stopped(pod))
+    replaced = _exited_with(pod, REPLACED_EXIT)
+    return disrupted(pod) or (no_deadline and _stopped(pod)) or replaced
 
 
 def _first_failed(hosts: dict[int, Obj]) -> tuple[int, Obj] | None:

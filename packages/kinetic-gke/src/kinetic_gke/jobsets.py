@@ -231,9 +231,12 @@ def jobset_manifest(
     )
     template["spec"]["containers"][0]["env"].extend(from_labels)
     # Kueue's preemption stops a run by suspending the set: only a run with no deadline of
-    # its own can end as stopped, which then reads as taken away too (see pod_failure_policy).
+    # its own can end as stopped, which then reads as taken away too, as does every host of
+    # the readmitted set finding its run started before (see pod_failure_policy).
     host_policy = pod_failure_policy(
-        disrupted="FailJob", stopped_is_disruption=record.timeout is None
+        disrupted="FailJob",
+        stopped_is_disruption=record.timeout is None,
+        replaced_is_disruption=True,
     )
     slice_job = {
         "metadata": {"labels": dict(labels)},

@@ -20,6 +20,7 @@ from kinetic_protocol import (
     parse_accelerator,
     runtime_args,
 )
+from kinetic_protocol.slices import REPLACED_EXIT
 
 __all__ = [
     "DEFAULT_TTL_SECONDS",
@@ -100,6 +101,7 @@ def pod_failure_policy(
     retried_codes: Sequence[int] = (),
     final_codes: Sequence[int] | None = None,
     stopped_is_disruption: bool = False,
+    replaced_is_disruption: bool = False,
 ) -> dict[str, Any]:
     """Let Kubernetes itself run a preempted attempt again, so no client needs to be alive.
 
@@ -120,11 +122,18 @@ def pod_failure_policy(
     preempts by suspending the Job, whose controller then deletes its pods with no
     ``DisruptionTarget``; when the stopped pod's exit reaches the controller before it has
     counted the deletion, the exit-code rule would otherwise fail the Job for good.
+
+    ``replaced_is_disruption`` (a group of hosts): a host that found its run started before in
+    another pod (:data:`REPLACED_EXIT`) was taken away too. Kueue's preemption suspends a
+    JobSet and its readmission starts every host again in new pods of the same run; only a
+    new run of the whole group may go on.
     """
     rules: list[dict[str, Any]] = [{"action": disrupted, "onPodConditions": [dict(_DISRUPTED)]}]
-    if stopped_is_disruption:
-        stopped = {"containerName": "kinetic", "operator": "In", "values": [STOPPED_EXIT]}
-        rules.append({"action": disrupted, "onExitCodes": stopped})
+    codes = [STOPPED_EXIT] if stopped_is_disruption else []
+    codes += [REPLACED_EXIT] if replaced_is_disruption else []
+    if codes:
+        taken = {"containerName": "kinetic", "operator": "In", "values": sorted(codes)}
+        rules.append({"action": disrupted, "onExitCodes": taken})
     if final_codes is None:
         exits = {"operator": "NotIn", "values": sorted({0, *retried_codes})}
     else:

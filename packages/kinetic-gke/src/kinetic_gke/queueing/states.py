@@ -79,6 +79,10 @@ def _completed(
 ) -> JobState:
     state = _placed(record, obj, state, found)
     preemptions = state.preemptions + found.preemptions
+    if obj is not None and "replicatedJobs" in (obj.get("spec") or {}):
+        # A JobSet counts each preemption by its queue again as the run of the group that
+        # its readmission starts (see kinetic_gke.jobsets): one preemption, not two.
+        preemptions = max(state.preemptions, found.preemptions)
     if state.status.is_terminal:
         return msgspec.structs.replace(state, preemptions=preemptions)
     rule = RetryRule(preemption_retries=record.preemption_retries)
