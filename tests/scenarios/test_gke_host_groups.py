@@ -128,6 +128,25 @@ def test_a_host_taken_away_runs_the_whole_group_again_which_resumes_from_its_che
     job.cleanup()
 
 
+def test_a_group_past_its_timeout_fails_with_cause_timeout_and_keeps_each_hosts_output(
+    gke: ScenarioBackend, gke_scenario_env: NodeAgent, tmp_path: Path
+) -> None:
+    """Every host's pod has the run's timeout as its deadline: past it, the group fails with
+    cause timeout, not as taken away, and no run of it starts again."""
+    remote = kinetic.run(
+        accelerator="cpu", nodes=2, backend="gke", container_image="python:3.11-slim", timeout=3
+    )(sf.print_then_hold)
+    job = remote.run_async(["before the timeout"], str(tmp_path / "never-opened"))
+    with pytest.raises(kinetic.JobFailedError):
+        job.result(timeout=120, cleanup=False)
+    failure = job.failure()
+    assert failure is not None and failure.cause is FailureCause.TIMEOUT, failure
+    assert job.status_detail().preemptions == 0
+    for host in (0, 1):
+        assert "before the timeout" in (job.logs(host=host) or "")
+    job.cleanup()
+
+
 def test_two_tpu_slices_run_at_once_each_in_a_node_pool_of_its_own(
     gke: ScenarioBackend, real_k8s: ControlPlane, k8s_namespace: str, tmp_path: Path
 ) -> None:
