@@ -232,11 +232,16 @@ def _tolerated(taint: Obj, tolerations: list[dict[str, object]]) -> bool:
 
 
 def node_serves(
-    node: Obj, accelerator: Accelerator, *, spot: bool = False, reservation: str = ""
+    node: Obj,
+    accelerator: Accelerator,
+    *,
+    spot: bool = False,
+    reservation: str = "",
+    flex_start: bool = False,
 ) -> bool:
     """Whether a registered Node offers what a job of ``accelerator`` asks for: its labels
     match the pod's node selector, its taints are tolerated, its accelerators are enough."""
-    placed = scheduling_for(accelerator, spot=spot, reservation=reservation)
+    placed = scheduling_for(accelerator, spot=spot, reservation=reservation, flex_start=flex_start)
     labels = node.get("metadata", {}).get("labels") or {}
     if any(labels.get(key) != value for key, value in placed.node_selector.items()):
         return False
