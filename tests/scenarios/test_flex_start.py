@@ -11,6 +11,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import kueue_userfuncs as qf
 import pytest
@@ -68,10 +69,10 @@ def queue(gke_scenario_env: NodeAgent, real_k8s: ControlPlane, k8s_namespace: st
         real_k8s.request("DELETE", path)
 
 
-def _flex(queue: str, function: Callable[..., str]) -> Callable[..., JobHandle]:
+def _flex(queue: str, function: Callable[..., str], **options: Any) -> Callable[..., JobHandle]:
     remote = kinetic.run(
         backend="gke", container_image=GKE_IMAGE, queue=queue, accelerator="gpu-l4",
-        capacity="flex-start",
+        capacity="flex-start", **options,
     )(function)  # fmt: skip
     return remote.run_async  # type: ignore[return-value]
 
@@ -84,12 +85,13 @@ def _detail_when(job: JobHandle, status: JobStatus) -> str:
     return wait_until(reached, f"job {job.job_id} to be {status.value}")
 
 
-def test_a_flex_start_job_waits_for_its_request_then_runs_once_provisioned(
+def test_a_flex_start_job_waits_for_its_request_bounded_then_runs_once_provisioned(
     queue: str, tmp_path: Path, real_k8s: ControlPlane, k8s_namespace: str
 ) -> None:
     provisioner = StandInProvisioner(real_k8s, k8s_namespace)
-    job = _flex(queue, qf.run_and_log)(str(tmp_path), "flex")
+    job = _flex(queue, qf.run_and_log, max_run_duration=3600)(str(tmp_path), "flex")
     name = provisioner.next_request()
+    assert provisioner.read(name)["spec"]["parameters"] == {"maxRunDurationSeconds": "3600"}
     provisioner.accept(name)
     waiting = re.compile(
         rf"waiting for capacity: flex-start request {name} accepted, not provisioned yet "

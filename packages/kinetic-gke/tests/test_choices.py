@@ -38,6 +38,14 @@ def test_one_choice_pins_its_nodes_as_before_and_a_reservation_adds_its_label() 
     } in (reserved["tolerations"])
 
 
+def test_max_run_duration_is_the_annotation_kueue_passes_to_the_provisioning_request() -> None:
+    fields = {"accelerator": "gpu-l4", "capacity": ["flex-start"], "queue": "kinetic"}
+    bounded = job_manifest(make_record(**fields, max_run_duration=3600))["metadata"]
+    assert bounded["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "3600"
+    plain = job_manifest(make_record(**fields))["metadata"]
+    assert "provreq.kueue.x-k8s.io/maxRunDurationSeconds" not in plain.get("annotations", {})
+
+
 def test_several_choices_name_each_as_a_node_affinity_term_in_order() -> None:
     pod = _pod(
         accelerator="gpu-l4", fallback_accelerators=["gpu-t4"], capacity=["spot", "on-demand"]
