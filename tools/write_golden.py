@@ -92,6 +92,7 @@ _RECORD = JobRecord(
     slices=2,  # freezes the wire format, and every field shows only when it is not its default
     fallback_accelerators=["tpu-v6e-8"],
     capacity=["reservation:team-a-v5e", "spot"],
+    max_run_duration=86400,
     mounts=[
         Mount(path="/data", kind="scratch"),
         Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),

@@ -16,6 +16,7 @@ from kinetic_protocol.capacity import Choice, Placement, record_choices
 SPOT = "cloud.google.com/gke-spot"
 RESERVATION = "kinetic.dev/reservation"
 ACCELERATOR = "cloud.google.com/gke-accelerator"
+FLEX = "kinetic.dev/flex-start"
 
 
 def _pod(**fields: Any) -> dict[str, Any]:
@@ -35,6 +36,14 @@ def test_one_choice_pins_its_nodes_as_before_and_a_reservation_adds_its_label() 
         "value": "team-l4",
         "effect": "NoSchedule",
     } in (reserved["tolerations"])
+
+
+def test_max_run_duration_is_the_annotation_kueue_passes_to_the_provisioning_request() -> None:
+    fields = {"accelerator": "gpu-l4", "capacity": ["flex-start"], "queue": "kinetic"}
+    bounded = job_manifest(make_record(**fields, max_run_duration=3600))["metadata"]
+    assert bounded["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "3600"
+    plain = job_manifest(make_record(**fields))["metadata"]
+    assert "provreq.kueue.x-k8s.io/maxRunDurationSeconds" not in plain.get("annotations", {})
 
 
 def test_several_choices_name_each_as_a_node_affinity_term_in_order() -> None:
@@ -91,8 +100,13 @@ def _request(**fields: Any) -> PrepareRequest:
 @pytest.mark.parametrize(
     ("fields", "queued", "message"),
     [
-        ({"capacity": ("flex-start",)}, True, r"capacity='flex-start' is not given by the gke"),
-        ({"capacity": ("spot", "flex-start")}, True, r"'flex-start' is not given"),
+        (
+            {"capacity": ("flex-start",)},
+            False,
+            r"capacity='flex-start' is admitted through Kueue.*cluster 'c' does not serve Kueue\. "
+            r"Run `kinetic up`.*--flex-start",
+        ),
+        ({"capacity": ("spot", "flex-start")}, False, r"'flex-start' is admitted through Kueue"),
         (
             {"fallback_accelerators": (parse_accelerator("gpu-t4"),)},
             False,
@@ -118,6 +132,26 @@ def test_one_or_several_choices_that_gke_can_give_pass() -> None:
     )
     listed = _request(capacity=("reservation:r", "on-demand"))
     assert len(check_choices(listed, queued=True, cluster="c")) == 2
+    flex = _request(capacity=("flex-start",))
+    assert check_choices(flex, queued=True, cluster="c") == (Choice("gpu-l4", "flex-start"),)
+
+
+def test_flex_start_pins_its_pool_and_other_choices_keep_off_it() -> None:
+    pod = _pod(accelerator="gpu-l4", capacity=["flex-start"])
+    assert pod["nodeSelector"] == {ACCELERATOR: "nvidia-l4", FLEX: "true"}
+    assert {"key": FLEX, "operator": "Equal", "value": "true", "effect": "NoSchedule"} in (
+        pod["tolerations"]
+    )
+    pod = _pod(accelerator="gpu-l4", capacity=["flex-start", "on-demand"])
+    first, second = pod["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert {"key": FLEX, "operator": "In", "values": ["true"]} in first["matchExpressions"]
+    assert {"key": FLEX, "operator": "DoesNotExist"} in second["matchExpressions"]
+    choices = (Choice("gpu-l4", "flex-start"), Choice("gpu-l4", "on-demand"))
+    assert choice_index({ACCELERATOR: "nvidia-l4", FLEX: "true"}, choices) == 0
+    assert choice_index({ACCELERATOR: "nvidia-l4"}, choices) == 1
+    assert choice_index({ACCELERATOR: "nvidia-l4", FLEX: "true"}, choices[1:]) is None
 
 
 class _Queue:

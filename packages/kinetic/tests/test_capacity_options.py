@@ -72,6 +72,19 @@ def _noop() -> None:
         ),
         ({"spot": True, "capacity": "on-demand"}, ConfigError, r"spot=True means"),
         ({"spot": "yes"}, TypeError, r"spot must be True or False"),
+        (
+            {"capacity": "flex-start", "max_run_duration": 7 * 24 * 3600 + 1},
+            ConfigError,
+            r"max_run_duration=604801 seconds: .* at most 7 days \(604800 seconds\)",
+        ),
+        ({"capacity": "flex-start", "max_run_duration": 0}, ConfigError, r"more than 0 seconds"),
+        ({"capacity": "flex-start", "max_run_duration": -5}, ConfigError, r"=-5 seconds"),
+        ({"capacity": "flex-start", "max_run_duration": "1h"}, TypeError, r"number of seconds"),
+        (
+            {"capacity": ["spot", "on-demand"], "max_run_duration": 3600},
+            ConfigError,
+            r"max_run_duration=3600 bounds a flex-start run.*no flex-start.*timeout=",
+        ),
     ],
 )
 def test_a_choice_that_cannot_run_is_refused_at_decoration(
@@ -99,6 +112,14 @@ def test_choices_keep_their_order_capacity_first() -> None:
     assert same_hosts.accelerator.name == "tpu-v6e-16"
     assert kinetic.run(accelerator="gpu-l4", spot=True)(_noop).options.capacity == ("spot",)
     assert kinetic.run(accelerator="gpu-l4", spot=True, capacity="spot")(_noop).options.capacity
+
+
+def test_max_run_duration_reaches_the_record_in_whole_seconds() -> None:
+    options = kinetic.run(
+        accelerator="gpu-l4", capacity=["flex-start", "on-demand"], max_run_duration=90.5
+    )(_noop).options
+    assert options.max_run_duration == 91
+    assert kinetic.run(accelerator="gpu-l4")(_noop).options.max_run_duration == 0
 
 
 def _record(**fields: object) -> JobRecord:

@@ -49,13 +49,19 @@ class Verdict:
 
 
 def pool_add_command(
-    accelerator: Accelerator, where: ClusterRef, *, spot: bool = False, reservation: str = ""
+    accelerator: Accelerator,
+    where: ClusterRef,
+    *,
+    spot: bool = False,
+    reservation: str = "",
+    flex_start: bool = False,
 ) -> str:
     """The command that adds a pool for ``accelerator`` to the cluster ``where``."""
     return (
         f"kinetic pool add --accelerator {accelerator.name}"
         + (" --spot" if spot else "")
         + (f" --reservation {reservation}" if reservation else "")
+        + (" --flex-start" if flex_start else "")
         + f" --project {where.project} --zone {where.zone} --cluster {where.cluster}"
     )
 
@@ -78,36 +84,50 @@ class CapacityCheck:
         self.where = where
         self._list_nodes = list_nodes
         self._read_cluster = read_cluster
-        self._verdicts: dict[tuple[str, bool, str], Verdict] = {}
+        self._verdicts: dict[tuple[str, bool, str, bool], Verdict] = {}
         self._lock = threading.Lock()
 
     def verdict(
-        self, accelerator: Accelerator, *, spot: bool = False, reservation: str = ""
+        self,
+        accelerator: Accelerator,
+        *,
+        spot: bool = False,
+        reservation: str = "",
+        flex_start: bool = False,
     ) -> Verdict:
-        key = (accelerator.name, spot, reservation)
+        key = (accelerator.name, spot, reservation, flex_start)
         with self._lock:
             if key not in self._verdicts:
-                self._verdicts[key] = self._decide(accelerator, spot, reservation)
+                self._verdicts[key] = self._decide(accelerator, spot, reservation, flex_start)
             return self._verdicts[key]
 
     def require(
-        self, accelerator: Accelerator, *, spot: bool = False, reservation: str = ""
+        self,
+        accelerator: Accelerator,
+        *,
+        spot: bool = False,
+        reservation: str = "",
+        flex_start: bool = False,
     ) -> None:
         """Raise a ConfigError (with the ``kinetic pool add`` command) if the accelerator can
-        never run (on spot, or on ``reservation``); warn once and return if that cannot be
-        told."""
-        first = (accelerator.name, spot, reservation) not in self._verdicts
-        found = self.verdict(accelerator, spot=spot, reservation=reservation)
+        never run (on spot, on ``reservation``, or through flex-start); warn once and return if
+        that cannot be told."""
+        first = (accelerator.name, spot, reservation, flex_start) not in self._verdicts
+        found = self.verdict(accelerator, spot=spot, reservation=reservation, flex_start=flex_start)
         if found.runnable is False:
             raise ConfigError(found.reason)
         if found.runnable is None and first:
             _log.warning(found.reason)
 
-    def _decide(self, accelerator: Accelerator, spot: bool, reservation: str) -> Verdict:
-        if accelerator.category == "cpu" and not spot and not reservation:
+    def _decide(
+        self, accelerator: Accelerator, spot: bool, reservation: str, flex_start: bool
+    ) -> Verdict:
+        if accelerator.category == "cpu" and not spot and not reservation and not flex_start:
             return Verdict(True, "cpu jobs run on any node")
         problems = []
-        placed = scheduling_for(accelerator, spot=spot, reservation=reservation)
+        placed = scheduling_for(
+            accelerator, spot=spot, reservation=reservation, flex_start=flex_start
+        )
         try:
             selector = ",".join(f"{k}={v}" for k, v in placed.node_selector.items())
             nodes = self._list_nodes(selector)
@@ -115,7 +135,11 @@ class CapacityCheck:
             problems.append(f"listing the cluster's nodes failed ({exc.reason or exc.status})")
         else:
             serving = [
-                n for n in nodes if node_serves(n, accelerator, spot=spot, reservation=reservation)
+                n
+                for n in nodes
+                if node_serves(
+                    n, accelerator, spot=spot, reservation=reservation, flex_start=flex_start
+                )
             ]
             if serving:
                 return Verdict(True, f"node {serving[0]['metadata']['name']} offers it")
@@ -130,9 +154,9 @@ class CapacityCheck:
                     f"the GKE API has no cluster {self.where.cluster} in {self.where.zone} of "
                     f"project {self.where.project}"
                 )
-        kind = "spot" if spot else (f"reservation {reservation}" if reservation else "")
+        kind = _kind(spot, reservation, flex_start)
         if cluster is not None:
-            return self._from_config(cluster, accelerator, spot, reservation)
+            return self._from_config(cluster, accelerator, spot, reservation, flex_start)
         return Verdict(
             None,
             f"kinetic: could not check that cluster {self.where.cluster} has a node pool for "
@@ -142,15 +166,26 @@ class CapacityCheck:
         )
 
     def _from_config(
-        self, cluster: ClusterView, accelerator: Accelerator, spot: bool, reservation: str
+        self,
+        cluster: ClusterView,
+        accelerator: Accelerator,
+        spot: bool,
+        reservation: str,
+        flex_start: bool,
     ) -> Verdict:
         for pool in cluster.pools:
-            if pool_serves(pool, accelerator, spot=spot, reservation=reservation):
+            if pool_serves(
+                pool, accelerator, spot=spot, reservation=reservation, flex_start=flex_start
+            ):
                 return Verdict(True, f"node pool {pool.name} can scale to it")
-        if not reservation and cluster.autoprovisioning.can_create(accelerator):
+        provisioned = not reservation and not flex_start  # by a pool of Kinetic's only
+        if provisioned and cluster.autoprovisioning.can_create(accelerator):
             return Verdict(True, "node auto-provisioning can create a pool for it")
-        kind = "spot " if spot else (f"reservation {reservation}'s " if reservation else "")
-        command = pool_add_command(accelerator, self.where, spot=spot, reservation=reservation)
+        kind = _kind(spot, reservation, flex_start)
+        kind = f"{kind} " if kind else ""
+        command = pool_add_command(
+            accelerator, self.where, spot=spot, reservation=reservation, flex_start=flex_start
+        )
         return Verdict(
             False,
             f"No node pool of cluster {self.where.cluster} can run {accelerator.name} on "
@@ -158,3 +193,12 @@ class CapacityCheck:
             "auto-provisioning cannot create one, so the job would wait PENDING until it times "
             f"out. Add a pool, then submit again: `{command}`",
         )
+
+
+def _kind(spot: bool, reservation: str, flex_start: bool) -> str:
+    """The kind of capacity in words; empty for on-demand."""
+    if spot:
+        return "spot"
+    if flex_start:
+        return "flex-start"
+    return f"reservation {reservation}" if reservation else ""

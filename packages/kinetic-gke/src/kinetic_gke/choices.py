@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from kinetic_gke.scheduling import RESERVATION_LABEL, SPOT_LABEL, Scheduling, scheduling_for
+from kinetic_gke.scheduling import (
+    FLEX_START_LABEL,
+    RESERVATION_LABEL,
+    SPOT_LABEL,
+    Scheduling,
+    scheduling_for,
+)
 from kinetic_protocol import Accelerator, ConfigError, JobRecord, PrepareRequest, parse_accelerator
 from kinetic_protocol.capacity import (
     FLEX_START,
@@ -44,16 +50,17 @@ __all__ = [
 
 def check_choices(request: PrepareRequest, *, queued: bool, cluster: str) -> tuple[Choice, ...]:
     """The choices of a job about to be submitted, in order; a ConfigError for what this
-    backend cannot give: flex-start (not made yet), several choices where no Kueue chooses
-    among them, or several choices for a job of several nodes or slices."""
+    backend cannot give: flex-start or several choices where no Kueue admits the job, or
+    several choices for a job of several nodes or slices."""
     accelerators = (request.accelerator, *request.fallback_accelerators)
     capacity = request.capacity or ((SPOT,) if request.spot else (ON_DEMAND,))
     choices = job_choices(tuple(a.name for a in accelerators), capacity)
-    if FLEX_START in capacity:
+    if FLEX_START in capacity and not queued:
         raise ConfigError(
-            "capacity='flex-start' is not given by the gke backend yet (it needs Kueue's "
-            "provisioning requests, still to come). Use 'spot', 'on-demand' or "
-            "'reservation:<name>' for now (docs/guides/capacity.md)."
+            f"capacity='flex-start' is admitted through Kueue's provisioning requests, and "
+            f"cluster {cluster!r} does not serve Kueue. Run `kinetic up` to install it, and "
+            "`kinetic pool add --accelerator ACC --flex-start` for a pool that gets its nodes "
+            "that way (docs/guides/capacity.md)."
         )
     if len(choices) == 1:
         return choices
@@ -85,6 +92,7 @@ def choice_scheduling(
         accelerator or parse_accelerator(choice.accelerator),
         spot=choice.capacity == SPOT,
         reservation=reservation_of(choice.capacity),
+        flex_start=choice.capacity == FLEX_START,
         cpu=cpu,
         memory=memory,
     )
@@ -108,6 +116,8 @@ def _term(placed: Scheduling, choice: Choice) -> dict[str, Any]:
         expressions.append({"key": SPOT_LABEL, "operator": "DoesNotExist"})
     if not reservation_of(choice.capacity):
         expressions.append({"key": RESERVATION_LABEL, "operator": "DoesNotExist"})
+    if choice.capacity != FLEX_START:
+        expressions.append({"key": FLEX_START_LABEL, "operator": "DoesNotExist"})
     return {"matchExpressions": expressions}
 
 
@@ -162,6 +172,8 @@ def choice_index(labels: Mapping[str, str], choices: tuple[Choice, ...]) -> int 
         if choice.capacity != SPOT and labels.get(SPOT_LABEL) == "true":
             continue
         if labels.get(RESERVATION_LABEL, "") != reservation_of(choice.capacity):
+            continue
+        if (labels.get(FLEX_START_LABEL) == "true") != (choice.capacity == FLEX_START):
             continue
         return index
     return None

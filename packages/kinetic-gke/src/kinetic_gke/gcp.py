@@ -145,6 +145,7 @@ def pool_info(pool: Any) -> PoolInfo:
         gpu_driver_managed=int(driver) in (2, 3),  # DEFAULT, LATEST
         status=pool.status.name if pool.status else "",
         reservation=_reservation(config.reservation_affinity),
+        flex_start=bool(pool.queued_provisioning.enabled),
     )
 
 

@@ -91,13 +91,18 @@ class PoolInfo:
     reservation: str = ""
     """The Compute Engine reservation its nodes consume (``kinetic pool add --reservation``);
     empty for none."""
+    flex_start: bool = False
+    """Its nodes come only through provisioning requests (GKE's queued provisioning,
+    ``kinetic pool add --flex-start``)."""
 
     @property
     def capacity(self) -> str:
-        """Its kind of capacity, as ``capacity=`` names it: ``spot``, ``reservation:<name>``
-        or ``on-demand``."""
+        """Its kind of capacity, as ``capacity=`` names it: ``spot``, ``flex-start``,
+        ``reservation:<name>`` or ``on-demand``."""
         if self.spot:
             return "spot"
+        if self.flex_start:
+            return "flex-start"
         return f"reservation:{self.reservation}" if self.reservation else "on-demand"
 
     @property
@@ -175,22 +180,30 @@ def pool_shape(accelerator: Accelerator) -> PoolShape:
     return PoolShape(accelerator, tpus, hosts=accelerator.hosts)
 
 
-def pool_name(accelerator: Accelerator, *, spot: bool = False, reservation: str = "") -> str:
-    """Kinetic's name for the pool of ``accelerator``: ``kinetic-gpu-l4-x2[-spot]``, or with
-    a reservation ``kinetic-gpu-l4-x2-r-<reservation>`` (cut to GKE's length)."""
+def pool_name(
+    accelerator: Accelerator, *, spot: bool = False, reservation: str = "", flex_start: bool = False
+) -> str:
+    """Kinetic's name for the pool of ``accelerator``: ``kinetic-gpu-l4-x2[-spot|-flex]``, or
+    with a reservation ``kinetic-gpu-l4-x2-r-<reservation>`` (cut to GKE's length)."""
     name = re.sub(r"[^a-z0-9-]+", "-", f"kinetic-{accelerator.name}".lower())
     if reservation:
         return f"{name}-r-{reservation}"[:_MAX_NAME].rstrip("-")
-    suffix = "-spot" if spot else ""
+    suffix = "-spot" if spot else ("-flex" if flex_start else "")
     return name[: _MAX_NAME - len(suffix)].rstrip("-") + suffix
 
 
 def pool_serves(
-    pool: PoolInfo, accelerator: Accelerator, *, spot: bool = False, reservation: str = ""
+    pool: PoolInfo,
+    accelerator: Accelerator,
+    *,
+    spot: bool = False,
+    reservation: str = "",
+    flex_start: bool = False,
 ) -> bool:
-    """Whether ``pool`` can ever run a job of ``accelerator`` (on spot, on a reservation, or
-    on demand)."""
-    if pool.spot != spot or pool.reservation != reservation or not pool.can_have_nodes:
+    """Whether ``pool`` can ever run a job of ``accelerator`` (on spot, on a reservation,
+    through flex-start, or on demand)."""
+    kind = (pool.spot, pool.reservation, pool.flex_start)
+    if kind != (spot, reservation, flex_start) or not pool.can_have_nodes:
         return False
     hardware = pool.hardware
     if accelerator.category == "cpu":
@@ -219,11 +232,16 @@ def _tolerated(taint: Obj, tolerations: list[dict[str, object]]) -> bool:
 
 
 def node_serves(
-    node: Obj, accelerator: Accelerator, *, spot: bool = False, reservation: str = ""
+    node: Obj,
+    accelerator: Accelerator,
+    *,
+    spot: bool = False,
+    reservation: str = "",
+    flex_start: bool = False,
 ) -> bool:
     """Whether a registered Node offers what a job of ``accelerator`` asks for: its labels
     match the pod's node selector, its taints are tolerated, its accelerators are enough."""
-    placed = scheduling_for(accelerator, spot=spot, reservation=reservation)
+    placed = scheduling_for(accelerator, spot=spot, reservation=reservation, flex_start=flex_start)
     labels = node.get("metadata", {}).get("labels") or {}
     if any(labels.get(key) != value for key, value in placed.node_selector.items()):
         return False

@@ -241,7 +241,10 @@ def _kueue_documents() -> tuple[dict[str, Any], ...]:
     return tuple(yaml.load_all(KUEUE.load(), Loader=yaml.CSafeLoader))
 
 
-_UP_USES = {"resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses"}
+_UP_USES = {
+    "resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses",
+    "admissionchecks", "provisioningrequestconfigs",
+}  # fmt: skip
 """The kinds of Kueue that ``kinetic up`` writes: the stand-in serves these alone. Its other
 CRDs (Workload's alone is 1.4 MB) cost the API server seconds to install, in every test here."""
 

@@ -109,6 +109,34 @@ def test_a_queue_tries_reservations_then_spot_then_on_demand_and_newer_accelerat
     assert [f["name"] for f in group["flavors"]] == [f.name for f in made]
 
 
+def test_a_flex_start_pool_admits_through_the_provisioning_check_and_other_flavors_do_not() -> None:
+    l4_flex = PoolInfo(
+        "kinetic-gpu-l4-x2-flex", PoolHardware("g2-standard-24", "nvidia-l4", 2),
+        autoscaling=True, max_nodes=2, flex_start=True,
+    )  # fmt: skip
+    made, _notes = flavors([L4, l4_flex, L4_SPOT], NAP)
+    assert [f.name for f in made][:3] == [L4_SPOT.name, l4_flex.name, L4.name]
+    flex = made[1]
+    assert flex.flex_start and flex.node_labels["kinetic.dev/flex-start"] == "true"
+    assert ("kinetic.dev/flex-start", "true") in flex.taints
+    objects, _ = kueue_objects([L4, l4_flex], NAP, QueueShares(), "jobs", LABELS)
+    by_kind = _by_kind(objects)
+    kinds = [o["kind"] for o in objects]
+    assert kinds.index("AdmissionCheck") < kinds.index("ClusterQueue")
+    config = by_kind["ProvisioningRequestConfig"]["kinetic-flex-start"]["spec"]
+    assert config["provisioningClassName"] == "queued-provisioning.gke.io"
+    check = by_kind["AdmissionCheck"]["kinetic-flex-start"]["spec"]
+    assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
+    assert check["parameters"]["name"] == "kinetic-flex-start"
+    queue = by_kind["ClusterQueue"]["kinetic"]["spec"]
+    assert queue["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": "kinetic-flex-start", "onFlavors": [l4_flex.name]}]
+    }
+    without, _ = kueue_objects([L4], NAP, QueueShares(), "jobs", LABELS)
+    assert {o["kind"] for o in without}.isdisjoint({"AdmissionCheck", "ProvisioningRequestConfig"})
+    assert "admissionChecksStrategy" not in _by_kind(without)["ClusterQueue"]["kinetic"]["spec"]
+
+
 def test_without_auto_provisioning_cpu_capacity_is_the_cpu_pools() -> None:
     made, _notes = flavors(POOLS, Autoprovisioning())
     by_name = {flavor.name: flavor for flavor in made}

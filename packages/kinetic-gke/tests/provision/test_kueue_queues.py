@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
 API = "/apis/kueue.x-k8s.io/v1beta2"
 SPOT_L4 = "kinetic-gpu-l4-x2-spot"
 RESERVED_L4 = "kinetic-gpu-l4-r-team-l4"
+FLEX_L4 = "kinetic-gpu-l4-flex"
 
 
 def _quota(plane: ControlPlane, queue: str) -> dict[str, dict[str, Fraction]]:
@@ -34,13 +35,19 @@ def _quota(plane: ControlPlane, queue: str) -> dict[str, dict[str, Fraction]]:
 
 def _wait_active(plane: ControlPlane, queue: str) -> None:
     """Until Kueue reports the ClusterQueue Active (it checked its flavors exist)."""
+    _wait_condition(plane, f"clusterqueues/{queue}")
+
+
+def _wait_condition(plane: ControlPlane, path: str) -> None:
+    """Until Kueue reports the object at ``path`` Active (a queue: its flavors and checks
+    exist; an AdmissionCheck: its controller runs)."""
     deadline = time.monotonic() + 30
     while True:
-        conditions = plane.request("GET", f"{API}/clusterqueues/{queue}").get("status", {})
+        conditions = plane.request("GET", f"{API}/{path}").get("status", {})
         active = [c for c in conditions.get("conditions", []) if c["type"] == "Active"]
         if active and active[0]["status"] == "True":
             return
-        assert time.monotonic() < deadline, f"ClusterQueue {queue} not Active: {active}"
+        assert time.monotonic() < deadline, f"{path} not Active: {active}"
         time.sleep(0.1)
 
 
@@ -108,6 +115,18 @@ def test_up_makes_the_queues_converging_then_pool_add_and_remove_move_the_quota(
     assert {"key": "kinetic.dev/reservation", "value": "team-l4", "effect": "NoSchedule"} in (
         flavor["nodeTaints"]
     )
+    assert "Nothing to do: everything is in place." in ok(kinetic("up")), "read back the same"
+
+    flex = ok(kinetic("pool", "add", "--accelerator", "gpu-l4", "--flex-start"))
+    for made in (f"+ResourceFlavor/{FLEX_L4}", "+ProvisioningRequestConfig/kinetic-flex-start",
+                 "+AdmissionCheck/kinetic-flex-start"):  # fmt: skip
+        assert made in flex
+    strategy = real_k8s.request("GET", f"{API}/clusterqueues/team-a")["spec"]
+    assert strategy["admissionChecksStrategy"]["admissionChecks"] == [
+        {"name": "kinetic-flex-start", "onFlavors": [FLEX_L4]}
+    ]
+    _wait_condition(real_k8s, "admissionchecks/kinetic-flex-start")  # Kueue's provisioning check
+    _wait_active(real_k8s, "team-a")
     assert "Nothing to do: everything is in place." in ok(kinetic("up")), "read back the same"
 
 

@@ -13,6 +13,7 @@ reservation) or ``flex-start`` (capacity obtained when it exists, through a queu
 provisioning request); a backend that cannot give one refuses it before upload.
 """
 
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CAPACITY_KINDS",
     "FLEX_START",
+    "MAX_RUN_DURATION_S",
     "ON_DEMAND",
     "RESERVATION_PREFIX",
     "SPOT",
@@ -34,6 +36,7 @@ __all__ = [
     "Placement",
     "check_accelerators",
     "check_capacity",
+    "check_max_run_duration",
     "job_choices",
     "record_accelerators",
     "record_capacity",
@@ -46,6 +49,8 @@ SPOT = "spot"
 FLEX_START = "flex-start"
 CAPACITY_KINDS = (ON_DEMAND, SPOT, FLEX_START)
 """The kinds of capacity named by a word; a reservation is ``reservation:<name>``."""
+MAX_RUN_DURATION_S = 7 * 24 * 3600
+"""The longest a flex-start run may hold its nodes: GKE's limit, 7 days."""
 RESERVATION_PREFIX = "reservation:"
 _RESERVATION_NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 _KINDS_TEXT = "'on-demand', 'spot', 'flex-start' or 'reservation:<name>'"
@@ -127,6 +132,29 @@ def check_capacity(value: object, *, spot: object = False) -> tuple[str, ...]:
             "of them: capacity=['spot', 'on-demand'] tries spot first, then on-demand."
         )
     return kinds
+
+
+def check_max_run_duration(value: object, capacity: tuple[str, ...]) -> int:
+    """``max_run_duration=`` in whole seconds (0: not given). It bounds a flex-start run, so it
+    is refused without flex-start among ``capacity``, and beyond GKE's 7 days."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(
+            f"max_run_duration must be a number of seconds, got {type(value).__name__} {value!r}."
+        )
+    if not 0 < value <= MAX_RUN_DURATION_S:
+        raise ConfigError(
+            f"max_run_duration={value!r} seconds: a flex-start run may last more than 0 seconds "
+            f"and at most 7 days ({MAX_RUN_DURATION_S} seconds), GKE's limit."
+        )
+    if FLEX_START not in capacity:
+        raise ConfigError(
+            f"max_run_duration={value!r} bounds a flex-start run (how long its nodes are held), "
+            f"and capacity={list(capacity)!r} has no flex-start. Add capacity='flex-start', or "
+            "use timeout= to bound any run."
+        )
+    return math.ceil(value)
 
 
 def check_accelerators(value: object) -> "tuple[Accelerator, ...]":

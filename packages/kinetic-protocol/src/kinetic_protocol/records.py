@@ -116,6 +116,9 @@ class JobRecord(msgspec.Struct, kw_only=True, gc=False):
     ``reservation:<name>``, ``flex-start``). Empty in a record written before it existed,
     which reads as ``spot`` where ``spot`` is set, else ``on-demand``
     (``kinetic_protocol.capacity.record_capacity``)."""
+    max_run_duration: int = 0
+    """``max_run_duration=``: the seconds a flex-start run may hold its nodes; 0: GKE's
+    default (7 days)."""
 
     @property
     def store_uri(self) -> str:

@@ -153,6 +153,7 @@ def run(
     nodes: int = 1,
     slices: int = 1,
     capacity: str | Sequence[str] | None = None,
+    max_run_duration: float | None = None,
 ) -> Callable[[Callable[P, R]], RemoteFunction[P, R]]:
     """Run the decorated function remotely on ``accelerator``.
 
@@ -212,6 +213,8 @@ def run(
     quota (docs/guides/capacity.md), and ``job.status_detail().placement`` says which it got.
     The ``local`` backend runs the first. Both are checked here; a backend that cannot give
     them refuses them when a call is submitted, before anything is uploaded.
+    ``max_run_duration`` (seconds, at most 7 days) bounds how long a flex-start run holds its
+    nodes; it is given only with ``"flex-start"``.
     """
     given: object = accelerator
     if callable(given):  # ``@kinetic.run`` above a def: the function came as accelerator
@@ -243,6 +246,7 @@ def run(
         nodes=nodes,
         slices=slices,
         capacity=capacity,
+        max_run_duration=max_run_duration,
     )
 
     def decorate(fn: Callable[P, R]) -> RemoteFunction[P, R]:

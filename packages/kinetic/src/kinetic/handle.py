@@ -38,8 +38,7 @@ __all__ = ["JobHandle"]
 
 @dataclasses.dataclass(frozen=True, eq=True, repr=False)
 class JobHandle:
-    """Durable description of a submitted job: everything needed to observe, collect and clean
-    it up from any machine. It holds no function or closure state, only plain fields.
+    """All it takes to observe, collect and clean up a job from any machine; no closure state.
 
     A small frozen dataclass (``dataclasses.asdict`` gives exactly :meth:`to_dict`,
     ``dataclasses.replace`` makes a changed copy). The first fields are the public ones of the
@@ -83,6 +82,7 @@ class JobHandle:
     slices: int = dataclasses.field(default=1, kw_only=True)
     fallback_accelerators: list[str] = dataclasses.field(default_factory=list, kw_only=True)
     capacity: list[str] = dataclasses.field(default_factory=list, kw_only=True)
+    max_run_duration: int = dataclasses.field(default=0, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
         _record: JobRecord = dataclasses.field(init=False)
 

@@ -12,7 +12,7 @@ from kinetic._seconds import as_seconds, shown_seconds
 from kinetic.data import Data
 from kinetic.env_capture import check_patterns
 from kinetic_protocol import Accelerator, ConfigError
-from kinetic_protocol.capacity import check_accelerators, check_capacity
+from kinetic_protocol.capacity import check_accelerators, check_capacity, check_max_run_duration
 from kinetic_protocol.causes import RETRYABLE
 from kinetic_protocol.data import check_volume_path
 from kinetic_protocol.host_groups import check_host_groups
@@ -57,6 +57,8 @@ class RunOptions:
     """The rest of ``accelerator=``'s list, in order (validated as one family)."""
     capacity: tuple[str, ...] = ("on-demand",)
     """``capacity=``'s kinds in order (``spot=True``: ``("spot",)``)."""
+    max_run_duration: int = 0
+    """``max_run_duration=`` in seconds (validated with the capacity); 0: not given."""
 
     @property
     def accelerators(self) -> tuple[Accelerator, ...]:
@@ -94,6 +96,7 @@ class RunOptions:
         for parsed in (first, *fallbacks):
             check_host_groups(parsed, rest.get("nodes", 1), rest.get("slices", 1))
         capacity = check_capacity(rest.pop("capacity", None), spot=rest.get("spot", False))
+        rest["max_run_duration"] = check_max_run_duration(rest.get("max_run_duration"), capacity)
         return cls(
             accelerator=first,
             fallback_accelerators=tuple(fallbacks),

@@ -26,7 +26,11 @@ def pool() -> None:
 @click.option("--reservation", default="",
               help="Consume this Compute Engine reservation (jobs ask for it with "
                    "capacity='reservation:NAME').")  # fmt: skip
-@click.option("--name", "pool_name", help="Pool name (default: kinetic-<accelerator>[-spot]).")
+@click.option("--flex-start", is_flag=True,
+              help="GKE's queued provisioning (Dynamic Workload Scheduler): nodes come all at "
+                   "once when they exist, for jobs that ask capacity='flex-start'.")  # fmt: skip
+@click.option("--name", "pool_name",
+              help="Pool name (default: kinetic-<accelerator>[-spot|-flex]).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
 @pass_host
 def add(
@@ -36,6 +40,7 @@ def add(
     max_nodes: int | None,
     spot: bool,
     reservation: str,
+    flex_start: bool,
     pool_name: str | None,
     dry_run: bool,
 ) -> None:
@@ -49,10 +54,12 @@ def add(
     parsed = parse_accelerator(accelerator)
     request = PoolRequest(
         pool_shape(parsed), spot=spot, min_nodes=min_nodes, max_nodes=max_nodes,
-        reservation=reservation,
+        reservation=reservation, flex_start=flex_start,
     )  # fmt: skip
     spec = spec_from(host)
-    name = pool_name or default_name(parsed, spot=spot, reservation=reservation)
+    name = pool_name or default_name(
+        parsed, spot=spot, reservation=reservation, flex_start=flex_start
+    )
     plan = plan_pool(spec, GoogleClients(), name, request)
     run_plan(plan, heading=f"kinetic pool add: cluster {spec.cluster}", dry_run=dry_run)
 

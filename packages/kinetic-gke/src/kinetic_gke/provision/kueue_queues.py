@@ -46,6 +46,8 @@ CONTROLLER = ("kueue-system", "kueue-controller-manager")
 PLURALS = {
     "ResourceFlavor": "resourceflavors",
     "WorkloadPriorityClass": "workloadpriorityclasses",
+    "ProvisioningRequestConfig": "provisioningrequestconfigs",
+    "AdmissionCheck": "admissionchecks",
     "ClusterQueue": "clusterqueues",
     "LocalQueue": "localqueues",
 }

@@ -28,7 +28,7 @@ from kinetic_gke.provision.cluster import (
 from kinetic_gke.provision.engine import Plan, Report, Step
 from kinetic_gke.provision.kueue_queues import plan_queues, read_queues
 from kinetic_gke.provision.spec import ClusterSpec
-from kinetic_gke.scheduling import RESERVATION_LABEL
+from kinetic_gke.scheduling import FLEX_START_LABEL, RESERVATION_LABEL
 from kinetic_protocol import ConfigError
 from kinetic_protocol.capacity import RESERVATION_PREFIX, check_capacity
 
@@ -46,6 +46,7 @@ class PoolRequest:
         min_nodes: int = 0,
         max_nodes: int | None = None,
         reservation: str = "",
+        flex_start: bool = False,
     ) -> None:
         hosts = shape.hosts
         if max_nodes is None:
@@ -53,6 +54,18 @@ class PoolRequest:
         if spot and reservation:
             raise ConfigError("--spot and --reservation exclude each other: a reservation is "
                               "on-demand capacity.")  # fmt: skip
+        if flex_start and (spot or reservation):
+            other = "--spot" if spot else "--reservation"
+            raise ConfigError(
+                f"--flex-start and {other} exclude each other: a flex-start pool gets its nodes "
+                "only through provisioning requests (GKE's queued provisioning). Make one pool "
+                "of each kind."
+            )
+        if flex_start and min_nodes:
+            raise ConfigError(
+                f"--flex-start with --min-nodes {min_nodes}: a flex-start pool has no node "
+                "until a provisioning request gets it some, so --min-nodes is 0."
+            )
         if reservation:
             check_capacity(f"{RESERVATION_PREFIX}{reservation}")
         if shape.multi_host:
@@ -68,6 +81,7 @@ class PoolRequest:
                 "max >= 1."
             )
         self.shape, self.spot, self.reservation = shape, spot, reservation
+        self.flex_start = flex_start
         self.min_nodes, self.max_nodes = min_nodes, max_nodes
 
     def describe(self) -> str:
@@ -77,6 +91,7 @@ class PoolRequest:
             + (f", {shape.hosts} hosts, compact placement" if shape.multi_host else "")
             + f", {self.min_nodes}-{self.max_nodes} nodes"
             + (", spot" if self.spot else "")
+            + (", flex-start (queued provisioning)" if self.flex_start else "")
             + (f", reservation {self.reservation}" if self.reservation else "")
         )
 
@@ -108,6 +123,14 @@ def node_pool(spec: ClusterSpec, name: str, request: PoolRequest) -> Any:
             key="compute.googleapis.com/reservation-name",
             values=[request.reservation],
         )
+    if request.flex_start:
+        # GKE's queued provisioning: nodes come only for a provisioning request, all at once,
+        # and consume no reservation. Labelled and tainted so only flex-start jobs land there.
+        taints.append((FLEX_START_LABEL, "true"))
+        extra["node_labels"] = {FLEX_START_LABEL: "true"}
+        extra["reservation_affinity"] = c.ReservationAffinity(
+            consume_reservation_type=c.ReservationAffinity.Type.NO_RESERVATION
+        )
     if taints:
         extra["taints"] = [
             c.NodeTaint(key=key, value=value, effect=c.NodeTaint.Effect.NO_SCHEDULE)
@@ -120,8 +143,15 @@ def node_pool(spec: ClusterSpec, name: str, request: PoolRequest) -> Any:
         autoscaling=c.NodePoolAutoscaling(
             enabled=True, min_node_count=request.min_nodes, max_node_count=request.max_nodes
         ),
-        management=c.NodeManagement(auto_repair=True, auto_upgrade=True),
+        # GKE refuses auto-repair on a queued-provisioning pool
+        management=c.NodeManagement(auto_repair=not request.flex_start, auto_upgrade=True),
     )
+    if request.flex_start:  # what else GKE requires of a queued-provisioning pool
+        pool.queued_provisioning = c.NodePool.QueuedProvisioning(enabled=True)
+        pool.autoscaling = c.NodePoolAutoscaling(
+            enabled=True, min_node_count=0, max_node_count=request.max_nodes,
+            location_policy=c.NodePoolAutoscaling.LocationPolicy.ANY,
+        )  # fmt: skip
     if hardware.tpu_topology and shape.multi_host:
         pool.placement_policy = c.NodePool.PlacementPolicy(
             type_=c.NodePool.PlacementPolicy.Type.COMPACT, tpu_topology=hardware.tpu_topology
@@ -156,6 +186,7 @@ def _requested(name: str, request: PoolRequest) -> PoolInfo:
     return PoolInfo(
         name, request.shape.hardware, spot=request.spot, autoscaling=True,
         min_nodes=request.min_nodes, max_nodes=request.max_nodes, reservation=request.reservation,
+        flex_start=request.flex_start,
     )  # fmt: skip
 
 

@@ -14,7 +14,7 @@ from kinetic_gke.capacity import CapacityCheck
 from kinetic_gke.choices import check_choices, choice_index
 from kinetic_gke.queueing.kueue_view import KueueView
 from kinetic_protocol import ConfigError, PrepareRequest
-from kinetic_protocol.capacity import SPOT, Choice, reservation_of
+from kinetic_protocol.capacity import FLEX_START, SPOT, Choice, reservation_of
 
 __all__ = ["check_flavor_order", "check_placeable"]
 
@@ -35,7 +35,10 @@ def check_placeable(
         check_flavor_order(view, queue, choices)
         return
     kind = choices[0].capacity
-    capacity.require(request.accelerator, spot=kind == SPOT, reservation=reservation_of(kind))
+    capacity.require(
+        request.accelerator, spot=kind == SPOT, reservation=reservation_of(kind),
+        flex_start=kind == FLEX_START,
+    )  # fmt: skip
 
 
 def _flavor_names(cluster_queue: dict[str, object]) -> list[str]:
@@ -48,7 +51,7 @@ def _flavor_names(cluster_queue: dict[str, object]) -> list[str]:
 
 def _pool_add(choice: Choice) -> str:
     kind = choice.capacity
-    extra = " --spot" if kind == SPOT else ""
+    extra = {SPOT: " --spot", FLEX_START: " --flex-start"}.get(kind, "")
     if reservation_of(kind):
         extra = f" --reservation {reservation_of(kind)}"
     return f"kinetic pool add --accelerator {choice.accelerator}{extra}"

@@ -16,6 +16,12 @@ from typing import Any
 
 from kinetic_gke.k8s import ClusterConnection, KubeApiError, NotFound, Obj
 from kinetic_gke.k8s.kueue_api import GROUP, VERSION, served_version
+from kinetic_gke.queueing.provisioning import (
+    PROVISIONING_API,
+    FlexRequest,
+    flex_requests,
+    waits_on_a_check,
+)
 from kinetic_protocol import ConfigError
 from kinetic_protocol.queueing import DEFAULT_QUEUE, QueuePlace
 
@@ -41,6 +47,8 @@ class Queued:
     flavor: str = ""
     """The ResourceFlavor Kueue admitted it on (its accelerators', where it asks for any);
     empty while it is not admitted."""
+    request: FlexRequest | None = None
+    """Its latest ProvisioningRequest (a flex-start job's); None where it has none."""
 
 
 class KueueView:
@@ -114,6 +122,7 @@ class KueueView:
             return {}
         workloads = self._workloads(listed, kind)
         places = self._places([w for w in workloads.values() if not _condition(w, "QuotaReserved")])
+        requests = self._flex_requests([w for w in workloads.values() if waits_on_a_check(w)])
         return {
             uid: Queued(
                 workload["metadata"]["name"],
@@ -121,9 +130,19 @@ class KueueView:
                 _preemptions(workload),
                 _eviction(workload),
                 _admitted_flavor(workload),
+                requests.get(workload["metadata"]["name"]),
             )
             for uid, workload in workloads.items()
         }
+
+    def _flex_requests(self, checked: list[Obj]) -> dict[str, FlexRequest]:
+        """The ProvisioningRequests of the namespace, by Workload (one listing, made only when
+        some workload has an admission check)."""
+        if not checked:
+            return {}
+        path = f"{PROVISIONING_API}/namespaces/{self._connection.namespace}/provisioningrequests"
+        listing = self._get_quietly("listing provisioning requests", path) or {}
+        return flex_requests(listing.get("items") or [])
 
     def deactivate(self, workload: str) -> None:
         """Keep Kueue from admitting ``workload`` again (``spec.active: false``)."""

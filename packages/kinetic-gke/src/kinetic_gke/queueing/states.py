@@ -1,6 +1,7 @@
 """A queued job's state, completed with what Kueue says of it: its place in line while it waits,
-the accelerator and capacity it was admitted on, the preemptions Kueue made, and the end of a
-job that Kueue preempted more often than its ``preemption_retries`` allow.
+the accelerator and capacity it was admitted on, the preemptions Kueue made, the end of a
+job that Kueue preempted more often than its ``preemption_retries`` allow, and a flex-start
+job's provisioning request (waiting for it, or failed by it).
 
 Kueue re-queues a workload it evicts for a higher-priority one and runs it again when quota
 frees; the Job never counts that as a failure. Kinetic counts it as a preemption, as it counts
@@ -11,6 +12,7 @@ admits it no more.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 
 import msgspec
 
@@ -18,6 +20,7 @@ from kinetic_gke.choices import placement_of
 from kinetic_gke.k8s import Obj
 from kinetic_gke.k8s.kueue_api import QUEUE_LABEL
 from kinetic_gke.queueing.kueue_view import KueueView, Queued
+from kinetic_gke.queueing.provisioning import flex_state
 from kinetic_gke.status import suspended
 from kinetic_protocol import FailureCause, JobRecord, JobState, JobStatus
 from kinetic_protocol.causes import RetryRule
@@ -85,6 +88,10 @@ def _completed(
         preemptions = max(state.preemptions, found.preemptions)
     if state.status.is_terminal:
         return msgspec.structs.replace(state, preemptions=preemptions)
+    if found.request is not None:
+        flexed = flex_state(found.request, state, datetime.now(UTC))
+        if flexed is not None:
+            return flexed
     rule = RetryRule(preemption_retries=record.preemption_retries)
     if found.evicted and rule.preemptions_spent(found.preemptions):
         view.deactivate(found.workload)

@@ -64,6 +64,7 @@ def job_record(
         slices=options.slices,
         fallback_accelerators=[accelerator.name for accelerator in options.fallback_accelerators],
         capacity=[] if options.capacity in ((ON_DEMAND,), (SPOT,)) else list(options.capacity),
+        max_run_duration=options.max_run_duration,
     )
 
 
