@@ -89,7 +89,8 @@ def _completed(
     if state.status.is_terminal:
         return msgspec.structs.replace(state, preemptions=preemptions)
     if found.request is not None:
-        flexed = flex_state(found.request, state, datetime.now(UTC))
+        counted = msgspec.structs.replace(state, preemptions=preemptions)
+        flexed = flex_state(found.request, counted, datetime.now(UTC))
         if flexed is not None:
             return flexed
     rule = RetryRule(preemption_retries=record.preemption_retries)
