@@ -4,6 +4,7 @@ importing their frameworks inside the function and setting nothing up from Kinet
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,14 @@ PLACE = (
 )
 
 
+def _say(line: str) -> None:
+    """Print ``line`` in one write: JAX's and PyTorch's gloo write to the same output from
+    their own threads, and print's separate write of the newline lets their lines in between
+    (a job's output is unbuffered, as under ``python -u``)."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def two_node_psum() -> dict[str, object]:
     """Two CPU devices per process; every device adds its process's ``index + 1``."""
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
@@ -43,7 +52,7 @@ def two_node_psum() -> dict[str, object]:
     mine = jnp.full((local,), float(jax.process_index() + 1))
     summed = jax.pmap(lambda x: jax.lax.psum(x, "i"), axis_name="i")(mine)
     torch_env = {name: os.environ[name] for name in TORCH_ENV}
-    print(f"host {jax.process_index()} torch {json.dumps(torch_env)}", flush=True)
+    _say(f"host {jax.process_index()} torch {json.dumps(torch_env)}")
     return {
         "psum": float(summed[0]),
         "processes": jax.process_count(),
@@ -65,7 +74,7 @@ def slice_view() -> dict[str, object]:
         "process": jax.process_index(),
         "devices": jax.device_count(),
     }
-    print(f"slice view {json.dumps(seen)}", flush=True)
+    _say(f"slice view {json.dumps(seen)}")
     return seen
 
 
@@ -132,14 +141,14 @@ def two_node_all_reduce() -> dict[str, object]:
     dist.all_reduce(value)
     seen = {"sum": value.item(), "rank": dist.get_rank(), "world": dist.get_world_size()}
     dist.destroy_process_group()
-    print(f"host {seen['rank']} all_reduce {json.dumps(seen)}", flush=True)
+    _say(f"host {seen['rank']} all_reduce {json.dumps(seen)}")
     return {**seen, "torch": torch.__file__}
 
 
 def place() -> dict[str, str]:
     """The host's place as the environment gives it, printed to its own log."""
     seen = {name: os.environ.get(name, "") for name in PLACE}
-    print(f"place {json.dumps(seen)}", flush=True)
+    _say(f"place {json.dumps(seen)}")
     return seen
 
 
@@ -147,7 +156,7 @@ def say_then_fail_on_host_1(said: str) -> str:
     """Each host says who it is; host 1 then raises (host 0 is stopped with it), once host 0
     has said its line (``said`` marks it): a host is stopped at once when another fails."""
     host = os.environ["KINETIC_HOST_INDEX"]
-    print(f"host {host} was here", flush=True)
+    _say(f"host {host} was here")
     if host == "0":
         Path(said).touch()
     else:
