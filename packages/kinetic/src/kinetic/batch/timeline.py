@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinetic.bookkeeping.records import PARALLEL_READS
 from kinetic.trust import OutcomeKind, open_outcome
+from kinetic.usage import Pricing, Usage, billed
 from kinetic_protocol import (
     Backend,
     BatchChild,
@@ -124,6 +125,9 @@ class TimelineSummary:
     """Attempts that ended without a value (retried ones too), by cause."""
     placements: dict[str, int] = field(default_factory=dict)
     """Attempts by what they were given (``gpu-l4 on spot``), where that is known."""
+    usage: Usage | None = None
+    """Accelerator time every attempt used and its list cost (running ones until now); None
+    where the batch runs on no billed accelerator."""
 
     def describe(self) -> str:
         def seconds(value: float | None) -> str:
@@ -140,10 +144,13 @@ class TimelineSummary:
         if self.placements:
             placed = ", ".join(f"{count} on {where}" for where, count in self.placements.items())
             line += f"; placed: {placed}"
+        if self.usage is not None:
+            line += f"; used: {self.usage.describe()}"
         return line
 
 
-def _parse(stamp: str) -> datetime | None:
+def parse_stamp(stamp: str) -> datetime | None:
+    """An ISO 8601 time a record holds (UTC where it names no zone); None for empty."""
     if not stamp:
         return None
     moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
@@ -185,6 +192,8 @@ class BatchTimeline:
     attempts: list[Attempt]
     submission_failures: list[SubmissionFailure]
     taken_at: datetime
+    pricing: Pricing | None = None
+    """The list prices of the batch's choices, where they are billed (see ``kinetic.usage``)."""
 
     def summary(self) -> TimelineSummary:
         starts = [a.submitted_at for a in self.attempts]
@@ -200,6 +209,13 @@ class BatchTimeline:
         ]
         peak = _peak(self.attempts, self.taken_at)
         busy = sum(running) / (wall * peak) if wall > 0 and peak else 0.0
+        usage = None
+        if self.pricing is not None:
+            usage = self.pricing.usage(
+                (a.placement, ((a.finished_at or self.taken_at) - a.started_at).total_seconds())
+                for a in self.attempts
+                if a.started_at is not None
+            )
         return TimelineSummary(
             wall_seconds=wall,
             busy_fraction=min(busy, 1.0),
@@ -215,6 +231,7 @@ class BatchTimeline:
                     if a.placement is not None
                 )
             ),
+            usage=usage,
         )
 
     def figure(self) -> Any:
@@ -238,6 +255,18 @@ class BatchTimeline:
         return bundle
 
 
+def start_claim_time(job: "JobHandle") -> datetime | None:
+    """When the job's (leader) host began running it, from its start claim."""
+    from kinetic._context import store_for
+
+    key = layout.host_started_key(job.job_id, 0)
+    try:
+        start = decode_json(store_for(job.record).read(key), HostStart, what=key)
+    except (ObjectNotFoundError, CorruptRecordError):
+        return None
+    return parse_stamp(start.started_at)
+
+
 def _latest(children: list[BatchChild]) -> dict[int, int]:
     latest: dict[int, int] = {}
     for child in children:
@@ -257,15 +286,6 @@ class _Reader:
         self.manifest = manifest
         self.records = records
         self.backend = backend
-
-    def started_at(self, job: "JobHandle") -> datetime | None:
-        """When the job's (leader) host began running it, from its start claim."""
-        key = layout.host_started_key(job.job_id, 0)
-        try:
-            start = decode_json(self.records.store.read(key), HostStart, what=key)
-        except (ObjectNotFoundError, CorruptRecordError):
-            return None
-        return _parse(start.started_at)
 
     @staticmethod
     def envelope(job: "JobHandle", kept: Mapping[int, CollectedOutcome]) -> ResultEnvelope | None:
@@ -299,7 +319,7 @@ class _Reader:
                     jobs, pool.map(lambda job: self.envelope(job, kept), jobs.values()), strict=True
                 )
             )
-            starts = dict(zip(jobs, pool.map(self.started_at, jobs.values()), strict=True))
+            starts = dict(zip(jobs, pool.map(start_claim_time, jobs.values()), strict=True))
         unsettled = [  # and settled ones that had a choice, for where they ran
             job
             for key, job in jobs.items()
@@ -329,16 +349,16 @@ class _Reader:
                     state,
                     started=starts[key],
                     retried=child.attempt < latest[child.index],
-                    cancelled_at=_parse(stopped.cancelled_at) if stopped else None,
+                    cancelled_at=parse_stamp(stopped.cancelled_at) if stopped else None,
                     cancelled_reason=stopped.reason if stopped else "",
                     placement=_placement(seen, kept.get(child.index), job.job_id),
                 )
             )
-        created = _parse(self.manifest.created_at) or taken_at
+        created = parse_stamp(self.manifest.created_at) or taken_at
         failures = [
             SubmissionFailure(
                 index=error.index,
-                failed_at=_parse(error.failed_at) or created,
+                failed_at=parse_stamp(error.failed_at) or created,
                 exc_type=error.exc_type,
                 message=error.message,
             )
@@ -353,6 +373,7 @@ class _Reader:
             attempts=attempts,
             submission_failures=sorted(failures, key=lambda f: f.index),
             taken_at=taken_at,
+            pricing=Pricing(template) if billed(template := self.manifest.job_template) else None,
         )
 
     def attempt(
@@ -368,12 +389,12 @@ class _Reader:
         cancelled_reason: str,
         placement: Placement | None = None,
     ) -> Attempt:
-        submitted = _parse(child.submitted_at) or _parse(self.manifest.created_at)
+        submitted = parse_stamp(child.submitted_at) or parse_stamp(self.manifest.created_at)
         assert submitted is not None  # the manifest's created_at is always set
         finished: datetime | None = None
         if isinstance(envelope, Succeeded | Failed):
-            started = _parse(envelope.started_at) or started
-            finished = _parse(envelope.finished_at)
+            started = parse_stamp(envelope.started_at) or started
+            finished = parse_stamp(envelope.finished_at)
         if isinstance(envelope, Succeeded):
             outcome, reason = Outcome.SUCCEEDED, ""
         elif isinstance(envelope, Failed):
