@@ -113,6 +113,7 @@ def test_a_fallback_list_runs_on_the_next_accelerator_while_the_first_is_in_use(
     assert "Accelerator: gpu-l4 or gpu-t4" in shown.output
     assert "Placed:      gpu-t4 (on-demand, flavor gpu-t4-pool)" in shown.output
     assert "RUNNING (on gpu-t4 (on-demand, flavor gpu-t4-pool))" in shown.output
+    assert re.search(r"Used:\s+\S+ GPU-hours, \$\S+ at list prices", shown.output)
 
     (tmp_path / "release-first").touch()
     assert first.result(timeout=60) == "first"
@@ -155,3 +156,44 @@ def test_spot_then_on_demand_takes_on_demand_once_the_spot_quota_is_used(
     timeline = batch.timeline()
     assert [a.placement for a in timeline.attempts] == [child_placed]
     assert "placed: 1 on gpu-l4 (on-demand)" in timeline.summary().describe()
+
+
+def test_a_batch_stops_submitting_at_its_max_cost_and_resume_with_a_higher_cap_runs_the_rest(
+    queue: str, tmp_path: Path
+) -> None:
+    """The cap is far below what a second of a GPU costs, so the batch stops once its first
+    two inputs (one on each flavor: the L4's quota holds one) have run at all; the third is
+    reported as not run because of it, and runs once ``resume`` raises the cap."""
+    remote = kinetic.run(
+        backend="gke", container_image=GKE_IMAGE, queue=queue, accelerator=["gpu-l4", "gpu-t4"]
+    )(qf.hold_and_log)
+    gate = str(tmp_path / "release")
+    labels = ["a", "b", "c"]
+    batch = remote.run_async_map(
+        [(str(tmp_path), label, gate) for label in labels], max_concurrent=2, max_cost=1e-9
+    )
+    running = [wait_until(lambda i=i: batch.jobs[i], f"input {i} to be submitted") for i in (0, 1)]
+    placed = {_placed(job).flavor for job in running}
+    assert placed == {"gpu-l4-pool", "gpu-t4-pool"}, "one input on each flavor"
+    batch.wait_submitted(timeout=60)
+    completion = batch.submission_status().completion
+    assert completion is not None and "reached max_cost=$1e-09" in completion.cost_capped
+    assert batch.jobs[2] is None, "nothing is submitted past the cap"
+    shown = CliRunner().invoke(cli, ["--backend", "gke", "batch", "status", batch.group_id])
+    assert shown.exit_code == 0, shown.output
+    assert "reached max_cost=$1e-09" in shown.output and "UNSUBMITTED" in shown.output
+    assert re.search(r"Used:\s+\S+ GPU-hours, \$\S+ at list prices", shown.output), shown.output
+
+    (tmp_path / "release").touch()
+    outcomes = batch.results(timeout=60, return_exceptions=True)
+    assert outcomes[:2] == ["a", "b"]
+    assert "was never submitted: max_cost stopped the batch" in str(outcomes[2])
+    still_capped = batch.resume(max_cost=2e-9)
+    assert "nothing more is submitted" in still_capped and batch.jobs[2] is None
+
+    assert "Resumed batch" in batch.resume(max_cost=100.0)
+    assert batch.results(timeout=60) == labels
+    timeline = batch.timeline()
+    assert len({a.placement for a in timeline.attempts}) == 2, "inputs ran on two flavors"
+    usage = timeline.summary().usage
+    assert usage is not None and usage.unit == "GPU" and usage.list_cost, usage

@@ -83,9 +83,7 @@ class PriceTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             if self.stale(today)
             else f"good until {self.stale_by}"
         )
-        return (
-            f"list prices in USD for {self.region} as of {self.as_of} ({self.source}; {age})"
-        )
+        return f"list prices in USD for {self.region} as of {self.as_of} ({self.source}; {age})"
 
     def unit_prices(self, accelerator: "Accelerator") -> ListPrices | None:
         table = self.gpu if accelerator.category == "gpu" else self.tpu

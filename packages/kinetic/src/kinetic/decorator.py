@@ -68,6 +68,7 @@ class RemoteFunction(Generic[P, R]):
         retry_on: "Iterable[str] | None" = None,
         queue: str | None = None,
         priority: str | None = None,
+        max_cost: float | None = None,
     ) -> "BatchHandle":
         """Submit one job per input and return a :class:`~kinetic.BatchHandle` at once.
 
@@ -78,6 +79,13 @@ class RemoteFunction(Generic[P, R]):
 
         ``queue`` and ``priority`` override the decorator's for this batch's children (see
         :func:`kinetic.run`).
+
+        ``max_cost`` caps the batch's list cost in US dollars (``kinetic accelerators`` shows
+        the prices): once what its attempts used reaches it, no new input is submitted, the
+        rest are reported as not run because of it, and ``resume(max_cost=...)`` with a
+        higher cap runs them. Inputs running then run to their end. It needs a
+        ``max_concurrent`` and priced accelerators; the local backend bills nothing, so there
+        it never stops a batch.
         """
         from kinetic.batch import run_map
 
@@ -90,6 +98,7 @@ class RemoteFunction(Generic[P, R]):
             name=name,
             tags=tags,
             retry_on=retry_on,
+            max_cost=max_cost,
         )
         run_options = self.options.overridden(queue=queue, priority=priority)
         return run_map(self.__wrapped__, run_options, inputs, options)

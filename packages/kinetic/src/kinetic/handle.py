@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from kinetic.debug import DebugProcess
     from kinetic.handle_record import JobContext
     from kinetic.outputs import OutputFile
+    from kinetic.usage import Usage
 
 __all__ = ["JobHandle"]
 
@@ -154,6 +155,14 @@ class JobHandle:
     def status(self) -> JobStatus:
         """The job's current status."""
         return self.status_detail().status
+
+    def usage(self) -> "Usage | None":
+        """Accelerator time this attempt used so far and its list cost (``kinetic
+        accelerators`` shows the prices); None where it runs on no billed accelerator
+        (``local``, ``cpu``)."""
+        from kinetic.usage import job_usage
+
+        return job_usage(self, self.status_detail())
 
     def failure(self) -> AttemptFailure | None:
         """Why this attempt ended without a value, or None while it runs, once it succeeded,

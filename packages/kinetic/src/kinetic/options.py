@@ -215,6 +215,8 @@ class MapOptions:
     tags: dict[str, str]
     retry_on: list[str] | None
     """The sorted cause values retries apply to; None for the default set."""
+    max_cost: float | None = None
+    """USD at list prices past which no new input is submitted; None: no cap."""
 
     @classmethod
     def build(
@@ -225,6 +227,7 @@ class MapOptions:
         name: object,
         tags: object,
         retry_on: object,
+        max_cost: object = None,
         **rest: Any,
     ) -> "MapOptions":
         """Refuse bad arguments: a wrong type is a TypeError, a wrong value of the right type
@@ -236,6 +239,7 @@ class MapOptions:
             name=_checked_name(name),
             tags=_checked_tags(tags),
             retry_on=_checked_retry_on(retry_on),
+            max_cost=checked_max_cost(max_cost),
             **rest,
         )
 
@@ -301,3 +305,20 @@ def _checked_retry_on(retry_on: object) -> list[str] | None:
             )
         names.add(str(item))  # a FailureCause is a str: store its plain value
     return sorted(names)
+
+
+def checked_max_cost(value: object) -> float | None:
+    """``max_cost`` in USD: a positive, finite number, or None for no cap."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(
+            f"max_cost must be a number of US dollars or None (no cap), got "
+            f"{type(value).__name__} {value!r}."
+        )
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(
+            f"max_cost={value!r}: a cap on a batch's list cost is a positive number of US "
+            "dollars (None: no cap)."
+        )
+    return float(value)

@@ -54,11 +54,11 @@ def _dollars(amount: float) -> str:
 class Pricing:
     """The prices of one job's (or one batch's) choices, looked up once."""
 
-    def __init__(self, record: "JobRecord", table: PriceTable | None = None) -> None:
+    def __init__(self, choices: tuple[Choice, ...], table: PriceTable | None = None) -> None:
         from kinetic_protocol.accelerators import parse_accelerator
 
         self.table = table or price_table()
-        self.choices = record_choices(record)
+        self.choices = choices
         self.accelerators = {c.accelerator: parse_accelerator(c.accelerator) for c in self.choices}
         self.hourly = {
             choice: hourly_price(self.accelerators[choice.accelerator], choice.capacity, self.table)
@@ -67,6 +67,10 @@ class Pricing:
         first = self.accelerators[self.choices[0].accelerator]
         self.unit = unit_name(first)
         self.units = first.count  # one family: every choice has as many units
+
+    @classmethod
+    def of_record(cls, record: "JobRecord") -> "Pricing":
+        return cls(record_choices(record))
 
     def unpriced(self) -> list[Choice]:
         return [choice for choice, price in self.hourly.items() if price is None]
@@ -93,7 +97,7 @@ class Pricing:
 
 def billed(record: "JobRecord") -> bool:
     """Whether ``record``'s job runs on accelerators its backend provisions (and so costs)."""
-    from kinetic.backends import backend_for
+    from kinetic._context import backend_for
 
     accelerator = record.accelerator
     return accelerator != "cpu" and backend_for(record).capabilities.provisions_accelerators
@@ -123,4 +127,4 @@ def job_usage(job: "JobHandle", state: "JobState") -> Usage | None:
     if started is not None:
         end = finished or datetime.datetime.now(datetime.UTC)
         seconds = max(0.0, (end - started).total_seconds())
-    return Pricing(job.record).usage([(state.placement, seconds)])
+    return Pricing.of_record(job.record).usage([(state.placement, seconds)])

@@ -67,6 +67,8 @@ def _ended_early(completion: BatchCompletion) -> str | None:
         return "fail_fast stopped the batch after a failure"
     if completion.error:
         return f"the batch stopped submitting on an error: {completion.error}"
+    if completion.cost_capped:
+        return f"max_cost stopped the batch: {completion.cost_capped}"
     return None
 
 

@@ -355,6 +355,7 @@ class _Reader:
                 )
             )
         created = parse_stamp(self.manifest.created_at) or taken_at
+        template = self.manifest.job_template
         failures = [
             SubmissionFailure(
                 index=error.index,
@@ -373,7 +374,7 @@ class _Reader:
             attempts=attempts,
             submission_failures=sorted(failures, key=lambda f: f.index),
             taken_at=taken_at,
-            pricing=Pricing(template) if billed(template := self.manifest.job_template) else None,
+            pricing=Pricing.of_record(template) if billed(template) else None,
         )
 
     def attempt(

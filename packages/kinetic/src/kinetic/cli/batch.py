@@ -24,6 +24,7 @@ from kinetic.cli.batch_views import (
     placement_document,
     queued_table,
     timeline,
+    usage_document,
 )
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import Failed, TimedOut
@@ -123,6 +124,7 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
     handle = cli.attach_batch(group_id)
     counts, per_input, states = tally(handle)
     queued = queued_children(states)
+    usage = handle.usage()
     cleaned = sum(1 for state in states.values() if cleaned_up(state))
     failures = handle.child_failures()
     causes = dict(collections.Counter(failure.cause.value for failure in failures.values()))
@@ -135,6 +137,7 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
                 "counts": counts.as_dict() | {"cleaned_up": cleaned},
                 "causes": causes,
                 "queued": queued.as_dict() if queued else None,
+                "usage": usage_document(usage),
                 "jobs": [
                     {
                         "index": i,
@@ -158,6 +161,8 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
     )
     if queued is not None:
         pairs["Queued"] = queued.describe()
+    if usage is not None:
+        pairs["Used"] = usage.describe()
     render.key_values(pairs)
     by_state = [
         ("SUCCEEDED", counts.succeeded),
@@ -337,9 +342,15 @@ def results(
 
 @batch.command()
 @click.argument("group_id")
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(min=0, min_open=True),
+    help="A new cap on the batch's list cost in USD, for a batch its max_cost stopped.",
+)
 @pass_cli
-def resume(cli: CliContext, group_id: str) -> None:
-    """Finish submitting GROUP_ID after the process submitting it died.
+def resume(cli: CliContext, group_id: str, max_cost: float | None) -> None:
+    """Finish submitting GROUP_ID after the process submitting it died, or after its
+    max_cost stopped it (give a higher --max-cost).
 
     Submits the inputs never submitted, creates children recorded but never started, and
     retries failed ones within the batch's retries; nothing runs twice. This process then
@@ -349,12 +360,17 @@ def resume(cli: CliContext, group_id: str) -> None:
     from kinetic.batch.lease import stopped_on_its_own_error
 
     handle = cli.attach_batch(group_id)
-    render.echo(handle.resume())
+    render.echo(handle.resume(max_cost=max_cost))
     if handle.submission_status().state != "submitting":
         return
     render.echo(f"Submitting from this process; follow it with: kinetic batch watch {group_id}")
     handle.wait_submitted()
     completion = handle.submission_status().completion
+    if completion is not None and completion.cost_capped:
+        raise Failed(
+            f"Batch {group_id} stopped submitting again: its {completion.cost_capped}. Give "
+            f"a higher cap: `kinetic batch resume {group_id} --max-cost USD`."
+        )
     if completion is not None and not stopped_on_its_own_error(completion):
         return
     why = completion.error if completion is not None else "its end was not recorded"

@@ -16,6 +16,7 @@ from kinetic.cli.params import GivenPath
 if TYPE_CHECKING:
     from kinetic.batch import BatchHandle
     from kinetic.handle import JobHandle
+    from kinetic.usage import Usage
     from kinetic_protocol import JobState
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "placement_document",
     "queued_table",
     "timeline",
+    "usage_document",
 ]
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -47,6 +49,20 @@ def place_document(state: "JobState | None") -> dict[str, Any] | None:
         return None
     document: dict[str, Any] = msgspec.to_builtins(state.queue)
     return document
+
+
+def usage_document(usage: "Usage | None") -> dict[str, Any] | None:
+    """``{"unit_hours", "unit", "list_cost_usd", "prices": {"region", "as_of", "source"}}``;
+    None where nothing billed ran."""
+    if usage is None:
+        return None
+    table = usage.prices
+    return {
+        "unit_hours": usage.unit_hours,
+        "unit": usage.unit,
+        "list_cost_usd": usage.list_cost,
+        "prices": {"region": table.region, "as_of": str(table.as_of), "source": table.source},
+    }
 
 
 def placement_document(state: "JobState | None") -> dict[str, Any] | None:

@@ -129,11 +129,15 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
 
     Exits 0 whatever the status is: the read worked.
     """
+    from kinetic.cli.batch_views import usage_document
+    from kinetic.usage import job_usage
+
     job = cli.attach(job_id)
     state = job.status_detail()
     failure = _failure(job, state)
+    usage = job_usage(job, state)
     if as_json:
-        render.emit_json(_job_document(job, state, failure))
+        render.emit_json(_job_document(job, state, failure) | {"usage": usage_document(usage)})
         return
     pairs = {
         "Job": job.job_id,
@@ -154,6 +158,8 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
         pairs["Capacity"] = ", then ".join(kinds)
     if state.placement is not None:
         pairs["Placed"] = state.placement.describe()
+    if usage is not None:
+        pairs["Used"] = usage.describe()
     if state.preemptions:
         pairs["Preempted"] = f"{state.preemptions} time(s), run again each time"
     if failure is not None:
