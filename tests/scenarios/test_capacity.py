@@ -22,6 +22,7 @@ from scenario_support import wait_until
 import kinetic
 from kinetic import JobHandle, JobStatus
 from kinetic.cli import cli
+from kinetic_gke.labels import pod_selector
 from kinetic_gke.pools import Autoprovisioning, PoolHardware, PoolInfo
 from kinetic_gke.provision.kueue_objects import kueue_objects
 from kinetic_gke.provision.queue_shares import QueueShares
@@ -89,9 +90,10 @@ def _placed(job: JobHandle) -> Placement:
 
 
 def _node_of(plane: ControlPlane, namespace: str, job: JobHandle) -> str:
-    """The node the pod of ``job``'s Job (for a batch's input, its array's) runs on."""
-    selector = f"batch.kubernetes.io/job-name={job.record.k8s_name}"
-    pods = plane.request("GET", f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}")
+    """The node the running pod of ``job``'s Job (for a batch's input, its array's) is on."""
+    selector = f"labelSelector=batch.kubernetes.io/job-name={job.record.k8s_name}"
+    running = "fieldSelector=status.phase=Running"
+    pods = plane.request("GET", f"/api/v1/namespaces/{namespace}/pods?{selector}&{running}")
     return str(pods["items"][0]["spec"]["nodeName"])
 
 
@@ -197,3 +199,39 @@ def test_a_batch_stops_submitting_at_its_max_cost_and_resume_with_a_higher_cap_r
     assert len({a.placement for a in timeline.attempts}) == 2, "inputs ran on two flavors"
     usage = timeline.summary().usage
     assert usage is not None and usage.unit == "GPU" and usage.list_cost, usage
+
+
+def test_a_preempted_spot_attempt_runs_again_on_the_spot_flavor_it_was_admitted_on(
+    queue: str,
+    tmp_path: Path,
+    real_k8s: ControlPlane,
+    k8s_namespace: str,
+    gke_scenario_env: NodeAgent,
+) -> None:
+    """A spot reclaim takes the pod away, not the admission: Kueue picks a flavor only when it
+    admits a Workload, and a pod the node lost neither suspends the Job nor evicts the
+    Workload. The job controller's next pod (within ``preemption_retries``) keeps the node
+    selector Kueue wrote for the spot flavor, so the job runs again on spot, not on demand;
+    here on the same spot node, which the node agent keeps after reclaiming its pod."""
+    run = _holding(queue, accelerator="gpu-l4", capacity=["spot", "on-demand"])
+    job = run(str(tmp_path), "spot", str(tmp_path / "release"))
+    runs = tmp_path / "spot"
+    on_spot = Placement(accelerator="gpu-l4", capacity="spot", flavor="gpu-l4-spot-pool")
+    assert _placed(job) == on_spot
+    wait_until(runs.exists, "the function to start")
+    fault = gke_scenario_env.preempt_spot(k8s_namespace, selector=pod_selector(job.record))
+    wait_until(lambda: fault.hits, f"the spot preemption of {job.job_id}'s pod")
+    wait_until(lambda: runs.read_text().count("start") == 2, "the function to run again")
+
+    assert _placed(job) == on_spot, "run again on spot, not on demand"
+    assert job.status_detail().preemptions == 1
+    assert _node_of(real_k8s, k8s_namespace, job) == "gpu-l4-spot-0"
+    shown = CliRunner().invoke(cli, ["--backend", "gke", "jobs", "status", job.job_id])
+    assert shown.exit_code == 0, shown.output
+    assert "RUNNING (on gpu-l4 (spot, flavor gpu-l4-spot-pool))" in shown.output
+    assert "Capacity:    spot, then on-demand" in shown.output
+    assert "Placed:      gpu-l4 (spot, flavor gpu-l4-spot-pool)" in shown.output
+    assert "Preempted:   1 time(s), run again each time" in shown.output
+    (tmp_path / "release").touch()
+    assert job.result(timeout=60, cleanup=False) == "spot"
+    assert job.status_detail().preemptions == 1
