@@ -7,8 +7,8 @@ day after which it should not be trusted (``stale_by``), and everything that sho
 shows the first, and says so when the second has passed.
 
 A team with other prices (another region, a discount, a newer list) names a JSON file of its
-own in ``KINETIC_PRICES``; it replaces the built-in table as a whole, so one table is never a
-mix of two days. Its shape is the :class:`PriceTable` below, e.g.
+own (the client's ``KINETIC_PRICES``); it replaces the built-in table as a whole, so one table
+is never a mix of two days. Its shape is the :class:`PriceTable` below, e.g.
 ``{"as_of": "2026-11-01", "stale_by": "2027-02-01", "region": "europe-west4",
 "gpu": {"l4": {"on_demand": 0.78, "spot": 0.31}}, "tpu": {"v5e": {"on_demand": 1.32}}}``.
 
@@ -19,7 +19,6 @@ the safe one for a cap on spending.
 """
 
 import datetime
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -34,8 +33,9 @@ __all__ = [
     "PRICES_ENV",
     "ListPrices",
     "PriceTable",
+    "BUILT_IN",
     "hourly_price",
-    "price_table",
+    "load_price_table",
     "unit_name",
 ]
 
@@ -95,12 +95,10 @@ def unit_name(accelerator: "Accelerator") -> Literal["GPU", "chip", ""]:
     return {"gpu": "GPU", "tpu": "chip"}.get(accelerator.category, "")  # type: ignore[return-value]
 
 
-def hourly_price(
-    accelerator: "Accelerator", capacity: str, table: PriceTable | None = None
-) -> float | None:
+def hourly_price(accelerator: "Accelerator", capacity: str, table: PriceTable) -> float | None:
     """USD per hour of a whole job on ``accelerator`` (every GPU, or every chip of the
     slice) on ``capacity``; None where the table has no price for it."""
-    prices = (table or price_table()).unit_prices(accelerator)
+    prices = table.unit_prices(accelerator)
     if prices is None or not accelerator.count:
         return None
     try:
@@ -112,7 +110,7 @@ def hourly_price(
 # Google Cloud's public list prices in us-central1, per GPU-hour (the GPU with its share of an
 # accelerator-optimized machine where GPUs come only in one) and per TPU chip-hour. Types left
 # out (h100-mega, h200, b200, v7x) had no list price to read them from.
-_BUILT_IN = PriceTable(
+BUILT_IN = PriceTable(
     as_of=datetime.date(2025, 6, 1),
     stale_by=datetime.date(2025, 12, 1),
     region="us-central1",
@@ -138,12 +136,8 @@ _BUILT_IN = PriceTable(
 _loaded: dict[tuple[str, float], PriceTable] = {}
 
 
-def price_table() -> PriceTable:
-    """The table in force: the file ``KINETIC_PRICES`` names, else the built-in one. A file is
-    read again only when it changes."""
-    path = os.environ.get(PRICES_ENV, "")
-    if not path:
-        return _BUILT_IN
+def load_price_table(path: str) -> PriceTable:
+    """The table in the JSON file ``path``, read again only when the file changes."""
     try:
         stamp = Path(path).stat().st_mtime
         cached = _loaded.get((path, stamp))

@@ -1,5 +1,6 @@
 """The durable :class:`JobHandle` of one job: observe, collect and clean it up from anywhere."""
 
+import contextlib
 import dataclasses
 import sys
 from collections.abc import Callable, Iterator
@@ -161,8 +162,14 @@ class JobHandle:
         accelerators`` shows the prices); None where it runs on no billed accelerator
         (``local``, ``cpu``)."""
         from kinetic.usage import job_usage
+        from kinetic_protocol import KineticError
 
-        return job_usage(self, self.status_detail())
+        state = self.status_detail()
+        envelope = None
+        if state.status.is_terminal:
+            with contextlib.suppress(KineticError):
+                envelope = self.read_envelope()
+        return job_usage(self._record, state, envelope)
 
     def failure(self) -> AttemptFailure | None:
         """Why this attempt ended without a value, or None while it runs, once it succeeded,

@@ -13,13 +13,34 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kinetic_protocol.capacity import Choice, Placement, record_choices
-from kinetic_protocol.prices import PriceTable, hourly_price, price_table, unit_name
+from kinetic_protocol.prices import (
+    BUILT_IN,
+    PriceTable,
+    hourly_price,
+    load_price_table,
+    unit_name,
+)
 
 if TYPE_CHECKING:
-    from kinetic.handle import JobHandle
-    from kinetic_protocol import JobRecord, JobState
+    from kinetic_protocol import JobRecord, JobState, ResultEnvelope
 
-__all__ = ["Pricing", "Usage", "job_usage"]
+__all__ = [
+    "Pricing",
+    "Usage",
+    "billed",
+    "job_usage",
+    "parse_stamp",
+    "price_table",
+    "start_claim_time",
+]
+
+
+def price_table() -> PriceTable:
+    """The list prices in force: the file ``KINETIC_PRICES`` names, else the built-in ones."""
+    from kinetic.settings import PRICES
+
+    path = PRICES.from_env()
+    return load_price_table(path) if path else BUILT_IN
 
 
 @dataclass(frozen=True)
@@ -103,28 +124,47 @@ def billed(record: "JobRecord") -> bool:
     return accelerator != "cpu" and backend_for(record).capabilities.provisions_accelerators
 
 
-def job_usage(job: "JobHandle", state: "JobState") -> Usage | None:
-    """What ``job``'s current attempt used (its host 0 from its start to its result, or to now
-    while it runs); None where it runs on no billed accelerator."""
-    if not billed(job.record):
+def parse_stamp(stamp: str) -> datetime.datetime | None:
+    """An ISO 8601 time a record holds (UTC where it names no zone); None for empty."""
+    if not stamp:
         return None
-    from kinetic.batch.timeline import parse_stamp, start_claim_time
-    from kinetic_protocol import Failed, KineticError, Succeeded
+    moment = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
 
-    started = start_claim_time(job)
+
+def start_claim_time(record: "JobRecord") -> datetime.datetime | None:
+    """When the job's (leader) host began running it, from its start claim."""
+    from kinetic._context import store_for
+    from kinetic_protocol import CorruptRecordError, HostStart, ObjectNotFoundError, layout
+    from kinetic_protocol.records import decode_json
+
+    key = layout.host_started_key(record.job_id, 0)
+    try:
+        start = decode_json(store_for(record).read(key), HostStart, what=key)
+    except (ObjectNotFoundError, CorruptRecordError):
+        return None
+    return parse_stamp(start.started_at)
+
+
+def job_usage(
+    record: "JobRecord", state: "JobState", envelope: "ResultEnvelope | None"
+) -> Usage | None:
+    """What a job's current attempt used (its host 0 from its start to its result, or to now
+    while it runs), given its stored result if it has one; None where it runs on no billed
+    accelerator."""
+    if not billed(record):
+        return None
+    from kinetic_protocol import Failed, Succeeded
+
+    started = start_claim_time(record)
     finished: datetime.datetime | None = None
-    if state.status.is_terminal:
-        try:
-            envelope = job.read_envelope()
-        except KineticError:
-            envelope = None
-        if isinstance(envelope, Succeeded | Failed):
-            started = parse_stamp(envelope.started_at) or started
-            finished = parse_stamp(envelope.finished_at)
-        if finished is None:
-            finished = started  # ended with no record of when: nothing counted past its start
+    if isinstance(envelope, Succeeded | Failed):
+        started = parse_stamp(envelope.started_at) or started
+        finished = parse_stamp(envelope.finished_at)
+    if finished is None and state.status.is_terminal:
+        finished = started  # ended with no record of when: nothing counted past its start
     seconds = 0.0
     if started is not None:
         end = finished or datetime.datetime.now(datetime.UTC)
         seconds = max(0.0, (end - started).total_seconds())
-    return Pricing.of_record(job.record).usage([(state.placement, seconds)])
+    return Pricing.of_record(record).usage([(state.placement, seconds)])

@@ -2,8 +2,8 @@
 
 import json
 
+from kinetic.usage import price_table
 from kinetic_protocol.accelerators import GPU_TYPES, TPU_GENERATIONS, valid_accelerator_names
-from kinetic_protocol.prices import price_table
 
 
 def test_json_lists_every_valid_name_with_its_shape(invoke) -> None:

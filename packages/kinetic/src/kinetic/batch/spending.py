@@ -13,7 +13,7 @@ import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from kinetic.usage import Pricing
+from kinetic.usage import Pricing, parse_stamp, start_claim_time
 from kinetic_protocol import ConfigError, JobStatus
 from kinetic_protocol.capacity import job_choices
 
@@ -41,7 +41,8 @@ def check_priced(options: "RunOptions", max_cost: float, max_concurrent: int | N
     accelerators = tuple(accelerator.name for accelerator in options.accelerators)
     unpriced = Pricing(job_choices(accelerators, options.capacity)).unpriced()
     if unpriced:
-        from kinetic_protocol.prices import PRICES_ENV, price_table
+        from kinetic.usage import price_table
+        from kinetic_protocol.prices import PRICES_ENV
 
         names = ", ".join(choice.describe() for choice in unpriced)
         raise ConfigError(
@@ -67,16 +68,13 @@ class SpendingMeter:
         """A poll saw ``job`` in ``state``: start its clock once it runs, stop it once it
         ended."""
         if state.status is JobStatus.RUNNING and job.job_id not in self.running:
-            from kinetic.batch.timeline import start_claim_time
-
-            began = start_claim_time(job) or datetime.now(UTC)
+            began = start_claim_time(job.record) or datetime.now(UTC)
             with self.lock:
                 self.running[job.job_id] = (began, self.pricing.hourly_of(state.placement))
         elif state.status.is_terminal:
             self._ended(job, state)
 
     def _ended(self, job: "JobHandle", state: "JobState") -> None:
-        from kinetic.batch.timeline import parse_stamp, start_claim_time
         from kinetic_protocol import Failed, KineticError, Succeeded
 
         with self.lock:
@@ -93,7 +91,7 @@ class SpendingMeter:
             began = parse_stamp(envelope.started_at) or began
             ended = parse_stamp(envelope.finished_at)
         if began is None and ended is not None:
-            began = start_claim_time(job)
+            began = start_claim_time(job.record)
         seconds = (ended - began).total_seconds() if began and ended else 0.0
         with self.lock:
             self.settled += (hourly or 0.0) * max(seconds, 0.0) / 3600

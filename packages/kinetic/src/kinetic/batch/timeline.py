@@ -19,27 +19,23 @@ from typing import TYPE_CHECKING, Any
 
 from kinetic.bookkeeping.records import PARALLEL_READS
 from kinetic.trust import OutcomeKind, open_outcome
-from kinetic.usage import Pricing, Usage, billed
+from kinetic.usage import Pricing, Usage, billed, parse_stamp, start_claim_time
 from kinetic_protocol import (
     Backend,
     BatchChild,
     BatchManifest,
     CollectedOutcome,
-    CorruptRecordError,
     Failed,
     FailureCause,
-    HostStart,
     IntegrityError,
     JobState,
     JobStatus,
     ObjectNotFoundError,
     ResultEnvelope,
     Succeeded,
-    layout,
 )
 from kinetic_protocol.capacity import Placement, record_choices
 from kinetic_protocol.causes import BACKEND_DECIDED
-from kinetic_protocol.records import decode_json
 
 if TYPE_CHECKING:
     from kinetic.bookkeeping.records import BatchRecords
@@ -149,14 +145,6 @@ class TimelineSummary:
         return line
 
 
-def parse_stamp(stamp: str) -> datetime | None:
-    """An ISO 8601 time a record holds (UTC where it names no zone); None for empty."""
-    if not stamp:
-        return None
-    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def _percentile(values: list[float], fraction: float) -> float | None:
     if not values:
         return None
@@ -255,18 +243,6 @@ class BatchTimeline:
         return bundle
 
 
-def start_claim_time(job: "JobHandle") -> datetime | None:
-    """When the job's (leader) host began running it, from its start claim."""
-    from kinetic._context import store_for
-
-    key = layout.host_started_key(job.job_id, 0)
-    try:
-        start = decode_json(store_for(job.record).read(key), HostStart, what=key)
-    except (ObjectNotFoundError, CorruptRecordError):
-        return None
-    return parse_stamp(start.started_at)
-
-
 def _latest(children: list[BatchChild]) -> dict[int, int]:
     latest: dict[int, int] = {}
     for child in children:
@@ -319,7 +295,13 @@ class _Reader:
                     jobs, pool.map(lambda job: self.envelope(job, kept), jobs.values()), strict=True
                 )
             )
-            starts = dict(zip(jobs, pool.map(start_claim_time, jobs.values()), strict=True))
+            starts = dict(
+                zip(
+                    jobs,
+                    pool.map(lambda job: start_claim_time(job.record), jobs.values()),
+                    strict=True,
+                )
+            )
         unsettled = [  # and settled ones that had a choice, for where they ran
             job
             for key, job in jobs.items()

@@ -33,8 +33,8 @@ def accelerators(category: str | None, as_json: bool) -> None:
     the slice), on demand and on spot, for the region and day printed below the table; a
     table of your own (another region, newer prices) goes in the file KINETIC_PRICES names.
     """
+    from kinetic.usage import price_table
     from kinetic_protocol.accelerators import parse_accelerator, valid_accelerator_names
-    from kinetic_protocol.prices import price_table
 
     table = price_table()
     catalogue = [parse_accelerator(name) for name in valid_accelerator_names()]

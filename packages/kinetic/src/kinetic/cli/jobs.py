@@ -130,12 +130,11 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
     Exits 0 whatever the status is: the read worked.
     """
     from kinetic.cli.batch_views import usage_document
-    from kinetic.usage import job_usage
 
     job = cli.attach(job_id)
     state = job.status_detail()
     failure = _failure(job, state)
-    usage = job_usage(job, state)
+    usage = job.usage()
     if as_json:
         render.emit_json(_job_document(job, state, failure) | {"usage": usage_document(usage)})
         return
