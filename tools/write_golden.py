@@ -203,6 +203,7 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         retries=2,
         retry_on=["exit", "oom"],
         max_concurrent=16,
+        max_cost=50.0,
         fail_fast=True,
         cancel_running_on_fail=True,
         input_mode="kwargs",
@@ -249,6 +250,7 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         cancelled=True,
         fail_fast=True,
         error="StoreError: Could not write 'groups/grp-a1b2c3d4/children/000099-000.json'",
+        cost_capped="list cost $50.02 reached max_cost=$50",
     ),
     "submitter_lease": SubmitterLease(
         group_id="grp-a1b2c3d4",

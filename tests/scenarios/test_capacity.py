@@ -7,6 +7,7 @@ node agent: an L4 on spot, an L4 on demand and a T4 on demand. Each flavor's quo
 so a job that holds one flavor sends the next to the following one.
 """
 
+import json
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -116,6 +117,12 @@ def test_a_fallback_list_runs_on_the_next_accelerator_while_the_first_is_in_use(
     assert "Placed:      gpu-t4 (on-demand, flavor gpu-t4-pool)" in shown.output
     assert "RUNNING (on gpu-t4 (on-demand, flavor gpu-t4-pool))" in shown.output
     assert re.search(r"Used:\s+\S+ GPU-hours, \$\S+ at list prices", shown.output)
+    usage = json.loads(
+        CliRunner()
+        .invoke(cli, ["--backend", "gke", "jobs", "status", second.job_id, "--json"])
+        .output
+    )["usage"]
+    assert usage["unit"] == "GPU" and usage["list_cost_usd"] >= 0 and usage["prices"]["as_of"]
 
     (tmp_path / "release-first").touch()
     assert first.result(timeout=60) == "first"
@@ -185,6 +192,10 @@ def test_a_batch_stops_submitting_at_its_max_cost_and_resume_with_a_higher_cap_r
     assert shown.exit_code == 0, shown.output
     assert "reached max_cost=$1e-09" in shown.output and "UNSUBMITTED" in shown.output
     assert re.search(r"Used:\s+\S+ GPU-hours, \$\S+ at list prices", shown.output), shown.output
+    unread = CliRunner().invoke(
+        cli, ["--backend", "gke", "batch", "status", batch.group_id, "--no-usage"]
+    )
+    assert re.search(r"Used:\s+not read for 3 inputs \(--usage reads it\)", unread.output)
 
     (tmp_path / "release").touch()
     outcomes = batch.results(timeout=60, return_exceptions=True)

@@ -1,6 +1,5 @@
 """The durable :class:`JobHandle` of one job: observe, collect and clean it up from anywhere."""
 
-import contextlib
 import dataclasses
 import sys
 from collections.abc import Callable, Iterator
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 
     from kinetic.debug import DebugProcess
     from kinetic.handle_record import JobContext
-    from kinetic.outputs import OutputFile
+    from kinetic.outputs import JobOutputs, OutputFile
     from kinetic.usage import Usage
 
 __all__ = ["JobHandle"]
@@ -158,18 +157,11 @@ class JobHandle:
         return self.status_detail().status
 
     def usage(self) -> "Usage | None":
-        """Accelerator time this attempt used so far and its list cost (``kinetic
-        accelerators`` shows the prices); None where it runs on no billed accelerator
-        (``local``, ``cpu``)."""
+        """Accelerator time this attempt used so far and its list cost (``kinetic accelerators``
+        shows the prices); None where it runs on no billed accelerator (``local``, ``cpu``)."""
         from kinetic.usage import job_usage
-        from kinetic_protocol import KineticError
 
-        state = self.status_detail()
-        envelope = None
-        if state.status.is_terminal:
-            with contextlib.suppress(KineticError):
-                envelope = self.read_envelope()
-        return job_usage(self._record, state, envelope)
+        return job_usage(self._record, self.status_detail, self.read_envelope)
 
     def failure(self) -> AttemptFailure | None:
         """Why this attempt ended without a value, or None while it runs, once it succeeded,
@@ -203,9 +195,8 @@ class JobHandle:
         On a multi-host job: the leader's by default (or, once the job failed on one host,
         that host's: the others may have said nothing), host ``i``'s with ``host=i``, every
         host's with ``host="all"`` (each line prefixed ``[host i]``). Read as :meth:`tail`
-        reads it: the backend's log, else the output kept in the store. Following streams
-        the backend's log while the job runs; a job whose log is gone prints its kept output.
-        """
+        reads it; a job whose backend log is gone gives (or, following, prints) its kept
+        output."""
         if not follow:
             from kinetic.kept_output import job_output
 
@@ -236,11 +227,9 @@ class JobHandle:
         timeout: float | None = None,
         on_status_change: Callable[[JobStatus], None] | None = None,
     ) -> JobState:
-        """Block until the job is terminal; ``TimeoutError`` leaves it running.
-
-        ``on_status_change`` is called with each new status; if it raises, the wait goes on
-        and the first exception is shown on stderr (the ``kinetic`` logger) with its traceback.
-        """
+        """Block until the job is terminal; ``TimeoutError`` leaves it running. Each new status
+        goes to ``on_status_change``; if it raises, the wait goes on and the first exception is
+        shown on stderr (the ``kinetic`` logger) with its traceback."""
         notify = StatusCallback(on_status_change, self.job_id)
         return until_terminal(backend_for(self._record), self._record, timeout, notify)
 
@@ -269,10 +258,9 @@ class JobHandle:
         return value
 
     def outcome(self, state: JobState) -> ResultEnvelope:
-        """The stored envelope of a terminal job, or the error that explains its absence.
-
-        On a multi-host job the lowest-index host's failure wins, and a leader's success
-        never hides a host that failed without storing an error (killed, out of memory)."""
+        """The stored envelope of a terminal job, or the error that explains its absence. On a
+        multi-host job the lowest-index host's failure wins, and a leader's success never
+        hides a host that failed without storing an error (killed, out of memory)."""
         return self.sealed_outcome(state).envelope
 
     def sealed_outcome(self, state: JobState) -> SealedOutcome:
@@ -284,10 +272,8 @@ class JobHandle:
     # -- teardown ------------------------------------------------------------------------
 
     def cancel(self, cleanup_timeout: float = 180, cleanup_poll_interval: float = 2) -> None:
-        """Stop the job and delete its backend resource; stored artifacts are kept.
-
-        A job still pending or running is recorded as cancelled first, so that
-        :meth:`failure` says ``cancelled`` once its resource is gone."""
+        """Stop the job and delete its backend resource, keeping stored artifacts; a job still
+        pending or running is recorded as cancelled first, so :meth:`failure` says so."""
         backend = backend_for(self._record)
         if not backend.statuses([self._record])[self.job_id].status.is_terminal:
             from kinetic.failure import record_cancel
@@ -306,10 +292,8 @@ class JobHandle:
         cleanup_timeout: float = 180,
         cleanup_poll_interval: float = 2,
     ) -> None:
-        """Delete the backend resource (``k8s``) and/or stored artifacts (``gcs``).
-
-        Anything under ``KINETIC_OUTPUT_DIR`` is always kept.
-        """
+        """Delete the backend resource (``k8s``) and/or stored artifacts (``gcs``); anything
+        under ``KINETIC_OUTPUT_DIR`` is always kept."""
         if k8s:
             self.delete_resource(cleanup_timeout, cleanup_poll_interval)
         if gcs:
@@ -318,26 +302,26 @@ class JobHandle:
     # -- outputs -------------------------------------------------------------------------
 
     @property
+    def _outputs(self) -> "JobOutputs":
+        from kinetic.outputs import JobOutputs
+
+        return JobOutputs.of(self._record)
+
+    @property
     def output_location(self) -> str:
         """The job's ``KINETIC_OUTPUT_DIR``: ``output_dir=`` if given, else
         ``<store>/outputs/<job_id>`` (a local path for a ``file://`` store)."""
-        from kinetic.outputs import JobOutputs
-
-        return JobOutputs.of(self._record).location
+        return self._outputs.location
 
     def list_outputs(self) -> list["OutputFile"]:
         """The files the job wrote under its output directory (path relative to it, size),
         sorted by path; empty if it wrote none (yet). Outputs outlive ``cleanup()``."""
-        from kinetic.outputs import JobOutputs
-
-        return JobOutputs.of(self._record).files()
+        return self._outputs.files()
 
     def download_outputs(self, directory: "str | Path", *, overwrite: bool = False) -> list["Path"]:
         """Copy every output file into ``directory`` (made if missing), keeping relative paths;
         returns the local paths. An existing file is an error unless ``overwrite``."""
-        from kinetic.outputs import JobOutputs
-
-        return JobOutputs.of(self._record).download(directory, overwrite=overwrite)
+        return self._outputs.download(directory, overwrite=overwrite)
 
     def debug_attach(
         self,

@@ -7,8 +7,9 @@ priced at the dearest of them, so a figure that guides a spending cap never read
 a backend that provisions no accelerators (``local``: this machine's hardware) use none.
 """
 
+import contextlib
 import datetime
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -147,15 +148,22 @@ def start_claim_time(record: "JobRecord") -> datetime.datetime | None:
 
 
 def job_usage(
-    record: "JobRecord", state: "JobState", envelope: "ResultEnvelope | None"
+    record: "JobRecord",
+    status: "Callable[[], JobState]",
+    stored_result: "Callable[[], ResultEnvelope]",
 ) -> Usage | None:
     """What a job's current attempt used (its host 0 from its start to its result, or to now
-    while it runs), given its stored result if it has one; None where it runs on no billed
-    accelerator."""
+    while it runs), reading its state and, once it ended, its stored result; None where it
+    runs on no billed accelerator."""
     if not billed(record):
         return None
-    from kinetic_protocol import Failed, Succeeded
+    from kinetic_protocol import Failed, KineticError, Succeeded
 
+    state = status()
+    envelope = None
+    if state.status.is_terminal:
+        with contextlib.suppress(KineticError):
+            envelope = stored_result()
     started = start_claim_time(record)
     finished: datetime.datetime | None = None
     if isinstance(envelope, Succeeded | Failed):

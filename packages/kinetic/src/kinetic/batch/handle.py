@@ -391,15 +391,19 @@ class BatchHandle:
 
         return read_timeline(self._manifest, self._records, self._backend)
 
+    @property
+    def billed(self) -> bool:
+        """Whether its jobs run on accelerators their backend provisions, and so cost (not on
+        ``local``, nor on ``cpu``)."""
+        from kinetic.usage import billed
+
+        return billed(self._manifest.job_template)
+
     def usage(self) -> "Usage | None":
         """Accelerator time every attempt used so far (running ones until now) and its list
         cost (``kinetic accelerators`` shows the prices); None where the batch runs on no
         billed accelerator (``local``, ``cpu``). Reads what :meth:`timeline` reads."""
-        from kinetic.usage import billed
-
-        if not billed(self._manifest.job_template):
-            return None
-        return self.timeline().summary().usage
+        return self.timeline().summary().usage if self.billed else None
 
     def log_lines(
         self, *, follow: bool = False, failed: bool = False, tail: int | None = None

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["batch"]
 
+USAGE_READ_LIMIT = 1000
+"""Inputs up to which ``batch status`` reads what every attempt used unless told not to."""
 TIMEOUT_OPTION = click.option("--timeout", type=Seconds(), help="Give up after S seconds (exit 3).")
 
 
@@ -109,10 +111,19 @@ def list_(cli: CliContext, limit: int, as_json: bool) -> None:
     is_flag=True,
     help="Also list each input that waits in a queue, with its place.",
 )
+@click.option(
+    "--usage/--no-usage",
+    "with_usage",
+    default=None,
+    help=f"Read the accelerator time every attempt used and its list cost (default: for "
+    f"batches of at most {USAGE_READ_LIMIT:,} inputs; it reads each attempt's times).",
+)
 @JSON_OPTION
 @pass_cli
-def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> None:
-    """Count the inputs of GROUP_ID by state.
+def status(
+    cli: CliContext, group_id: str, list_queued: bool, with_usage: bool | None, as_json: bool
+) -> None:
+    """Count the inputs of GROUP_ID by state, and show what its attempts used.
 
     Exits 0 whatever the states are: the read worked. Inputs whose results were already
     collected and cleaned up (``results(cleanup=True)``) are NOT_FOUND, counted apart. Inputs
@@ -124,7 +135,9 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
     handle = cli.attach_batch(group_id)
     counts, per_input, states = tally(handle)
     queued = queued_children(states)
-    usage = handle.usage()
+    if with_usage is None:
+        with_usage = counts.total <= USAGE_READ_LIMIT
+    usage = handle.usage() if with_usage else None
     cleaned = sum(1 for state in states.values() if cleaned_up(state))
     failures = handle.child_failures()
     causes = dict(collections.Counter(failure.cause.value for failure in failures.values()))
@@ -163,6 +176,8 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
         pairs["Queued"] = queued.describe()
     if usage is not None:
         pairs["Used"] = usage.describe()
+    elif not with_usage and handle.billed:
+        pairs["Used"] = f"not read for {counts.total:,} inputs (--usage reads it)"
     render.key_values(pairs)
     by_state = [
         ("SUCCEEDED", counts.succeeded),
