@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import string
 import subprocess
 import sys
 import time
@@ -29,7 +30,15 @@ from kinetic_testing.cached_build import Progress, build_lock
 
 from .jobset_build import build_jobset, jobset_ready
 from .kueue_build import build_kueue, kueue_ready
-from .versions import PINS, Pins, bin_dir, cache_root, jobset_dir, kueue_dir
+from .versions import (
+    JOB_POD_FAILURE_BACKOFF_S,
+    PINS,
+    Pins,
+    bin_dir,
+    cache_root,
+    jobset_dir,
+    kueue_dir,
+)
 
 __all__ = [
     "BINARIES",
@@ -45,6 +54,34 @@ BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "lws-controller
 LWS_CRD = "lws-crd.yaml"
 _MIN_GO = (1, 26)
 _LOG_TAIL_LINES = 30
+
+
+_KCM_MAIN = string.Template(
+    """// kube-controller-manager as upstream builds it (cmd/kube-controller-manager), with
+// the Job controller's first pod-failure backoff at ${backoff}s instead of 10s (a variable
+// upstream exports for its own tests): a test's Job runs a failed or preempted pod again
+// within about a second, not ten.
+package main
+
+import (
+	"os"
+	"time"
+	_ "time/tzdata"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	"k8s.io/kubernetes/pkg/controller/job"
+)
+
+func main() {
+	job.DefaultJobPodFailureBackOff = ${backoff} * time.Second
+	os.Exit(cli.Run(app.NewControllerManagerCommand()))
+}
+"""
+)
 
 
 class BuildError(RuntimeError):
@@ -285,16 +322,18 @@ class _Builder:
                 f"-X {package}.gitMinor={pins.minor}",
                 f"-X {package}.gitTreeState=clean",
             ]
+        (directory / "kcm").mkdir(exist_ok=True)
+        kcm_main = _KCM_MAIN.substitute(backoff=JOB_POD_FAILURE_BACKOFF_S)
+        (directory / "kcm" / "main.go").write_text(kcm_main)
         self._go(["mod", "tidy"], directory, "kubernetes")
+        ldflags = f"-ldflags={' '.join(stamp)}"
         self._go(
-            [
-                "build",
-                f"-ldflags={' '.join(stamp)}",
-                "-o",
-                f"{self.staging}/",
-                "k8s.io/kubernetes/cmd/kube-apiserver",
-                "k8s.io/kubernetes/cmd/kube-controller-manager",
-            ],
+            ["build", ldflags, "-o", f"{self.staging}/", "k8s.io/kubernetes/cmd/kube-apiserver"],
+            directory,
+            "kubernetes",
+        )
+        self._go(
+            ["build", ldflags, "-o", f"{self.staging}/kube-controller-manager", "./kcm"],
             directory,
             "kubernetes",
         )
