@@ -92,6 +92,8 @@ class SpendingMeter:
             ended = parse_stamp(envelope.finished_at)
         if began is None and ended is not None:
             began = start_claim_time(job.record)
+        if ended is None and seen is not None:
+            ended = datetime.now(UTC)  # killed with no result: it ran until it was seen ended
         seconds = (ended - began).total_seconds() if began and ended else 0.0
         with self.lock:
             self.settled += (hourly or 0.0) * max(seconds, 0.0) / 3600
