@@ -22,6 +22,7 @@ import msgspec
 from kinetic import _log
 from kinetic.backends import array_backend
 from kinetic.batch.array import client_rule
+from kinetic.batch.children import ChildJobs
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.inputs import to_call_arguments
 from kinetic.batch.lease import LeaseHolder
@@ -31,7 +32,6 @@ from kinetic.batch.stored_call import PickledBatch
 from kinetic.batch.submitter import FailurePolicy, Submitter
 from kinetic.bookkeeping.records import BatchRecords
 from kinetic.bookkeeping.sealed import BatchSeal
-from kinetic.handle import JobHandle
 from kinetic.options import MapOptions, RunOptions
 from kinetic.submission import (
     captured_env,
@@ -130,7 +130,8 @@ def run_map(
         raise
     if lease is None:  # an array batch: every child exists now
         return _array_handle(manifest, target.backend, records)
-    state = BatchState(total=len(items), rule=manifest.retry_rule, jobs=[None] * len(items))
+    jobs = ChildJobs(len(items), manifest)
+    state = BatchState(total=len(items), rule=manifest.retry_rule, jobs=jobs)
     policy = FailurePolicy(
         state, fail_fast=options.fail_fast, cancel_running=options.cancel_running_on_fail
     )
@@ -174,7 +175,7 @@ def _array_handle(manifest: BatchManifest, backend: Backend, records: BatchRecor
     state = BatchState(
         total=total,
         rule=client_rule(manifest),  # the backend retries: a failed child is final here
-        jobs=[JobHandle.from_record(manifest.child_record(i, 0)) for i in range(total)],
+        jobs=ChildJobs.first_attempts(manifest),
     )
     state.submission_done.set()
     policy = FailurePolicy(state, fail_fast=False, cancel_running=False)  # the backend's too

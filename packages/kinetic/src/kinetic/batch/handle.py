@@ -216,7 +216,7 @@ class BatchHandle:
             self._state.interrupted.set()
             self._state.notify()
             with self._state.lock:
-                submitted = sum(1 for job in self._state.jobs if job is not None)
+                submitted = self._state.jobs.submitted()
             say_batch_left_running(
                 self.group_id, self._manifest.job_template.backend, submitted, self._state.total
             )

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kinetic.batch.children import ChildJobs
 from kinetic.batch.cleanup import in_parallel
 from kinetic.batch.lease import LeaseHolder, stopped_on_its_own_error
 from kinetic.batch.spending import SpendingMeter, spent_before
@@ -44,7 +45,7 @@ __all__ = ["ResumePlan", "plan_resume", "recaptured_env", "resume_children"]
 class ResumePlan:
     """The work of a resumed submitter, and what it starts from."""
 
-    jobs: list[JobHandle | None]
+    jobs: ChildJobs
     queue: list[tuple[int, int]] = field(default_factory=list)
     """``(index, attempt)`` to submit: new inputs, retries, and records never created."""
     active: dict[int, JobHandle] = field(default_factory=dict)
@@ -81,7 +82,7 @@ def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend
     listing = confirmed_listing(records, manifest, backend)
     collected = records.collected()
     rule = manifest.retry_rule
-    plan = ResumePlan(jobs=[None] * total)
+    plan = ResumePlan(jobs=ChildJobs(total, manifest))
     latest = {
         index: JobHandle.from_record(manifest.child_record(index, attempt))
         for index, attempt in listing.latest_attempts.items()

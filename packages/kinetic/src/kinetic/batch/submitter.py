@@ -184,7 +184,7 @@ class Submitter:
 
     def _submitted(self) -> int:
         with self.state.lock:
-            return sum(1 for job in self.state.jobs if job is not None)
+            return self.state.jobs.submitted()
 
     def _record_fatal(self, exc: BaseException) -> None:
         with self.state.lock:
@@ -223,9 +223,9 @@ class Submitter:
         and each handle it holds."""
         latest = dict(self.records.latest_seen)
         with self.state.lock:
-            for index, job in enumerate(self.state.jobs):
-                if job is not None and job.attempt > latest.get(index, -1):
-                    latest[index] = job.attempt
+            for index, attempt in self.state.jobs.latest_attempts().items():
+                if attempt > latest.get(index, -1):
+                    latest[index] = attempt
         return latest
 
     # -- the loop --------------------------------------------------------------------------
