@@ -54,7 +54,7 @@ def gke_scenario_env(
     monkeypatch.setenv("KINETIC_NAMESPACE", k8s_namespace)
     monkeypatch.setenv("KINETIC_STORE", gcs_bucket)
     monkeypatch.setenv("KINETIC_PROJECT", GKE_PROJECT)
-    monkeypatch.setenv("KINETIC_GKE_POLL", "0.02,0.2")
+    monkeypatch.setenv("KINETIC_GKE_POLL", "0.05,0.5")
     # Scripts run in subprocesses decorate with backend="gke" alone: name the image here.
     monkeypatch.setenv("KINETIC_CONTAINER_IMAGE", GKE_IMAGE)
     monkeypatch.setattr(target, "debug_options", _debug_options_on_a_shared_network)
