@@ -9,7 +9,6 @@ so a job that holds one flavor sends the next to the following one.
 
 import json
 import re
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,29 +17,20 @@ import kueue_userfuncs as qf
 import pytest
 from click.testing import CliRunner
 from gke_env import GKE_IMAGE
+from queue_support import own_queue
 from scenario_support import wait_until
 
 import kinetic
 from kinetic import JobHandle, JobStatus
 from kinetic.cli import cli
 from kinetic_gke.labels import pod_selector
-from kinetic_gke.pools import Autoprovisioning, PoolHardware, PoolInfo
-from kinetic_gke.provision.kueue_objects import kueue_objects
-from kinetic_gke.provision.queue_shares import QueueShares
+from kinetic_gke.pools import PoolHardware, PoolInfo
 from kinetic_protocol.capacity import Placement
-from kinetic_protocol.queueing import DEFAULT_QUEUE
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.nodeagent import NodeAgent
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
 
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-PLURALS = {
-    "ResourceFlavor": "resourceflavors",
-    "WorkloadPriorityClass": "workloadpriorityclasses",
-    "ClusterQueue": "clusterqueues",
-    "LocalQueue": "localqueues",
-}
 L4 = PoolHardware("g2-standard-4", "nvidia-l4", 1)
 POOLS = [  # the node agent's pools, each with room for one job of one GPU
     PoolInfo("gpu-l4-spot-pool", L4, spot=True, node_count=1),
@@ -52,26 +42,8 @@ POOLS = [  # the node agent's pools, each with room for one job of one GPU
 @pytest.fixture
 def queue(gke_scenario_env: NodeAgent, real_k8s: ControlPlane, k8s_namespace: str) -> Iterator[str]:
     """A queue of this test's own over the three pools' flavors, as `kinetic up` makes them."""
-    name = f"cq-{uuid.uuid4().hex[:8]}"
-    objects, _ = kueue_objects(
-        POOLS, Autoprovisioning(), QueueShares.of([(name, 1)]), k8s_namespace, {"test": "capacity"}
-    )
-    made = []
-    for obj in objects:
-        kind, path = obj["kind"], f"{KUEUE}/{PLURALS[obj['kind']]}"
-        if obj["metadata"]["name"] == DEFAULT_QUEUE:
-            continue  # always made by `kinetic up`; the session has its own
-        if kind == "LocalQueue":
-            path = f"{KUEUE}/namespaces/{k8s_namespace}/localqueues"
-        if kind in ("ResourceFlavor", "WorkloadPriorityClass"):
-            real_k8s.post_or_get(path, obj)
-        else:
-            real_k8s.request("POST", path, obj)
-        if kind in ("ResourceFlavor", "ClusterQueue"):
-            made.append(f"{path}/{obj['metadata']['name']}")
-    yield name
-    for path in reversed(made):  # the queue first: Kueue keeps a flavor while a queue uses it
-        real_k8s.request("DELETE", path)
+    with own_queue(real_k8s, k8s_namespace, POOLS) as name:
+        yield name
 
 
 def _holding(queue: str, **options: Any) -> Callable[..., JobHandle]:

@@ -8,7 +8,6 @@ The pool's node (the node agent's ``gpu-l4-flex-0``) exists from the start.
 """
 
 import re
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,29 +15,18 @@ from typing import Any
 import kueue_userfuncs as qf
 import pytest
 from gke_env import GKE_IMAGE
+from queue_support import own_queue
 from scenario_support import wait_until
 
 import kinetic
 from kinetic import FailureCause, JobFailedError, JobHandle, JobStatus
-from kinetic_gke.pools import Autoprovisioning, PoolHardware, PoolInfo
-from kinetic_gke.provision.kueue_objects import kueue_objects
-from kinetic_gke.provision.queue_shares import QueueShares
-from kinetic_protocol.queueing import DEFAULT_QUEUE
+from kinetic_gke.pools import PoolHardware, PoolInfo
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.provisioner import StandInProvisioner
 from kinetic_testing.nodeagent import NodeAgent
 
 pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
 
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-PLURALS = {
-    "ResourceFlavor": "resourceflavors",
-    "WorkloadPriorityClass": "workloadpriorityclasses",
-    "ProvisioningRequestConfig": "provisioningrequestconfigs",
-    "AdmissionCheck": "admissionchecks",
-    "ClusterQueue": "clusterqueues",
-    "LocalQueue": "localqueues",
-}
 FLEX_POOL = PoolInfo(
     "gpu-l4-flex-pool", PoolHardware("g2-standard-4", "nvidia-l4", 1), node_count=1,
     flex_start=True,
@@ -48,25 +36,8 @@ FLEX_POOL = PoolInfo(
 @pytest.fixture
 def queue(gke_scenario_env: NodeAgent, real_k8s: ControlPlane, k8s_namespace: str) -> Iterator[str]:
     """A queue of this test's own over the flex-start pool's flavor, as `kinetic up` makes it."""
-    name = f"cq-{uuid.uuid4().hex[:8]}"
-    objects, _ = kueue_objects(
-        [FLEX_POOL], Autoprovisioning(), QueueShares.of([(name, 1)]), k8s_namespace, {}
-    )
-    made = []
-    for obj in objects:
-        kind, path = obj["kind"], f"{KUEUE}/{PLURALS[obj['kind']]}"
-        if obj["metadata"]["name"] == DEFAULT_QUEUE:
-            continue
-        if kind == "LocalQueue":
-            real_k8s.request("POST", f"{KUEUE}/namespaces/{k8s_namespace}/localqueues", obj)
-        elif kind == "ClusterQueue":
-            real_k8s.request("POST", path, obj)
-            made.append(f"{path}/{obj['metadata']['name']}")
-        else:  # shared by every flex-start test: kept
-            real_k8s.post_or_get(path, obj)
-    yield name
-    for path in made:
-        real_k8s.request("DELETE", path)
+    with own_queue(real_k8s, k8s_namespace, [FLEX_POOL]) as name:
+        yield name
 
 
 def _flex(queue: str, function: Callable[..., str], **options: Any) -> Callable[..., JobHandle]:
