@@ -202,3 +202,14 @@ def test_a_choice_no_flavor_gives_is_refused_with_the_pool_to_add() -> None:
     refused = r"has no flavor for gpu-l4 \(spot\).*`kinetic pool add --accelerator gpu-l4 --spot`"
     with pytest.raises(ConfigError, match=refused):
         check_flavor_order(queue, "q", SPOT_THEN_ON_DEMAND)  # type: ignore[arg-type]
+
+
+def test_a_reservation_no_flavor_gives_is_refused_with_the_pool_that_consumes_it() -> None:
+    queue = _Queue({"l4": L4})
+    unknown = (Choice("gpu-l4", "reservation:res-a"), Choice("gpu-l4", "on-demand"))
+    refused = (
+        r"has no flavor for gpu-l4 \(reservation:res-a\).*"
+        r"`kinetic pool add --accelerator gpu-l4 --reservation res-a`"
+    )
+    with pytest.raises(ConfigError, match=refused):
+        check_flavor_order(queue, "q", unknown)  # type: ignore[arg-type]
