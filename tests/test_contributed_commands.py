@@ -32,6 +32,7 @@ OPTIONS = {
         "max_nodes",
         "spot",
         "reservation",
+        "flex_start",
         "pool_name",
         "dry_run",
     },

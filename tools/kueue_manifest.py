@@ -24,13 +24,12 @@ the file name in ``kinetic_gke.provision.manifests.KUEUE``; ``kinetic up`` appli
                                                     # file and the pinned sha256 all agree
 """
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
 import yaml  # type: ignore[import-untyped]
-from kustomize_render import kustomize, module_config, run, write_or_check
+from kustomize_render import kustomize, main, module_config, run
 
 from kinetic_gke.k8s.kueue_api import KUEUE_VERSION
 from kinetic_gke.provision.manifests import KUEUE
@@ -67,20 +66,13 @@ def frameworks(data: bytes) -> list[str]:
     sys.exit("the rendered manifest holds no Kueue Configuration")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare only; write nothing")
-    check = parser.parse_args().check
-    if KUEUE.version != KUEUE_VERSION:
-        sys.exit(f"the manifest pin is Kueue {KUEUE.version} but Kinetic speaks "
-                 f"{KUEUE_VERSION}; make them agree first.")  # fmt: skip
-    data = render(KUEUE_VERSION)
+def vet(data: bytes) -> None:
+    """Stop unless the manager configuration enables every integration Kinetic needs."""
     missing = [name for name in NEEDED_FRAMEWORKS if name not in frameworks(data)]
     if missing:
         sys.exit(f"Kueue {KUEUE_VERSION}'s manager configuration does not enable "
                  f"{', '.join(missing)}; patch it here before shipping the manifest.")  # fmt: skip
-    write_or_check(KUEUE, data, check=check)
 
 
 if __name__ == "__main__":
-    main()
+    main(__doc__, KUEUE, KUEUE_VERSION, render, version_source="Kinetic speaks", vet=vet)

@@ -1,16 +1,19 @@
 """Render a Kubernetes project's release manifest from its Go module, as its Makefile does.
 
-Shared by ``tools/lws_manifest.py`` and ``tools/kueue_manifest.py``: the module is fetched
-through the Go module proxy (``go mod download``), its ``config`` tree copied somewhere
-writable, and kustomize, at the version the project's own tooling pins, built once with the
-local Go toolchain into the test control plane's cache. The same pins give the same bytes.
+Shared by ``tools/lws_manifest.py``, ``tools/kueue_manifest.py`` and
+``tools/jobset_manifest.py``, whose command line is :func:`main`: the module is fetched through
+the Go module proxy (``go mod download``), its ``config`` tree copied somewhere writable, and
+kustomize, at the version the project's own tooling pins, built once with the local Go
+toolchain into the test control plane's cache. The same pins give the same bytes.
 """
 
+import argparse
 import hashlib
 import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from kinetic_gke.provision.manifests import PinnedManifest
@@ -81,3 +84,28 @@ def write_or_check(pin: PinnedManifest, data: bytes, *, check: bool) -> None:
     print(f"sha256 {digest}")
     if problems:
         sys.exit("\n".join(problems))
+
+
+def main(
+    doc: str,
+    pin: PinnedManifest,
+    version: str,
+    render: Callable[[str], bytes],
+    *,
+    version_source: str,
+    vet: Callable[[bytes], None] = lambda data: None,
+) -> None:
+    """A manifest tool's command line (``doc``: its docstring): render ``pin``'s project at
+    ``version`` (what ``version_source`` runs or speaks), ``vet`` the bytes, and write them as
+    the shipped file, or with ``--check`` only compare."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare only; write nothing")
+    check = parser.parse_args().check
+    if pin.version != version:
+        sys.exit(
+            f"kinetic pins {pin.name} {pin.version} but {version_source} {version}; make them "
+            "agree first."
+        )
+    data = render(version)
+    vet(data)
+    write_or_check(pin, data, check=check)

@@ -19,12 +19,10 @@ the file name in ``kinetic_gke.provision.manifests.LWS``; ``kinetic up`` applies
                                                   # file and the pinned sha256 all agree
 """
 
-import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-from kustomize_render import kustomize, module_config, run, write_or_check
+from kustomize_render import kustomize, main, module_config, run
 
 from kinetic_gke.provision.manifests import LWS
 from kinetic_testing.controlplane.versions import PINS
@@ -44,17 +42,5 @@ def render(version: str) -> bytes:
         return run(binary, "build", str(config / "default"))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare only; write nothing")
-    check = parser.parse_args().check
-    if LWS.version != PINS.lws:
-        sys.exit(
-            f"kinetic pins LWS {LWS.version} but the test control plane runs {PINS.lws}; "
-            "make them agree first."
-        )
-    write_or_check(LWS, render(PINS.lws), check=check)
-
-
 if __name__ == "__main__":
-    main()
+    main(__doc__, LWS, PINS.lws, render, version_source="the test control plane runs")

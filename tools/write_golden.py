@@ -51,6 +51,7 @@ from kinetic_protocol import (
     Succeeded,
     Volume,
 )
+from kinetic_protocol.capacity import Placement
 from kinetic_protocol.records import encode_json, encode_result
 
 __all__ = ["EXAMPLES", "GOLDEN_DIR", "encode", "golden_path", "main"]
@@ -87,6 +88,11 @@ _RECORD = JobRecord(
     array_offset=3,
     queue="team-a",
     priority="high",
+    nodes=2,  # with slices=2 no job could run (nodes is for GPU hosts): the golden file
+    slices=2,  # freezes the wire format, and every field shows only when it is not its default
+    fallback_accelerators=["tpu-v6e-8"],
+    capacity=["reservation:team-a-v5e", "spot"],
+    max_run_duration=86400,
     mounts=[
         Mount(path="/data", kind="scratch"),
         Mount(path="/kinetic/fuse/1", kind="gcsfuse", bucket="my-bucket", prefix="imagenet"),
@@ -130,6 +136,7 @@ _OUTCOME = CollectedOutcome(
     job_id="train-a1b2c3d4-3-r1",
     envelope=b"\x85\xa6status\xa9succeeded",
     kind="host-result",
+    placement=Placement(accelerator="tpu-v6e-8", capacity="spot", flavor="kinetic-tpu-v6e-8-spot"),
 )
 
 _FAILURE = CollectedFailure(
@@ -196,6 +203,7 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         retries=2,
         retry_on=["exit", "oom"],
         max_concurrent=16,
+        max_cost=50.0,
         fail_fast=True,
         cancel_running_on_fail=True,
         input_mode="kwargs",
@@ -242,6 +250,7 @@ EXAMPLES: dict[str, msgspec.Struct] = {
         cancelled=True,
         fail_fast=True,
         error="StoreError: Could not write 'groups/grp-a1b2c3d4/children/000099-000.json'",
+        cost_capped="list cost $50.02 reached max_cost=$50",
     ),
     "submitter_lease": SubmitterLease(
         group_id="grp-a1b2c3d4",

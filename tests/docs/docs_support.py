@@ -36,6 +36,9 @@ GUIDES = sorted(
     if path.parent.name == "guides" or path.name in ("index.md", "getting-started.md")
 )
 NOT_RUN = "# not run:"
+NEEDS_TORCH = f"{NOT_RUN} needs PyTorch"
+"""A block the page's script leaves out, as the workspace has no PyTorch: ``test_examples``
+runs each one as a script of its own, in a client whose Python has Debian's PyTorch."""
 PRINTS = "# → "
 CODE_WIDTH = 80
 """Characters a code block shows without scrolling sideways: the content column of the site's
@@ -67,6 +70,11 @@ def script_of(page: Path) -> str:
     """The page's runnable blocks as one script; empty if every block is ``# not run``."""
     runnable = [block for block in python_blocks(page) if not block.startswith(NOT_RUN)]
     return "\n\n".join(runnable)
+
+
+def torch_blocks(page: Path) -> list[str]:
+    """The page's blocks that need PyTorch (see :data:`NEEDS_TORCH`)."""
+    return [block for block in python_blocks(page) if block.startswith(NEEDS_TORCH)]
 
 
 def build_site(config: Path, site: Path) -> "subprocess.CompletedProcess[str]":

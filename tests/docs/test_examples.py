@@ -17,15 +17,20 @@ from docs_support import (
     expected_output,
     python_blocks,
     script_of,
+    torch_blocks,
 )
+
+from kinetic_testing import debian_torch
 
 RUN_ON_LOCAL = {
     "getting-started.md",
     "guides/detached-jobs.md",
     "guides/batches.md",
     "guides/queues.md",
+    "guides/capacity.md",
     "guides/data.md",
     "guides/tpu.md",
+    "guides/multi-node.md",
 }
 """Guides whose examples run here; the others show GKE-only code, each block marked why."""
 
@@ -59,6 +64,40 @@ def test_the_guide_examples_run_on_the_local_backend(
     )
     assert ran.returncode == 0, f"{name}'s examples failed:\n{ran.stdout}\n{ran.stderr}"
     _assert_prints_in_order(ran.stdout, expected_output(script), name)
+
+
+@pytest.fixture(scope="module")
+def torch_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Python with Debian's PyTorch and this checkout's Kinetic: a user's own interpreter,
+    in which the local backend runs the jobs too."""
+    venv = tmp_path_factory.mktemp("torch-client") / "venv"
+    return debian_torch.torch_venv(venv, package="kinetic")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not debian_torch.available(), reason=debian_torch.SKIP_REASON)
+def test_the_guides_pytorch_examples_run_on_the_local_backend(
+    torch_client: Path, tmp_path: Path, clean_kinetic_env: Path
+) -> None:
+    examples = [(page, block) for page in GUIDES for block in torch_blocks(page)]
+    assert examples, "a guide shows a PyTorch program"
+    for number, (page, block) in enumerate(examples):
+        name = f"{page.relative_to(DOCS)} (PyTorch example {number})"
+        project = tmp_path / f"example-{number}"
+        project.mkdir()
+        (project / "pyproject.toml").write_text('[project]\nname = "docs-example"\nversion = "0"\n')
+        (project / "example.py").write_text(block)
+        ran = subprocess.run(
+            [str(torch_client), "example.py"],
+            cwd=project,
+            env={**os.environ, "KINETIC_BACKEND": "local"},
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert ran.returncode == 0, f"{name} failed:\n{ran.stdout}\n{ran.stderr}"
+        _assert_prints_in_order(ran.stdout, expected_output(block), name)
 
 
 def _assert_prints_in_order(stdout: str, expected: list[str], name: str) -> None:

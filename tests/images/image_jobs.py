@@ -114,9 +114,11 @@ class BucketJobs:
         body = open_blob(self.keyring, "result", job_id, self.store.read(key), key=key)
         return decode_result(body, what=key)
 
-    def run_in(self, builds: ImageBuilds, image: str, job_id: str) -> ImageRun:
+    def run_in(
+        self, builds: ImageBuilds, image: str, job_id: str, env: dict[str, str] | None = None
+    ) -> ImageRun:
         """``python -m kinetic_runtime`` for ``job_id`` in ``image``, as the pods' user, with
-        the keys mounted as a pod's Secret volume is."""
+        the keys mounted as a pod's Secret volume is (and ``env``, as a pod spec sets it)."""
         done = builds.buildah.run_in_image(
             image,
             [
@@ -131,7 +133,11 @@ class BucketJobs:
                 f"/workspace/{job_id}",
             ],
             user=POD_USER,
-            env={"STORAGE_EMULATOR_HOST": self.emulator, "KINETIC_SIGNING_KEYS": KEYS_IN_CONTAINER},
+            env={
+                "STORAGE_EMULATOR_HOST": self.emulator,
+                "KINETIC_SIGNING_KEYS": KEYS_IN_CONTAINER,
+                **(env or {}),
+            },
             volumes={self.keys_dir: KEYS_IN_CONTAINER},
             timeout=RUN_TIMEOUT_S,
         )

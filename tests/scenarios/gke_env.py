@@ -22,6 +22,7 @@ from kinetic_protocol import Capabilities, DebugOptions
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiProxy
 from kinetic_testing.nodeagent import NodeAgent
+from kinetic_testing.ports import claim_ports, release_ports
 
 __all__ = ["GKE_IMAGE", "GKE_PROJECT", "gke_api_proxy_fixture", "gke_scenario_env"]
 
@@ -53,11 +54,16 @@ def gke_scenario_env(
     monkeypatch.setenv("KINETIC_NAMESPACE", k8s_namespace)
     monkeypatch.setenv("KINETIC_STORE", gcs_bucket)
     monkeypatch.setenv("KINETIC_PROJECT", GKE_PROJECT)
-    monkeypatch.setenv("KINETIC_GKE_POLL", "0.02,0.2")
+    monkeypatch.setenv("KINETIC_GKE_POLL", "0.05,0.5")
     # Scripts run in subprocesses decorate with backend="gke" alone: name the image here.
     monkeypatch.setenv("KINETIC_CONTAINER_IMAGE", GKE_IMAGE)
     monkeypatch.setattr(target, "debug_options", _debug_options_on_a_shared_network)
+    # Every pod's process shares this machine's network: host 0 of a job of several hosts
+    # listens on ports no other test's job is given (on GKE each pod has its own network).
+    group_ports = claim_ports(3)
+    monkeypatch.setenv("KINETIC_HOST_GROUP_PORTS", ",".join(map(str, group_ports)))
     yield node_agent
+    release_ports(group_ports)
     assert hashlib.sha256(kubeconfig.read_bytes()).hexdigest() == before, "kubeconfig modified"
 
 

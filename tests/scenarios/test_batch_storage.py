@@ -142,7 +142,7 @@ def test_list_batches_lists_every_stored_batch(kinetic_backend: ScenarioBackend)
 def test_a_batch_over_several_input_chunks_gives_every_input_its_own_value(
     local_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Chunks of two inputs (1000 in real use): the children at a chunk's edges read the
+    """Chunks of two inputs (10,000 in real use): the children at a chunk's edges read the
     right chunk. Only the submitter knows the chunk size; each child finds its chunk from
     the starts and counts its signed call lists, so the jobs' own processes need no patch."""
     monkeypatch.setattr(stored_call, "CHUNK_INPUTS", 2)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import gke_userfuncs
+import host_group_userfuncs as hf
 import kueue_userfuncs as qf
 import pytest
 import retry_userfuncs
@@ -248,6 +249,52 @@ def test_a_higher_priority_job_preempts_a_lower_one_which_resumes_from_its_check
     assert final == {"step": 6, "sum": 21, "resumed_from": [0, 3]}
     state = low.status_detail()
     assert (state.status, state.preemptions) == (JobStatus.SUCCEEDED, 1)
+
+
+def _host_step(store: Any, host: int) -> int:
+    try:
+        return int(json.loads(store.read(f"checkpoint-host-{host}.json"))["step"])
+    except ObjectNotFoundError:
+        return 0
+
+
+def test_a_higher_priority_job_preempts_a_whole_jobset_whose_hosts_resume_from_checkpoints(
+    queues: Queues, tmp_path: Path
+) -> None:
+    """Kueue admits a job of several hosts as one workload and preempts it whole: every host
+    stops, the group waits in line, and once admitted again each host resumes from its own
+    checkpoint."""
+    queues.make({"cpu": "1"}, "team-a")  # the two hosts' 500m each: nothing else fits
+    never, gate = tmp_path / "never-opened", tmp_path / "gate"
+    low = kinetic.run(
+        accelerator="cpu",
+        nodes=2,
+        backend="gke",
+        container_image=GKE_IMAGE,
+        queue="team-a",
+        priority="low",
+    )(hf.count_per_host_with_checkpoints).run_async(6, [3], str(never))
+    checkpoints = open_store(low.output_location)
+    wait_until(
+        lambda: _host_step(checkpoints, 0) == _host_step(checkpoints, 1) == 3,
+        "both hosts' checkpoints of step 3",
+    )
+    high = kinetic.run(
+        accelerator="cpu", backend="gke", container_image=GKE_IMAGE, queue="team-a", priority="high"
+    )(gke_userfuncs.hold_until).run_async(str(gate), "high")
+    preempted = wait_until(
+        lambda: "preempted" in low.status_detail().detail and low.status_detail(),
+        "the low job to read preempted and queued",
+    )
+    assert (preempted.status, preempted.preemptions) == (JobStatus.PENDING, 1), preempted.detail
+    gate.touch()
+    assert high.result(timeout=60) == "high"
+
+    final = low.result(timeout=120, cleanup=False)
+    assert final == {"host": "0", "step": 6, "sum": 21, "resumed_from": [0, 3]}
+    assert _host_step(checkpoints, 1) == 6
+    assert low.status_detail().preemptions == 1
+    low.cleanup()
 
 
 def test_a_queued_jobs_place_in_line_is_reported_and_falls_as_those_ahead_finish(

@@ -450,6 +450,7 @@ def bench_gke_kueue(n: int, square: Any, *, pods_timeout: float) -> dict[str, An
         report["api_calls_per_poll"] = len(calls)
 
         held = remote.with_options(queue="bench-held").run_async_map(range(n), max_concurrent=None)
+        _until_queued(held)
         with counted_api_calls() as calls:
             states, report["queued_poll_s"] = timed(held.states)
         report["queued_api_calls_per_poll"] = len(calls)
@@ -468,6 +469,19 @@ def bench_gke_kueue(n: int, square: Any, *, pods_timeout: float) -> dict[str, An
         return report
     finally:
         delete_queues()
+
+
+def _until_queued(batch: Any, timeout: float = 60.0) -> None:
+    """Until Kueue has made the batch's Workload and counts it in line: a poll before that
+    reads it pending with no place, which is not the poll this section times."""
+    deadline = time.monotonic() + timeout
+    while True:
+        states = batch.states()
+        if states and states[0][1].queue is not None:
+            return
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"the held batch had no place in line after {timeout:.0f} s")
+        time.sleep(0.1)
 
 
 def bench_both_gke_paths(

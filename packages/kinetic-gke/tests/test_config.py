@@ -177,6 +177,23 @@ def test_the_settings_the_client_resolved_are_the_ones_a_backend_uses(
     assert backend.poll_bounds == (0.5, 4.0)
 
 
+@pytest.mark.parametrize("raw", ["8476", "1,2,x", "1,1,2", "1,2,70000", "1,2,3,4"])
+def test_bad_host_group_ports_are_a_config_error(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv("KINETIC_HOST_GROUP_PORTS", raw)
+    with pytest.raises(ConfigError, match=r"KINETIC_HOST_GROUP_PORTS.*" + re.escape(repr(raw))):
+        GKEBackend(SETTINGS)
+
+
+def test_host_group_ports_are_every_pods_when_set_and_the_defaults_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert GKEBackend(SETTINGS).pod_options.group_ports is None
+    monkeypatch.setenv("KINETIC_HOST_GROUP_PORTS", "4001,4002,4003")
+    ports = GKEBackend(SETTINGS).pod_options.group_ports
+    assert ports is not None
+    assert (ports.coordinator, ports.torch, ports.megascale) == (4001, 4002, 4003)
+
+
 def test_a_bad_unschedulable_timeout_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KINETIC_UNSCHEDULABLE_TIMEOUT", "ten minutes")
     with pytest.raises(ConfigError, match=r"KINETIC_UNSCHEDULABLE_TIMEOUT.*'ten minutes'"):

@@ -28,7 +28,7 @@ def plane_without_kueue(
     k8s_binaries: Built, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ControlPlane]:
     directory = tmp_path_factory.mktemp("no-kueue")
-    with ControlPlane(k8s_binaries, directory, lws=False, kueue=False) as plane:
+    with ControlPlane(k8s_binaries, directory, lws=False, kueue=False, jobset=False) as plane:
         yield plane
 
 
@@ -83,3 +83,24 @@ def test_a_queue_or_priority_on_a_cluster_without_kueue_is_refused_saying_what_t
 ) -> None:
     with pytest.raises(ConfigError, match=r"needs Kueue.*does not serve it.*kinetic up"):
         _prepare(backend, tmp_path, **asked)
+
+
+@pytest.mark.parametrize(
+    "choices",
+    [
+        {"fallback_accelerators": (parse_accelerator("gpu-t4"),)},
+        {"capacity": ("spot", "on-demand")},
+    ],
+)
+def test_several_choices_on_a_cluster_without_kueue_are_refused_before_upload(
+    backend: GKEBackend, tmp_path: Path, choices: dict[str, object]
+) -> None:
+    request = PrepareRequest(
+        accelerator=parse_accelerator("gpu-l4"),
+        project_root=tmp_path,
+        container_image="python:3.11-slim",
+        **choices,  # type: ignore[arg-type]
+    )
+    refused = r"A job of 2 choices \(gpu-l4 \(.*\)\) needs Kueue.*'plain'.*Run `kinetic up`"
+    with pytest.raises(ConfigError, match=refused):
+        backend.prepare(request)

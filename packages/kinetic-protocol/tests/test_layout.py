@@ -78,6 +78,18 @@ def test_key_parsers_take_ascii_digits_only(digits: str) -> None:
 def test_key_parsers_read_back_what_kinetic_writes() -> None:
     assert layout.parse_lease_key(layout.lease_key("g", 12)) == 12
     assert layout.parse_host_key(layout.host_result_key("j", 3)) == (3, "result.msgpack")
+    for run in (0, 7):
+        for kind, key in (
+            ("result.msgpack", layout.host_result_key("j", 3, run)),
+            ("started.json", layout.host_started_key("j", 3, run)),
+        ):
+            parsed = layout.parse_host_key(key)
+            assert parsed is not None and parsed[0] == 3
+            assert layout.host_file_run(parsed[1], kind) == run
+            other = "started.json" if kind == "result.msgpack" else "result.msgpack"
+            assert layout.host_file_run(parsed[1], other) is None
+    for odd in ("result-.msgpack", "result-x.msgpack", "result-1.json", "results-1.msgpack"):
+        assert layout.host_file_run(odd, "result.msgpack") is None, odd
     assert layout.parse_kept_output_key(layout.kept_output_key("j", 2, "run-1")) == (2, "run-1")
     again = layout.child_rerecord_key("g", 4, 1, "0123456789abcdef")
     assert again.startswith(layout.children_prefix("g"))

@@ -25,7 +25,10 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("batch", "the batch engine: a batch is made of jobs"),
     ("submission jobs _debug_call", "making a job, finding jobs, a blocking debug call"),
     ("handle", "one job: observe, collect, clean up"),
-    ("debug display failure outcome kept_output outputs", "what a job's handle reads and shows"),
+    (
+        "debug display failure outcome kept_output outputs usage",
+        "what a job's handle reads and shows",
+    ),
     ("bookkeeping", "a batch's stored records, under both the handle and the batch engine"),
     (
         "options env_capture packaging data local trust handle_record job_ids",

@@ -74,21 +74,22 @@ def _settled(job: Obj) -> tuple[set[int], set[int]]:
     )
 
 
-def _finished(job: Obj) -> bool:
-    """The Job ended as a whole: no pod of it starts again, none of its states changes."""
+def _has_condition(job: Obj, *types: str) -> bool:
     return any(
-        condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True"
+        condition.get("type") in types and condition.get("status") == "True"
         for condition in job.get("status", {}).get("conditions") or []
     )
+
+
+def _finished(job: Obj) -> bool:
+    """The Job ended as a whole: no pod of it starts again, none of its states changes."""
+    return _has_condition(job, "Complete", "Failed")
 
 
 def _stopping(job: Obj) -> bool:
     """The Job stops every index (fail-fast): an index it did not record is read from its
     pod, succeeded or not."""
-    return any(
-        condition.get("type") in ("Failed", "FailureTarget") and condition.get("status") == "True"
-        for condition in job.get("status", {}).get("conditions") or []
-    )
+    return _has_condition(job, "Failed", "FailureTarget")
 
 
 def _key(namespace: str, job: Obj) -> tuple[str, str]:

@@ -222,7 +222,7 @@ class _IndexPods:
     def last_change(self) -> str:
         """When the newest pod was made or ended; read only for a refused index."""
         changes = (_last_change(pod) for pods in self.by_attempt.values() for pod in pods)
-        return max(changes, default=self.changed_at) if self.by_attempt else self.changed_at
+        return max(changes, default=self.changed_at)
 
 
 def _last_change(pod: Obj) -> str:

@@ -1,28 +1,31 @@
-"""``GKEBackend``: each Kinetic job is one Kubernetes Job; its artifacts live in a GCS bucket.
+"""``GKEBackend``: each Kinetic job is one Kubernetes Job (one JobSet on several hosts, see
+:mod:`kinetic_gke.jobset_jobs`); its artifacts live in a GCS bucket.
 
 What is Job-specific is the workload (:class:`kinetic_gke.k8s.JobWorkload`) and the manifest;
 polling, logs, deletion with confirmation and listing by label work for any workload, so a
 LeaderWorkerSet backend reuses them with its own workload.
 """
 
+import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from kinetic_gke import arrays, backend_settings, gcp
+from kinetic_gke import arrays, backend_settings
 from kinetic_gke import settings as declared
 from kinetic_gke.array_batches import ArrayBatches
 from kinetic_gke.array_polls import ArrayPollMemory
-from kinetic_gke.capacity import CapacityCheck, ClusterRef
+from kinetic_gke.cluster_checks import ClusterChecks
 from kinetic_gke.deletion import await_gone, delete_confirmed
 from kinetic_gke.job_polls import poll_jobs
+from kinetic_gke.jobset_jobs import JobSets, host_group
+from kinetic_gke.jobsets import HostGroup
 from kinetic_gke.k8s import (
     ClusterConnection,
     JobWorkload,
     Obj,
     Workload,
-    csi_driver_installed,
     get_credentials_command,
     kube_context_name,
 )
@@ -36,6 +39,7 @@ from kinetic_gke.labels import (
 )
 from kinetic_gke.manifests import RUNTIME_COMMAND, PodOptions, job_manifest
 from kinetic_gke.pod_logs import PodReads
+from kinetic_gke.queueing.flavor_order import check_placeable
 from kinetic_gke.queueing.kueue_view import KueueView
 from kinetic_gke.queueing.states import queued_states
 from kinetic_protocol import (
@@ -52,7 +56,6 @@ from kinetic_protocol import (
     PrepareRequest,
     parse_accelerator,
 )
-from kinetic_protocol.data import GCSFUSE_DRIVER
 from kinetic_protocol.settings import SettingSpec
 
 __all__ = ["GKEBackend", "check_single_host", "default_bucket_name"]
@@ -74,7 +77,7 @@ def check_single_host(accelerator: Accelerator) -> None:
         )
 
 
-class GKEBackend(PodReads):
+class GKEBackend(ClusterChecks, PodReads):
     """Runs prepared jobs as Kubernetes Jobs on a GKE cluster.
 
     Credentials come from the user's kubeconfig (``KUBECONFIG`` or ``~/.kube/config``), context
@@ -88,6 +91,9 @@ class GKEBackend(PodReads):
         volumes=True,
         fuse=True,
         debug_port_forward=True,
+        per_host_logs=True,
+        host_groups=True,
+        capacity_choices=True,
         array_batches=arrays.MAX_INDEXES,
     )
     declared_settings: ClassVar[tuple[SettingSpec, ...]] = declared.SETTINGS
@@ -126,9 +132,7 @@ class GKEBackend(PodReads):
         )
         self._command = command
         self._fuse_checked: set[str] = set()
-        """Connections (by context) whose cluster is known to have the GCS FUSE driver."""
         self.poll_bounds = backend_settings.poll_bounds(declared.POLL.value(self._environ) or "")
-        self._capacity: CapacityCheck | None = None
         self._keyrings: dict[int, Keyring] = {}
         self._kueue = KueueView(lambda: self.connection)
         self._array_polls = ArrayPollMemory()
@@ -180,50 +184,23 @@ class GKEBackend(PodReads):
         """Refuse an accelerator this backend cannot run (before anything is written)."""
         check_single_host(accelerator)
 
-    @property
-    def capacity(self) -> CapacityCheck:
-        """The pre-flight check that some node pool can run an accelerator (cached per
-        accelerator for this backend's life, so once per process)."""
-        if self._capacity is None:
-            settings = self._settings
-            self._capacity = CapacityCheck(
-                ClusterRef(settings.project, settings.zone, settings.cluster),
-                list_nodes=self._list_nodes,
-                read_cluster=lambda: gcp.read_cluster(
-                    settings.project, settings.zone, settings.cluster
-                ),
-            )
-        return self._capacity
+    def _check_shape(self, accelerator: Accelerator, nodes: int, slices: int) -> None:
+        """Refuse what cannot run here: one host, or a group of them (a JobSet)."""
+        if nodes == 1 and slices == 1:
+            self.check_accelerator(accelerator)
+        else:
+            HostGroup.of(accelerator, nodes=nodes, slices=slices)
 
-    def _list_nodes(self, selector: str) -> list[Obj]:
-        return self.connection.list_nodes(selector)
-
-    def check_fuse_driver(self) -> None:
-        """Refuse FUSE data on a cluster without GKE's Cloud Storage FUSE CSI driver (once per
-        cluster); credentials that may not look are given the benefit of the doubt."""
-        context = self._context_name()
-        if context in self._fuse_checked:
-            return
-        if csi_driver_installed(self.connection, GCSFUSE_DRIVER) is False:
-            settings = self._settings
-            raise ConfigError(
-                f"Data(..., fuse=True) needs the Cloud Storage FUSE CSI driver "
-                f"({GCSFUSE_DRIVER}), which cluster {settings.cluster or context!r} does not "
-                "have. Enable it: gcloud container clusters update "
-                f"{settings.cluster or 'CLUSTER'} --update-addons GcsFuseCsiDriver=ENABLED "
-                f"--location {settings.zone or 'ZONE'} --project {settings.project or 'PROJECT'}"
-                " (or use fuse=False to download the data instead)."
-            )
-        self._fuse_checked.add(context)
+    def check_host_groups(self, nodes: int, slices: int) -> None:
+        """Any counts run (as a JobSet); their fit with the accelerator: ``_check_shape``."""
 
     def prepare(self, request: PrepareRequest) -> Preparation:
-        """Refuse what cannot run here, then resolve the jobs' image (building a bundled one
-        on Cloud Build if its tag does not exist yet)."""
-        self.check_accelerator(request.accelerator)
-        queue = self.kueue.resolve(
-            request.queue, request.priority, self._settings.cluster or self._context_name()
-        )
-        self.capacity.require(request.accelerator, spot=request.spot)
+        """Refuse what cannot run here, then resolve the jobs' image (built when missing)."""
+        self.check_host_groups(request.nodes, request.slices)
+        self._check_shape(request.accelerator, request.nodes, request.slices)
+        cluster = self._settings.cluster or self._context_name()
+        queue = self.kueue.resolve(request.queue, request.priority, cluster)
+        check_placeable(request, self.kueue, self.capacity, queue=queue, cluster=cluster)
         if request.fuse:
             self.check_fuse_driver()
         from kinetic_gke.images import resolve_image
@@ -289,10 +266,21 @@ class GKEBackend(PodReads):
         if not record.image_uri:
             raise ConfigError(f"Job {record.job_id} has no container image to run on GKE.")
         accelerator = parse_accelerator(record.accelerator)  # once, on its way to the pod
-        self.check_accelerator(accelerator)
+        self._check_shape(accelerator, record.nodes, record.slices)
         if any(mount.kind == "gcsfuse" for mount in record.mounts):
             self.check_fuse_driver()
         self.signing_keys(create=True)  # its pods mount them: never create one without them
+        group = host_group(record, accelerator)
+        if group is not None:
+            JobSets(self.connection, self.app).create(
+                record,
+                group,
+                accelerator=accelerator,
+                options=self.pod_options,
+                command=self._command,
+                env=env,
+            )
+            return
         create_with_env(
             self.connection,
             self.workload,
@@ -353,8 +341,14 @@ class GKEBackend(PodReads):
             if in_arrays
             else {}
         )
-        if len(in_arrays) < len(records):
-            found |= self._job_statuses([record for record in records if not record.in_array])
+        groups = [record for record in records if host_group(record) is not None]
+        queued = functools.partial(queued_states, self.kueue, kind="JobSet")
+        jobsets = JobSets(self.connection, self.app)
+        for record, obj, state in jobsets.poll(groups, self._unschedulable_timeout, queued):
+            found[record.job_id] = self._remember(obj, state)
+        if len(in_arrays) + len(groups) < len(records):
+            singles = [r for r in records if not r.in_array and host_group(r) is None]
+            found |= self._job_statuses(singles)
         return found
 
     def _job_statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
@@ -414,6 +408,11 @@ class GKEBackend(PodReads):
                 ),
             )
             return
+        if host_group(record) is not None:
+            JobSets(self.connection, self.app).delete(
+                record, timeout=timeout, poll_interval=poll_interval, shortest=self.poll_bounds[0]
+            )
+            return
         self._delete_confirmed(
             [record.k8s_name],
             job_selector(record.job_id, self.app),
@@ -447,4 +446,5 @@ class GKEBackend(PodReads):
         live = [obj for obj in objects if not obj["metadata"].get("deletionTimestamp")]
         ids = {obj["metadata"].get("labels", {}).get(JOB_ID, "") for obj in live}
         ids |= self._arrays.job_ids(live)  # an index is listed while it has a pod
+        ids |= JobSets(self.connection, self.app).job_ids()
         return sorted(ids - {""})

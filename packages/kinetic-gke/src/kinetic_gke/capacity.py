@@ -48,11 +48,20 @@ class Verdict:
     reason: str
 
 
-def pool_add_command(accelerator: Accelerator, where: ClusterRef, *, spot: bool = False) -> str:
+def pool_add_command(
+    accelerator: Accelerator,
+    where: ClusterRef,
+    *,
+    spot: bool = False,
+    reservation: str = "",
+    flex_start: bool = False,
+) -> str:
     """The command that adds a pool for ``accelerator`` to the cluster ``where``."""
     return (
         f"kinetic pool add --accelerator {accelerator.name}"
         + (" --spot" if spot else "")
+        + (f" --reservation {reservation}" if reservation else "")
+        + (" --flex-start" if flex_start else "")
         + f" --project {where.project} --zone {where.zone} --cluster {where.cluster}"
     )
 
@@ -75,39 +84,63 @@ class CapacityCheck:
         self.where = where
         self._list_nodes = list_nodes
         self._read_cluster = read_cluster
-        self._verdicts: dict[tuple[str, bool], Verdict] = {}
+        self._verdicts: dict[tuple[str, bool, str, bool], Verdict] = {}
         self._lock = threading.Lock()
 
-    def verdict(self, accelerator: Accelerator, *, spot: bool = False) -> Verdict:
-        key = (accelerator.name, spot)
+    def verdict(
+        self,
+        accelerator: Accelerator,
+        *,
+        spot: bool = False,
+        reservation: str = "",
+        flex_start: bool = False,
+    ) -> Verdict:
+        key = (accelerator.name, spot, reservation, flex_start)
         with self._lock:
             if key not in self._verdicts:
-                self._verdicts[key] = self._decide(accelerator, spot)
+                self._verdicts[key] = self._decide(accelerator, spot, reservation, flex_start)
             return self._verdicts[key]
 
-    def require(self, accelerator: Accelerator, *, spot: bool = False) -> None:
+    def require(
+        self,
+        accelerator: Accelerator,
+        *,
+        spot: bool = False,
+        reservation: str = "",
+        flex_start: bool = False,
+    ) -> None:
         """Raise a ConfigError (with the ``kinetic pool add`` command) if the accelerator can
-        never run; warn once and return if that cannot be told."""
-        first = (accelerator.name, spot) not in self._verdicts
-        found = self.verdict(accelerator, spot=spot)
+        never run (on spot, on ``reservation``, or through flex-start); warn once and return if
+        that cannot be told."""
+        first = (accelerator.name, spot, reservation, flex_start) not in self._verdicts
+        found = self.verdict(accelerator, spot=spot, reservation=reservation, flex_start=flex_start)
         if found.runnable is False:
             raise ConfigError(found.reason)
         if found.runnable is None and first:
             _log.warning(found.reason)
 
-    def _decide(self, accelerator: Accelerator, spot: bool) -> Verdict:
-        if accelerator.category == "cpu" and not spot:
+    def _decide(
+        self, accelerator: Accelerator, spot: bool, reservation: str, flex_start: bool
+    ) -> Verdict:
+        if accelerator.category == "cpu" and not spot and not reservation and not flex_start:
             return Verdict(True, "cpu jobs run on any node")
         problems = []
+        placed = scheduling_for(
+            accelerator, spot=spot, reservation=reservation, flex_start=flex_start
+        )
         try:
-            selector = ",".join(
-                f"{k}={v}" for k, v in scheduling_for(accelerator, spot=spot).node_selector.items()
-            )
+            selector = ",".join(f"{k}={v}" for k, v in placed.node_selector.items())
             nodes = self._list_nodes(selector)
         except KubeApiError as exc:
             problems.append(f"listing the cluster's nodes failed ({exc.reason or exc.status})")
         else:
-            serving = [n for n in nodes if node_serves(n, accelerator, spot=spot)]
+            serving = [
+                n
+                for n in nodes
+                if node_serves(
+                    n, accelerator, spot=spot, reservation=reservation, flex_start=flex_start
+                )
+            ]
             if serving:
                 return Verdict(True, f"node {serving[0]['metadata']['name']} offers it")
         try:
@@ -121,28 +154,51 @@ class CapacityCheck:
                     f"the GKE API has no cluster {self.where.cluster} in {self.where.zone} of "
                     f"project {self.where.project}"
                 )
+        kind = _kind(spot, reservation, flex_start)
         if cluster is not None:
-            return self._from_config(cluster, accelerator, spot)
+            return self._from_config(cluster, accelerator, spot, reservation, flex_start)
         return Verdict(
             None,
             f"kinetic: could not check that cluster {self.where.cluster} has a node pool for "
-            f"{accelerator.name}{' (spot)' if spot else ''}: {'; '.join(problems)}. Submitting "
+            f"{accelerator.name}{f' ({kind})' if kind else ''}: {'; '.join(problems)}. Submitting "
             "anyway; if the job stays PENDING (Unschedulable), `kinetic doctor --accelerator "
             f"{accelerator.name}` tells why.",
         )
 
-    def _from_config(self, cluster: ClusterView, accelerator: Accelerator, spot: bool) -> Verdict:
+    def _from_config(
+        self,
+        cluster: ClusterView,
+        accelerator: Accelerator,
+        spot: bool,
+        reservation: str,
+        flex_start: bool,
+    ) -> Verdict:
         for pool in cluster.pools:
-            if pool_serves(pool, accelerator, spot=spot):
+            if pool_serves(
+                pool, accelerator, spot=spot, reservation=reservation, flex_start=flex_start
+            ):
                 return Verdict(True, f"node pool {pool.name} can scale to it")
-        if cluster.autoprovisioning.can_create(accelerator):
+        provisioned = not reservation and not flex_start  # by a pool of Kinetic's only
+        if provisioned and cluster.autoprovisioning.can_create(accelerator):
             return Verdict(True, "node auto-provisioning can create a pool for it")
-        kind = "spot " if spot else ""
+        kind = _kind(spot, reservation, flex_start)
+        kind = f"{kind} " if kind else ""
+        command = pool_add_command(
+            accelerator, self.where, spot=spot, reservation=reservation, flex_start=flex_start
+        )
         return Verdict(
             False,
             f"No node pool of cluster {self.where.cluster} can run {accelerator.name} on "
             f"{kind}nodes: no node offers it, no pool can scale to one, and node "
             "auto-provisioning cannot create one, so the job would wait PENDING until it times "
-            "out. Add a pool, then submit again: "
-            f"`{pool_add_command(accelerator, self.where, spot=spot)}`",
+            f"out. Add a pool, then submit again: `{command}`",
         )
+
+
+def _kind(spot: bool, reservation: str, flex_start: bool) -> str:
+    """The kind of capacity in words; empty for on-demand."""
+    if spot:
+        return "spot"
+    if flex_start:
+        return "flex-start"
+    return f"reservation {reservation}" if reservation else ""

@@ -144,7 +144,19 @@ def pool_info(pool: Any) -> PoolInfo:
         node_count=int(pool.initial_node_count),
         gpu_driver_managed=int(driver) in (2, 3),  # DEFAULT, LATEST
         status=pool.status.name if pool.status else "",
+        reservation=_reservation(config.reservation_affinity),
+        flex_start=bool(pool.queued_provisioning.enabled),
     )
+
+
+def _reservation(affinity: Any) -> str:
+    """The reservation a pool's nodes consume by name (one specific reservation); empty for
+    any other affinity."""
+    specific = 3  # container_v1.ReservationAffinity.Type.SPECIFIC_RESERVATION
+    if affinity is None or int(affinity.consume_reservation_type or 0) != specific:
+        return ""
+    values = list(affinity.values)
+    return str(values[0]) if values else ""
 
 
 def cluster_view(cluster: Any) -> ClusterView:

@@ -1,6 +1,6 @@
 """One poll of many single jobs, whatever their workload: one LIST of their objects, one of
 their pods (only when an object's state needs them), and one of the ``FailedCreate`` events
-(only when an object has no pod to explain it)."""
+(only when an object lacks pods it should have)."""
 
 from collections import defaultdict
 from collections.abc import Sequence
@@ -46,7 +46,7 @@ def poll_jobs(
     found = {obj["metadata"]["name"]: obj for obj in workload.list_matching(connection, selector)}
     wanted = [found.get(record.k8s_name) for record in records]
     explained_by_pods = [
-        record
+        (record, obj)
         for record, obj in zip(records, wanted, strict=True)
         if obj is not None and workload.needs_pods(obj)
     ]
@@ -54,8 +54,12 @@ def poll_jobs(
     if explained_by_pods:
         for pod in list_pod_states(connection, selector):
             pods_by_job[pod["metadata"].get("labels", {}).get(JOB_ID, "")].append(pod)
-    podless = {r.k8s_name for r in explained_by_pods if not pods_by_job.get(r.job_id)}
-    events = _failed_create_events(connection, workload, podless) if podless else {}
+    owners = {
+        owner: record.k8s_name
+        for record, obj in explained_by_pods
+        for owner in workload.refusing_owners(obj, pods_by_job.get(record.job_id, []))
+    }
+    events = _failed_create_events(connection, workload, owners) if owners else {}
     seen = [
         (
             record,
@@ -73,12 +77,13 @@ def poll_jobs(
 
 
 def _failed_create_events(
-    connection: ClusterConnection, workload: Workload, names: set[str]
+    connection: ClusterConnection, workload: Workload, owners: dict[str, str]
 ) -> dict[str, list[Obj]]:
-    """Why the cluster refuses to create pods (admission, quota): one LIST for them all."""
+    """Why the cluster refuses to create pods (admission, quota), by the name of the object
+    each refusing owner (``owners``: its name, the object's) makes pods for: one LIST."""
     by_name: dict[str, list[Obj]] = defaultdict(list)
     for event in connection.failed_create_events(workload.pod_owner_kind):
-        name = event.get("involvedObject", {}).get("name", "")
-        if name in names:
-            by_name[name].append(event)
+        owner = event.get("involvedObject", {}).get("name", "")
+        if owner in owners:
+            by_name[owners[owner]].append(event)
     return by_name

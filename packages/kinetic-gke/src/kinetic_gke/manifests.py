@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kinetic_gke.choices import job_placement
 from kinetic_gke.k8s.signing import MOUNT_PATH as SIGNING_MOUNT_PATH
 from kinetic_gke.k8s.signing import signing_volume
 from kinetic_gke.labels import job_labels
 from kinetic_gke.queueing.admission import queued
-from kinetic_gke.scheduling import scheduling_for
 from kinetic_gke.status import STOPPED_EXIT
 from kinetic_gke.volumes import pod_volumes
 from kinetic_protocol import (
@@ -20,11 +20,13 @@ from kinetic_protocol import (
     parse_accelerator,
     runtime_args,
 )
+from kinetic_protocol.slices import REPLACED_EXIT
 
 __all__ = [
     "DEFAULT_TTL_SECONDS",
     "NON_ROOT_UID",
     "RUNTIME_COMMAND",
+    "GroupPorts",
     "PodOptions",
     "job_manifest",
     "pod_failure_policy",
@@ -47,6 +49,20 @@ to a Job's retry rules; see ``kinetic_gke.arrays``)."""
 
 
 @dataclass(frozen=True)
+class GroupPorts:
+    """Host 0's ports in a job of several hosts, where the defaults (8476, 29500, 8080) will
+    not do: pods that share one network, as on the test control plane, where two groups at
+    once would both listen on them."""
+
+    coordinator: int
+    """JAX's coordinator."""
+    torch: int
+    """PyTorch's rendezvous (``MASTER_PORT``)."""
+    megascale: int
+    """JAX multislice's coordinator (``MEGASCALE_PORT``)."""
+
+
+@dataclass(frozen=True)
 class PodOptions:
     """Per-cluster choices about the pods, the same for every job."""
 
@@ -56,6 +72,9 @@ class PodOptions:
     enforces the `restricted` Pod Security Standard."""
     cpu: str | None = None
     memory: str | None = None
+    group_ports: GroupPorts | None = None
+    """Host 0's ports in a job of several hosts; None: the defaults, each pod having a
+    network of its own."""
 
 
 def security_context(options: PodOptions) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -82,6 +101,7 @@ def pod_failure_policy(
     retried_codes: Sequence[int] = (),
     final_codes: Sequence[int] | None = None,
     stopped_is_disruption: bool = False,
+    replaced_is_disruption: bool = False,
 ) -> dict[str, Any]:
     """Let Kubernetes itself run a preempted attempt again, so no client needs to be alive.
 
@@ -102,11 +122,18 @@ def pod_failure_policy(
     preempts by suspending the Job, whose controller then deletes its pods with no
     ``DisruptionTarget``; when the stopped pod's exit reaches the controller before it has
     counted the deletion, the exit-code rule would otherwise fail the Job for good.
+
+    ``replaced_is_disruption`` (a group of hosts): a host that found its run started before in
+    another pod (:data:`REPLACED_EXIT`) was taken away too. Kueue's preemption suspends a
+    JobSet and its readmission starts every host again in new pods of the same run; only a
+    new run of the whole group may go on.
     """
     rules: list[dict[str, Any]] = [{"action": disrupted, "onPodConditions": [dict(_DISRUPTED)]}]
-    if stopped_is_disruption:
-        stopped = {"containerName": "kinetic", "operator": "In", "values": [STOPPED_EXIT]}
-        rules.append({"action": disrupted, "onExitCodes": stopped})
+    codes = [STOPPED_EXIT] if stopped_is_disruption else []
+    codes += [REPLACED_EXIT] if replaced_is_disruption else []
+    if codes:
+        taken = {"containerName": "kinetic", "operator": "In", "values": sorted(codes)}
+        rules.append({"action": disrupted, "onExitCodes": taken})
     if final_codes is None:
         exits = {"operator": "NotIn", "values": sorted({0, *retried_codes})}
     else:
@@ -129,16 +156,14 @@ def pod_template(
     env_secret: str | None = None,
 ) -> dict[str, Any]:
     """The pod every attempt of ``record`` runs in (one job's, or every index's of an array),
-    on ``accelerator`` (the record's, parsed once where the job entered the backend).
+    on ``accelerator`` (the record's, parsed once where the job entered the backend), or on
+    whichever of its choices of accelerator and capacity its queue gives it
+    (:mod:`kinetic_gke.choices`).
 
         ``env_secret`` names the Secret holding the job's captured variables (their values never
         appear in the manifest); Kinetic's own variables take precedence over them."""
-    placed = scheduling_for(
-        accelerator,
-        spot=record.spot,
-        cpu=options.cpu,
-        memory=options.memory,
-    )
+    pod_placement = job_placement(record, accelerator, cpu=options.cpu, memory=options.memory)
+    placed = pod_placement.scheduling
     pod_security, container_security = security_context(options)
     env = {
         "KINETIC_STORE": record.store_uri,
@@ -182,6 +207,8 @@ def pod_template(
         pod_spec["nodeSelector"] = placed.node_selector
     if placed.tolerations:
         pod_spec["tolerations"] = placed.tolerations
+    if pod_placement.affinity:
+        pod_spec["affinity"] = pod_placement.affinity
     if options.service_account:
         pod_spec["serviceAccountName"] = options.service_account
     if record.timeout is not None:

@@ -1,19 +1,30 @@
 """A gke backend's reads of its jobs' pods: their output (read, or followed until the job
 ends) and the port forward to a job's debug server. :class:`~kinetic_gke.GKEBackend` has
-them from :class:`PodReads`; a backend whose job has a pod per host (``pathways``) says which
-pod is whose (``_pod_for``).
+them from :class:`PodReads`; a backend whose job has a pod per host says how many hosts it has
+(``_host_count``) and which pod is whose (``_pod_for``): ``host="all"`` then reads or follows
+every host's, each line prefixed ``[host i]``.
 """
 
+import queue
 import shutil
+import threading
 import time
 from collections.abc import Generator, Iterator, Sequence
 from typing import ClassVar
 
+from kinetic_gke.jobset_jobs import JobSets, host_group
 from kinetic_gke.k8s import ClusterConnection, Obj
 from kinetic_gke.labels import pod_selector
 from kinetic_protocol import BackendError, ConfigError, HostSelection, JobRecord, JobState
+from kinetic_protocol.host_groups import selected_hosts
 
-__all__ = ["PodReads"]
+__all__ = ["PodReads", "prefixed"]
+
+
+def prefixed(host: int, lines: Iterator[str]) -> Iterator[str]:
+    """One host's lines as ``host="all"`` shows them."""
+    for line in lines:
+        yield f"[host {host}] {line}"
 
 
 class PodReads:
@@ -67,19 +78,67 @@ class PodReads:
         return command
 
     def _pod_for(self, record: JobRecord, host: int) -> Obj | None:
-        """The pod whose output is host ``host``'s (a Job has one host)."""
-        return self._newest_pod(record)
+        """The pod whose output is host ``host``'s (a Job has one host; a JobSet one each)."""
+        if host_group(record) is None:
+            return self._newest_pod(record)
+        return JobSets(self.connection, self.app).pods_by_host(record).get(host)
+
+    def _host_count(self, record: JobRecord) -> int:
+        """How many hosts ``record`` runs on (each with its own pod and output)."""
+        group = host_group(record)
+        return 1 if group is None else group.hosts
+
+    def _hosts(self, record: JobRecord, host: HostSelection) -> list[int]:
+        """The hosts ``host`` selects (None: host 0; ``"all"``: every one)."""
+        return selected_hosts(record.job_id, self._host_count(record), host)
 
     def logs(
         self, record: JobRecord, *, tail: int | None = None, host: HostSelection = None
     ) -> str:
+        """One host's output (None: the host whose failure ended a job of several, else host
+        0), or every host's (``"all"``)."""
+        if host is None and self._host_count(record) > 1:
+            host = self.statuses([record])[record.job_id].failed_host
+        hosts = self._hosts(record, host)
         if tail is not None and tail <= 0:
             return ""
-        pod = self._pod_for(record, 0)
+        texts = {index: self._host_log(record, index, tail) for index in hosts}
+        if host != "all" or len(hosts) == 1:
+            return texts[hosts[0]]
+        return "".join(
+            "".join(prefixed(i, iter(texts[i].splitlines(keepends=True)))) for i in hosts
+        )
+
+    def _host_log(self, record: JobRecord, host: int, tail: int | None) -> str:
+        pod = self._pod_for(record, host)
         return "" if pod is None else self.connection.pod_log(pod, tail=tail)
 
     def follow_logs(self, record: JobRecord, *, host: HostSelection = None) -> Iterator[str]:
-        return self._follow_host(record, 0)
+        hosts = self._hosts(record, host)
+        if host != "all" or len(hosts) == 1:
+            return self._follow_host(record, hosts[0])
+        return self._follow_all(record, hosts)
+
+    def _follow_all(self, record: JobRecord, hosts: list[int]) -> Iterator[str]:
+        """Every host's lines as they come, prefixed, until the job has ended."""
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def pump(host: int) -> None:
+            try:
+                for line in prefixed(host, self._follow_host(record, host)):
+                    lines.put(line)
+            finally:
+                lines.put(None)
+
+        for host in hosts:
+            threading.Thread(target=pump, args=(host,), daemon=True, name="kinetic-logs").start()
+        running = len(hosts)
+        while running:
+            line = lines.get()
+            if line is None:
+                running -= 1
+            else:
+                yield line
 
     def _follow_host(self, record: JobRecord, host: int) -> Iterator[str]:
         """Stream one host's output, then return once the job is terminal.

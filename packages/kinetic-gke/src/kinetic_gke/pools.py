@@ -88,6 +88,22 @@ class PoolInfo:
     gpu_driver_managed: bool = False
     """GKE installs the NVIDIA driver itself (``gpuDriverInstallationConfig``)."""
     status: str = ""
+    reservation: str = ""
+    """The Compute Engine reservation its nodes consume (``kinetic pool add --reservation``);
+    empty for none."""
+    flex_start: bool = False
+    """Its nodes come only through provisioning requests (GKE's queued provisioning,
+    ``kinetic pool add --flex-start``)."""
+
+    @property
+    def capacity(self) -> str:
+        """Its kind of capacity, as ``capacity=`` names it: ``spot``, ``flex-start``,
+        ``reservation:<name>`` or ``on-demand``."""
+        if self.spot:
+            return "spot"
+        if self.flex_start:
+            return "flex-start"
+        return f"reservation:{self.reservation}" if self.reservation else "on-demand"
 
     @property
     def can_have_nodes(self) -> bool:
@@ -164,16 +180,30 @@ def pool_shape(accelerator: Accelerator) -> PoolShape:
     return PoolShape(accelerator, tpus, hosts=accelerator.hosts)
 
 
-def pool_name(accelerator: Accelerator, *, spot: bool = False) -> str:
-    """Kinetic's name for the pool of ``accelerator``: ``kinetic-gpu-l4-x2[-spot]``."""
+def pool_name(
+    accelerator: Accelerator, *, spot: bool = False, reservation: str = "", flex_start: bool = False
+) -> str:
+    """Kinetic's name for the pool of ``accelerator``: ``kinetic-gpu-l4-x2[-spot|-flex]``, or
+    with a reservation ``kinetic-gpu-l4-x2-r-<reservation>`` (cut to GKE's length)."""
     name = re.sub(r"[^a-z0-9-]+", "-", f"kinetic-{accelerator.name}".lower())
-    suffix = "-spot" if spot else ""
+    if reservation:
+        return f"{name}-r-{reservation}"[:_MAX_NAME].rstrip("-")
+    suffix = "-spot" if spot else ("-flex" if flex_start else "")
     return name[: _MAX_NAME - len(suffix)].rstrip("-") + suffix
 
 
-def pool_serves(pool: PoolInfo, accelerator: Accelerator, *, spot: bool = False) -> bool:
-    """Whether ``pool`` can ever run a job of ``accelerator`` (with or without spot)."""
-    if pool.spot != spot or not pool.can_have_nodes:
+def pool_serves(
+    pool: PoolInfo,
+    accelerator: Accelerator,
+    *,
+    spot: bool = False,
+    reservation: str = "",
+    flex_start: bool = False,
+) -> bool:
+    """Whether ``pool`` can ever run a job of ``accelerator`` (on spot, on a reservation,
+    through flex-start, or on demand)."""
+    kind = (pool.spot, pool.reservation, pool.flex_start)
+    if kind != (spot, reservation, flex_start) or not pool.can_have_nodes:
         return False
     hardware = pool.hardware
     if accelerator.category == "cpu":
@@ -201,10 +231,17 @@ def _tolerated(taint: Obj, tolerations: list[dict[str, object]]) -> bool:
     return False
 
 
-def node_serves(node: Obj, accelerator: Accelerator, *, spot: bool = False) -> bool:
+def node_serves(
+    node: Obj,
+    accelerator: Accelerator,
+    *,
+    spot: bool = False,
+    reservation: str = "",
+    flex_start: bool = False,
+) -> bool:
     """Whether a registered Node offers what a job of ``accelerator`` asks for: its labels
     match the pod's node selector, its taints are tolerated, its accelerators are enough."""
-    placed = scheduling_for(accelerator, spot=spot)
+    placed = scheduling_for(accelerator, spot=spot, reservation=reservation, flex_start=flex_start)
     labels = node.get("metadata", {}).get("labels") or {}
     if any(labels.get(key) != value for key, value in placed.node_selector.items()):
         return False

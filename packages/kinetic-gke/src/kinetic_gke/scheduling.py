@@ -5,11 +5,18 @@ from typing import Any
 from kinetic_gke.machines import pod_requests
 from kinetic_protocol import Accelerator
 
-__all__ = ["Scheduling", "scheduling_for"]
+__all__ = ["FLEX_START_LABEL", "RESERVATION_LABEL", "SPOT_LABEL", "Scheduling", "scheduling_for"]
 
 GPU_RESOURCE = "nvidia.com/gpu"
 TPU_RESOURCE = "google.com/tpu"
-_SPOT_LABEL = "cloud.google.com/gke-spot"
+SPOT_LABEL = "cloud.google.com/gke-spot"
+RESERVATION_LABEL = "kinetic.dev/reservation"
+"""On the nodes of a pool ``kinetic pool add --reservation NAME`` made, as a label (value
+NAME) and a NoSchedule taint, so that only jobs that asked for the reservation land there."""
+FLEX_START_LABEL = "kinetic.dev/flex-start"
+"""On the nodes of a pool ``kinetic pool add --flex-start`` made (queued provisioning), as a
+label and a NoSchedule taint (value ``true``): only flex-start jobs, admitted through their
+provisioning request, land there, and Kueue gives the pool a flavor of its own."""
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
@@ -33,13 +40,16 @@ def scheduling_for(
     accelerator: Accelerator,
     *,
     spot: bool = False,
+    reservation: str = "",
+    flex_start: bool = False,
     cpu: str | None = None,
     memory: str | None = None,
 ) -> Scheduling:
     """GKE's scheduling terms for ``accelerator`` (one host's share, for a multi-host slice).
 
     CPU and memory are requested too (see :mod:`kinetic_gke.machines`); ``cpu`` / ``memory``
-    override the defaults.
+    override the defaults. ``spot``, ``reservation`` (a reservation's name) or ``flex_start``
+    pins the kind of capacity; none: on-demand nodes, which carry none of their taints.
     """
     placed = Scheduling()
     placed.requests.update(pod_requests(accelerator))
@@ -61,6 +71,12 @@ def scheduling_for(
         placed.requests[TPU_RESOURCE] = str(accelerator.chips_per_host)
         placed.tolerations.append(_toleration(TPU_RESOURCE))
     if spot:
-        placed.node_selector[_SPOT_LABEL] = "true"
-        placed.tolerations.append(_toleration(_SPOT_LABEL, "true"))
+        placed.node_selector[SPOT_LABEL] = "true"
+        placed.tolerations.append(_toleration(SPOT_LABEL, "true"))
+    if reservation:
+        placed.node_selector[RESERVATION_LABEL] = reservation
+        placed.tolerations.append(_toleration(RESERVATION_LABEL, reservation))
+    if flex_start:
+        placed.node_selector[FLEX_START_LABEL] = "true"
+        placed.tolerations.append(_toleration(FLEX_START_LABEL, "true"))
     return placed

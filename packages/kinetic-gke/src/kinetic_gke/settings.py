@@ -9,9 +9,12 @@ __all__ = [
     "GCP_API_ENDPOINT",
     "GPU_DRIVER_MANIFEST",
     "GPU_DRIVER_MANIFEST_SHA256",
+    "HOST_GROUP_PORTS",
     "KUBE_CONTEXT",
     "KUEUE_MANIFEST",
     "KUEUE_MANIFEST_SHA256",
+    "JOBSET_MANIFEST",
+    "JOBSET_MANIFEST_SHA256",
     "LWS_MANIFEST",
     "LWS_MANIFEST_SHA256",
     "POD_CPU",
@@ -70,6 +73,15 @@ POD_MEMORY = SettingSpec(
     "pod_memory",
     "KINETIC_POD_MEMORY",
     "Memory request of each pod (default: 3/4 of the accelerator machine's; 1Gi for cpu).",
+    _OWNER,
+)
+HOST_GROUP_PORTS = SettingSpec(
+    "host_group_ports",
+    "KINETIC_HOST_GROUP_PORTS",
+    "Ports host 0 of a job of several hosts serves JAX's coordinator, PyTorch's rendezvous "
+    "and JAX multislice on, as COORDINATOR,TORCH,MEGASCALE (default 8476,29500,8080). Every "
+    "pod has a network of its own on GKE: set it only where pods share one (a test cluster "
+    "whose pods are one machine's processes) or a sidecar takes a default port.",
     _OWNER,
 )
 
@@ -131,6 +143,19 @@ KUEUE_MANIFEST_SHA256 = SettingSpec(
     "sha256 the KINETIC_KUEUE_MANIFEST manifest must have; kinetic up applies nothing else.",
     _OWNER,
 )
+JOBSET_MANIFEST = SettingSpec(
+    "jobset_manifest",
+    "KINETIC_JOBSET_MANIFEST",
+    "A JobSet manifest (URL or file) for kinetic up to install instead of the release that "
+    "ships with Kinetic; needs KINETIC_JOBSET_MANIFEST_SHA256.",
+    _OWNER,
+)
+JOBSET_MANIFEST_SHA256 = SettingSpec(
+    "jobset_manifest_sha256",
+    "KINETIC_JOBSET_MANIFEST_SHA256",
+    "sha256 the KINETIC_JOBSET_MANIFEST manifest must have; kinetic up applies nothing else.",
+    _OWNER,
+)
 GPU_DRIVER_MANIFEST = SettingSpec(
     "gpu_driver_manifest",
     "KINETIC_GPU_DRIVER_MANIFEST",
@@ -154,6 +179,7 @@ SETTINGS = (
     RUN_AS_ROOT,
     POD_CPU,
     POD_MEMORY,
+    HOST_GROUP_PORTS,
     GCP_API_ENDPOINT,
     CONTAINER_IMAGE,
     BASE_IMAGE_REPO,
@@ -162,6 +188,8 @@ SETTINGS = (
     LWS_MANIFEST_SHA256,
     KUEUE_MANIFEST,
     KUEUE_MANIFEST_SHA256,
+    JOBSET_MANIFEST,
+    JOBSET_MANIFEST_SHA256,
     GPU_DRIVER_MANIFEST,
     GPU_DRIVER_MANIFEST_SHA256,
 )

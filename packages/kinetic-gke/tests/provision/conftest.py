@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from provision_support import Invoke, point_kinetic_at, write_kubeconfig
+from provision_support import Invoke, point_kinetic_at, remove_kinetic_queues, write_kubeconfig
 
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiProxy
@@ -60,14 +60,18 @@ def up_env(
     cluster_name: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> FakeGoogleCloud:
+) -> Iterator[FakeGoogleCloud]:
     """Settings for `kinetic up` and friends: the fakes, the control plane (this test's
-    namespace), a profiles file of the test's own, and no kubeconfig (`up` needs none)."""
+    namespace), a profiles file of the test's own, and no kubeconfig (`up` needs none).
+
+    Each test's cluster is a new one, but the control plane is the worker's: the cluster-wide
+    Kueue objects Kinetic made are removed afterwards, as a new cluster would not have them."""
     point_kinetic_at(
         monkeypatch, cloud, real_k8s, cluster_api.address, cluster_token, tmp_path,
         cluster=cluster_name, namespace=k8s_namespace,
     )  # fmt: skip
-    return cloud
+    yield cloud
+    remove_kinetic_queues(real_k8s)
 
 
 @pytest.fixture

@@ -88,3 +88,19 @@ def write_kubeconfig(plane: Any, cluster: str, path: Path) -> Path:
     document["contexts"][0]["name"] = name
     path.write_text(json.dumps(document))
     return path
+
+
+KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
+
+
+def remove_kinetic_queues(plane: Any) -> None:
+    """Delete the cluster-wide Kueue objects Kinetic made on ``plane`` (its label says so);
+    the session's own queues carry no such label and stay."""
+    for plural in (
+        "clusterqueues", "admissionchecks", "provisioningrequestconfigs", "resourceflavors",
+        "workloadpriorityclasses",
+    ):  # fmt: skip
+        listing = plane.request("GET", f"{KUEUE_API}/{plural}?labelSelector=managed-by%3Dkinetic")
+        for item in listing["items"]:
+            if not item["metadata"].get("deletionTimestamp"):
+                plane.request("DELETE", f"{KUEUE_API}/{plural}/{item['metadata']['name']}")

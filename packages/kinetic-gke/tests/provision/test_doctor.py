@@ -212,6 +212,32 @@ def test_lws_fails_with_its_fix_for_a_multi_host_accelerator_where_the_api_is_ab
     assert _findings(single)["lws"]["outcome"] == "WARN"
 
 
+def test_jobset_passes_where_served_and_warns_with_its_fix_where_the_api_is_absent(
+    healthy: FakeGoogleCloud,
+    kinetic: Invoke,
+    real_k8s: ControlPlane,
+    cluster_name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The session's cluster serves JobSet; seen through a proxy whose discovery lacks it."""
+    assert _findings(kinetic("doctor", "--json"))["jobset"]["message"] == (
+        "JobSet API served (v1alpha2)"
+    )
+    namespace = os.environ["KINETIC_NAMESPACE"]
+    with ApiProxy(real_k8s) as proxy:
+        proxy.hide_api_group("jobset.x-k8s.io")
+        context = kube_context_name(PROJECT, ZONE, cluster_name)
+        config = proxy.kubeconfig(tmp_path / "proxied", context=context, namespace=namespace)
+        monkeypatch.setenv("KUBECONFIG", str(config))
+        hidden = kinetic("doctor", "--json")
+    finding = _findings(hidden)["jobset"]
+    assert finding["outcome"] == "WARN", finding
+    assert "JobSet is not installed" in finding["message"]
+    assert f"kinetic up --project {PROJECT}" in finding["fix"]
+    assert "jobset-v0.11.1.yaml" in finding["fix"]
+
+
 def test_kueue_says_which_mode_the_cluster_is_in_and_fails_without_the_default_queue(
     healthy: FakeGoogleCloud,
     kinetic: Invoke,

@@ -1,7 +1,7 @@
-"""Installing LeaderWorkerSet and Kueue, against real API servers: every object of the shipped
-LWS manifest is accepted; an install found (whoever made it) is kept; where there is none,
-`kinetic up` installs it, converges after a failure half-way, and then finds it. The GPU driver
-installer (none ships) installs from an override.
+"""Installing LeaderWorkerSet, JobSet and Kueue, against real API servers: every object of the
+shipped LWS and JobSet manifests is accepted; an install found (whoever made it) is kept; where
+there is none, `kinetic up` installs it, converges after a failure half-way, and then finds it.
+The GPU driver installer (none ships) installs from an override.
 
 The bare plane has no kubelet for Kueue's controller, so its Kueue cannot run there: while
 registered, its webhooks would refuse every Job and Pod. The tests of other installs use a
@@ -25,11 +25,17 @@ from provision_support import PROJECT, ZONE, Invoke, add_unmanaged_gpu_pool, ok,
 
 from kinetic_gke.k8s import ClusterConnection
 from kinetic_gke.provision import kueue_queues
-from kinetic_gke.provision.incluster import LWS_GROUP, plan_in_cluster, read_in_cluster
-from kinetic_gke.provision.manifests import KUEUE, LWS, apply_manifest
+from kinetic_gke.provision.incluster import (
+    JOBSET_GROUP,
+    LWS_GROUP,
+    plan_in_cluster,
+    read_in_cluster,
+)
+from kinetic_gke.provision.manifests import JOBSET, KUEUE, LWS, PinnedManifest, apply_manifest
 from kinetic_gke.provision.spec import ClusterSpec
 from kinetic_testing.controlplane.build import Built
 from kinetic_testing.controlplane.cluster import ApiError, ControlPlane
+from kinetic_testing.controlplane.jobset_build import JOBSET_CRD
 from kinetic_testing.controlplane.proxy import ApiFault, ApiProxy
 from kinetic_testing.fake_gcs import FakeGcsServer
 from kinetic_testing.gcp_fake import FakeGoogleCloud
@@ -37,57 +43,79 @@ from kinetic_testing.gcp_fake import FakeGoogleCloud
 pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
 
 _DEPLOYMENT = "/apis/apps/v1/namespaces/lws-system/deployments/lws-controller-manager"
+_JOBSET_DEPLOYMENT = "/apis/apps/v1/namespaces/jobset-system/deployments/jobset-controller-manager"
 
 
-def _documents() -> list[dict[str, object]]:
-    return [d for d in yaml.safe_load_all(LWS.load()) if d]
+def _documents(pin: PinnedManifest = LWS) -> list[dict[str, Any]]:
+    return [d for d in yaml.load_all(pin.load(), Loader=yaml.CSafeLoader) if d]
 
 
 def _spec(namespace: str = "default") -> ClusterSpec:
     return ClusterSpec(project=PROJECT, zone=ZONE, cluster="kinetic-cluster", namespace=namespace)
 
 
+def _served_crd(plane: ControlPlane, pin: PinnedManifest) -> Path:
+    """The CRD the test control plane serves for ``pin``: built from the same module."""
+    return plane.binaries.lws_crd if pin is LWS else plane.binaries.jobset / JOBSET_CRD
+
+
+@pytest.mark.parametrize(
+    ("pin", "namespace", "deployment"),
+    [(LWS, "lws-system", _DEPLOYMENT), (JOBSET, "jobset-system", _JOBSET_DEPLOYMENT)],
+    ids=["lws", "jobset"],
+)
 def test_every_object_of_the_shipped_manifest_is_accepted_by_the_api_server(
-    real_k8s: ControlPlane,
+    real_k8s: ControlPlane, pin: PinnedManifest, namespace: str, deployment: str
 ) -> None:
     """Server-side apply, dryRun=All: validated and admitted by the real API server, stored
-    nowhere (this cluster's own LeaderWorkerSet is left as it is)."""
+    nowhere (this cluster's own install is left as it is)."""
     # A dry run cannot put objects in a namespace that a dry run did not make.
-    real_k8s.request("POST", "/api/v1/namespaces", {"metadata": {"name": "lws-system"}})
+    real_k8s.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
     connection = ClusterConnection(real_k8s.api_client(), "default")
     try:
-        applied = apply_manifest(connection, LWS.load(), dry_run=True)
+        applied = apply_manifest(connection, pin.load(), dry_run=True)
     finally:
-        real_k8s.delete_namespace("lws-system")
-    assert applied == [f"{d['kind']}/{d['metadata']['name']}" for d in _documents()]  # type: ignore[index]
+        real_k8s.delete_namespace(namespace)
+    assert applied == [f"{d['kind']}/{d['metadata']['name']}" for d in _documents(pin)]
     with pytest.raises(ApiError) as missing:
-        real_k8s.request("GET", _DEPLOYMENT)
+        real_k8s.request("GET", deployment)
     assert missing.value.code == 404
-    crd = next(d for d in _documents() if d["kind"] == "CustomResourceDefinition")
-    served = yaml.safe_load(real_k8s.binaries.lws_crd.read_bytes())
-    assert crd["spec"]["versions"] == served["spec"]["versions"]  # type: ignore[index]
+    crd = next(d for d in _documents(pin) if d["kind"] == "CustomResourceDefinition")
+    served = yaml.load(_served_crd(real_k8s, pin).read_bytes(), Loader=yaml.CSafeLoader)
+    assert crd["spec"]["versions"] == served["spec"]["versions"]
 
 
-def test_an_lws_the_cluster_serves_is_kept_and_one_it_does_not_is_planned(
-    real_k8s: ControlPlane, k8s_namespace: str, tmp_path: Path
+@pytest.mark.parametrize(
+    ("pin", "group", "version"),
+    [(LWS, LWS_GROUP, "v1"), (JOBSET, JOBSET_GROUP, "v1alpha2")],
+    ids=["lws", "jobset"],
+)
+def test_an_install_the_cluster_serves_is_kept_and_one_it_does_not_is_planned(
+    real_k8s: ControlPlane,
+    k8s_namespace: str,
+    tmp_path: Path,
+    pin: PinnedManifest,
+    group: str,
+    version: str,
 ) -> None:
     spec = _spec(k8s_namespace)
+    served = {LWS_GROUP: "lws", JOBSET_GROUP: "jobset"}[group]
     with ApiProxy(real_k8s) as proxy:
         config = proxy.kubeconfig(tmp_path / "kubeconfig", context="proxied")
         connection = ClusterConnection.from_kubeconfig(
             context="proxied", namespace=k8s_namespace, config_file=config
         )
         found = read_in_cluster(spec, connection)
-        assert found.lws == "v1"
+        assert getattr(found, served) == version
         kept = plan_in_cluster(spec, lambda: connection, (), found)
         assert not [s for s in kept.steps if s.action == "install"]
-        assert "LeaderWorkerSet API served (v1); kept" in kept.notes
-        proxy.hide_api_group(LWS_GROUP)
+        assert f"{pin.name} API served ({version}); kept" in kept.notes
+        proxy.hide_api_group(group)
         hidden = read_in_cluster(spec, connection)
-        assert hidden.lws is None
+        assert getattr(hidden, served) is None
         planned = plan_in_cluster(spec, lambda: connection, (), hidden)
         assert [s.target for s in planned.steps if s.action == "install"] == [
-            f"LeaderWorkerSet {LWS.version}"
+            f"{pin.name} {pin.version}"
         ]
 
 
@@ -98,10 +126,10 @@ def test_an_lws_the_cluster_serves_is_kept_and_one_it_does_not_is_planned(
 def bare_k8s(
     k8s_binaries: Built, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ControlPlane]:
-    """A control plane with no LeaderWorkerSet and no Kueue, as a new GKE cluster is
+    """A control plane with no LeaderWorkerSet, JobSet or Kueue, as a new GKE cluster is
     (module-wide: it costs about 5 s and 0.5 GB)."""
     directory = tmp_path_factory.mktemp("bare-k8s")
-    with ControlPlane(k8s_binaries, directory, lws=False, kueue=False) as plane:
+    with ControlPlane(k8s_binaries, directory, lws=False, kueue=False, jobset=False) as plane:
         yield plane
 
 
@@ -131,7 +159,9 @@ def own_bare_env(
     real Kueue, whose webhooks would refuse the shared plane's Jobs and Pods, and whose CRDs
     could not always be deleted again (their cleanup waited on storage "(re)initializing")."""
     with (
-        ControlPlane(k8s_binaries, tmp_path / "own-plane", lws=False, kueue=False) as plane,
+        ControlPlane(
+            k8s_binaries, tmp_path / "own-plane", lws=False, kueue=False, jobset=False
+        ) as plane,
         _settings_for(plane, cloud, tmp_path, monkeypatch) as (_cloud, proxy, _cluster),
     ):
         yield plane, proxy
@@ -165,7 +195,13 @@ def _settings_for(
         yield cloud, proxy, cluster
 
 
-def test_up_installs_the_shipped_lws_converging_after_a_failure_half_way(
+def _installed_by_kinetic(plane: ControlPlane, path: str, image: str) -> None:
+    deployment = plane.request("GET", path)
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == image
+    assert "kinetic" in {entry["manager"] for entry in deployment["metadata"]["managedFields"]}
+
+
+def test_up_installs_the_shipped_lws_and_jobset_converging_after_a_failure_half_way(
     bare_env: tuple[FakeGoogleCloud, ApiProxy, str], bare_k8s: ControlPlane, kinetic: Invoke
 ) -> None:
     _cloud, proxy, _cluster = bare_env
@@ -175,19 +211,28 @@ def test_up_installs_the_shipped_lws_converging_after_a_failure_half_way(
     with pytest.raises(ApiError):
         bare_k8s.request("GET", _DEPLOYMENT)  # stopped before it
 
-    again = ok(kinetic("up"))
-    assert f"applied {len(_documents())} objects of LeaderWorkerSet {LWS.version}" in again
-    groups = bare_k8s.request("GET", "/apis")["groups"]
-    assert LWS_GROUP in [group["name"] for group in groups]
-    deployment = bare_k8s.request("GET", _DEPLOYMENT)
-    image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
-    assert image == f"registry.k8s.io/lws/lws:{LWS.version}"
-    managers = {entry["manager"] for entry in deployment["metadata"]["managedFields"]}
-    assert "kinetic" in managers
+    # LeaderWorkerSet is finished; JobSet, next, stops half-way (its API already served).
+    proxy.inject(ApiFault(method="PATCH", path_contains="/deployments/jobset-", code=403))
+    again = kinetic("up")
+    assert again.exit_code == 1
+    assert "applying Deployment jobset-controller-manager" in again.output
+    assert f"applied {len(_documents())} objects of LeaderWorkerSet {LWS.version}" in again.output
+    groups = [group["name"] for group in bare_k8s.request("GET", "/apis")["groups"]]
+    assert LWS_GROUP in groups and JOBSET_GROUP in groups
+    _installed_by_kinetic(bare_k8s, _DEPLOYMENT, f"registry.k8s.io/lws/lws:{LWS.version}")
+    with pytest.raises(ApiError):
+        bare_k8s.request("GET", _JOBSET_DEPLOYMENT)
 
     third = ok(kinetic("up"))
-    assert "Nothing to do: everything is in place." in third
     assert "LeaderWorkerSet API served (v1); kept" in third
+    assert f"applied {len(_documents(JOBSET))} objects of JobSet {JOBSET.version}" in third
+    _installed_by_kinetic(
+        bare_k8s, _JOBSET_DEPLOYMENT, f"registry.k8s.io/jobset/jobset:{JOBSET.version}"
+    )
+
+    fourth = ok(kinetic("up"))
+    assert "Nothing to do: everything is in place." in fourth
+    assert "JobSet API served (v1alpha2); kept" in fourth
 
 
 @functools.cache
@@ -196,7 +241,10 @@ def _kueue_documents() -> tuple[dict[str, Any], ...]:
     return tuple(yaml.load_all(KUEUE.load(), Loader=yaml.CSafeLoader))
 
 
-_UP_USES = {"resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses"}
+_UP_USES = {
+    "resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses",
+    "admissionchecks", "provisioningrequestconfigs",
+}  # fmt: skip
 """The kinds of Kueue that ``kinetic up`` writes: the stand-in serves these alone. Its other
 CRDs (Workload's alone is 1.4 MB) cost the API server seconds to install, in every test here."""
 

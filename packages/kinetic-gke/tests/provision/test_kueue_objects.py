@@ -53,9 +53,9 @@ def test_a_flavor_per_accelerator_pool_with_its_labels_and_taints_and_two_for_cp
     made, notes = flavors(POOLS, NAP)
     assert notes == []
     by_name = {flavor.name: flavor for flavor in made}
-    assert list(by_name) == [
-        "kinetic-gpu-l4-x2", "kinetic-gpu-l4-x2-spot", "kinetic-tpu-v5e-8-multihost",
-        "v5e-host", CPU_FLAVOR, CPU_SPOT_FLAVOR,
+    assert list(by_name) == [  # spot first; then the newer accelerator (TPU after GPU)
+        "kinetic-gpu-l4-x2-spot", "kinetic-tpu-v5e-8-multihost", "v5e-host",
+        "kinetic-gpu-l4-x2", CPU_SPOT_FLAVOR, CPU_FLAVOR,
     ]  # fmt: skip
     spot = by_name["kinetic-gpu-l4-x2-spot"]
     assert spot.node_labels == {
@@ -85,6 +85,58 @@ def test_a_flavor_per_accelerator_pool_with_its_labels_and_taints_and_two_for_cp
     assert by_name[CPU_SPOT_FLAVOR].taints == (SPOT_TAINT,)
 
 
+def test_a_queue_tries_reservations_then_spot_then_on_demand_and_newer_accelerators_first() -> None:
+    h100, a100 = (
+        PoolHardware("a3-highgpu-8g", "nvidia-h100-80gb", 8),
+        PoolHardware("a2-ultragpu-8g", "nvidia-a100-80gb", 8),
+    )
+    pools = [
+        PoolInfo("a100", a100, node_count=1),
+        PoolInfo("h100", h100, node_count=1),
+        PoolInfo("a100-spot", a100, spot=True, node_count=1),
+        PoolInfo("h100-res", h100, node_count=1, reservation="team-h100"),
+    ]
+    made, _notes = flavors(pools, NAP)
+    assert [f.name for f in made] == [
+        "h100-res", "a100-spot", "h100", "a100", CPU_SPOT_FLAVOR, CPU_FLAVOR,
+    ]  # fmt: skip
+    reserved = made[0]
+    assert reserved.node_labels["kinetic.dev/reservation"] == "team-h100"
+    assert ("kinetic.dev/reservation", "team-h100") in reserved.taints
+    objects, _ = kueue_objects(pools, NAP, QueueShares(), "jobs", LABELS)
+    [queue] = [o for o in objects if o["kind"] == "ClusterQueue"]
+    [group] = queue["spec"]["resourceGroups"]
+    assert [f["name"] for f in group["flavors"]] == [f.name for f in made]
+
+
+def test_a_flex_start_pool_admits_through_the_provisioning_check_and_other_flavors_do_not() -> None:
+    l4_flex = PoolInfo(
+        "kinetic-gpu-l4-x2-flex", PoolHardware("g2-standard-24", "nvidia-l4", 2),
+        autoscaling=True, max_nodes=2, flex_start=True,
+    )  # fmt: skip
+    made, _notes = flavors([L4, l4_flex, L4_SPOT], NAP)
+    assert [f.name for f in made][:3] == [L4_SPOT.name, l4_flex.name, L4.name]
+    flex = made[1]
+    assert flex.flex_start and flex.node_labels["kinetic.dev/flex-start"] == "true"
+    assert ("kinetic.dev/flex-start", "true") in flex.taints
+    objects, _ = kueue_objects([L4, l4_flex], NAP, QueueShares(), "jobs", LABELS)
+    by_kind = _by_kind(objects)
+    kinds = [o["kind"] for o in objects]
+    assert kinds.index("AdmissionCheck") < kinds.index("ClusterQueue")
+    config = by_kind["ProvisioningRequestConfig"]["kinetic-flex-start"]["spec"]
+    assert config["provisioningClassName"] == "queued-provisioning.gke.io"
+    check = by_kind["AdmissionCheck"]["kinetic-flex-start"]["spec"]
+    assert check["controllerName"] == "kueue.x-k8s.io/provisioning-request"
+    assert check["parameters"]["name"] == "kinetic-flex-start"
+    queue = by_kind["ClusterQueue"]["kinetic"]["spec"]
+    assert queue["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": "kinetic-flex-start", "onFlavors": [l4_flex.name]}]
+    }
+    without, _ = kueue_objects([L4], NAP, QueueShares(), "jobs", LABELS)
+    assert {o["kind"] for o in without}.isdisjoint({"AdmissionCheck", "ProvisioningRequestConfig"})
+    assert "admissionChecksStrategy" not in _by_kind(without)["ClusterQueue"]["kinetic"]["spec"]
+
+
 def test_without_auto_provisioning_cpu_capacity_is_the_cpu_pools() -> None:
     made, _notes = flavors(POOLS, Autoprovisioning())
     by_name = {flavor.name: flavor for flavor in made}
@@ -95,7 +147,7 @@ def test_without_auto_provisioning_cpu_capacity_is_the_cpu_pools() -> None:
 def test_a_pool_of_a_machine_kinetic_does_not_know_is_left_out_with_a_note() -> None:
     odd = PoolInfo("odd", PoolHardware("custom-8-32768", "nvidia-l4", 1), node_count=1)
     made, notes = flavors((odd,), NAP)
-    assert [flavor.name for flavor in made] == [CPU_FLAVOR, CPU_SPOT_FLAVOR]
+    assert [flavor.name for flavor in made] == [CPU_SPOT_FLAVOR, CPU_FLAVOR]
     assert notes == ["node pool odd gets no Kueue flavor: Kinetic does not know custom-8-32768"]
 
 

@@ -3,12 +3,12 @@ plane with Kueue running: made after a failure half-way, unchanged by a second `
 `pool add` and lowered by `pool remove`, and accepted by Kueue itself (each queue Active)."""
 
 import time
-from collections.abc import Iterator
 from fractions import Fraction
 
 import pytest
 from provision_support import Invoke, ok
 
+from kinetic_gke.provision import kueue_queues
 from kinetic_gke.provision.quantities import amount
 from kinetic_testing.controlplane.cluster import ControlPlane
 from kinetic_testing.controlplane.proxy import ApiFault, ApiProxy
@@ -18,6 +18,8 @@ pytestmark = [pytest.mark.realk8s, pytest.mark.gcs]
 
 API = "/apis/kueue.x-k8s.io/v1beta2"
 SPOT_L4 = "kinetic-gpu-l4-x2-spot"
+RESERVED_L4 = "kinetic-gpu-l4-r-team-l4"
+FLEX_L4 = "kinetic-gpu-l4-flex"
 
 
 def _quota(plane: ControlPlane, queue: str) -> dict[str, dict[str, Fraction]]:
@@ -33,26 +35,27 @@ def _quota(plane: ControlPlane, queue: str) -> dict[str, dict[str, Fraction]]:
 
 def _wait_active(plane: ControlPlane, queue: str) -> None:
     """Until Kueue reports the ClusterQueue Active (it checked its flavors exist)."""
+    _wait_condition(plane, f"clusterqueues/{queue}")
+
+
+def _wait_condition(plane: ControlPlane, path: str) -> None:
+    """Until Kueue reports the object at ``path`` Active (a queue: its flavors and checks
+    exist; an AdmissionCheck: its controller runs)."""
     deadline = time.monotonic() + 30
     while True:
-        conditions = plane.request("GET", f"{API}/clusterqueues/{queue}").get("status", {})
+        conditions = plane.request("GET", f"{API}/{path}").get("status", {})
         active = [c for c in conditions.get("conditions", []) if c["type"] == "Active"]
         if active and active[0]["status"] == "True":
             return
-        assert time.monotonic() < deadline, f"ClusterQueue {queue} not Active: {active}"
+        assert time.monotonic() < deadline, f"{path} not Active: {active}"
         time.sleep(0.1)
 
 
 @pytest.fixture
-def own_queues(real_k8s: ControlPlane, k8s_namespace: str) -> Iterator[None]:
-    """The test namespace without the session's LocalQueue (so `up` makes its own); what
-    Kinetic made cluster-wide is removed afterwards (a later `up` makes what it needs)."""
+def own_queues(real_k8s: ControlPlane, k8s_namespace: str) -> None:
+    """The test namespace without the session's LocalQueue, so `up` makes its own (what it
+    makes cluster-wide, `up_env` removes afterwards)."""
     real_k8s.request("DELETE", f"{API}/namespaces/{k8s_namespace}/localqueues/kinetic")
-    yield
-    for plural in ("clusterqueues", "resourceflavors"):
-        listing = real_k8s.request("GET", f"{API}/{plural}?labelSelector=managed-by%3Dkinetic")
-        for item in listing["items"]:
-            real_k8s.request("DELETE", f"{API}/{plural}/{item['metadata']['name']}")
 
 
 def test_up_makes_the_queues_converging_then_pool_add_and_remove_move_the_quota(
@@ -103,4 +106,87 @@ def test_up_makes_the_queues_converging_then_pool_add_and_remove_move_the_quota(
     removed = ok(kinetic("pool", "remove", SPOT_L4, "--yes"))
     assert f"-ResourceFlavor/{SPOT_L4}" in removed
     assert SPOT_L4 not in _quota(real_k8s, "team-a")
+    assert "Nothing to do: everything is in place." in ok(kinetic("up"))
+
+    reserved = ok(kinetic("pool", "add", "--accelerator", "gpu-l4", "--reservation", "team-l4"))
+    assert f"+ResourceFlavor/{RESERVED_L4}" in reserved
+    flavor = real_k8s.request("GET", f"{API}/resourceflavors/{RESERVED_L4}")["spec"]
+    assert flavor["nodeLabels"]["kinetic.dev/reservation"] == "team-l4"
+    assert {"key": "kinetic.dev/reservation", "value": "team-l4", "effect": "NoSchedule"} in (
+        flavor["nodeTaints"]
+    )
+    assert "Nothing to do: everything is in place." in ok(kinetic("up")), "read back the same"
+
+    flex = ok(kinetic("pool", "add", "--accelerator", "gpu-l4", "--flex-start"))
+    for made in (f"+ResourceFlavor/{FLEX_L4}", "+ProvisioningRequestConfig/kinetic-flex-start",
+                 "+AdmissionCheck/kinetic-flex-start"):  # fmt: skip
+        assert made in flex
+    strategy = real_k8s.request("GET", f"{API}/clusterqueues/team-a")["spec"]
+    assert strategy["admissionChecksStrategy"]["admissionChecks"] == [
+        {"name": "kinetic-flex-start", "onFlavors": [FLEX_L4]}
+    ]
+    _wait_condition(real_k8s, "admissionchecks/kinetic-flex-start")  # Kueue's provisioning check
+    _wait_active(real_k8s, "team-a")
+    assert "Nothing to do: everything is in place." in ok(kinetic("up")), "read back the same"
+
+
+def _held_and_deleted(plane: ControlPlane, name: str, *, make: bool) -> None:
+    """ResourceFlavor ``name`` being deleted and held there by a finalizer of the test's, as
+    Kueue holds a flavor that a queue still uses."""
+    if make:
+        plane.request("POST", f"{API}/resourceflavors", {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": name, "labels": {"managed-by": "kinetic"}},
+        })  # fmt: skip
+    patch = {"metadata": {"finalizers": [HOLD]}}
+    plane.request("PATCH", f"{API}/resourceflavors/{name}", patch, content_type=MERGE)
+    plane.request("DELETE", f"{API}/resourceflavors/{name}")
+    found = plane.request("GET", f"{API}/resourceflavors/{name}")
+    assert found["metadata"].get("deletionTimestamp"), found["metadata"]
+
+
+def _let_go(plane: ControlPlane, name: str) -> None:
+    patch = {"metadata": {"finalizers": None}}
+    plane.request("PATCH", f"{API}/resourceflavors/{name}", patch, content_type=MERGE)
+
+
+HOLD = "kinetic.test/held"
+MERGE = "application/merge-patch+json"
+
+
+def test_a_flavor_on_its_way_out_is_not_deleted_again_and_one_still_wanted_is_waited_for(
+    up_env: FakeGoogleCloud,
+    own_queues: None,
+    real_k8s: ControlPlane,
+    kinetic: Invoke,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kueue keeps a flavor with a finalizer until no queue uses it, so a deletion outlives
+    the `up` or `pool remove` that asked for it: the next `up` must neither plan it again
+    nor write into an object that is going away."""
+    ok(kinetic("up"))
+    _held_and_deleted(real_k8s, "kinetic-leftover", make=True)
+    try:
+        again = ok(kinetic("up"))
+        assert "Nothing to do: everything is in place." in again
+        assert "ResourceFlavor kinetic-leftover is being deleted" in again
+    finally:
+        _let_go(real_k8s, "kinetic-leftover")
+
+    monkeypatch.setattr(kueue_queues, "DELETION_WAIT_S", 0.0)
+    _held_and_deleted(real_k8s, "kinetic-cpu-spot", make=False)
+    try:
+        planned = ok(kinetic("up", "--dry-run"))
+        assert "+ResourceFlavor/kinetic-cpu-spot (once its deletion ends)" in planned
+        stuck = kinetic("up")
+        assert stuck.exit_code == 1
+        assert "ResourceFlavor kinetic-cpu-spot is being deleted, and the queues need it" in (
+            stuck.output
+        )
+        assert HOLD in stuck.output and "finalizers" in stuck.output
+    finally:
+        _let_go(real_k8s, "kinetic-cpu-spot")
+    ok(kinetic("up"))
+    remade = real_k8s.request("GET", f"{API}/resourceflavors/kinetic-cpu-spot")
+    assert not remade["metadata"].get("deletionTimestamp")
     assert "Nothing to do: everything is in place." in ok(kinetic("up"))

@@ -1,4 +1,4 @@
-"""The LeaderWorkerSet and Kueue manifests that ship with Kinetic, and how a manifest is
+"""The LeaderWorkerSet, JobSet and Kueue manifests that ship with Kinetic, and how a manifest is
 trusted: by the sha256 pinned for it, checked before anything is applied."""
 
 import hashlib
@@ -8,7 +8,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 
 from kinetic_gke.k8s.kueue_api import KUEUE_VERSION
-from kinetic_gke.provision.manifests import GPU_DRIVER, KUEUE, LWS
+from kinetic_gke.provision.manifests import GPU_DRIVER, JOBSET, KUEUE, LWS
 from kinetic_protocol import ConfigError
 from kinetic_testing.controlplane.versions import PINS
 
@@ -26,6 +26,23 @@ def test_the_shipped_manifest_is_the_pinned_release_the_test_control_plane_runs(
         "Namespace", "CustomResourceDefinition", "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration", "ClusterRole", "Service",
     }  # fmt: skip
+
+
+def test_the_shipped_jobset_is_the_release_the_test_control_plane_runs() -> None:
+    data = JOBSET.load()
+    assert hashlib.sha256(data).hexdigest() == JOBSET.sha256
+    assert JOBSET.version == PINS.jobset
+    assert Path(JOBSET.source).is_file()
+    documents = [d for d in yaml.load_all(data, Loader=yaml.CSafeLoader) if d]
+    [deployment] = [d for d in documents if d["kind"] == "Deployment"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    # The promoted image, not the staging one the module's kustomization names.
+    assert container["image"] == f"registry.k8s.io/jobset/jobset:{JOBSET.version}"
+    [crd] = [d for d in documents if d["kind"] == "CustomResourceDefinition"]
+    assert crd["metadata"]["name"] == "jobsets.jobset.x-k8s.io"
+    # Installs converge by checking the first object and the last (see unfinished_install).
+    assert documents[0]["kind"] == "Namespace"
+    assert documents[-1]["kind"] == "ValidatingWebhookConfiguration"
 
 
 def test_the_shipped_kueue_is_the_release_kinetic_speaks_with_its_integrations_on() -> None:

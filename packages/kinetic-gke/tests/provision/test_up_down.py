@@ -4,6 +4,7 @@ the in-cluster objects."""
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -118,7 +119,9 @@ def test_pool_add_gpu_and_multi_host_tpu_then_status_and_down(
     shown = {p["name"]: p for p in status["cluster"]["pools"]}
     assert shown["kinetic-gpu-l4-x2-spot"]["accelerator"] == "2 x nvidia-l4"
     assert shown["kinetic-gpu-l4-x2-spot"]["spot"] is True
+    assert shown["kinetic-gpu-l4-x2-spot"]["capacity"] == "spot"
     assert status["lws"].startswith("installed")
+    assert status["jobset"] == "installed (API v1alpha2)"
     assert "job(s) running" in status["running"]
     # The session's Kueue, and the namespace's queue (the session's, kept as it was made)
     assert status["kueue"]["api"] == "v1beta2"
@@ -126,6 +129,7 @@ def test_pool_add_gpu_and_multi_host_tpu_then_status_and_down(
     assert (queue["name"], queue["admitted"], queue["pending"]) == ("kinetic", 0, 0)
     shown_status = _ok(kinetic("status"))
     assert "Kueue:" in shown_status and "(API v1beta2)" in shown_status
+    assert re.search(r"^JobSet: +installed \(API v1alpha2\)$", shown_status, re.MULTILINE)
     assert "QUEUE" in shown_status and "ADMITTED" in shown_status
     assert "kinetic-tpu-v5e-8-multihost" in _ok(kinetic("pool", "list"))
 

@@ -9,14 +9,13 @@ finished slice is stopped at once (so it burns no TPU hours), and logs are per h
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import ClassVar
 
 from kinetic_gke import GKEBackend
 from kinetic_gke.k8s import Obj
 from kinetic_gke.labels import job_selector
+from kinetic_gke.pod_logs import prefixed
 from kinetic_pathways.manifest import APP, lws_manifest, slice_record
 from kinetic_pathways.status import (
     LOG_TAIL_LINES,
@@ -38,6 +37,7 @@ from kinetic_protocol import (
     JobStatus,
     parse_accelerator,
 )
+from kinetic_protocol.host_groups import selected_hosts
 
 __all__ = ["PathwaysBackend"]
 
@@ -53,11 +53,6 @@ def _restarted(pod: Obj) -> bool:
         "terminated" in (c.get("lastState") or {})
         for c in pod.get("status", {}).get("containerStatuses") or []
     )
-
-
-def _prefixed(host: int, lines: Iterator[str]) -> Iterator[str]:
-    for line in lines:
-        yield f"[host {host}] {line}"
 
 
 class PathwaysBackend(GKEBackend):
@@ -84,6 +79,16 @@ class PathwaysBackend(GKEBackend):
                 "multi-host TPU slices. Use backend='gke' (or leave backend unset), or a "
                 "multi-host shape (`kinetic accelerators` shows hosts per shape)."
             )
+
+    def check_host_groups(self, nodes: int, slices: int) -> None:
+        """One job is one slice, a LeaderWorkerSet; several slices run on ``gke``."""
+        if slices > 1:
+            raise ConfigError(
+                f"slices={slices}: the pathways backend runs one TPU slice per job (a "
+                "LeaderWorkerSet). Run several slices with backend='gke', which makes them "
+                "one JobSet, or pass slices=1."
+            )
+        super().check_host_groups(nodes, slices)
 
     def manifest(
         self,
@@ -143,16 +148,7 @@ class PathwaysBackend(GKEBackend):
     # -- logs, per host --------------------------------------------------------------------
 
     def _hosts(self, record: JobRecord, host: HostSelection) -> list[int]:
-        count = parse_accelerator(record.accelerator).hosts
-        if host == "all":
-            return list(range(count))
-        index = host or 0
-        if not 0 <= index < count:
-            raise ConfigError(
-                f"Job {record.job_id} runs on {count} hosts (0 to {count - 1}); there is no "
-                f"host {index}."
-            )
-        return [index]
+        return selected_hosts(record.job_id, parse_accelerator(record.accelerator).hosts, host)
 
     def _pods_by_host(self, record: JobRecord) -> dict[int, Obj]:
         """The newest pod of each host: one LIST for the whole slice."""
@@ -203,7 +199,7 @@ class PathwaysBackend(GKEBackend):
         if host != "all":
             return texts[hosts[0]]
         return "".join(
-            "".join(_prefixed(i, iter(texts[i].splitlines(keepends=True)))) for i in hosts
+            "".join(prefixed(i, iter(texts[i].splitlines(keepends=True)))) for i in hosts
         )
 
     def _stream(self, pod: Obj) -> Iterator[str]:
@@ -228,27 +224,6 @@ class PathwaysBackend(GKEBackend):
         if not streamed:
             lws = self.workload.get(self.connection, record.k8s_name)
             yield from self._host_logs(record, [host], None, lws)[host].splitlines(keepends=True)
-
-    def _follow_all(self, record: JobRecord, hosts: list[int]) -> Iterator[str]:
-        """Every host's lines as they come, prefixed, until the job has ended."""
-        lines: queue.Queue[str | None] = queue.Queue()
-
-        def pump(host: int) -> None:
-            try:
-                for line in _prefixed(host, self._follow_host(record, host)):
-                    lines.put(line)
-            finally:
-                lines.put(None)
-
-        for host in hosts:
-            threading.Thread(target=pump, args=(host,), daemon=True, name="kinetic-logs").start()
-        running = len(hosts)
-        while running:
-            line = lines.get()
-            if line is None:
-                running -= 1
-            else:
-                yield line
 
 
 def _failed_host(lws: Obj | None) -> int | None:

@@ -172,6 +172,10 @@ class LeaderWorkerSetWorkload:
         """A slice's state lives on its pods, unless Kinetic already recorded it."""
         return status.recorded_state(obj) is None
 
+    def refusing_owners(self, obj: Obj, pods: list[Obj]) -> list[str]:
+        """The leader StatefulSet, of the set's name, while no pod of the slice exists."""
+        return [] if pods else [obj["metadata"]["name"]]
+
     def state(
         self,
         obj: Obj | None,

@@ -108,6 +108,15 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
     per_host_logs: bool = False
     provisions_accelerators: bool = True
     """False: jobs run on whatever hardware the backend's machine has (the client says so)."""
+    host_groups: bool = False
+    """Runs a job on several nodes or TPU slices (``nodes``/``slices`` above 1), one runtime
+    per host with the variables ``kinetic_runtime.host_place`` describes. The client
+    refuses such a job for a backend without it, once ``prepare`` has run (which may refuse
+    it first, saying more)."""
+    capacity_choices: bool = False
+    """Takes ``accelerator=`` as a list and ``capacity=`` as a list or as a kind other than
+    on-demand and spot (``reservation:<name>``, ``flex-start``). The client refuses those for a
+    backend without it, once ``prepare`` has run (which may refuse them first, saying more)."""
     array_batches: int = 0
     """The most inputs one array object holds (:class:`ArrayBackend`): one create submits
     them all, and the backend retries each input itself; a larger batch is split into
@@ -141,6 +150,18 @@ class PrepareRequest(msgspec.Struct, frozen=True, kw_only=True):
     priority: str | None = None
     """``priority=``, a priority class name (None: none). Refused here when unknown, naming
     the classes that exist."""
+    nodes: int = 1
+    """``nodes=``: hosts of the accelerator the job runs on (checked against it already)."""
+    slices: int = 1
+    """``slices=``: TPU slices the job runs on. A backend that cannot run a job of several
+    nodes or slices refuses it here, saying where it can run."""
+    fallback_accelerators: tuple[Accelerator, ...] = ()
+    """``accelerator=`` given as a list: the entries after ``accelerator``, in order of
+    preference, of its family (checked already). A backend that cannot fall back refuses
+    them here, saying why and what to do."""
+    capacity: tuple[str, ...] = ()
+    """``capacity=``: the kinds of capacity in order (checked already; empty: ``on-demand``,
+    or ``spot`` where ``spot`` is set). A backend refuses a kind it cannot give here."""
 
 
 class Preparation(msgspec.Struct, frozen=True, kw_only=True):

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import msgspec
 
+from kinetic_protocol.capacity import Placement
 from kinetic_protocol.causes import AttemptFailure, RetryRule
 from kinetic_protocol.records import SCHEMA_VERSION, JobRecord
 
@@ -89,6 +90,9 @@ class BatchManifest(msgspec.Struct, kw_only=True):
     was submitted); a larger batch is ``array_parts`` objects, input ``i`` being index
     ``i % array_part_size`` of part ``i // array_part_size`` (:meth:`array_part_name`).
     0: one object holds every input."""
+    max_cost: float = 0.0
+    """USD at list prices past which the batch submits no new input (``run_async_map``'s
+    ``max_cost``); 0: no cap."""
     signed_records: bool = False
     """Its bookkeeping (child records, submission errors, leases, completion, cancel) is
     signed; False in batches of older Kinetics, whose unsigned records are not acted on."""
@@ -220,6 +224,7 @@ class BatchCompletion(msgspec.Struct, kw_only=True):
 
     ``cancelled``: stopped by a cancel; ``fail_fast``: stopped launching after a failure;
     ``error``: stopped by an error of its own (the store refused a write, ...), said here.
+    ``cost_capped``: stopped at the batch's ``max_cost``, said here.
     """
 
     group_id: str
@@ -228,6 +233,9 @@ class BatchCompletion(msgspec.Struct, kw_only=True):
     cancelled: bool = False
     fail_fast: bool = False
     error: str = ""
+    cost_capped: str = ""
+    """Stopped because the batch's list cost reached its ``max_cost``, said here; ``resume``
+    with a higher cap submits the rest."""
     schema_version: int = SCHEMA_VERSION
 
 
@@ -280,6 +288,9 @@ class CollectedOutcome(msgspec.Struct, kw_only=True):
     envelope: bytes
     kind: str = "result"
     """``result``, or ``host-result`` for a worker host's failure of a multi-host child."""
+    placement: Placement | None = None
+    """The accelerator and capacity the child ran on, as its backend said when it was
+    collected (None where it did not say): once the child is deleted, nothing else does."""
 
 
 class CollectedOutcomes(msgspec.Struct, kw_only=True):

@@ -10,7 +10,9 @@
     jobs/<job_id>/debug.json                  DebugState of a debug job, replaced as it changes
     jobs/<job_id>/cancelled.json              JobCancelled, written by cancel() before it stops it
     jobs/<job_id>/hosts/<i>/started.json      HostStart of host i of a multi-host job, create-only
+                                              (started-<run>.json in a later run of its group)
     jobs/<job_id>/hosts/<i>/result.msgpack    Failed envelope of worker host i (i > 0), if it failed
+                                              (result-<run>.msgpack in a later run of its group)
     jobs/<job_id>/logs/<i>/<run>.json         KeptOutput: the tail of host i's output in one run,
                                               rewritten as it runs (cleaned up with the job)
     outputs/<job_id>/...                      KINETIC_OUTPUT_DIR default; never cleaned up
@@ -42,6 +44,7 @@ batch's. Its ``jobs/<job_id>/`` holds only what the job writes (result, hosts, d
 __all__ = [
     "CHILDREN_DIR",
     "ascii_count",
+    "host_file_run",
     "MANIFESTS_PREFIX",
     "bundle_key",
     "call_key",
@@ -137,13 +140,30 @@ def hosts_prefix(job_id: str) -> str:
     return f"jobs/{job_id}/hosts/"
 
 
-def host_started_key(job_id: str, host: int) -> str:
-    return f"{hosts_prefix(job_id)}{host}/started.json"
+def host_started_key(job_id: str, host: int, run: int = 0) -> str:
+    """Where ``host`` claims its start; ``run``: which run of its group (a JobSet runs the
+    whole group again after a preemption, and each run's hosts start anew)."""
+    name = "started.json" if run == 0 else f"started-{run}.json"
+    return f"{hosts_prefix(job_id)}{host}/{name}"
 
 
-def host_result_key(job_id: str, host: int) -> str:
-    """A worker host's failure; host 0 (the leader) writes :func:`result_key` instead."""
-    return f"{hosts_prefix(job_id)}{host}/result.msgpack"
+def host_result_key(job_id: str, host: int, run: int = 0) -> str:
+    """A worker host's failure in ``run`` of its group (see :func:`host_started_key`); host 0
+    (the leader) writes :func:`result_key` instead."""
+    name = "result.msgpack" if run == 0 else f"result-{run}.msgpack"
+    return f"{hosts_prefix(job_id)}{host}/{name}"
+
+
+def host_file_run(name: str, kind: str) -> int | None:
+    """The run of the group a host's file ``name`` (from :func:`parse_host_key`) is of, if it
+    is a ``kind`` (``started.json``, ``result.msgpack``) file; else None. A job from before
+    runs were counted wrote run 0's names only."""
+    stem, dot, extension = kind.partition(".")
+    if name == kind:
+        return 0
+    if not (dot and name.startswith(f"{stem}-") and name.endswith(f".{extension}")):
+        return None
+    return ascii_count(name[len(stem) + 1 : -len(extension) - 1])
 
 
 def parse_host_key(key: str) -> tuple[int, str] | None:

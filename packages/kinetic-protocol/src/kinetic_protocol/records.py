@@ -102,6 +102,23 @@ class JobRecord(msgspec.Struct, kw_only=True, gc=False):
     array_offset: int = 0
     """The first input of that array object (a batch split into several holds input
     ``group_index`` at index ``group_index - array_offset`` of its object)."""
+    nodes: int = 1
+    """``nodes=`` of the decorator: hosts of a GPU or CPU accelerator the job runs on."""
+    slices: int = 1
+    """``slices=`` of the decorator: TPU slices the job runs on (multislice). A record
+    written before these fields existed reads as one node and one slice; the job's hosts
+    are ``kinetic_protocol.host_groups.job_hosts``."""
+    fallback_accelerators: list[str] = msgspec.field(default_factory=list)
+    """``accelerator=`` given as a list: the entries after the first (``accelerator``), in
+    order of preference, of the first's family (``kinetic_protocol.capacity``)."""
+    capacity: list[str] = msgspec.field(default_factory=list)
+    """``capacity=``: the kinds of capacity in order (``on-demand``, ``spot``,
+    ``reservation:<name>``, ``flex-start``). Empty in a record written before it existed,
+    which reads as ``spot`` where ``spot`` is set, else ``on-demand``
+    (``kinetic_protocol.capacity.record_capacity``)."""
+    max_run_duration: int = 0
+    """``max_run_duration=``: the seconds a flex-start run may hold its nodes; 0: GKE's
+    default (7 days)."""
 
     @property
     def store_uri(self) -> str:

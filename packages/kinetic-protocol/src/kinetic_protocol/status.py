@@ -5,6 +5,7 @@ import re
 
 import msgspec
 
+from kinetic_protocol.capacity import Placement
 from kinetic_protocol.causes import FailureCause
 from kinetic_protocol.queueing import QueuePlace
 
@@ -49,6 +50,10 @@ class JobState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     queue: QueuePlace | None = None
     """For PENDING while the job waits to be admitted (a Kueue queue, the local backend's
     slots): where it stands. ``detail`` says the same in words."""
+    placement: Placement | None = None
+    """The accelerator and kind of capacity this attempt was given, once its backend placed
+    it (on a queue, when the queue admitted it); None before, or where the backend does not
+    say."""
 
     @property
     def failed_host(self) -> int | None:

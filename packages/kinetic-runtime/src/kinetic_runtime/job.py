@@ -183,6 +183,9 @@ class JobRun:
             )
         if self.host is not None:
             os.environ.update(self.host.environment())
+            from kinetic_runtime.jax_cluster import register_when_imported
+
+            register_when_imported(self.host)
 
     def failed(self, error: PhaseError) -> Failed:
         import traceback  # loaded for a failure only: a job's start pays for what it uses

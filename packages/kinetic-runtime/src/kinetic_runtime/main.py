@@ -71,11 +71,14 @@ EXIT_HOST_REPLACED = REPLACED_EXIT
 
 
 def _result_key(job_id: str, host: SliceHost | None, envelope: ResultEnvelope) -> str | None:
-    """Where this host's envelope goes: the leader's is the job's result; a worker's success
-    carries nothing the client reads."""
+    """Where this host's envelope goes: the leader's is the job's result; a worker's failure
+    is its run's (an earlier run's is never read for a later one); a worker's success carries
+    nothing the client reads."""
     if host is None or host.is_leader:
         return layout.result_key(job_id)
-    return layout.host_result_key(job_id, host.index) if isinstance(envelope, Failed) else None
+    if not isinstance(envelope, Failed):
+        return None
+    return layout.host_result_key(job_id, host.index, host.run)
 
 
 def _keyring() -> Keyring:

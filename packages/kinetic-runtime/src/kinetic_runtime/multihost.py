@@ -1,27 +1,24 @@
-"""This process's place in a multi-host job, and JAX's multi-process set-up from it.
+"""A multi-host job's hosts start once each, wait for each other, and join JAX's processes.
 
-A backend starts one runtime per host with ``KINETIC_NUM_HOSTS`` set. The host index and the
-leader's address come from Kinetic's own variables (the local backend sets them) or, in a
-LeaderWorkerSet pod, from what the LWS controller injects (``LWS_WORKER_INDEX``,
-``LWS_LEADER_ADDRESS``), so the pod spec stays the same for every host.
+A backend starts one runtime per host with ``KINETIC_NUM_HOSTS`` set; where each host sits
+comes from the variables :mod:`kinetic_runtime.host_place` describes.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import sys
 import time
 import types
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
 
 from kinetic_protocol import ConfigError, HostStart, ObjectStore, PreconditionFailedError, layout
 from kinetic_protocol.records import decode_json, encode_json
 from kinetic_runtime import settings
+from kinetic_runtime.host_place import COORDINATOR_PORT, SliceHost
 
 __all__ = [
     "COORDINATOR_PORT",
@@ -32,9 +29,6 @@ __all__ = [
     "wait_for_slice",
 ]
 
-COORDINATOR_PORT = 8476
-"""Where the leader serves JAX's coordinator when the backend names only the leader's host."""
-
 Claim = Literal["run", "restarted", "replaced"]
 _POLL_S = 0.5
 
@@ -43,82 +37,16 @@ class SliceError(RuntimeError):
     """This host could not join the other hosts of its slice, so the function did not run."""
 
 
-def _integer(name: str, raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be an integer, got {raw!r}.") from None
-
-
-@dataclass(frozen=True)
-class SliceHost:
-    """One host of a multi-host job."""
-
-    index: int
-    count: int
-    coordinator: str
-    """``HOST:PORT`` of the leader's JAX coordinator."""
-    instance: str
-
-    @property
-    def is_leader(self) -> bool:
-        return self.index == 0
-
-    @property
-    def label(self) -> str:
-        return f"host {self.index} of {self.count}"
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> SliceHost | None:
-        """The host this process is, or None for a single-host job."""
-        env = os.environ if environ is None else environ
-        count = _integer(settings.NUM_HOSTS.env, settings.NUM_HOSTS.value(env) or "1")
-        if count <= 1:
-            return None
-        index_var = next(
-            (v for v in (settings.HOST_INDEX.env, *settings.HOST_INDEX.fallback_env) if env.get(v)),
-            None,
-        )
-        if index_var is None:
-            raise ConfigError(
-                f"This job spans {count} hosts but no host index is set "
-                f"({settings.HOST_INDEX.env}, LWS_WORKER_INDEX or TPU_WORKER_ID)."
-            )
-        index = _integer(index_var, env[index_var])
-        if not 0 <= index < count:
-            raise ConfigError(f"{index_var}={index} is outside 0..{count - 1}.")
-        coordinator = settings.COORDINATOR_ADDRESS.from_env(env)
-        if coordinator is None and env.get("LWS_LEADER_ADDRESS"):
-            coordinator = f"{env['LWS_LEADER_ADDRESS']}:{COORDINATOR_PORT}"
-        if coordinator is None:
-            raise ConfigError(
-                f"This job spans {count} hosts but no coordinator address is set "
-                f"({settings.COORDINATOR_ADDRESS.env} or LWS_LEADER_ADDRESS)."
-            )
-        instance = (
-            settings.HOST_INSTANCE.from_env(env) or env.get("HOSTNAME") or f"pid-{os.getpid()}"
-        )
-        return cls(index=index, count=count, coordinator=coordinator, instance=instance)
-
-    def environment(self) -> dict[str, str]:
-        """What the function sees: its host index, and what code that sets up
-        ``jax.distributed`` itself reads (JAX reads the coordinator's address on its own)."""
-        return {
-            settings.HOST_INDEX.env: str(self.index),
-            "JAX_COORDINATOR_ADDRESS": self.coordinator,
-            "JAX_NUM_PROCESSES": str(self.count),
-            "JAX_PROCESS_ID": str(self.index),
-        }
-
-
 def claim_host(store: ObjectStore, job_id: str, host: SliceHost) -> Claim:
     """Record that ``host`` starts the job; say if it had started before.
 
     ``restarted``: the same pod ran it already (its container exited and Kubernetes restarted
     it); ``replaced``: another pod did (Kubernetes replaced an evicted or lost pod). Either
-    way the function must not run again: Kinetic, not Kubernetes, decides what re-runs.
+    way the function must not run again: Kinetic, not Kubernetes, decides what re-runs. A
+    new run of the whole group (``host.run``: JobSet's restart after a preemption) claims
+    its hosts anew.
     """
-    key = layout.host_started_key(job_id, host.index)
+    key = layout.host_started_key(job_id, host.index, host.run)
     start = HostStart(
         job_id=job_id,
         host=host.index,
@@ -144,7 +72,9 @@ def wait_for_slice(store: ObjectStore, job_id: str, host: SliceHost, timeout_s: 
     missing = [index for index in range(host.count) if index != host.index]
     deadline = time.monotonic() + timeout_s
     while True:
-        missing = [i for i in missing if not store.exists(layout.host_started_key(job_id, i))]
+        missing = [
+            i for i in missing if not store.exists(layout.host_started_key(job_id, i, host.run))
+        ]
         if not missing or time.monotonic() >= deadline:
             break
         time.sleep(_POLL_S)
@@ -188,17 +118,38 @@ def _code_imports_jax(code: types.CodeType) -> bool:
     return any(_code_imports_jax(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
-def uses_jax(fn: object) -> bool:
-    """Whether the job's function uses JAX: its modules imported JAX when the call was
-    unpickled, or its own code imports it (``import jax`` in its body, the usual style)."""
-    if "jax" in sys.modules:
+def _code_initialises_jax(code: types.CodeType) -> bool:
+    """Whether ``code`` (or code defined in it) calls ``jax.distributed.initialize`` itself:
+    the attribute names it reads include ``distributed`` and ``initialize``."""
+    names = set(code.co_names)
+    if "initialize" in names and names & {"distributed", "jax.distributed"}:
         return True
+    return any(_code_initialises_jax(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def _function_code(fn: object) -> types.CodeType | None:
     while isinstance(fn, functools.partial):
         fn = fn.func
     code = getattr(fn, "__code__", None)
     if code is None:  # a callable object: its class's __call__
         code = getattr(vars(type(fn)).get("__call__"), "__code__", None)
-    return isinstance(code, types.CodeType) and _code_imports_jax(code)
+    return code if isinstance(code, types.CodeType) else None
+
+
+def uses_jax(fn: object) -> bool:
+    """Whether the job's function uses JAX: its modules imported JAX when the call was
+    unpickled, or its own code imports it (``import jax`` in its body, the usual style)."""
+    if "jax" in sys.modules:
+        return True
+    code = _function_code(fn)
+    return code is not None and _code_imports_jax(code)
+
+
+def initialises_jax(fn: object) -> bool:
+    """Whether the function calls ``jax.distributed.initialize()`` in its own code (the
+    runtime must not call it first: JAX refuses a second call)."""
+    code = _function_code(fn)
+    return code is not None and _code_initialises_jax(code)
 
 
 def initialise_jax(
@@ -210,9 +161,11 @@ def initialise_jax(
     run as independent single hosts (``jax.process_count() == 1``) with nothing to say so. A
     function that does not use JAX is left alone: joining costs a JAX import and ties every
     host's exit to the others'. Never twice: a module that initialised JAX itself is left
-    alone. All hosts must have started first (:func:`wait_for_slice`). On a CPU stand-in,
-    cross-process collectives need gloo, which is set unless chosen already. The process
-    environment already holds :meth:`SliceHost.environment` (set with the call's).
+    alone, and so is a function that calls ``jax.distributed.initialize`` in its own code
+    (JAX refuses a second call; :mod:`kinetic_runtime.jax_cluster` makes its call with no
+    arguments join the hosts). All hosts must have started first (:func:`wait_for_slice`).
+    On a CPU stand-in, cross-process collectives need gloo, which is set unless chosen
+    already. The process environment already holds :meth:`SliceHost.environment`.
     """
     if settings.JAX_DISTRIBUTED.value() == "off" or not _jax_installed() or not uses_jax(fn):
         return False
@@ -230,6 +183,12 @@ def initialise_jax(
     wait_for_slice(store, job_id, host, timeout)
     if getattr(jax.config, "jax_cpu_collectives_implementation", "gloo") in (None, "none"):
         jax.config.update("jax_cpu_collectives_implementation", "gloo")  # type: ignore[no-untyped-call]
+    if initialises_jax(fn):
+        say(
+            f"{host.label}: the function calls jax.distributed.initialize itself; with no "
+            "arguments it joins this job's hosts"
+        )
+        return False
     say(
         f"{host.label} joining jax.distributed at {host.coordinator} (a host that cannot "
         f"reach it within {timeout:g}s is stopped by JAX)"

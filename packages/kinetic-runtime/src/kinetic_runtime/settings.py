@@ -15,22 +15,28 @@ __all__ = [
     "HOME",
     "HOST_INDEX",
     "HOST_INSTANCE",
+    "RESTART_ATTEMPT",
     "INDEX_FAILURES",
     "INDEX_PREEMPTIONS",
     "JAX_DISTRIBUTED",
     "JOB_ID",
     "KEEP_OUTPUT_BYTES",
     "KEEP_OUTPUT_SECONDS",
+    "MEGASCALE_PORT",
     "NUM_HOSTS",
+    "NUM_SLICES",
     "OUTPUT_DIR",
     "PREEMPTION_RETRIES",
     "SETTINGS",
     "SIGNING_KEYS",
     "SLICE",
+    "SLICE_HOST_INDEX",
+    "SLICE_INDEX",
     "SLICE_TIMEOUT",
     "STOP_GRACE",
     "STORE",
     "TERMINATION_LOG",
+    "TORCH_PORT",
     "VOLUME_MOUNTS",
     "WORKDIR",
     "kinetic_home",
@@ -112,6 +118,57 @@ HOST_INSTANCE = SettingSpec(
     "KINETIC_HOST_INSTANCE",
     "Inside a multi-host job: what this host runs in (the pod's uid), so a restart is told "
     "apart from a replacement.",
+    _OWNER,
+    kind="job",
+)
+RESTART_ATTEMPT = SettingSpec(
+    "restart_attempt",
+    "KINETIC_RESTART_ATTEMPT",
+    "Inside a multi-host job: which run of its group of hosts this is (0 first; a JobSet's "
+    "restart-attempt, after the cluster took a host away): each run's hosts start anew.",
+    _OWNER,
+    kind="job",
+    default="0",
+)
+NUM_SLICES = SettingSpec(
+    "num_slices",
+    "KINETIC_NUM_SLICES",
+    "Inside a multi-host job: how many slices it runs on (slices=; each slice one Job of a "
+    "JobSet: a TPU slice, or a GPU or CPU job's nodes); they divide KINETIC_NUM_HOSTS.",
+    _OWNER,
+    kind="job",
+    default="1",
+)
+SLICE_INDEX = SettingSpec(
+    "slice_index",
+    "KINETIC_SLICE_INDEX",
+    "Inside a multi-host job: this host's slice, 0 first; with KINETIC_SLICE_HOST_INDEX it "
+    "gives the host index where KINETIC_HOST_INDEX is not set (a JobSet's job-global-index).",
+    _OWNER,
+    kind="job",
+)
+SLICE_HOST_INDEX = SettingSpec(
+    "slice_host_index",
+    "KINETIC_SLICE_HOST_INDEX",
+    "Inside a multi-host job: this host's index within its slice (an Indexed Job's "
+    "completion index).",
+    _OWNER,
+    kind="job",
+    fallback_env=("JOB_COMPLETION_INDEX",),
+)
+TORCH_PORT = SettingSpec(
+    "torch_port",
+    "KINETIC_TORCH_PORT",
+    "Inside a multi-host job: host 0's port for PyTorch's env:// rendezvous (MASTER_PORT; "
+    "default 29500).",
+    _OWNER,
+    kind="job",
+)
+MEGASCALE_PORT = SettingSpec(
+    "megascale_port",
+    "KINETIC_MEGASCALE_PORT",
+    "Inside a job of several TPU slices: the port of JAX multislice's coordinator on host 0 "
+    "(MEGASCALE_PORT; default 8080).",
     _OWNER,
     kind="job",
 )
@@ -246,9 +303,15 @@ SETTINGS = (
     WORKDIR,
     ENV,
     NUM_HOSTS,
+    NUM_SLICES,
     HOST_INDEX,
+    SLICE_INDEX,
+    SLICE_HOST_INDEX,
     COORDINATOR_ADDRESS,
+    TORCH_PORT,
+    MEGASCALE_PORT,
     HOST_INSTANCE,
+    RESTART_ATTEMPT,
     SLICE,
     JAX_DISTRIBUTED,
     SLICE_TIMEOUT,

@@ -11,7 +11,8 @@ from typing import Any
 
 from kinetic._interrupted import say_job_left_running
 from kinetic.handle import JobHandle
-from kinetic_protocol import JobFailedError, parse_accelerator
+from kinetic_protocol import JobFailedError
+from kinetic_protocol.host_groups import record_hosts
 
 __all__ = ["result_with_debugger"]
 
@@ -22,7 +23,7 @@ def result_with_debugger(job: JobHandle, local_port: int) -> Any:
     value (or its exception)."""
     from kinetic.debug import cleanup_port_forward, debug_attach
 
-    hosts = parse_accelerator(job.accelerator).hosts
+    hosts = record_hosts(job.record)
     if hosts > 1:
         _say(
             f"Job {job.job_id} runs on {hosts} hosts; the debugger attaches to host 0 (the "

@@ -198,9 +198,11 @@ def resolve_settings(
     priority: str | None = None,
     quiet: bool = False,
     accelerator: Accelerator | None = None,
+    slices: int = 1,
 ) -> ResolvedSettings:
     """Resolve every setting. With no backend named and no project anywhere, use ``local``;
-    with a project, ``pathways`` for a multi-host ``accelerator`` and ``gke`` otherwise."""
+    with a project, ``pathways`` for one multi-host ``accelerator`` slice and ``gke``
+    otherwise (several slices run on ``gke``, which makes them one JobSet)."""
     profiles = load_profiles()
     active = declared.PROFILE.from_env() or profiles.active
     profile = profiles.profiles.get(active) if active else None
@@ -212,11 +214,12 @@ def resolve_settings(
     resolved_project = _pick(declared.PROJECT, project, profile, active)
     chosen_backend = _pick(declared.BACKEND, backend, profile, active)
     if chosen_backend.value is None:
-        if resolved_project.value and accelerator is not None and accelerator.multi_host:
+        one_slice = accelerator if accelerator and accelerator.multi_host and slices == 1 else None
+        if resolved_project.value and one_slice:
             chosen_backend = Setting(
                 "pathways",
                 "default",
-                f"a GCP project is configured and {accelerator.name} spans several hosts",
+                f"a GCP project is configured and {one_slice.name} spans several hosts",
             )
         elif resolved_project.value:
             chosen_backend = Setting("gke", "default", "a GCP project is configured")

@@ -3,7 +3,7 @@
 import copy
 import functools
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from kinetic.data import Data
@@ -68,6 +68,7 @@ class RemoteFunction(Generic[P, R]):
         retry_on: "Iterable[str] | None" = None,
         queue: str | None = None,
         priority: str | None = None,
+        max_cost: float | None = None,
     ) -> "BatchHandle":
         """Submit one job per input and return a :class:`~kinetic.BatchHandle` at once.
 
@@ -78,6 +79,13 @@ class RemoteFunction(Generic[P, R]):
 
         ``queue`` and ``priority`` override the decorator's for this batch's children (see
         :func:`kinetic.run`).
+
+        ``max_cost`` caps the batch's list cost in US dollars (``kinetic accelerators`` shows
+        the prices): once what its attempts used reaches it, no new input is submitted, the
+        rest are reported as not run because of it, and ``resume(max_cost=...)`` with a
+        higher cap runs them. Inputs running then run to their end. It needs a
+        ``max_concurrent`` and priced accelerators; the local backend bills nothing, so there
+        it never stops a batch.
         """
         from kinetic.batch import run_map
 
@@ -90,6 +98,7 @@ class RemoteFunction(Generic[P, R]):
             name=name,
             tags=tags,
             retry_on=retry_on,
+            max_cost=max_cost,
         )
         run_options = self.options.overridden(queue=queue, priority=priority)
         return run_map(self.__wrapped__, run_options, inputs, options)
@@ -131,7 +140,7 @@ class RemoteFunction(Generic[P, R]):
 
 
 def run(
-    accelerator: str = "tpu-v5e-1",
+    accelerator: str | Sequence[str] = "tpu-v5e-1",
     container_image: str | None = None,
     base_image_repo: str | None = None,
     zone: str | None = None,
@@ -150,6 +159,10 @@ def run(
     preemption_retries: int = DEFAULT_PREEMPTION_RETRIES,
     queue: str | None = None,
     priority: str | None = None,
+    nodes: int = 1,
+    slices: int = 1,
+    capacity: str | Sequence[str] | None = None,
+    max_run_duration: float | None = None,
 ) -> Callable[[Callable[P, R]], RemoteFunction[P, R]]:
     """Run the decorated function remotely on ``accelerator``.
 
@@ -187,9 +200,34 @@ def run(
     A malformed name is refused here; one the backend does not have, when a call is submitted,
     before anything is uploaded. :meth:`RemoteFunction.with_options` and ``run_async_map``
     override them per call.
+
+    ``nodes`` runs the function on that many hosts of a GPU or CPU ``accelerator``
+    (``accelerator="gpu-h100-x8", nodes=4``: 4 hosts of 8 GPUs), and ``slices`` on that many
+    TPU slices of a TPU shape, joined by the data-centre network (``"tpu-v5e-16",
+    slices=2``: 2 slices of 4 hosts). Each host runs the function with the variables that
+    ``jax.distributed.initialize()``, PyTorch's ``env://`` rendezvous and JAX multislice
+    read (docs/guides/multi-node.md); host 0's return value is the result, and one host
+    failing fails the job. Both are checked here with the accelerator (a count of at least
+    1; ``slices`` only with a TPU shape, ``nodes`` only without one); a backend that cannot
+    run several hosts per job refuses it when a call is submitted, before anything is
+    uploaded. Like the accelerator they belong to the function: every call, and every input
+    of ``run_async_map``, runs on the whole group.
+
+    ``accelerator`` may be a list in order of preference within one family (GPU shapes with
+    the same number of GPUs, or TPU shapes with the same hosts and chips per host), and
+    ``capacity`` names the kind of capacity: ``"on-demand"`` (the default), ``"spot"``,
+    ``"reservation:<name>"`` or ``"flex-start"``, or a list of them in order (``["spot",
+    "on-demand"]``); ``spot=True`` means ``capacity="spot"``. A job tries each kind of
+    capacity in turn on each accelerator in turn; on GKE, Kueue gives it the first with free
+    quota (docs/guides/capacity.md), and ``job.status_detail().placement`` says which it got.
+    The ``local`` backend runs the first. Both are checked here; a backend that cannot give
+    them refuses them when a call is submitted, before anything is uploaded.
+    ``max_run_duration`` (seconds, at most 7 days) bounds how long a flex-start run holds its
+    nodes; it is given only with ``"flex-start"``.
     """
-    if callable(accelerator):  # ``@kinetic.run`` above a def: the function came as accelerator
-        name = getattr(accelerator, "__name__", repr(accelerator))
+    given: object = accelerator
+    if callable(given):  # ``@kinetic.run`` above a def: the function came as accelerator
+        name = getattr(given, "__name__", repr(given))
         raise TypeError(
             f"@kinetic.run needs parentheses: write @kinetic.run() (or "
             f'@kinetic.run(accelerator="...")) above def {name}; without them the function '
@@ -214,6 +252,10 @@ def run(
         preemption_retries=preemption_retries,
         queue=queue,
         priority=priority,
+        nodes=nodes,
+        slices=slices,
+        capacity=capacity,
+        max_run_duration=max_run_duration,
     )
 
     def decorate(fn: Callable[P, R]) -> RemoteFunction[P, R]:

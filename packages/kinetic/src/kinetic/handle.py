@@ -31,15 +31,15 @@ if TYPE_CHECKING:
 
     from kinetic.debug import DebugProcess
     from kinetic.handle_record import JobContext
-    from kinetic.outputs import OutputFile
+    from kinetic.outputs import JobOutputs, OutputFile
+    from kinetic.usage import Usage
 
 __all__ = ["JobHandle"]
 
 
 @dataclasses.dataclass(frozen=True, eq=True, repr=False)
 class JobHandle:
-    """Durable description of a submitted job: everything needed to observe, collect and clean
-    it up from any machine. It holds no function or closure state, only plain fields.
+    """All it takes to observe, collect and clean up a job from any machine; no closure state.
 
     A small frozen dataclass (``dataclasses.asdict`` gives exactly :meth:`to_dict`,
     ``dataclasses.replace`` makes a changed copy). The first fields are the public ones of the
@@ -79,6 +79,11 @@ class JobHandle:
     queue: str = dataclasses.field(default="", kw_only=True)
     priority: str = dataclasses.field(default="", kw_only=True)
     array_offset: int = dataclasses.field(default=0, kw_only=True)
+    nodes: int = dataclasses.field(default=1, kw_only=True)
+    slices: int = dataclasses.field(default=1, kw_only=True)
+    fallback_accelerators: list[str] = dataclasses.field(default_factory=list, kw_only=True)
+    capacity: list[str] = dataclasses.field(default_factory=list, kw_only=True)
+    max_run_duration: int = dataclasses.field(default=0, kw_only=True)
     if TYPE_CHECKING:  # set by __post_init__; not a field at run time
         _record: JobRecord = dataclasses.field(init=False)
 
@@ -98,10 +103,9 @@ class JobHandle:
     def from_job_context(
         cls, ctx: "JobContext", backend_name: str, namespace: str, k8s_name: str
     ) -> "JobHandle":
-        """Build a handle from a live job context: the object a submitter holds while it
-        submits one job (see :class:`kinetic.handle_record.JobContext` for what it reads).
-        The handle is made through the same stored record as any other; a missing or invalid
-        attribute is a ``ConfigError``."""
+        """Build a handle from a live job context: what a submitter holds while it submits one
+        job (:class:`kinetic.handle_record.JobContext` says what it reads), through the same
+        stored record as any other handle; a missing or invalid attribute is a ConfigError."""
         return cls.from_record(record_from_context(ctx, backend_name, namespace, k8s_name))
 
     @property
@@ -138,10 +142,8 @@ class JobHandle:
     # -- observation ---------------------------------------------------------------------
 
     def status_detail(self) -> JobState:
-        """The status plus the backend's reason for it (exit code, pod condition, ...).
-
-        A debug job waiting for its debugger is RUNNING "waiting for debugger at HOST:PORT".
-        """
+        """The status plus the backend's reason for it (exit code, pod condition, ...); a debug
+        job waiting for its debugger is RUNNING "waiting for debugger at HOST:PORT"."""
         state = backend_for(self._record).statuses([self._record])[self.job_id]
         state = seen_by_batch(self._record, state)  # a child collected with its batch
         if not self.debug:
@@ -153,6 +155,13 @@ class JobHandle:
     def status(self) -> JobStatus:
         """The job's current status."""
         return self.status_detail().status
+
+    def usage(self) -> "Usage | None":
+        """Accelerator time this attempt used so far and its list cost (``kinetic accelerators``
+        shows the prices); None where it runs on no billed accelerator (``local``, ``cpu``)."""
+        from kinetic.usage import job_usage
+
+        return job_usage(self._record, self.status_detail, self.read_envelope)
 
     def failure(self) -> AttemptFailure | None:
         """Why this attempt ended without a value, or None while it runs, once it succeeded,
@@ -186,9 +195,8 @@ class JobHandle:
         On a multi-host job: the leader's by default (or, once the job failed on one host,
         that host's: the others may have said nothing), host ``i``'s with ``host=i``, every
         host's with ``host="all"`` (each line prefixed ``[host i]``). Read as :meth:`tail`
-        reads it: the backend's log, else the output kept in the store. Following streams
-        the backend's log while the job runs; a job whose log is gone prints its kept output.
-        """
+        reads it; a job whose backend log is gone gives (or, following, prints) its kept
+        output."""
         if not follow:
             from kinetic.kept_output import job_output
 
@@ -219,11 +227,9 @@ class JobHandle:
         timeout: float | None = None,
         on_status_change: Callable[[JobStatus], None] | None = None,
     ) -> JobState:
-        """Block until the job is terminal; ``TimeoutError`` leaves it running.
-
-        ``on_status_change`` is called with each new status; if it raises, the wait goes on
-        and the first exception is shown on stderr (the ``kinetic`` logger) with its traceback.
-        """
+        """Block until the job is terminal; ``TimeoutError`` leaves it running. Each new status
+        goes to ``on_status_change``; if it raises, the wait goes on and the first exception is
+        shown on stderr (the ``kinetic`` logger) with its traceback."""
         notify = StatusCallback(on_status_change, self.job_id)
         return until_terminal(backend_for(self._record), self._record, timeout, notify)
 
@@ -245,17 +251,16 @@ class JobHandle:
         sealed = self.sealed_outcome(state)
         value = unwrap(sealed.envelope)  # raises the user's exception for a failed job
         if cleanup if cleanup is not None else not self.debug:
-            keep_with_batch(self._record, sealed)  # a batch child's outcome stays with it
+            keep_with_batch(self._record, sealed, state)  # a batch child's stays with it
             self.cleanup(
                 cleanup_timeout=cleanup_timeout, cleanup_poll_interval=cleanup_poll_interval
             )
         return value
 
     def outcome(self, state: JobState) -> ResultEnvelope:
-        """The stored envelope of a terminal job, or the error that explains its absence.
-
-        On a multi-host job the lowest-index host's failure wins, and a leader's success
-        never hides a host that failed without storing an error (killed, out of memory)."""
+        """The stored envelope of a terminal job, or the error that explains its absence. On a
+        multi-host job the lowest-index host's failure wins, and a leader's success never
+        hides a host that failed without storing an error (killed, out of memory)."""
         return self.sealed_outcome(state).envelope
 
     def sealed_outcome(self, state: JobState) -> SealedOutcome:
@@ -267,10 +272,8 @@ class JobHandle:
     # -- teardown ------------------------------------------------------------------------
 
     def cancel(self, cleanup_timeout: float = 180, cleanup_poll_interval: float = 2) -> None:
-        """Stop the job and delete its backend resource; stored artifacts are kept.
-
-        A job still pending or running is recorded as cancelled first, so that
-        :meth:`failure` says ``cancelled`` once its resource is gone."""
+        """Stop the job and delete its backend resource, keeping stored artifacts; a job still
+        pending or running is recorded as cancelled first, so :meth:`failure` says so."""
         backend = backend_for(self._record)
         if not backend.statuses([self._record])[self.job_id].status.is_terminal:
             from kinetic.failure import record_cancel
@@ -289,10 +292,8 @@ class JobHandle:
         cleanup_timeout: float = 180,
         cleanup_poll_interval: float = 2,
     ) -> None:
-        """Delete the backend resource (``k8s``) and/or stored artifacts (``gcs``).
-
-        Anything under ``KINETIC_OUTPUT_DIR`` is always kept.
-        """
+        """Delete the backend resource (``k8s``) and/or stored artifacts (``gcs``); anything
+        under ``KINETIC_OUTPUT_DIR`` is always kept."""
         if k8s:
             self.delete_resource(cleanup_timeout, cleanup_poll_interval)
         if gcs:
@@ -301,26 +302,26 @@ class JobHandle:
     # -- outputs -------------------------------------------------------------------------
 
     @property
+    def _outputs(self) -> "JobOutputs":
+        from kinetic.outputs import JobOutputs
+
+        return JobOutputs.of(self._record)
+
+    @property
     def output_location(self) -> str:
         """The job's ``KINETIC_OUTPUT_DIR``: ``output_dir=`` if given, else
         ``<store>/outputs/<job_id>`` (a local path for a ``file://`` store)."""
-        from kinetic.outputs import JobOutputs
-
-        return JobOutputs.of(self._record).location
+        return self._outputs.location
 
     def list_outputs(self) -> list["OutputFile"]:
         """The files the job wrote under its output directory (path relative to it, size),
         sorted by path; empty if it wrote none (yet). Outputs outlive ``cleanup()``."""
-        from kinetic.outputs import JobOutputs
-
-        return JobOutputs.of(self._record).files()
+        return self._outputs.files()
 
     def download_outputs(self, directory: "str | Path", *, overwrite: bool = False) -> list["Path"]:
         """Copy every output file into ``directory`` (made if missing), keeping relative paths;
         returns the local paths. An existing file is an error unless ``overwrite``."""
-        from kinetic.outputs import JobOutputs
-
-        return JobOutputs.of(self._record).download(directory, overwrite=overwrite)
+        return self._outputs.download(directory, overwrite=overwrite)
 
     def debug_attach(
         self,

@@ -26,6 +26,7 @@ from kinetic_protocol import (
     ObjectStore,
     layout,
 )
+from kinetic_protocol.host_groups import record_hosts
 from kinetic_protocol.records import decode_json
 
 __all__ = [
@@ -125,8 +126,16 @@ def read_output(
 
     ``host`` is passed to the backend only when it is not None (as only backends with
     per-host logs take it). A backend that cannot be read (its resource out of reach) gives
-    way to the kept copy; with none kept, its error stands.
+    way to the kept copy; with none kept, its error stands. Every host's (``"all"``) is read
+    host by host, so each one whose pod went with a failed group shows its kept copy.
     """
+    hosts = record_hosts(record)
+    if host == "all" and hosts > 1:
+        return "".join(
+            f"[host {index}] {line}"
+            for index in range(hosts)
+            for line in read_output(backend, record, tail=tail, host=index).splitlines(True)
+        )
     options = {} if host is None else {"host": host}
     try:
         text = backend.logs(record, tail=tail, **options)

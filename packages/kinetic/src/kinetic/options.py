@@ -11,9 +11,11 @@ from typing import Any
 from kinetic._seconds import as_seconds, shown_seconds
 from kinetic.data import Data
 from kinetic.env_capture import check_patterns
-from kinetic_protocol import Accelerator, ConfigError, parse_accelerator
+from kinetic_protocol import Accelerator, ConfigError
+from kinetic_protocol.capacity import check_accelerators, check_capacity, check_max_run_duration
 from kinetic_protocol.causes import RETRYABLE
 from kinetic_protocol.data import check_volume_path
+from kinetic_protocol.host_groups import check_host_groups
 from kinetic_protocol.queueing import check_priority_name, check_queue_name
 from kinetic_protocol.records import DEFAULT_PREEMPTION_RETRIES
 
@@ -25,6 +27,7 @@ class RunOptions:
     """Everything the decorator was given, checked once at decoration time."""
 
     accelerator: Accelerator
+    """The accelerator, or the first of ``accelerator=``'s list."""
     container_image: str | None = None
     base_image_repo: str | None = None
     zone: str | None = None
@@ -46,12 +49,27 @@ class RunOptions:
     """``queue=`` (validated as a name); None: ``KINETIC_QUEUE``, the profile, the backend's."""
     priority: str | None = None
     """``priority=`` (validated as a name); None: ``KINETIC_PRIORITY``, the profile, none."""
+    nodes: int = 1
+    """``nodes=``: hosts of a GPU or CPU accelerator (validated with the accelerator)."""
+    slices: int = 1
+    """``slices=``: TPU slices (validated with the accelerator)."""
+    fallback_accelerators: tuple[Accelerator, ...] = ()
+    """The rest of ``accelerator=``'s list, in order (validated as one family)."""
+    capacity: tuple[str, ...] = ("on-demand",)
+    """``capacity=``'s kinds in order (``spot=True``: ``("spot",)``)."""
+    max_run_duration: int = 0
+    """``max_run_duration=`` in seconds (validated with the capacity); 0: not given."""
+
+    @property
+    def accelerators(self) -> tuple[Accelerator, ...]:
+        """Every accelerator the job may run on, in order of preference."""
+        return (self.accelerator, *self.fallback_accelerators)
 
     @classmethod
     def build(
         cls,
         *,
-        accelerator: str,
+        accelerator: object,
         capture_env_vars: list[str] | None,
         volumes: dict[str, Data] | None,
         **rest: object,
@@ -74,8 +92,15 @@ class RunOptions:
             rest["timeout"] = _checked_timeout(rest["timeout"])
         _check_preemption_retries(rest.get("preemption_retries", DEFAULT_PREEMPTION_RETRIES))
         _check_queueing(rest.get("queue"), rest.get("priority"))
+        first, *fallbacks = check_accelerators(accelerator)
+        for parsed in (first, *fallbacks):
+            check_host_groups(parsed, rest.get("nodes", 1), rest.get("slices", 1))
+        capacity = check_capacity(rest.pop("capacity", None), spot=rest.get("spot", False))
+        rest["max_run_duration"] = check_max_run_duration(rest.get("max_run_duration"), capacity)
         return cls(
-            accelerator=parse_accelerator(accelerator),
+            accelerator=first,
+            fallback_accelerators=tuple(fallbacks),
+            capacity=capacity,
             capture_env_vars=patterns,
             volumes=_checked_volumes(volumes),
             **rest,  # type: ignore[arg-type]
@@ -190,6 +215,8 @@ class MapOptions:
     tags: dict[str, str]
     retry_on: list[str] | None
     """The sorted cause values retries apply to; None for the default set."""
+    max_cost: float | None = None
+    """USD at list prices past which no new input is submitted; None: no cap."""
 
     @classmethod
     def build(
@@ -200,6 +227,7 @@ class MapOptions:
         name: object,
         tags: object,
         retry_on: object,
+        max_cost: object = None,
         **rest: Any,
     ) -> "MapOptions":
         """Refuse bad arguments: a wrong type is a TypeError, a wrong value of the right type
@@ -211,6 +239,7 @@ class MapOptions:
             name=_checked_name(name),
             tags=_checked_tags(tags),
             retry_on=_checked_retry_on(retry_on),
+            max_cost=checked_max_cost(max_cost),
             **rest,
         )
 
@@ -276,3 +305,20 @@ def _checked_retry_on(retry_on: object) -> list[str] | None:
             )
         names.add(str(item))  # a FailureCause is a str: store its plain value
     return sorted(names)
+
+
+def checked_max_cost(value: object) -> float | None:
+    """``max_cost`` in USD: a positive, finite number, or None for no cap."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(
+            f"max_cost must be a number of US dollars or None (no cap), got "
+            f"{type(value).__name__} {value!r}."
+        )
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(
+            f"max_cost={value!r}: a cap on a batch's list cost is a positive number of US "
+            "dollars (None: no cap)."
+        )
+    return float(value)

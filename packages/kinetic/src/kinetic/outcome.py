@@ -20,8 +20,8 @@ from kinetic_protocol import (
     KineticError,
     ObjectNotFoundError,
     layout,
-    parse_accelerator,
 )
+from kinetic_protocol.host_groups import record_hosts
 
 __all__ = ["read_leader_outcome", "sealed_outcome"]
 
@@ -40,7 +40,7 @@ def sealed_outcome(record: JobRecord, state: JobState) -> SealedOutcome:
         leader: SealedOutcome | None = read_leader_outcome(record)
     except ObjectNotFoundError:
         leader = None
-    hosts = parse_accelerator(record.accelerator).hosts
+    hosts = record_hosts(record)
     if (leader is not None and isinstance(leader.envelope, Failed)) or hosts == 1:
         if leader is None:
             raise _no_result_error(record, state)
@@ -61,20 +61,27 @@ def sealed_outcome(record: JobRecord, state: JobState) -> SealedOutcome:
 
 
 def _worker_failure(record: JobRecord) -> SealedOutcome | None:
-    """The stored failure of the lowest-index worker host that stored one."""
+    """The stored failure of the lowest-index worker host that stored one in the group's
+    latest run (the latest any host claimed a start or stored a failure in): a host that
+    failed in an earlier run, before the cluster ran the group again, says nothing of this
+    one."""
     store = store_for(record)
-    hosts: dict[int, str] = {}
+    results: dict[tuple[int, int], str] = {}
+    latest = 0
     for key in store.list(layout.hosts_prefix(record.job_id)):
-        if not key.endswith("/result.msgpack"):
-            continue
         parsed = layout.parse_host_key(key)
         if parsed is None:
-            _log.say(f"Ignoring {store.uri}/{key}: not a host's result (hosts/<i>/).")
-        else:
-            hosts[parsed[0]] = key
-    if not hosts:
+            _log.say(f"Ignoring {store.uri}/{key}: not a host's file (hosts/<i>/).")
+            continue
+        host, name = parsed
+        run = layout.host_file_run(name, "result.msgpack")
+        if run is not None:
+            results[run, host] = key
+        latest = max(latest, run or 0, layout.host_file_run(name, "started.json") or 0)
+    mine = sorted(host for run, host in results if run == latest)
+    if not mine:
         return None
-    key = hosts[min(hosts)]
+    key = results[latest, mine[0]]
     outcome = open_outcome(record, store.read(key), key=key, kind="host-result")
     return outcome if isinstance(outcome.envelope, Failed) else None
 

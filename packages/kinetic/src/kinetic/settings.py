@@ -25,6 +25,7 @@ __all__ = [
     "NAMESPACE",
     "PROFILE",
     "PROFILES_FILE",
+    "PRICES",
     "PRIORITY",
     "PROJECT",
     "QUEUE",
@@ -157,6 +158,14 @@ DEBUG_WAIT = SettingSpec(
 )
 
 
+PRICES = SettingSpec(
+    "prices",
+    "KINETIC_PRICES",
+    "A JSON file of list prices (another region, newer prices) that replaces the built-in "
+    "table `kinetic accelerators` shows; docs/guides/capacity.md gives its shape.",
+    _OWNER,
+)
+
 SETTINGS = (
     BACKEND,
     PROJECT,
@@ -174,6 +183,7 @@ SETTINGS = (
     DEBUG_WAIT,
     BATCH_HEARTBEAT,
     BATCH_LEASE,
+    PRICES,
 )
 
 

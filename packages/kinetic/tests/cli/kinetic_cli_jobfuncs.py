@@ -77,3 +77,8 @@ def square_or_die(x: int) -> int:
         print("two dies", flush=True)
         os._exit(3)
     return x * x
+
+
+@kinetic.run(accelerator="cpu", nodes=2, backend="local")
+def host_of_two_nodes() -> str:
+    return os.environ["KINETIC_HOST_INDEX"]

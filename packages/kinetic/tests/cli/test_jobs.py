@@ -52,6 +52,18 @@ def test_list_shows_each_job_with_its_status_as_plain_text(invoke, done) -> None
     assert "\x1b[" not in result.stdout  # not a terminal: no ANSI codes
 
 
+def test_a_job_of_several_nodes_shows_its_shape_in_list_status_and_json(invoke, funcs) -> None:
+    job = funcs.host_of_two_nodes.run_async()
+    assert job.result(timeout=60, cleanup=False) == "0"
+    listed = invoke("jobs", "list")
+    [row] = [line for line in listed.stdout.splitlines() if line.startswith(job.job_id)]
+    assert "cpu (nodes=2)" in row
+    assert "Accelerator: cpu (nodes=2)\n" in invoke("jobs", "status", job.job_id).stdout
+    document = _json(invoke("jobs", "status", job.job_id, "--json"))
+    assert (document["accelerator"], document["nodes"], document["slices"]) == ("cpu", 2, 1)
+    job.cleanup()
+
+
 def test_list_json_is_one_document_with_status_detail(invoke, done) -> None:
     listed = {job["job_id"]: job for job in _json(invoke("jobs", "list", "--json"))}
     failed = listed[done.failed.job_id]

@@ -31,10 +31,28 @@ def test_the_leaderworkerset_kind_and_its_webhooks_are_installed(real_k8s: Contr
     assert {hook["name"] for hook in hooks["webhooks"]} == {"mleaderworkerset.kb.io", "mpod.kb.io"}
 
 
+def test_the_jobset_kind_and_its_webhooks_are_installed_its_pod_hooks_for_its_pods_only(
+    real_k8s: ControlPlane,
+) -> None:
+    listing = real_k8s.request("GET", "/apis/jobset.x-k8s.io/v1alpha2/jobsets")
+    assert listing["kind"] == "JobSetList"
+    hooks = {}
+    for kind in ("mutating", "validating"):
+        path = f"/apis/admissionregistration.k8s.io/v1/{kind}webhookconfigurations/jobset-{kind}"
+        hooks.update({hook["name"]: hook for hook in real_k8s.request("GET", path)["webhooks"]})
+    assert set(hooks) == {"mjobset.kb.io", "mpod.kb.io", "vjobset.kb.io", "vpod.kb.io"}
+    only_jobset_pods = {
+        "matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]
+    }
+    assert hooks["mpod.kb.io"]["objectSelector"] == only_jobset_pods
+    assert hooks["vpod.kb.io"]["objectSelector"] == only_jobset_pods
+    assert hooks["mjobset.kb.io"]["clientConfig"]["url"].startswith("https://127.0.0.1:")
+
+
 def test_every_component_keeps_a_log_for_failure_reports(real_k8s: ControlPlane) -> None:
     assert set(real_k8s.logs) == {
         "etcd", "kube-apiserver", "kube-controller-manager", "lws-controller",
-        "kueue-controller",
+        "kueue-controller", "jobset-controller",
     }  # fmt: skip
     assert "--- kube-apiserver" in real_k8s.log_tails(lines=1)
 

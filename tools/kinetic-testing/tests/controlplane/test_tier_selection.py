@@ -85,6 +85,7 @@ def test_the_environment_a_test_cleans_does_not_hide_the_binaries(tmp_path: Path
     before a backend fixture first asks for the cluster: the binaries found at collection
     are still the ones used."""
     cache = tmp_path / "cache"
+    from kinetic_testing.controlplane.jobset_build import JOBSET_BINARY, JOBSET_CRD
     from kinetic_testing.controlplane.kueue_build import KUEUE_BINARY
     from kinetic_testing.controlplane.versions import CACHE_ENV, PINS
 
@@ -96,6 +97,10 @@ def test_the_environment_a_test_cleans_does_not_hide_the_binaries(tmp_path: Path
     kueue.mkdir()
     for name in (KUEUE_BINARY, "VERSIONS"):
         (kueue / name).write_text("")
+    jobset = cache / f"jobset-{PINS.jobset_key}"
+    jobset.mkdir()
+    for name in (JOBSET_BINARY, JOBSET_CRD, "VERSIONS"):
+        (jobset / name).write_text("")
     project = _project(
         tmp_path,
         f"""
@@ -111,11 +116,13 @@ def test_the_environment_a_test_cleans_does_not_hide_the_binaries(tmp_path: Path
             assert str(binaries.directory) == {str(built)!r}
         """,
     )
-    env = _environment(tmp_path, path=os.environ["PATH"])
+    bin_dir, ran = _fake_go(tmp_path)  # a cache taken for incomplete would start a build
+    env = _environment(tmp_path, path=os.pathsep.join([str(bin_dir), os.environ["PATH"]]))
     env[CACHE_ENV] = str(cache)
     done = _pytest(["-q"], cwd=project, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+    assert not ran.exists(), f"go was run: {ran.read_text()}"
 
 
 @pytest.fixture(scope="module")

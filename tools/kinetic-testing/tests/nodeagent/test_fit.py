@@ -24,7 +24,8 @@ def _pod(accelerator: str, spot: bool = False) -> dict:
 
 
 def test_every_accelerator_used_by_the_tests_fits_exactly_one_default_pool() -> None:
-    names = ["cpu", "gpu-l4", "gpu-l4-x2", "tpu-v5e-1", "tpu-v5e-4", "tpu-v5e-8", "tpu-v5e-16"]
+    names = ["cpu", "gpu-l4", "gpu-l4-x2", "gpu-t4"]
+    names += ["tpu-v5e-1", "tpu-v5e-4", "tpu-v5e-8", "tpu-v5e-16"]
     for name in names:
         for spot in (False, True) if name in ("cpu", "gpu-l4") else (False,):
             pools = {
@@ -33,6 +34,28 @@ def test_every_accelerator_used_by_the_tests_fits_exactly_one_default_pool() -> 
                 if not fits(_pod(name, spot), n, {})
             }
             assert len(pools) == 1, (name, spot, pools)
+
+
+def test_a_required_node_affinity_takes_any_of_its_terms() -> None:
+    nodes = {n.name: n for n in default_nodes()}
+    pod = _pod("gpu-l4", spot=True)
+    del pod["spec"]["nodeSelector"]
+    terms = [
+        {"matchExpressions": [
+            {"key": "cloud.google.com/gke-accelerator", "operator": "In", "values": [gpu]},
+            {"key": "cloud.google.com/gke-spot", "operator": "DoesNotExist"},
+        ]}
+        for gpu in ("nvidia-tesla-t4", "nvidia-l4")
+    ]  # fmt: skip
+    required = {"nodeSelectorTerms": terms}
+    pod["spec"]["affinity"] = {
+        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}
+    }
+    assert fits(pod, nodes["gpu-l4-0"], {}) == []
+    assert fits(pod, nodes["gpu-t4-0"], {}) == []
+    assert fits(pod, nodes["gpu-l4-spot-0"], {}) == [
+        "node(s) didn't match Pod's node affinity/selector"
+    ]
 
 
 def test_requests_sum_and_limits_stand_in() -> None:

@@ -17,9 +17,9 @@ __all__ = ["doctor"]
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_host
 def doctor(host: CommandHost, accelerator: str | None, fuse: bool, as_json: bool) -> None:
-    """Check credentials, APIs, cluster, pools, bucket, registry, identity, LWS, Kueue and its
-    queues, FUSE, GPU driver; each PASS, WARN or FAIL with the exact fix. Exits 1 if any check
-    fails."""
+    """Check credentials, APIs, cluster, pools, bucket, registry, identity, LWS, JobSet, Kueue
+    and its queues, FUSE, GPU driver; each PASS, WARN or FAIL with the exact fix. Exits 1 if any
+    check fails."""
     from kinetic_gke.doctor import Context, diagnose
     from kinetic_protocol import parse_accelerator
 

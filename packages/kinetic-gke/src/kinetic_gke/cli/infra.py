@@ -85,10 +85,10 @@ def show_pools(host: CommandHost, pools: list[dict[str, Any]]) -> None:
     """The node pools table of ``status`` and ``pool list``."""
     rows = [
         [p["name"], p["accelerator"], p["machine_type"], f"{p['min_nodes']}-{p['max_nodes']}",
-         "yes" if p["spot"] else "", p["status"]]
+         p["capacity"], p["status"]]
         for p in pools
     ]  # fmt: skip
-    host.table(["POOL", "ACCELERATOR", "MACHINE", "NODES", "SPOT", "STATUS"], rows,
+    host.table(["POOL", "ACCELERATOR", "MACHINE", "NODES", "CAPACITY", "STATUS"], rows,
                empty="No node pools.")  # fmt: skip
 
 
@@ -108,7 +108,7 @@ def up(
     Enables the APIs; creates the service accounts and their roles, the GKE cluster (Workload
     Identity, GCS FUSE driver, auto-provisioning, a default pool), the jobs bucket, the Artifact
     Registry repository, the Workload Identity binding, the namespace's service account, and
-    installs LeaderWorkerSet and Kueue, with Kueue's queues sized to the node pools
+    installs LeaderWorkerSet, JobSet and Kueue, with Kueue's queues sized to the node pools
     (KINETIC_QUEUES or the profile's queues declare several). What exists is kept; running it
     again changes nothing.
     """
@@ -164,8 +164,8 @@ def down(host: CommandHost, yes: bool, delete_bucket: bool, dry_run: bool) -> No
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_host
 def status(host: CommandHost, as_json: bool) -> None:
-    """The cluster, its pools, bucket, registry, LeaderWorkerSet, Kueue and its queues, FUSE
-    driver and what runs."""
+    """The cluster, its pools, bucket, registry, LeaderWorkerSet, JobSet, Kueue and its queues,
+    FUSE driver and what runs."""
     from kinetic_gke.provision.status import cluster_status
 
     document = cluster_status(spec_from(host))
@@ -198,6 +198,7 @@ def _show_status(host: CommandHost, document: dict[str, Any]) -> None:
             "GCS FUSE driver": "on" if cluster["fuse_driver"] else "off",
             "Auto-provisioning": "on" if cluster["autoprovisioning"] else "off",
             "LeaderWorkerSet": document["lws"] or "not installed",
+            "JobSet": document.get("jobset") or "not installed",
             "Kueue": _kueue_line(document.get("kueue")),
             "Running": document["running"],
         }

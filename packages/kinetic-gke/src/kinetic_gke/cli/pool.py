@@ -23,8 +23,14 @@ def pool() -> None:
 @click.option("--max-nodes", type=click.IntRange(0), default=None,
               help="Most nodes (default: 3; a multi-host TPU slice: its host count).")  # fmt: skip
 @click.option("--spot", is_flag=True, help="Spot VMs: cheaper, and may be reclaimed at any time.")
-@click.option("--reservation", default="", help="Consume this Compute Engine reservation.")
-@click.option("--name", "pool_name", help="Pool name (default: kinetic-<accelerator>[-spot]).")
+@click.option("--reservation", default="",
+              help="Consume this Compute Engine reservation (jobs ask for it with "
+                   "capacity='reservation:NAME').")  # fmt: skip
+@click.option("--flex-start", is_flag=True,
+              help="GKE's queued provisioning (Dynamic Workload Scheduler): nodes come all at "
+                   "once when they exist, for jobs that ask capacity='flex-start'.")  # fmt: skip
+@click.option("--name", "pool_name",
+              help="Pool name (default: kinetic-<accelerator>[-spot|-flex]).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Print the plan and change nothing.")
 @pass_host
 def add(
@@ -34,6 +40,7 @@ def add(
     max_nodes: int | None,
     spot: bool,
     reservation: str,
+    flex_start: bool,
     pool_name: str | None,
     dry_run: bool,
 ) -> None:
@@ -47,10 +54,12 @@ def add(
     parsed = parse_accelerator(accelerator)
     request = PoolRequest(
         pool_shape(parsed), spot=spot, min_nodes=min_nodes, max_nodes=max_nodes,
-        reservation=reservation,
+        reservation=reservation, flex_start=flex_start,
     )  # fmt: skip
     spec = spec_from(host)
-    name = pool_name or default_name(parsed, spot=spot)
+    name = pool_name or default_name(
+        parsed, spot=spot, reservation=reservation, flex_start=flex_start
+    )
     plan = plan_pool(spec, GoogleClients(), name, request)
     run_plan(plan, heading=f"kinetic pool add: cluster {spec.cluster}", dry_run=dry_run)
 
@@ -59,7 +68,8 @@ def add(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @pass_host
 def list_pools(host: CommandHost, as_json: bool) -> None:
-    """The cluster's node pools: accelerator, machine, size, spot."""
+    """The cluster's node pools: accelerator, machine, size, capacity (on-demand, spot or
+    reservation:NAME)."""
     from kinetic_gke.gcp import cluster_view
     from kinetic_gke.provision import GoogleClients
     from kinetic_gke.provision.cluster import require_cluster

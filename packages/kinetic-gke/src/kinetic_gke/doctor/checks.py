@@ -7,7 +7,7 @@ from kinetic_gke import settings as gke_settings
 from kinetic_gke.doctor.model import Check, Context, Outcome, fail, ok, warn
 from kinetic_gke.gcp import cluster_view
 from kinetic_gke.k8s import get_credentials_command
-from kinetic_gke.provision.manifests import GPU_DRIVER, KUEUE, LWS
+from kinetic_gke.provision.manifests import GPU_DRIVER, JOBSET, KUEUE, LWS
 from kinetic_gke.provision.spec import JOB_BUCKET_ROLE, REQUIRED_APIS
 
 __all__ = ["CHECKS"]
@@ -182,6 +182,18 @@ def lws(ctx: Context) -> Result:
     return (fail if needed else warn)(message, fix)
 
 
+def jobset(ctx: Context) -> Result:
+    from kinetic_gke.provision.incluster import jobset_version
+
+    version = jobset_version(ctx.connection)
+    if version is not None:
+        return ok(f"JobSet API served ({version})")
+    return warn(
+        "JobSet is not installed (multi-node GPU and multislice TPU jobs need it)",
+        f"{_up(ctx)}  (installs JobSet {JOBSET.version}; or: {JOBSET.manual_command})",
+    )
+
+
 def kueue(ctx: Context) -> Result:
     """Which mode the cluster is in (queued by Kueue, or not), Kueue's controller, and the
     namespace's default queue, which jobs that name none go through."""
@@ -263,6 +275,7 @@ CHECKS = (
     Check("registry", registry),
     Check("workload-identity", workload_identity),
     Check("lws", lws),
+    Check("jobset", jobset),
     Check("kueue", kueue),
     Check("queues", queues),
     Check("fuse", fuse),

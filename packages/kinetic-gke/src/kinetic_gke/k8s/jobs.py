@@ -55,6 +55,9 @@ class JobWorkload:
     def needs_pods(self, obj: Obj) -> bool:
         return status.needs_pods(obj)
 
+    def refusing_owners(self, obj: Obj, pods: list[Obj]) -> list[str]:
+        return [] if pods else [obj["metadata"]["name"]]
+
     def state(
         self,
         obj: Obj | None,

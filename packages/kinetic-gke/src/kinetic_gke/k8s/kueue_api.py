@@ -13,6 +13,7 @@ from kinetic_gke.k8s.connection import ClusterConnection
 __all__ = [
     "GROUP",
     "KUEUE_VERSION",
+    "MAX_RUN_DURATION",
     "MIN_PARALLELISM",
     "PRIORITY_LABEL",
     "QUEUE_LABEL",
@@ -31,6 +32,9 @@ PRIORITY_LABEL = f"{GROUP}/priority-class"
 """On the same: the WorkloadPriorityClass its Workload gets."""
 MIN_PARALLELISM = f"{GROUP}/job-min-parallelism"
 """On an Indexed Job: the fewest pods Kueue may admit it with (partial admission)."""
+MAX_RUN_DURATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
+"""On a flex-start workload: GKE's ``maxRunDurationSeconds``, how long its nodes are held.
+Kueue copies annotations of this prefix to the ProvisioningRequest's parameters."""
 
 
 def served_version(connection: ClusterConnection) -> str | None:

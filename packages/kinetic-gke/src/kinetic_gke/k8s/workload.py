@@ -43,6 +43,11 @@ class Workload(Protocol):
         """Whether the object alone cannot explain the state (a reason lives on its pods)."""
         ...
 
+    def refusing_owners(self, obj: Obj, pods: list[Obj]) -> list[str]:
+        """The objects (of ``pod_owner_kind``) whose ``FailedCreate`` events may say why
+        ``obj`` lacks pods it should have by now; none when ``pods`` are all it needs."""
+        ...
+
     def state(
         self,
         obj: Obj | None,

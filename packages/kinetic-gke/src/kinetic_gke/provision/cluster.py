@@ -161,9 +161,11 @@ def _pick_machine_type(spec: ClusterSpec, clients: GoogleClients) -> str:
     )
 
 
-def node_config(spec: ClusterSpec, machine_type: str, **extra: Any) -> Any:
+def node_config(
+    spec: ClusterSpec, machine_type: str, *, node_labels: dict[str, str] | None = None, **extra: Any
+) -> Any:
     """The nodes of a Kinetic pool: its node service account, Workload Identity's metadata
-    server, Kinetic's labels."""
+    server, Kinetic's labels (and ``node_labels``)."""
     from google.cloud import container_v1
 
     return container_v1.NodeConfig(
@@ -173,7 +175,7 @@ def node_config(spec: ClusterSpec, machine_type: str, **extra: Any) -> Any:
         workload_metadata_config=container_v1.WorkloadMetadataConfig(
             mode=container_v1.WorkloadMetadataConfig.Mode.GKE_METADATA
         ),
-        labels=dict(spec.labels),
+        labels={**spec.labels, **(node_labels or {})},
         **extra,
     )
 

@@ -1,5 +1,5 @@
 """Objects inside the cluster: the namespace, the Kubernetes service account with its Workload
-Identity annotation, the LeaderWorkerSet controller, Kueue and its queues
+Identity annotation, the LeaderWorkerSet and JobSet controllers, Kueue and its queues
 (:mod:`kinetic_gke.provision.kueue_queues`) and the GPU driver installer.
 
 ``kinetic up`` reaches the cluster directly (:func:`connect`): at the endpoint the GKE API
@@ -9,8 +9,8 @@ written. ``kinetic doctor`` instead checks the kubeconfig context the backends w
 (:func:`kubeconfig_connection`).
 
 A cluster that cannot be read yet (being created) is planned as a new one; every step accepts
-finding its work done. An existing LeaderWorkerSet or Kueue install is recognised by the API it
-serves (whoever installed it, whatever version), and kept.
+finding its work done. An existing LeaderWorkerSet, JobSet or Kueue install is recognised by the
+API it serves (whoever installed it, whatever version), and kept.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from kinetic_gke.provision.engine import Action, Plan, Report, Step
 from kinetic_gke.provision.kueue_queues import QueuesFound, plan_queues, read_queues
 from kinetic_gke.provision.manifests import (
     GPU_DRIVER,
+    JOBSET,
     KUEUE,
     LWS,
     PinnedManifest,
@@ -47,11 +48,13 @@ from kinetic_gke.provision.spec import ClusterSpec
 
 __all__ = [
     "GPU_DRIVER_DAEMONSET",
+    "JOBSET_GROUP",
     "WI_ANNOTATION",
     "Connect",
     "InCluster",
     "connect",
     "gpu_driver_installed",
+    "jobset_version",
     "kubeconfig_connection",
     "new_cluster",
     "lws_version",
@@ -61,6 +64,7 @@ __all__ = [
 
 WI_ANNOTATION = "iam.gke.io/gcp-service-account"
 LWS_GROUP = "leaderworkerset.x-k8s.io"
+JOBSET_GROUP = "jobset.x-k8s.io"
 GPU_DRIVER_DAEMONSET = ("kube-system", "nvidia-driver-installer")
 Connect = Callable[[], ClusterConnection]
 """Makes (once) the connection the steps use, when the first of them runs."""
@@ -92,6 +96,11 @@ def kubeconfig_connection(spec: ClusterSpec) -> ClusterConnection:
 def lws_version(connection: ClusterConnection) -> str | None:
     """The LeaderWorkerSet API version the cluster serves; None if it serves none."""
     return discovery.served_version(connection, LWS_GROUP)
+
+
+def jobset_version(connection: ClusterConnection) -> str | None:
+    """The JobSet API version the cluster serves; None if it serves none."""
+    return discovery.served_version(connection, JOBSET_GROUP)
 
 
 def gpu_driver_installed(connection: ClusterConnection) -> bool:
@@ -128,6 +137,9 @@ class InCluster:
     kueue_unfinished: bool = False
     queues: QueuesFound | None = None
     """Kueue's objects of the kinds Kinetic makes; None where Kueue is not served."""
+    jobset: str | None = None
+    """The JobSet API version served, None if none."""
+    jobset_unfinished: bool = False
 
 
 def new_cluster(spec: ClusterSpec) -> InCluster:
@@ -160,6 +172,8 @@ def read_in_cluster(spec: ClusterSpec, connection: ClusterConnection) -> InClust
         lws=lws_version(connection),
         gpu_driver=gpu_driver_installed(connection),
         lws_unfinished=unfinished_install(connection, LWS.load()),
+        jobset=jobset_version(connection),
+        jobset_unfinished=unfinished_install(connection, JOBSET.load()),
         slice_role=namespace is not None
         and slice_role_granted(connection, spec.namespace, spec.ksa),
         kueue=kueue,
@@ -212,7 +226,7 @@ def _slice_role_step(spec: ClusterSpec, connect: Connect) -> Step:
     return Step("grant", target, run, "a finished multi-host job stops its own slice")
 
 
-_SERVED = {LWS.name: lws_version, KUEUE.name: served_version}
+_SERVED = {LWS.name: lws_version, JOBSET.name: jobset_version, KUEUE.name: served_version}
 """How to tell that a manifest's API is served already (by whoever installed it)."""
 
 
@@ -264,6 +278,10 @@ def plan_in_cluster(
     plan += _plan_install(
         LWS, connect, found.lws, found.lws_unfinished, "multi-host TPU jobs run on it"
     )
+    plan += _plan_install(
+        JOBSET, connect, found.jobset, found.jobset_unfinished,
+        "multi-node GPU and multislice TPU jobs run on it",
+    )  # fmt: skip
     plan += _plan_install(
         KUEUE, connect, found.kueue, found.kueue_unfinished, "jobs wait their turn in its queues"
     )

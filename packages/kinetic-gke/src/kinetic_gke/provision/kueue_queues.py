@@ -46,11 +46,15 @@ CONTROLLER = ("kueue-system", "kueue-controller-manager")
 PLURALS = {
     "ResourceFlavor": "resourceflavors",
     "WorkloadPriorityClass": "workloadpriorityclasses",
+    "ProvisioningRequestConfig": "provisioningrequestconfigs",
+    "AdmissionCheck": "admissionchecks",
     "ClusterQueue": "clusterqueues",
     "LocalQueue": "localqueues",
 }
 READY_WAIT_S = 600.0
 """How long the step waits for a Kueue just installed to run (pulling its image included)."""
+DELETION_WAIT_S = 60.0
+"""How long the step waits for a wanted object that is being deleted to be gone."""
 _POLL_S = 2.0
 
 Obj = dict[str, Any]
@@ -63,6 +67,11 @@ class QueuesFound:
     kind and name."""
 
     objects: dict[Key, Obj] = field(default_factory=dict)
+
+    def terminating(self, key: Key) -> bool:
+        """Whether the object is being deleted: Kueue holds a flavor or ClusterQueue with a
+        finalizer until nothing uses it, so a deletion may outlive the run that asked for it."""
+        return bool((self.objects.get(key, {}).get("metadata") or {}).get("deletionTimestamp"))
 
     def made_by_kinetic(self, key: Key, labels: dict[str, str]) -> bool:
         found = (self.objects[key].get("metadata") or {}).get("labels") or {}
@@ -172,13 +181,21 @@ def plan_queues(
         current = have.objects.get(key)
         if current is not None and not have.made_by_kinetic(key, spec.labels):
             plan.notes.append(f"{key[0]} {key[1]} was not made by Kinetic; kept as it is")
+        elif current is not None and have.terminating(key):
+            apply.append(obj)
+            changes.append(f"+{key[0]}/{key[1]} (once its deletion ends)")
         elif current is None or not _contains(current, obj):
             apply.append(obj)
             changes.append(_change(obj, current))
     keys = {_key(obj) for obj in wanted}
-    unwanted = [
-        key for key in have.objects if key not in keys and have.made_by_kinetic(key, spec.labels)
-    ]
+    unwanted = []
+    for key in have.objects:
+        if key in keys or not have.made_by_kinetic(key, spec.labels):
+            continue
+        if have.terminating(key):
+            plan.notes.append(f"{key[0]} {key[1]} is being deleted (Kueue lets it go once unused)")
+        else:
+            unwanted.append(key)
     changes += [f"-{kind}/{name}" for kind, name in unwanted]
     if not apply and not unwanted:
         plan.notes.append(f"Kueue queues in place ({', '.join(shares.names)})")
@@ -195,6 +212,7 @@ def plan_queues(
         for kind, name in map(_key, foreign):
             report(f"  {kind} {name} was not made by Kinetic; kept as it is")
         mine = [obj for obj in apply if obj not in foreign]
+        _wait_for_deletions(connection, [_key(o) for o in mine], now, spec.namespace, report)
         if mine:
             applied = apply_objects(connection, mine)
             report(f"  applied {', '.join(applied)}")
@@ -225,6 +243,41 @@ def _delete(connection: ClusterConnection, key: Key, namespace: str, report: Rep
     except NotFound:
         return
     report(f"  deleted {kind}/{name}")
+
+
+def _wait_for_deletions(
+    connection: ClusterConnection,
+    keys: list[Key],
+    found: QueuesFound,
+    namespace: str,
+    report: Report,
+) -> None:
+    """Until the objects among ``keys`` that are being deleted are gone: an apply would only
+    update an object on its way out. A flavor that a ClusterQueue still uses is held by Kueue
+    for as long as it is used, and the queues want it used, so the wait is bounded and ends
+    in an error that says how to let it go."""
+    leaving = [key for key in keys if found.terminating(key)]
+    if not leaving:
+        return
+    report(f"  waiting for {', '.join(f'{k}/{n}' for k, n in leaving)} to finish being deleted")
+    deadline = time.monotonic() + DELETION_WAIT_S
+    while True:
+        now = read_queues(connection, namespace)
+        leaving = [key for key in leaving if key in now.objects]
+        if not leaving:
+            return
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(_POLL_S)
+    kind, name = leaving[0]
+    held = (now.objects[kind, name].get("metadata") or {}).get("finalizers") or []
+    raise BackendError(
+        f"{kind} {name} is being deleted, and the queues need it: it is still there after "
+        f"{DELETION_WAIT_S:.0f} s, held by {', '.join(held) or 'no finalizer'} (Kueue keeps a "
+        "flavor while a ClusterQueue uses it). Let it go, then run `kinetic up` again to make "
+        f"it anew: `kubectl patch {kind.lower()} {name} --type=merge "
+        """-p '{"metadata":{"finalizers":null}}'`."""
+    )
 
 
 def controller_state(connection: ClusterConnection) -> tuple[int, int] | None:

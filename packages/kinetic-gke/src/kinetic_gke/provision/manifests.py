@@ -1,16 +1,18 @@
 """Third-party Kubernetes manifests Kinetic installs, pinned by checksum.
 
-The LeaderWorkerSet and Kueue releases ship inside this package (``data/lws-<version>.yaml``,
-``data/kueue-<version>.yaml``), rendered from their pinned sources by ``tools/lws_manifest.py``
-and ``tools/kueue_manifest.py``, which also check the sha256 pinned here; installing them needs
-no network. Before anything is applied the bytes are checked against
-the pinned sha256, and every object is applied server-side (field manager ``kinetic``), so
-installing twice changes nothing.
+The LeaderWorkerSet, Kueue and JobSet releases ship inside this package
+(``data/lws-<version>.yaml``, ``data/kueue-<version>.yaml``, ``data/jobset-<version>.yaml``),
+rendered from their pinned sources by ``tools/lws_manifest.py``, ``tools/kueue_manifest.py`` and
+``tools/jobset_manifest.py``, which also check the sha256 pinned here; installing them needs no
+network. Before anything is applied the bytes are checked against the pinned sha256, and
+every object is applied server-side (field manager ``kinetic``), so installing twice changes
+nothing.
 
 A source can be replaced (``KINETIC_LWS_MANIFEST``: a URL or a file, with the sha256 it must
-have in ``KINETIC_LWS_MANIFEST_SHA256``; the same for Kueue and the GPU driver installer), for a
-mirror or a newer release. No NVIDIA driver installer ships (its publisher's repository cannot be
-fetched where this package is built), so that one installs only from such an override.
+have in ``KINETIC_LWS_MANIFEST_SHA256``; the same for Kueue, JobSet and the GPU driver
+installer), for a mirror or a newer release. No NVIDIA driver installer ships (its publisher's
+repository cannot be fetched where this package is built), so that one installs only from such
+an override.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from kinetic_protocol.settings import SettingSpec
 
 __all__ = [
     "GPU_DRIVER",
+    "JOBSET",
     "KUEUE",
     "LWS",
     "PinnedManifest",
@@ -141,6 +144,15 @@ KUEUE = PinnedManifest(
     "https://github.com/kubernetes-sigs/kueue/releases/download/v0.17.0/manifests.yaml",
     declared.KUEUE_MANIFEST,
     declared.KUEUE_MANIFEST_SHA256,
+)
+JOBSET = PinnedManifest(
+    "JobSet",
+    "v0.11.1",
+    "jobset-v0.11.1.yaml",
+    "e882f6e4cfcded06814c298898055927e9b55def76fbfb3978045501e970c275",
+    "https://github.com/kubernetes-sigs/jobset/releases/download/v0.11.1/manifests.yaml",
+    declared.JOBSET_MANIFEST,
+    declared.JOBSET_MANIFEST_SHA256,
 )
 GPU_DRIVER = PinnedManifest(
     "NVIDIA driver installer",

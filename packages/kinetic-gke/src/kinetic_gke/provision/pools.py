@@ -28,7 +28,9 @@ from kinetic_gke.provision.cluster import (
 from kinetic_gke.provision.engine import Plan, Report, Step
 from kinetic_gke.provision.kueue_queues import plan_queues, read_queues
 from kinetic_gke.provision.spec import ClusterSpec
+from kinetic_gke.scheduling import FLEX_START_LABEL, RESERVATION_LABEL
 from kinetic_protocol import ConfigError
+from kinetic_protocol.capacity import RESERVATION_PREFIX, check_capacity
 
 __all__ = ["PoolRequest", "node_pool", "plan_pool", "unplan_pool"]
 
@@ -44,6 +46,7 @@ class PoolRequest:
         min_nodes: int = 0,
         max_nodes: int | None = None,
         reservation: str = "",
+        flex_start: bool = False,
     ) -> None:
         hosts = shape.hosts
         if max_nodes is None:
@@ -51,6 +54,20 @@ class PoolRequest:
         if spot and reservation:
             raise ConfigError("--spot and --reservation exclude each other: a reservation is "
                               "on-demand capacity.")  # fmt: skip
+        if flex_start and (spot or reservation):
+            other = "--spot" if spot else "--reservation"
+            raise ConfigError(
+                f"--flex-start and {other} exclude each other: a flex-start pool gets its nodes "
+                "only through provisioning requests (GKE's queued provisioning). Make one pool "
+                "of each kind."
+            )
+        if flex_start and min_nodes:
+            raise ConfigError(
+                f"--flex-start with --min-nodes {min_nodes}: a flex-start pool has no node "
+                "until a provisioning request gets it some, so --min-nodes is 0."
+            )
+        if reservation:
+            check_capacity(f"{RESERVATION_PREFIX}{reservation}")
         if shape.multi_host:
             if max_nodes != hosts or min_nodes not in (0, hosts):
                 raise ConfigError(
@@ -64,6 +81,7 @@ class PoolRequest:
                 "max >= 1."
             )
         self.shape, self.spot, self.reservation = shape, spot, reservation
+        self.flex_start = flex_start
         self.min_nodes, self.max_nodes = min_nodes, max_nodes
 
     def describe(self) -> str:
@@ -73,6 +91,7 @@ class PoolRequest:
             + (f", {shape.hosts} hosts, compact placement" if shape.multi_host else "")
             + f", {self.min_nodes}-{self.max_nodes} nodes"
             + (", spot" if self.spot else "")
+            + (", flex-start (queued provisioning)" if self.flex_start else "")
             + (f", reservation {self.reservation}" if self.reservation else "")
         )
 
@@ -93,15 +112,30 @@ def node_pool(spec: ClusterSpec, name: str, request: PoolRequest) -> Any:
                 ),
             )
         ]
-    if request.spot:
-        key, value = SPOT_TAINT
-        extra["taints"] = [c.NodeTaint(key=key, value=value, effect=c.NodeTaint.Effect.NO_SCHEDULE)]
+    taints = [SPOT_TAINT] if request.spot else []
     if request.reservation:
+        # Labelled and tainted with it, so only jobs that ask for the reservation land there
+        # (their pods select and tolerate it) and Kueue gives it a flavor of its own.
+        taints.append((RESERVATION_LABEL, request.reservation))
+        extra["node_labels"] = {RESERVATION_LABEL: request.reservation}
         extra["reservation_affinity"] = c.ReservationAffinity(
             consume_reservation_type=c.ReservationAffinity.Type.SPECIFIC_RESERVATION,
             key="compute.googleapis.com/reservation-name",
             values=[request.reservation],
         )
+    if request.flex_start:
+        # GKE's queued provisioning: nodes come only for a provisioning request, all at once,
+        # and consume no reservation. Labelled and tainted so only flex-start jobs land there.
+        taints.append((FLEX_START_LABEL, "true"))
+        extra["node_labels"] = {FLEX_START_LABEL: "true"}
+        extra["reservation_affinity"] = c.ReservationAffinity(
+            consume_reservation_type=c.ReservationAffinity.Type.NO_RESERVATION
+        )
+    if taints:
+        extra["taints"] = [
+            c.NodeTaint(key=key, value=value, effect=c.NodeTaint.Effect.NO_SCHEDULE)
+            for key, value in taints
+        ]
     pool = c.NodePool(
         name=name,
         initial_node_count=request.min_nodes,
@@ -109,8 +143,15 @@ def node_pool(spec: ClusterSpec, name: str, request: PoolRequest) -> Any:
         autoscaling=c.NodePoolAutoscaling(
             enabled=True, min_node_count=request.min_nodes, max_node_count=request.max_nodes
         ),
-        management=c.NodeManagement(auto_repair=True, auto_upgrade=True),
+        # GKE refuses auto-repair on a queued-provisioning pool
+        management=c.NodeManagement(auto_repair=not request.flex_start, auto_upgrade=True),
     )
+    if request.flex_start:  # what else GKE requires of a queued-provisioning pool
+        pool.queued_provisioning = c.NodePool.QueuedProvisioning(enabled=True)
+        pool.autoscaling = c.NodePoolAutoscaling(
+            enabled=True, min_node_count=0, max_node_count=request.max_nodes,
+            location_policy=c.NodePoolAutoscaling.LocationPolicy.ANY,
+        )  # fmt: skip
     if hardware.tpu_topology and shape.multi_host:
         pool.placement_policy = c.NodePool.PlacementPolicy(
             type_=c.NodePool.PlacementPolicy.Type.COMPACT, tpu_topology=hardware.tpu_topology
@@ -144,7 +185,8 @@ def _requested(name: str, request: PoolRequest) -> PoolInfo:
     """The pool ``request`` makes, as the cluster will have it."""
     return PoolInfo(
         name, request.shape.hardware, spot=request.spot, autoscaling=True,
-        min_nodes=request.min_nodes, max_nodes=request.max_nodes,
+        min_nodes=request.min_nodes, max_nodes=request.max_nodes, reservation=request.reservation,
+        flex_start=request.flex_start,
     )  # fmt: skip
 
 

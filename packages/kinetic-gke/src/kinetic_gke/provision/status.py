@@ -11,7 +11,7 @@ from kinetic_gke.pools import PoolInfo
 from kinetic_gke.provision import cluster as clusters
 from kinetic_gke.provision.clients import GoogleClients
 from kinetic_gke.provision.cloud import disabled_apis, get_bucket, get_repository
-from kinetic_gke.provision.incluster import connect, lws_version
+from kinetic_gke.provision.incluster import connect, jobset_version, lws_version
 from kinetic_gke.provision.kueue_report import read_kueue
 from kinetic_gke.provision.spec import ClusterSpec
 from kinetic_protocol import KineticError
@@ -30,6 +30,7 @@ def pool_document(pool: PoolInfo) -> dict[str, Any]:
         "min_nodes": pool.min_nodes,
         "max_nodes": pool.max_nodes,
         "spot": pool.spot,
+        "capacity": pool.capacity,
         "status": pool.status,
         "gpu_driver_managed": pool.gpu_driver_managed,
     }
@@ -53,17 +54,28 @@ def _running(spec: ClusterSpec, connection: ClusterConnection, lws: str | None) 
     return f"{text} in namespace {spec.namespace}"
 
 
-def _in_cluster(spec: ClusterSpec, clients: GoogleClients) -> tuple[str, str, dict[str, Any]]:
-    """The LeaderWorkerSet line, the running line and Kueue's document, or why they cannot be
-    read."""
+def _installed(version: str | None) -> str:
+    return f"installed (API {version})" if version else ""
+
+
+def _in_cluster(spec: ClusterSpec, clients: GoogleClients) -> dict[str, Any]:
+    """The LeaderWorkerSet and JobSet lines, the running line and Kueue's document, or why they
+    cannot be read."""
     try:
         connection = connect(spec, clients)
         lws = lws_version(connection)
+        jobset = jobset_version(connection)
         running = _running(spec, connection, lws)
         kueue = read_kueue(connection, spec.namespace).document()
     except KineticError as exc:
-        return f"unknown ({exc})", f"unknown ({exc})", {"error": str(exc)}
-    return (f"installed (API {lws})" if lws else ""), running, kueue
+        unknown = f"unknown ({exc})"
+        return {"lws": unknown, "jobset": unknown, "running": unknown, "kueue": {"error": str(exc)}}
+    return {
+        "lws": _installed(lws),
+        "jobset": _installed(jobset),
+        "running": running,
+        "kueue": kueue,
+    }
 
 
 def cluster_status(spec: ClusterSpec, clients: GoogleClients | None = None) -> dict[str, Any]:
@@ -82,6 +94,7 @@ def cluster_status(spec: ClusterSpec, clients: GoogleClients | None = None) -> d
         "registry": {"name": spec.repository_path, "exists": registry is not None},
         "cluster": None,
         "lws": "",
+        "jobset": "",
         "running": "",
         "kueue": None,
     }
@@ -98,5 +111,5 @@ def cluster_status(spec: ClusterSpec, clients: GoogleClients | None = None) -> d
         "pools": [pool_document(pool) for pool in view.pools],
     }
     if view.status == "RUNNING":
-        document["lws"], document["running"], document["kueue"] = _in_cluster(spec, clients)
+        document.update(_in_cluster(spec, clients))
     return document

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kinetic_gke.k8s.kueue_api import MIN_PARALLELISM, PRIORITY_LABEL, QUEUE_LABEL
+from kinetic_gke.k8s.kueue_api import (
+    MAX_RUN_DURATION,
+    MIN_PARALLELISM,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+)
 from kinetic_protocol import JobRecord
 
 __all__ = ["queue_labels", "queued"]
@@ -44,4 +49,7 @@ def queued(obj: dict[str, Any], record: JobRecord, *, suspend: bool = True) -> d
         spec["suspend"] = True
     if spec.get("completionMode") == "Indexed" and int(spec.get("parallelism") or 1) > 1:
         metadata["annotations"] = {**metadata.get("annotations", {}), MIN_PARALLELISM: "1"}
+    if record.max_run_duration:  # Kueue passes it on to the job's ProvisioningRequest
+        duration = {MAX_RUN_DURATION: str(record.max_run_duration)}
+        metadata["annotations"] = {**metadata.get("annotations", {}), **duration}
     return obj

@@ -16,6 +16,12 @@ from typing import Any
 
 from kinetic_gke.k8s import ClusterConnection, KubeApiError, NotFound, Obj
 from kinetic_gke.k8s.kueue_api import GROUP, VERSION, served_version
+from kinetic_gke.queueing.provisioning import (
+    PROVISIONING_API,
+    FlexRequest,
+    flex_requests,
+    waits_on_a_check,
+)
 from kinetic_protocol import ConfigError
 from kinetic_protocol.queueing import DEFAULT_QUEUE, QueuePlace
 
@@ -38,6 +44,11 @@ class Queued:
     """Times Kueue evicted it for another workload (it re-queues it each time)."""
     evicted: str
     """Kueue's message of its latest eviction, while it is not admitted again."""
+    flavor: str = ""
+    """The ResourceFlavor Kueue admitted it on (its accelerators', where it asks for any);
+    empty while it is not admitted."""
+    request: FlexRequest | None = None
+    """Its latest ProvisioningRequest (a flex-start job's); None where it has none."""
 
 
 class KueueView:
@@ -111,15 +122,27 @@ class KueueView:
             return {}
         workloads = self._workloads(listed, kind)
         places = self._places([w for w in workloads.values() if not _condition(w, "QuotaReserved")])
+        requests = self._flex_requests([w for w in workloads.values() if waits_on_a_check(w)])
         return {
             uid: Queued(
                 workload["metadata"]["name"],
                 places.get(workload["metadata"]["name"]),
                 _preemptions(workload),
                 _eviction(workload),
+                _admitted_flavor(workload),
+                requests.get(workload["metadata"]["name"]),
             )
             for uid, workload in workloads.items()
         }
+
+    def _flex_requests(self, checked: list[Obj]) -> dict[str, FlexRequest]:
+        """The ProvisioningRequests of the namespace, by Workload (one listing, made only when
+        some workload has an admission check)."""
+        if not checked:
+            return {}
+        path = f"{PROVISIONING_API}/namespaces/{self._connection.namespace}/provisioningrequests"
+        listing = self._get_quietly("listing provisioning requests", path) or {}
+        return flex_requests(listing.get("items") or [])
 
     def deactivate(self, workload: str) -> None:
         """Keep Kueue from admitting ``workload`` again (``spec.active: false``)."""
@@ -152,9 +175,9 @@ class KueueView:
         for workload in waiting:
             by_queue.setdefault(workload["spec"].get("queueName", ""), []).append(workload)
         for queue, workloads in by_queue.items():
-            local = self._local_queue(queue)
+            local = self.read_local_queue(queue)
             cluster_queue = str((local or {}).get("spec", {}).get("clusterQueue") or "")
-            cq = self._cluster_queue(cluster_queue) if cluster_queue else None
+            cq = self.read_cluster_queue(cluster_queue) if cluster_queue else None
             positions = self._positions(queue)
             waiting_count = (cq or {}).get("status", {}).get("pendingWorkloads")
             for workload in workloads:
@@ -173,13 +196,20 @@ class KueueView:
                 )
         return places
 
-    def _local_queue(self, name: str) -> Obj | None:
+    def read_local_queue(self, name: str) -> Obj | None:
+        """The LocalQueue ``name`` of the namespace; None where it cannot be read."""
         path = _NAMESPACED.format(ns=self._connection.namespace, plural="localqueues")
         return self._get_quietly(f"reading LocalQueue {name}", f"{path}/{name}")
 
-    def _cluster_queue(self, name: str) -> Obj | None:
+    def read_cluster_queue(self, name: str) -> Obj | None:
+        """The ClusterQueue ``name``; None where it cannot be read."""
         path = _CLUSTER.format(plural="clusterqueues")
         return self._get_quietly(f"reading ClusterQueue {name}", f"{path}/{name}")
+
+    def read_flavor(self, name: str) -> Obj | None:
+        """The ResourceFlavor ``name``; None where it cannot be read."""
+        path = _CLUSTER.format(plural="resourceflavors")
+        return self._get_quietly(f"reading ResourceFlavor {name}", f"{path}/{name}")
 
     def _positions(self, queue: str) -> dict[str, int]:
         """0-based place in the cluster queue of each workload waiting in ``queue``."""
@@ -253,6 +283,17 @@ def _eviction(workload: Obj) -> str:
     if evicted is None or _condition(workload, "Admitted"):
         return ""
     return str(evicted.get("message") or evicted.get("reason") or "evicted")
+
+
+def _admitted_flavor(workload: Obj) -> str:
+    admission = workload.get("status", {}).get("admission") or {}
+    for assignment in admission.get("podSetAssignments") or []:
+        flavors = assignment.get("flavors") or {}
+        accelerators = [name for resource, name in flavors.items() if "/" in resource]
+        chosen = accelerators or list(flavors.values())
+        if chosen:
+            return str(chosen[0])
+    return ""
 
 
 def _priority_class(workload: Obj) -> str:

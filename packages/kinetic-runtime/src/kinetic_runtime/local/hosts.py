@@ -1,6 +1,7 @@
-"""A local job's runtimes: one per host (one for most jobs), started together, each told its
-place in the slice, and ended together, as a slice's are, when one fails or the job's timeout
-passes. :mod:`kinetic_runtime.local.supervisor` runs them and records how they ended.
+"""A local job's runtimes: one per host (one for most jobs; ``nodes * slices *
+hosts-per-slice`` for a group), started together, each told its place in the group, and ended
+together, as a slice's are, when one fails or the job's timeout passes.
+:mod:`kinetic_runtime.local.supervisor` runs them and records how they ended.
 """
 
 import contextlib
@@ -40,25 +41,39 @@ def _describe_exit(code: int) -> str:
     return f"killed by {name}{hint}"
 
 
-def _free_port() -> int:
-    """A port for host 0's JAX coordinator; the hosts start right away, so it stays free."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct ports for host 0's servers (JAX's coordinator, PyTorch's rendezvous,
+    multislice's); the hosts start right away, so they stay free."""
+    with contextlib.ExitStack() as held:
+        probes = [held.enter_context(socket.socket()) for _ in range(count)]
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
+
+
+def _group_env(launch: dict[str, Any]) -> dict[str, str]:
+    """What every host of the job shares (``kinetic_runtime.host_place``): the group's size,
+    and host 0's ports on this machine, where all hosts share one network."""
+    coordinator, torch, megascale = _free_ports(3)
+    return {
+        "KINETIC_NUM_HOSTS": str(launch["hosts"]),
+        "KINETIC_NUM_SLICES": str(launch.get("slices", 1)),
+        "KINETIC_COORDINATOR_ADDRESS": f"127.0.0.1:{coordinator}",
+        "KINETIC_TORCH_PORT": str(torch),
+        "KINETIC_MEGASCALE_PORT": str(megascale),
+    }
 
 
 def _host_launch(
-    launch: dict[str, Any], host: int, coordinator: str, devices: HostDevices
+    launch: dict[str, Any], host: int, group: dict[str, str], devices: HostDevices
 ) -> dict[str, Any]:
     """``launch`` for one host: the variables ``SliceHost.from_env`` reads, its share of this
     machine's GPUs, and its workdir."""
     env = {
         **launch.get("env", {}),
         **devices.env,
-        "KINETIC_NUM_HOSTS": str(launch["hosts"]),
+        **group,
         "KINETIC_HOST_INDEX": str(host),
-        "KINETIC_COORDINATOR_ADDRESS": coordinator,
         "KINETIC_HOST_INSTANCE": f"{launch['job_id']}-host{host}-{os.getpid()}",
     }
     return {**launch, "env": env, "host": host}
@@ -137,7 +152,7 @@ def run_hosts(
     """Run the job's ``launch["hosts"]`` runtimes (one host without a coordinator); ``started``
     gets their pids, in host order. Returns how they ended, and the pids."""
     count = int(launch.get("hosts", 1))
-    coordinator = f"127.0.0.1:{_free_port()}" if count > 1 else ""
+    group = _group_env(launch) if count > 1 else {}
     gpus = visible_gpus(launch.get("env", {})) if count > 1 else []
     running: dict[int, int] = {}
     with contextlib.ExitStack() as logs:
@@ -149,7 +164,7 @@ def run_hosts(
                     devices = host_devices(gpus, count, host, launch.get("env", {}))
                     if devices.notice:
                         log.write(f"[kinetic] job {launch['job_id']}: {devices.notice}\n".encode())
-                    host_launch = _host_launch(launch, host, coordinator, devices)
+                    host_launch = _host_launch(launch, host, group, devices)
                 pid = start(host_launch, job_dir, log, slot)
                 running[pid] = host
         except BaseException:

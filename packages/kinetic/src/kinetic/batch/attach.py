@@ -8,6 +8,7 @@ from kinetic._context import open_store
 from kinetic._waiting import Deadline
 from kinetic.backends import get_backend
 from kinetic.batch.array import client_rule
+from kinetic.batch.children import ChildJobs
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.lease import submitter_status
 from kinetic.batch.state import BatchState
@@ -16,7 +17,6 @@ from kinetic.batch.unverified import confirmed_listing
 from kinetic.bookkeeping.records import BatchListing, BatchRecords, read_manifest
 from kinetic.bookkeeping.sealed import BatchSeal
 from kinetic.config import resolve_settings
-from kinetic.handle import JobHandle
 from kinetic_protocol import (
     Backend,
     BatchCompletion,
@@ -40,19 +40,15 @@ def _backend(project: str | None, cluster: str | None, backend: str | None) -> B
     return get_backend(settings.backend_name, settings.backend_settings())
 
 
-def _apply(state: BatchState, manifest: BatchManifest, listing: BatchListing) -> None:
+def _apply(state: BatchState, listing: BatchListing) -> None:
     """Bring ``state`` up to date with what the store lists."""
     with state.lock:
         for index, error in listing.submission_errors.items():
             state.submission_errors.setdefault(
                 index, RemoteError(error.exc_type, error.message, "")
             )
-        for index, attempt in listing.latest_attempts.items():
-            if index in state.submission_errors:
-                continue  # its submission failed: any record of it is not a job that ran
-            current = state.jobs[index]
-            if current is None or current.attempt < attempt:
-                state.jobs[index] = JobHandle.from_record(manifest.child_record(index, attempt))
+        # An input whose submission failed: any record of it is not a job that ran.
+        state.jobs.follow(listing.latest_attempts, skip=state.submission_errors)
         if listing.complete is not None:
             state.stopped_because = _ended_early(listing.complete)
             state.submitted_all = state.stopped_because is None
@@ -67,6 +63,8 @@ def _ended_early(completion: BatchCompletion) -> str | None:
         return "fail_fast stopped the batch after a failure"
     if completion.error:
         return f"the batch stopped submitting on an error: {completion.error}"
+    if completion.cost_capped:
+        return f"max_cost stopped the batch: {completion.cost_capped}"
     return None
 
 
@@ -79,7 +77,7 @@ def _follow(
 ) -> bool:
     """Apply ``listing``; True once no more children or attempts will appear: the submitter
     said it is done, or it is gone (then ``state`` says what became of it)."""
-    _apply(state, manifest, listing)
+    _apply(state, listing)
     status = submitter_status(records, listing.complete)
     if status.gone:
         with state.lock:
@@ -146,7 +144,8 @@ def attach_batch(
     records = BatchRecords(store, group_id, seal, array=manifest)
     listing = confirmed_listing(records, manifest, chosen)
     total = manifest.total_expected
-    state = BatchState(total=total, rule=client_rule(manifest), jobs=[None] * total)
+    jobs = ChildJobs(total, manifest)
+    state = BatchState(total=total, rule=client_rule(manifest), jobs=jobs)
     complete = _follow(state, manifest, records, listing)
     state.more_attempts_possible = lambda: not state.submission_done.is_set()
     if _known(listing) < total:

@@ -30,8 +30,8 @@ from kinetic_protocol import (
     KineticError,
     Succeeded,
     layout,
-    parse_accelerator,
 )
+from kinetic_protocol.host_groups import record_hosts
 
 __all__ = ["Collector"]
 
@@ -263,7 +263,7 @@ def _failed_host(job: JobHandle, reason: str) -> HostSelection:
     """Whose lines a failed multi-host child keeps: the host its failure names (the slice
     stops the others, and the leader may never have run the function), else every host's.
     None for a one-host job."""
-    if parse_accelerator(job.accelerator).hosts == 1:
+    if record_hosts(job.record) == 1:
         return None
     named = _NAMED_HOST.search(reason)
     return int(named.group(1)) if named else "all"
@@ -288,8 +288,15 @@ class _Keeper:
             return
         collector = self.collector
         jobs = {i: job for i in waiting if (job := collector.state.jobs[i]) is not None}
+        settled = collector.state.settled
         kept = [
-            CollectedOutcome(index=i, job_id=job.job_id, envelope=kept.sealed, kind=kept.kind)
+            CollectedOutcome(
+                index=i,
+                job_id=job.job_id,
+                envelope=kept.sealed,
+                kind=kept.kind,
+                placement=state.placement if (state := settled.get(i)) else None,
+            )
             for i, job in jobs.items()
             if (kept := collector.envelopes.get(i)) is not None
         ]

@@ -22,15 +22,16 @@ import msgspec
 from kinetic import _log
 from kinetic.backends import array_backend
 from kinetic.batch.array import client_rule
+from kinetic.batch.children import ChildJobs
 from kinetic.batch.handle import BatchHandle
 from kinetic.batch.inputs import to_call_arguments
 from kinetic.batch.lease import LeaseHolder
+from kinetic.batch.spending import SpendingMeter, check_priced
 from kinetic.batch.state import BatchState
 from kinetic.batch.stored_call import PickledBatch
 from kinetic.batch.submitter import FailurePolicy, Submitter
 from kinetic.bookkeeping.records import BatchRecords
 from kinetic.bookkeeping.sealed import BatchSeal
-from kinetic.handle import JobHandle
 from kinetic.options import MapOptions, RunOptions
 from kinetic.submission import (
     captured_env,
@@ -39,6 +40,7 @@ from kinetic.submission import (
     job_record,
     resolve_target,
 )
+from kinetic.usage import billed
 from kinetic_protocol import (
     ArrayBackend,
     Backend,
@@ -69,21 +71,28 @@ def run_map(
             "(e.g. max_concurrent=64) to bound how many run at once."
         )
     pickled = PickledBatch(fn, calls)  # every input pickled before anything is resolved
+    if options.max_cost is not None:
+        check_priced(run_options, options.max_cost, options.max_concurrent)
     target = resolve_target(run_options, fn, pickled.data)
-    data = pickled.plan(target)  # local data uploaded, once, before the batch is written
-    group_id = new_group_id()
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
     func_name = func_name_of(fn)
+    template = job_record(target, func_name, "", created_at=created_at)
+    if options.max_cost is not None and not billed(template):
+        _log.say(
+            f"max_cost={options.max_cost:g}: the {template.backend} backend runs on this "
+            "machine's hardware and bills nothing, so the cap never stops this batch."
+        )
+    data = pickled.plan(target)  # local data uploaded, once, before the batch is written
+    group_id = new_group_id()
     prefix = child_id_prefix(getattr(fn, "__name__", "job"), group_id)
     array = None
-    if not pickled.errors:
+    if not pickled.errors and options.max_cost is None:  # an array is submitted whole
         array = array_backend(
             target.backend,
             len(items),
             fail_fast=options.fail_fast,
             cancel_running_on_fail=options.cancel_running_on_fail,
         )
-    template = job_record(target, func_name, "", created_at=created_at)
     manifest = BatchManifest(
         group_id=group_id,
         func_name=func_name,
@@ -101,6 +110,7 @@ def run_map(
         input_mode=options.input_mode,
         array_job=prefix if array is not None else "",
         array_part_size=_part_size(array, len(items)),
+        max_cost=options.max_cost or 0.0,
         signed_records=True,
     )
     seal = BatchSeal.of_backend(target.backend)
@@ -120,7 +130,8 @@ def run_map(
         raise
     if lease is None:  # an array batch: every child exists now
         return _array_handle(manifest, target.backend, records)
-    state = BatchState(total=len(items), rule=manifest.retry_rule, jobs=[None] * len(items))
+    jobs = ChildJobs(len(items), manifest)
+    state = BatchState(total=len(items), rule=manifest.retry_rule, jobs=jobs)
     policy = FailurePolicy(
         state, fail_fast=options.fail_fast, cancel_running=options.cancel_running_on_fail
     )
@@ -136,6 +147,9 @@ def run_map(
         lease=lease,
         unsubmittable=pickled.errors,
         env=env,
+        meter=SpendingMeter(manifest, options.max_cost)
+        if options.max_cost is not None and billed(template)
+        else None,
     )
     if options.max_concurrent is None and options.retries == 0:
         submitter.run(watch=False)  # synchronous: everything is submitted when this returns
@@ -161,7 +175,7 @@ def _array_handle(manifest: BatchManifest, backend: Backend, records: BatchRecor
     state = BatchState(
         total=total,
         rule=client_rule(manifest),  # the backend retries: a failed child is final here
-        jobs=[JobHandle.from_record(manifest.child_record(i, 0)) for i in range(total)],
+        jobs=ChildJobs.first_attempts(manifest),
     )
     state.submission_done.set()
     policy = FailurePolicy(state, fail_fast=False, cancel_running=False)  # the backend's too

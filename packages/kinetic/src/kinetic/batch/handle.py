@@ -25,11 +25,19 @@ from kinetic.batch.submitter import FailurePolicy
 from kinetic.bookkeeping.kept import cancel_child
 from kinetic.bookkeeping.records import BatchRecords
 from kinetic.handle import JobHandle
-from kinetic_protocol import AttemptFailure, Backend, BatchManifest, JobState, JobStatus
+from kinetic_protocol import (
+    AttemptFailure,
+    Backend,
+    BatchManifest,
+    ConfigError,
+    JobState,
+    JobStatus,
+)
 
 if TYPE_CHECKING:
     from kinetic.batch.tally import Tally
     from kinetic.batch.timeline import BatchTimeline
+    from kinetic.usage import Usage
 
 __all__ = ["BatchHandle"]
 
@@ -208,7 +216,7 @@ class BatchHandle:
             self._state.interrupted.set()
             self._state.notify()
             with self._state.lock:
-                submitted = sum(1 for job in self._state.jobs if job is not None)
+                submitted = self._state.jobs.submitted()
             say_batch_left_running(
                 self.group_id, self._manifest.job_template.backend, submitted, self._state.total
             )
@@ -277,9 +285,10 @@ class BatchHandle:
         (a dead process: no heartbeat for ``KINETIC_BATCH_LEASE`` seconds)."""
         return submitter_status(self._records, self._records.completion())
 
-    def resume(self) -> str:
+    def resume(self, *, max_cost: float | None = None) -> str:
         """Finish submitting this batch after its submitter died, from this process; returns
-        what it did, in words (also logged).
+        what it did, in words (also logged). ``max_cost`` raises the cap of a batch that its
+        ``max_cost`` stopped (None keeps the batch's), for this submission.
 
         Submits the inputs never submitted, creates children whose record was written but whose
         backend resource never appeared, and retries failed children within the batch's
@@ -288,7 +297,9 @@ class BatchHandle:
         process resumed it first). A batch that finished submitting, or was cancelled, is left
         as it is.
         """
-        said = self._resume()
+        from kinetic.options import checked_max_cost
+
+        said = self._resume(checked_max_cost(max_cost))
         log.info(said)
         return said
 
@@ -305,15 +316,26 @@ class BatchHandle:
                 f"Batch {self.group_id} is still being submitted after {timeout:g}s."
             )
 
-    def _resume(self) -> str:
+    def _resume(self, max_cost: float | None = None) -> str:
         if self._state.submitter is not None and self._state.submitter.is_alive():
             return f"Batch {self.group_id} is being submitted by this process already."
         completion = self._records.completion()
         if self._array is not None:
+            if max_cost is not None:
+                raise ConfigError(
+                    f"Batch {self.group_id} is one array its backend holds whole, so no cap "
+                    "stops its inputs: max_cost applies to batches submitted input by input."
+                )
             env = functools.partial(recaptured_env, self.group_id, self._records, self._backend)
             return self._array.resume(self._records, complete=completion is not None, env=env)
         return resume_children(
-            self._manifest, self._records, self._backend, self._state, completion, self._adopt
+            self._manifest,
+            self._records,
+            self._backend,
+            self._state,
+            completion,
+            self._adopt,
+            max_cost=max_cost,
         )
 
     # -- teardown --------------------------------------------------------------------------
@@ -368,6 +390,20 @@ class BatchHandle:
         from kinetic.batch.timeline import read_timeline
 
         return read_timeline(self._manifest, self._records, self._backend)
+
+    @property
+    def billed(self) -> bool:
+        """Whether its jobs run on accelerators their backend provisions, and so cost (not on
+        ``local``, nor on ``cpu``)."""
+        from kinetic.usage import billed
+
+        return billed(self._manifest.job_template)
+
+    def usage(self) -> "Usage | None":
+        """Accelerator time every attempt used so far (running ones until now) and its list
+        cost (``kinetic accelerators`` shows the prices); None where the batch runs on no
+        billed accelerator (``local``, ``cpu``). Reads what :meth:`timeline` reads."""
+        return self.timeline().summary().usage if self.billed else None
 
     def log_lines(
         self, *, follow: bool = False, failed: bool = False, tail: int | None = None

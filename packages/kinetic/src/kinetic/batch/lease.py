@@ -93,6 +93,11 @@ class SubmitterStatus:
                 why = " (fail_fast stopped it after a failure)"
             elif completion is not None and completion.error:
                 why = f" (it stopped on an error: {completion.error})"
+            elif completion is not None and completion.cost_capped:
+                why = (
+                    f" (its {completion.cost_capped}; `kinetic batch resume {group_id} "
+                    "--max-cost USD` with a higher cap submits the rest)"
+                )
             return f"its submission ended{why} after {submitted} of {total} inputs"
         since = self.lease.heartbeat_at if self.lease is not None else "an unknown time"
         return (

@@ -28,8 +28,8 @@ from kinetic_protocol import (
     JobStatus,
     KineticError,
     ObjectNotFoundError,
-    parse_accelerator,
 )
+from kinetic_protocol.host_groups import record_hosts
 
 __all__ = ["BatchLogs", "check_options", "log_lines", "prefix_lines", "print_or_join"]
 
@@ -90,7 +90,7 @@ class BatchLogs:
 
     def _host(self, job: JobHandle) -> HostSelection:
         """``"all"`` where the backend keeps one log per host and the job has several."""
-        multi = parse_accelerator(job.accelerator).hosts > 1
+        multi = record_hosts(job.record) > 1
         return "all" if multi and self.backend.capabilities.per_host_logs else None
 
     def _follow_host(self, job: JobHandle) -> dict[str, HostSelection]:

@@ -12,14 +12,17 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kinetic.batch.children import ChildJobs
 from kinetic.batch.cleanup import in_parallel
 from kinetic.batch.lease import LeaseHolder, stopped_on_its_own_error
+from kinetic.batch.spending import SpendingMeter, spent_before
 from kinetic.batch.state import BatchState, retry_cause
 from kinetic.batch.submitter import FailurePolicy, Submitter
 from kinetic.batch.unverified import confirmed_listing, lost_inputs
 from kinetic.bookkeeping.records import BatchRecords
 from kinetic.env_capture import recapture_env
 from kinetic.handle import JobHandle
+from kinetic.usage import billed
 from kinetic_protocol import (
     Backend,
     BatchCompletion,
@@ -42,7 +45,7 @@ __all__ = ["ResumePlan", "plan_resume", "recaptured_env", "resume_children"]
 class ResumePlan:
     """The work of a resumed submitter, and what it starts from."""
 
-    jobs: list[JobHandle | None]
+    jobs: ChildJobs
     queue: list[tuple[int, int]] = field(default_factory=list)
     """``(index, attempt)`` to submit: new inputs, retries, and records never created."""
     active: dict[int, JobHandle] = field(default_factory=dict)
@@ -79,7 +82,7 @@ def plan_resume(manifest: BatchManifest, records: BatchRecords, backend: Backend
     listing = confirmed_listing(records, manifest, backend)
     collected = records.collected()
     rule = manifest.retry_rule
-    plan = ResumePlan(jobs=[None] * total)
+    plan = ResumePlan(jobs=ChildJobs(total, manifest))
     latest = {
         index: JobHandle.from_record(manifest.child_record(index, attempt))
         for index, attempt in listing.latest_attempts.items()
@@ -135,12 +138,24 @@ def _unfinished(
     """Whether a batch whose submitter recorded its end still has inputs for ``resume``: it
     stopped on an error of its own, or it submitted every input and yet some input has no
     record that verifies and left no trace (deleted, or hidden behind a planted object)."""
-    if stopped_on_its_own_error(completion):
+    if stopped_on_its_own_error(completion) or completion.cost_capped:
         return True
     if completion.cancelled or completion.fail_fast or completion.error:
         return False
     listing = confirmed_listing(records, manifest, backend)
     return bool(lost_inputs(listing, manifest.total_expected))
+
+
+def _meter(
+    manifest: BatchManifest, records: BatchRecords, backend: Backend, cap: float
+) -> SpendingMeter | None:
+    """The spending of a batch with a cap, from what its attempts that ended used (one read of
+    its timeline); None without a cap, or where its backend bills nothing."""
+    if not cap or not billed(manifest.job_template):
+        return None
+    from kinetic.batch.timeline import read_timeline
+
+    return SpendingMeter(manifest, cap, spent_before(read_timeline(manifest, records, backend)))
 
 
 def resume_children(
@@ -150,10 +165,13 @@ def resume_children(
     current: BatchState,
     completion: BatchCompletion | None,
     adopt: Callable[[BatchState, FailurePolicy], None],
+    *,
+    max_cost: float | None = None,
 ) -> str:
     """Resume a per-child batch from this process (``BatchHandle.resume``); returns what it
     did, in words. ``current`` is the state the handle follows now; ``adopt`` hands the
-    handle the new state and failure policy before anything is submitted."""
+    handle the new state and failure policy before anything is submitted. ``max_cost``
+    replaces the batch's cap for this submission."""
     group_id = manifest.group_id
     if completion is not None and not _unfinished(completion, manifest, records, backend):
         return (
@@ -163,6 +181,13 @@ def resume_children(
     if records.cancel_requested():
         return f"Batch {group_id} was cancelled; nothing to resume."
     # Read before the lease: a failed read takes nothing over.
+    meter = _meter(manifest, records, backend, max_cost or manifest.max_cost)
+    if meter is not None and meter.reached():
+        return (
+            f"Batch {group_id} has spent {meter.describe().removeprefix('list cost ')}: "
+            f"nothing more is submitted. Resume with a higher cap (batch.resume(max_cost=...), "
+            f"`kinetic batch resume {group_id} --max-cost USD`) to run its other inputs."
+        )
     env = recaptured_env(group_id, records, backend)
     lease = LeaseHolder.take_over(records, holder_finished=completion is not None)
     if completion is not None:
@@ -192,6 +217,7 @@ def resume_children(
         queue=plan.queue,
         active=plan.active,
         env=env,
+        meter=meter,
     )
     submitter.start_background()
     return f"Resumed batch {group_id}: {plan.describe(current.total)}."

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from kinetic.batch.children import ChildJobs
 from kinetic.bookkeeping.kept import CLEANED_UP, batch_cancelled, is_cleaned_up
 from kinetic.failure import cause_of
 from kinetic.handle import JobHandle
@@ -87,7 +88,8 @@ class BatchState:
     total: int
     rule: RetryRule
     """When this process runs a failed child again (none for an array batch: its backend's)."""
-    jobs: list[JobHandle | None]
+    jobs: ChildJobs
+    """Each input's latest attempt; a list of handles given here is copied into one."""
     lock: threading.RLock = field(default_factory=threading.RLock)
     submission_errors: dict[int, Exception] = field(default_factory=dict)
     states: dict[int, JobState] = field(default_factory=dict)
@@ -122,6 +124,7 @@ class BatchState:
     does not verify (by index, the key), and nothing else shows that they ran."""
 
     def __post_init__(self) -> None:
+        self.jobs = ChildJobs.of(self.jobs)
         self.changed = threading.Condition(self.lock)
 
     def notify(self) -> None:
@@ -177,8 +180,8 @@ class BatchState:
         with self.lock:
             return {
                 index: job
-                for index, job in enumerate(self.jobs)
-                if job is not None and index not in self.settled
+                for index in self.jobs.submitted_indexes()
+                if index not in self.settled and (job := self.jobs[index]) is not None
             }
 
     def all_settled(self) -> bool:
@@ -186,4 +189,4 @@ class BatchState:
         if not self.submission_done.is_set():
             return False
         with self.lock:
-            return all(job is None or index in self.settled for index, job in enumerate(self.jobs))
+            return all(index in self.settled for index in self.jobs.submitted_indexes())

@@ -36,10 +36,11 @@ from kinetic_protocol.signing import seal_json
 
 __all__ = ["CHUNK_BYTES", "CHUNK_INPUTS", "PickledBatch"]
 
-CHUNK_INPUTS = 1000
+CHUNK_INPUTS = 10_000
 CHUNK_BYTES = 8 * 1024 * 1024
-"""A chunk closes at this many inputs or bytes: few objects for a large batch, while a child
-downloads little more than its own input."""
+"""A chunk closes at this many inputs or bytes: ten objects for a batch of 100,000 (a hundred
+store writes were most of its submission's 4 s), while a child downloads and decodes at most
+8 MiB of which its own input is part (10,000 small inputs decode in milliseconds)."""
 
 Call = tuple[tuple[Any, ...], dict[str, Any]]
 

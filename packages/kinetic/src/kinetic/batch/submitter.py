@@ -20,6 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from kinetic import _log
 from kinetic._waiting import Backoff
 from kinetic.batch.lease import LeaseHolder
+from kinetic.batch.spending import SpendingMeter
 from kinetic.batch.state import BatchState, Decision, child_state
 from kinetic.batch.workers import WorkerPool
 from kinetic.bookkeeping.index import write_index
@@ -119,6 +120,7 @@ class Submitter:
         active: dict[int, JobHandle] | None = None,
         unsubmittable: Mapping[int, Exception] | None = None,
         env: Mapping[str, str] = NO_ENV,
+        meter: SpendingMeter | None = None,
     ) -> None:
         self.state = state
         self.backend = backend
@@ -140,6 +142,10 @@ class Submitter:
         self.poll_cost = 0.0
         self.vanished = False
         """A child failed or was deleted since the last look for a cancel request."""
+        self.meter = meter
+        """The batch's spending against its ``max_cost``; None: no cap."""
+        self.cost_capped = ""
+        """Why no new input is submitted any more: the cap was reached (in words)."""
         self.fatal: StorageError | DiskFullError | None = None
         """The store refused a child's record, or the disk was full for its job's files: the
         batch cannot go on submitting now."""
@@ -178,7 +184,7 @@ class Submitter:
 
     def _submitted(self) -> int:
         with self.state.lock:
-            return sum(1 for job in self.state.jobs if job is not None)
+            return self.state.jobs.submitted()
 
     def _record_fatal(self, exc: BaseException) -> None:
         with self.state.lock:
@@ -192,6 +198,7 @@ class Submitter:
                 cancelled=cancelled,
                 fail_fast=self.policy.tripped.is_set(),
                 error=self.state.fatal_error or "",
+                cost_capped=self.cost_capped if self.queue else "",
             )
         except KineticError:
             # Readers see the heartbeat stop and call the submitter gone; this handle knows.
@@ -216,17 +223,33 @@ class Submitter:
         and each handle it holds."""
         latest = dict(self.records.latest_seen)
         with self.state.lock:
-            for index, job in enumerate(self.state.jobs):
-                if job is not None and job.attempt > latest.get(index, -1):
-                    latest[index] = job.attempt
+            for index, attempt in self.state.jobs.latest_attempts().items():
+                if attempt > latest.get(index, -1):
+                    latest[index] = attempt
         return latest
 
     # -- the loop --------------------------------------------------------------------------
 
     def _can_launch(self) -> bool:
-        if not self.queue or self.policy.tripped.is_set() or self._halted():
+        if not self.queue or self.policy.tripped.is_set() or self._halted() or self._capped():
             return False
         return self.limit is None or len(self.active) + len(self.inflight) < self.limit
+
+    def _capped(self) -> bool:
+        """Whether the batch's list cost has reached its ``max_cost`` (said once when it
+        does): no new input is submitted after that."""
+        if self.cost_capped or self.meter is None or not self.meter.reached():
+            return bool(self.cost_capped)
+        self.cost_capped = self.meter.describe()
+        with self.state.lock:
+            self.state.stopped_because = f"max_cost stopped the batch: {self.cost_capped}"
+        _log.say(
+            f"Batch {self.manifest.group_id} stopped submitting: its {self.cost_capped}; "
+            f"{len(self.queue)} inputs not submitted. batch.resume(max_cost=...) (or `kinetic "
+            f"batch resume {self.manifest.group_id} --max-cost USD`) with a higher cap runs them.",
+            logging.WARNING,
+        )
+        return True
 
     def _must_watch(self) -> bool:
         """Whether active children still need this thread once nothing is left to submit."""
@@ -291,7 +314,7 @@ class Submitter:
 
     def _finished(self, *, watch: bool) -> bool:
         """Nothing left to launch, and no active child that still needs this thread."""
-        nothing_to_launch = not self.queue or self.policy.tripped.is_set()
+        nothing_to_launch = not self.queue or self.policy.tripped.is_set() or self._capped()
         if not nothing_to_launch or self.inflight:
             return False
         return not watch or not self.active or not self._must_watch()
@@ -384,6 +407,8 @@ class Submitter:
             # A child another process collected and cleaned up is settled, not failed: retrying
             # it would run its input twice.
             state = child_state(job, states[job.job_id], collected)
+            if self.meter is not None:
+                self.meter.observe(job, state)
             self.vanished |= state.status in (JobStatus.NOT_FOUND, JobStatus.FAILED)
             with self.state.lock:
                 if self.state.states.get(index) != state:

@@ -2,7 +2,8 @@
 
 Read from what the batch and its jobs stored (child records, start claims, result envelopes,
 cancellation and submission-error records) plus one status call for the attempts still
-unsettled; nothing here needs the process that submitted the batch. Drawing is in
+unsettled (and for those given a choice of accelerator or capacity, to say which they got);
+nothing here needs the process that submitted the batch. Drawing is in
 :mod:`kinetic.batch.timeline_plot`, which needs the ``kinetic[plot]`` extra.
 """
 
@@ -18,25 +19,23 @@ from typing import TYPE_CHECKING, Any
 
 from kinetic.bookkeeping.records import PARALLEL_READS
 from kinetic.trust import OutcomeKind, open_outcome
+from kinetic.usage import Pricing, Usage, billed, parse_stamp, start_claim_time
 from kinetic_protocol import (
     Backend,
     BatchChild,
     BatchManifest,
     CollectedOutcome,
-    CorruptRecordError,
     Failed,
     FailureCause,
-    HostStart,
     IntegrityError,
     JobState,
     JobStatus,
     ObjectNotFoundError,
     ResultEnvelope,
     Succeeded,
-    layout,
 )
+from kinetic_protocol.capacity import Placement, record_choices
 from kinetic_protocol.causes import BACKEND_DECIDED
-from kinetic_protocol.records import decode_json
 
 if TYPE_CHECKING:
     from kinetic.bookkeeping.records import BatchRecords
@@ -76,6 +75,9 @@ class Attempt:
     started_at: datetime | None
     finished_at: datetime | None
     cause: FailureCause | None = None
+    placement: Placement | None = None
+    """The accelerator and capacity it was given, where its backend still says (a job with
+    several choices, or one not yet settled)."""
 
     @property
     def run_seconds(self) -> float | None:
@@ -117,6 +119,11 @@ class TimelineSummary:
     peak_running: int
     causes: dict[FailureCause, int] = field(default_factory=dict)
     """Attempts that ended without a value (retried ones too), by cause."""
+    placements: dict[str, int] = field(default_factory=dict)
+    """Attempts by what they were given (``gpu-l4 on spot``), where that is known."""
+    usage: Usage | None = None
+    """Accelerator time every attempt used and its list cost (running ones until now); None
+    where the batch runs on no billed accelerator."""
 
     def describe(self) -> str:
         def seconds(value: float | None) -> str:
@@ -130,14 +137,12 @@ class TimelineSummary:
         if self.causes:
             counts = ", ".join(f"{count} {cause.value}" for cause, count in self.causes.items())
             line += f"; ended without a value: {counts}"
+        if self.placements:
+            placed = ", ".join(f"{count} on {where}" for where, count in self.placements.items())
+            line += f"; placed: {placed}"
+        if self.usage is not None:
+            line += f"; used: {self.usage.describe()}"
         return line
-
-
-def _parse(stamp: str) -> datetime | None:
-    if not stamp:
-        return None
-    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _percentile(values: list[float], fraction: float) -> float | None:
@@ -175,6 +180,8 @@ class BatchTimeline:
     attempts: list[Attempt]
     submission_failures: list[SubmissionFailure]
     taken_at: datetime
+    pricing: Pricing | None = None
+    """The list prices of the batch's choices, where they are billed (see ``kinetic.usage``)."""
 
     def summary(self) -> TimelineSummary:
         starts = [a.submitted_at for a in self.attempts]
@@ -190,6 +197,13 @@ class BatchTimeline:
         ]
         peak = _peak(self.attempts, self.taken_at)
         busy = sum(running) / (wall * peak) if wall > 0 and peak else 0.0
+        usage = None
+        if self.pricing is not None:
+            usage = self.pricing.usage(
+                (a.placement, ((a.finished_at or self.taken_at) - a.started_at).total_seconds())
+                for a in self.attempts
+                if a.started_at is not None
+            )
         return TimelineSummary(
             wall_seconds=wall,
             busy_fraction=min(busy, 1.0),
@@ -198,6 +212,14 @@ class BatchTimeline:
             attempts=len(self.attempts),
             peak_running=peak,
             causes=dict(Counter(a.cause for a in self.attempts if a.cause is not None)),
+            placements=dict(
+                Counter(
+                    f"{a.placement.accelerator} ({a.placement.capacity})"
+                    for a in self.attempts
+                    if a.placement is not None
+                )
+            ),
+            usage=usage,
         )
 
     def figure(self) -> Any:
@@ -241,15 +263,6 @@ class _Reader:
         self.records = records
         self.backend = backend
 
-    def started_at(self, job: "JobHandle") -> datetime | None:
-        """When the job's (leader) host began running it, from its start claim."""
-        key = layout.host_started_key(job.job_id, 0)
-        try:
-            start = decode_json(self.records.store.read(key), HostStart, what=key)
-        except (ObjectNotFoundError, CorruptRecordError):
-            return None
-        return _parse(start.started_at)
-
     @staticmethod
     def envelope(job: "JobHandle", kept: Mapping[int, CollectedOutcome]) -> ResultEnvelope | None:
         outcome = kept.get(job.group_index) if job.group_index is not None else None
@@ -282,14 +295,26 @@ class _Reader:
                     jobs, pool.map(lambda job: self.envelope(job, kept), jobs.values()), strict=True
                 )
             )
-            starts = dict(zip(jobs, pool.map(self.started_at, jobs.values()), strict=True))
-        unsettled = [job for key, job in jobs.items() if envelopes[key] is None]
+            starts = dict(
+                zip(
+                    jobs,
+                    pool.map(lambda job: start_claim_time(job.record), jobs.values()),
+                    strict=True,
+                )
+            )
+        unsettled = [  # and settled ones that had a choice, for where they ran
+            job
+            for key, job in jobs.items()
+            if envelopes[key] is None or len(record_choices(job.record)) > 1
+        ]
         states = self.backend.statuses([job.record for job in unsettled]) if unsettled else {}
         attempts = []
         for child in children:
             key = (child.index, child.attempt)
             job, envelope = jobs[key], envelopes[key]
-            state = states.get(job.job_id, JobState(status=JobStatus.NOT_FOUND))
+            seen = states.get(job.job_id)
+            # a settled attempt's state is read only for where it ran: its record says the rest
+            state = seen if seen is not None and envelope is None else _UNKNOWN
             stopped = cancelled.get(key)
             summary = summaries.get(child.index)
             if summary is not None and summary.job_id == job.job_id and envelope is None:
@@ -306,15 +331,17 @@ class _Reader:
                     state,
                     started=starts[key],
                     retried=child.attempt < latest[child.index],
-                    cancelled_at=_parse(stopped.cancelled_at) if stopped else None,
+                    cancelled_at=parse_stamp(stopped.cancelled_at) if stopped else None,
                     cancelled_reason=stopped.reason if stopped else "",
+                    placement=_placement(seen, kept.get(child.index), job.job_id),
                 )
             )
-        created = _parse(self.manifest.created_at) or taken_at
+        created = parse_stamp(self.manifest.created_at) or taken_at
+        template = self.manifest.job_template
         failures = [
             SubmissionFailure(
                 index=error.index,
-                failed_at=_parse(error.failed_at) or created,
+                failed_at=parse_stamp(error.failed_at) or created,
                 exc_type=error.exc_type,
                 message=error.message,
             )
@@ -329,6 +356,7 @@ class _Reader:
             attempts=attempts,
             submission_failures=sorted(failures, key=lambda f: f.index),
             taken_at=taken_at,
+            pricing=Pricing.of_record(template) if billed(template) else None,
         )
 
     def attempt(
@@ -342,13 +370,14 @@ class _Reader:
         retried: bool,
         cancelled_at: datetime | None,
         cancelled_reason: str,
+        placement: Placement | None = None,
     ) -> Attempt:
-        submitted = _parse(child.submitted_at) or _parse(self.manifest.created_at)
+        submitted = parse_stamp(child.submitted_at) or parse_stamp(self.manifest.created_at)
         assert submitted is not None  # the manifest's created_at is always set
         finished: datetime | None = None
         if isinstance(envelope, Succeeded | Failed):
-            started = _parse(envelope.started_at) or started
-            finished = _parse(envelope.finished_at)
+            started = parse_stamp(envelope.started_at) or started
+            finished = parse_stamp(envelope.finished_at)
         if isinstance(envelope, Succeeded):
             outcome, reason = Outcome.SUCCEEDED, ""
         elif isinstance(envelope, Failed):
@@ -377,10 +406,21 @@ class _Reader:
             submitted_at=submitted,
             started_at=started,
             finished_at=finished,
+            placement=placement,
         )
 
 
+def _placement(
+    seen: JobState | None, kept: CollectedOutcome | None, job_id: str
+) -> Placement | None:
+    """Where an attempt ran: as its backend says, else as its collection kept it."""
+    if seen is not None and seen.placement is not None:
+        return seen.placement
+    return kept.placement if kept is not None and kept.job_id == job_id else None
+
+
 _LIVE = frozenset({Outcome.RUNNING, Outcome.PENDING})
+_UNKNOWN = JobState(status=JobStatus.NOT_FOUND)
 
 
 def _cause(

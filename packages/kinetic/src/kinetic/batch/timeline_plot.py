@@ -88,6 +88,7 @@ def _hover(item: Attempt) -> str:
         f"job {_text(item.job_id)}",
         f"{item.outcome.value}" + (f": {_text(item.reason)}" if item.reason else ""),
         *([f"cause: {item.cause.value}"] if item.cause is not None else []),
+        *([f"on {_text(item.placement.describe())}"] if item.placement is not None else []),
         f"waited {_seconds(item.pending_seconds)}, ran {_seconds(item.run_seconds)}",
     ]
     return "<br>".join(lines)

@@ -51,14 +51,18 @@ def _records(record: JobRecord, group_id: str) -> BatchRecords:
     return BatchRecords(store_for(record), group_id, BatchSeal.of_record(record))
 
 
-def keep_with_batch(record: JobRecord, sealed: SealedOutcome) -> None:
-    """Keep ``sealed`` with the batch of ``record`` before the child's own copy is deleted;
-    a job outside any batch keeps nothing."""
+def keep_with_batch(record: JobRecord, sealed: SealedOutcome, state: JobState) -> None:
+    """Keep ``sealed`` with the batch of ``record`` before the child's own copy is deleted,
+    with where ``state`` says it ran; a job outside any batch keeps nothing."""
     group_id, index = record.group_id, record.group_index
     if group_id is None or index is None:
         return
     outcome = CollectedOutcome(
-        index=index, job_id=record.job_id, envelope=sealed.sealed, kind=sealed.kind
+        index=index,
+        job_id=record.job_id,
+        envelope=sealed.sealed,
+        kind=sealed.kind,
+        placement=state.placement,
     )
     _records(record, group_id).add_collected([outcome])
 
@@ -91,7 +95,12 @@ def collected_with_batch(record: JobRecord) -> bool:
 def seen_by_batch(record: JobRecord, state: JobState) -> JobState:
     """``state`` as the backend reported it, unless the job is a batch child gone (NOT_FOUND)
     after a collection kept it: then it was collected and cleaned up, not lost."""
-    if state.status is JobStatus.NOT_FOUND and collected_with_batch(record):
+    if state.status is not JobStatus.NOT_FOUND:
+        return state
+    kept = kept_outcome(record)
+    if kept is not None:  # with where it ran, which only the batch still knows
+        return JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP, placement=kept.placement)
+    if kept_failure_summary(record) is not None:
         return JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP)
     return state
 

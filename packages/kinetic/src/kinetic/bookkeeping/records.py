@@ -265,7 +265,13 @@ class BatchRecords(ChildListing):
         return {key for key in keys if key in self._verified_children}
 
     def mark_complete(
-        self, submitted: int, *, cancelled: bool, fail_fast: bool = False, error: str = ""
+        self,
+        submitted: int,
+        *,
+        cancelled: bool,
+        fail_fast: bool = False,
+        error: str = "",
+        cost_capped: str = "",
     ) -> BatchCompletion:
         done = BatchCompletion(
             group_id=self.group_id,
@@ -274,6 +280,7 @@ class BatchRecords(ChildListing):
             cancelled=cancelled,
             fail_fast=fail_fast,
             error=error,
+            cost_capped=cost_capped,
         )
         self.write_signed(layout.completion_key(self.group_id), done)
         return done

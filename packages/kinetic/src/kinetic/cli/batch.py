@@ -20,8 +20,11 @@ from kinetic.cli.batch_views import (
     failures,
     logs,
     place_document,
+    placed_table,
+    placement_document,
     queued_table,
     timeline,
+    usage_document,
 )
 from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import Failed, TimedOut
@@ -33,6 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["batch"]
 
+USAGE_READ_LIMIT = 1000
+"""Inputs up to which ``batch status`` reads what every attempt used unless told not to."""
 TIMEOUT_OPTION = click.option("--timeout", type=Seconds(), help="Give up after S seconds (exit 3).")
 
 
@@ -106,10 +111,19 @@ def list_(cli: CliContext, limit: int, as_json: bool) -> None:
     is_flag=True,
     help="Also list each input that waits in a queue, with its place.",
 )
+@click.option(
+    "--usage/--no-usage",
+    "with_usage",
+    default=None,
+    help=f"Read the accelerator time every attempt used and its list cost (default: for "
+    f"batches of at most {USAGE_READ_LIMIT:,} inputs; it reads each attempt's times).",
+)
 @JSON_OPTION
 @pass_cli
-def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> None:
-    """Count the inputs of GROUP_ID by state.
+def status(
+    cli: CliContext, group_id: str, list_queued: bool, with_usage: bool | None, as_json: bool
+) -> None:
+    """Count the inputs of GROUP_ID by state, and show what its attempts used.
 
     Exits 0 whatever the states are: the read worked. Inputs whose results were already
     collected and cleaned up (``results(cleanup=True)``) are NOT_FOUND, counted apart. Inputs
@@ -121,6 +135,9 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
     handle = cli.attach_batch(group_id)
     counts, per_input, states = tally(handle)
     queued = queued_children(states)
+    if with_usage is None:
+        with_usage = counts.total <= USAGE_READ_LIMIT
+    usage = handle.usage() if with_usage else None
     cleaned = sum(1 for state in states.values() if cleaned_up(state))
     failures = handle.child_failures()
     causes = dict(collections.Counter(failure.cause.value for failure in failures.values()))
@@ -133,6 +150,7 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
                 "counts": counts.as_dict() | {"cleaned_up": cleaned},
                 "causes": causes,
                 "queued": queued.as_dict() if queued else None,
+                "usage": usage_document(usage),
                 "jobs": [
                     {
                         "index": i,
@@ -141,6 +159,7 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
                         "description": states[i].describe() if i in states else status,
                         "cause": failures[i].cause.value if i in failures else None,
                         "queue_place": place_document(states.get(i)),
+                        "placement": placement_document(states.get(i)),
                     }
                     for (i, status), job in zip(per_input, jobs, strict=True)
                 ],
@@ -155,6 +174,10 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
     )
     if queued is not None:
         pairs["Queued"] = queued.describe()
+    if usage is not None:
+        pairs["Used"] = usage.describe()
+    elif not with_usage and handle.billed:
+        pairs["Used"] = f"not read for {counts.total:,} inputs (--usage reads it)"
     render.key_values(pairs)
     by_state = [
         ("SUCCEEDED", counts.succeeded),
@@ -173,6 +196,7 @@ def status(cli: CliContext, group_id: str, list_queued: bool, as_json: bool) -> 
     )
     if causes:
         render.table(["CAUSE", "COUNT"], [[cause, str(n)] for cause, n in sorted(causes.items())])
+    placed_table(states)
     if list_queued:
         queued_table(handle, states)
 
@@ -333,9 +357,15 @@ def results(
 
 @batch.command()
 @click.argument("group_id")
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(min=0, min_open=True),
+    help="A new cap on the batch's list cost in USD, for a batch its max_cost stopped.",
+)
 @pass_cli
-def resume(cli: CliContext, group_id: str) -> None:
-    """Finish submitting GROUP_ID after the process submitting it died.
+def resume(cli: CliContext, group_id: str, max_cost: float | None) -> None:
+    """Finish submitting GROUP_ID after the process submitting it died, or after its
+    max_cost stopped it (give a higher --max-cost).
 
     Submits the inputs never submitted, creates children recorded but never started, and
     retries failed ones within the batch's retries; nothing runs twice. This process then
@@ -345,12 +375,17 @@ def resume(cli: CliContext, group_id: str) -> None:
     from kinetic.batch.lease import stopped_on_its_own_error
 
     handle = cli.attach_batch(group_id)
-    render.echo(handle.resume())
+    render.echo(handle.resume(max_cost=max_cost))
     if handle.submission_status().state != "submitting":
         return
     render.echo(f"Submitting from this process; follow it with: kinetic batch watch {group_id}")
     handle.wait_submitted()
     completion = handle.submission_status().completion
+    if completion is not None and completion.cost_capped:
+        raise Failed(
+            f"Batch {group_id} stopped submitting again: its {completion.cost_capped}. Give "
+            f"a higher cap: `kinetic batch resume {group_id} --max-cost USD`."
+        )
     if completion is not None and not stopped_on_its_own_error(completion):
         return
     why = completion.error if completion is not None else "its end was not recorded"

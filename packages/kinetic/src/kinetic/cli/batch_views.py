@@ -16,6 +16,7 @@ from kinetic.cli.params import GivenPath
 if TYPE_CHECKING:
     from kinetic.batch import BatchHandle
     from kinetic.handle import JobHandle
+    from kinetic.usage import Usage
     from kinetic_protocol import JobState
 
 __all__ = [
@@ -26,8 +27,11 @@ __all__ = [
     "failures",
     "logs",
     "place_document",
+    "placed_table",
+    "placement_document",
     "queued_table",
     "timeline",
+    "usage_document",
 ]
 
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -45,6 +49,50 @@ def place_document(state: "JobState | None") -> dict[str, Any] | None:
         return None
     document: dict[str, Any] = msgspec.to_builtins(state.queue)
     return document
+
+
+def usage_document(usage: "Usage | None") -> dict[str, Any] | None:
+    """``{"unit_hours", "unit", "list_cost_usd", "prices": {"region", "as_of", "source"}}``;
+    None where nothing billed ran."""
+    if usage is None:
+        return None
+    table = usage.prices
+    return {
+        "unit_hours": usage.unit_hours,
+        "unit": usage.unit,
+        "list_cost_usd": usage.list_cost,
+        "prices": {"region": table.region, "as_of": str(table.as_of), "source": table.source},
+    }
+
+
+def placement_document(state: "JobState | None") -> dict[str, Any] | None:
+    """The accelerator and capacity a job was given, as data (``Placement``'s fields); None
+    where its backend does not say."""
+    import msgspec
+
+    if state is None or state.placement is None:
+        return None
+    document: dict[str, Any] = msgspec.to_builtins(state.placement)
+    return document
+
+
+def placed_table(states: "dict[int, JobState]") -> None:
+    """Which inputs run (or ran) where: one row per accelerator and capacity given."""
+    by_place: dict[str, list[int]] = {}
+    for index, state in sorted(states.items()):
+        if state.placement is not None:
+            place = f"{state.placement.accelerator} ({state.placement.capacity})"
+            by_place.setdefault(place, []).append(index)
+    if by_place:
+        render.table(
+            ["PLACED ON", "COUNT", "INPUTS"],
+            [[place, str(len(found)), _indexes(found)] for place, found in by_place.items()],
+        )
+
+
+def _indexes(found: list[int], most: int = 20) -> str:
+    shown = ", ".join(str(index) for index in found[:most])
+    return shown + (f" and {len(found) - most} more" if len(found) > most else "")
 
 
 def queued_table(handle: "BatchHandle", states: "dict[int, JobState]") -> None:

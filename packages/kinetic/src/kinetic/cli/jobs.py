@@ -28,6 +28,7 @@ from kinetic.cli.context import CliContext, pass_cli
 from kinetic.cli.errors import TimedOut
 from kinetic.cli.params import GivenPath, Seconds
 from kinetic_protocol import HostSelection, JobNotFoundError, KineticError
+from kinetic_protocol.capacity import record_capacity
 
 if TYPE_CHECKING:
     from kinetic.jobs import JobHandle
@@ -48,11 +49,12 @@ def _job_document(
 ) -> dict[str, Any]:
     """The handle's fields (``queue`` and ``priority`` among them), its state
     (``preemptions``: runs started again after a preemption; ``queue_place``: where it waits
-    in its queue, ``QueuePlace``'s fields), and (once it ended without a value) its
-    ``failure``: ``{"cause", "reason", "attempt", "phase", "exit_code"}``."""
+    in its queue, ``QueuePlace``'s fields; ``placement``: the accelerator and capacity it was
+    given, ``Placement``'s fields), and (once it ended without a value) its ``failure``:
+    ``{"cause", "reason", "attempt", "phase", "exit_code"}``."""
     document = job.to_dict()
     if state is not None:
-        from kinetic.cli.batch_views import place_document
+        from kinetic.cli.batch_views import place_document, placement_document
         from kinetic.failure import failure_document
 
         document.update(
@@ -62,9 +64,20 @@ def _job_document(
             description=state.describe(),
             preemptions=state.preemptions,
             queue_place=place_document(state),
+            placement=placement_document(state),
             failure=failure_document(failure),
         )
     return document
+
+
+def _accelerator(job: "JobHandle") -> str:
+    """``gpu-h100-x8 (nodes=4)``: the accelerator with the job's shape where it spans
+    several nodes or slices; ``gpu-h100-x8 or gpu-a100-80gb-x8`` for a list of them."""
+    from kinetic_protocol.host_groups import shape_label
+
+    named = " or ".join([job.accelerator, *job.record.fallback_accelerators])
+    shape = shape_label(job.record.nodes, job.record.slices)
+    return f"{named} ({shape})" if shape else named
 
 
 def _failure(job: "JobHandle", state: "JobState") -> "AttemptFailure | None":
@@ -91,7 +104,7 @@ def list_(cli: CliContext, as_json: bool) -> None:
         [
             job.job_id,
             job.func_name,
-            job.accelerator,
+            _accelerator(job),
             state.describe(),
             failure.cause.value if (failure := failures[job.job_id]) else "",
             job.created_at,
@@ -116,17 +129,20 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
 
     Exits 0 whatever the status is: the read worked.
     """
+    from kinetic.cli.batch_views import usage_document
+
     job = cli.attach(job_id)
     state = job.status_detail()
     failure = _failure(job, state)
+    usage = job.usage()
     if as_json:
-        render.emit_json(_job_document(job, state, failure))
+        render.emit_json(_job_document(job, state, failure) | {"usage": usage_document(usage)})
         return
     pairs = {
         "Job": job.job_id,
         "Status": state.describe(),
         "Function": job.func_name,
-        "Accelerator": job.accelerator,
+        "Accelerator": _accelerator(job),
         "Backend": job.backend,
         "Created": job.created_at,
     }
@@ -136,6 +152,13 @@ def status(cli: CliContext, job_id: str, as_json: bool) -> None:
         from kinetic.display import queue_text
 
         pairs["Queue"] = queue_text(job)
+    kinds = record_capacity(job.record)
+    if kinds != ("on-demand",):
+        pairs["Capacity"] = ", then ".join(kinds)
+    if state.placement is not None:
+        pairs["Placed"] = state.placement.describe()
+    if usage is not None:
+        pairs["Used"] = usage.describe()
     if state.preemptions:
         pairs["Preempted"] = f"{state.preemptions} time(s), run again each time"
     if failure is not None:

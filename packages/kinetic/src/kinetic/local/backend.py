@@ -4,8 +4,8 @@ It runs the same ``kinetic_runtime`` entrypoint, from the same stored bundle, as
 the job's processes (``kinetic_runtime.local``) never load this client package.
 The "backend resource" of a job is its directory under ``$KINETIC_HOME/local/jobs``: deleting
 it is what ``cancel``/``cleanup(k8s=True)`` do, after which the job is NOT_FOUND.
-A multi-host accelerator's hosts run as that many local runtime processes of one job, each
-with its own log (see ``kinetic_runtime.local.supervisor``).
+A multi-host accelerator's hosts, and the hosts of ``nodes``/``slices``, run as that many local
+runtime processes of one job, each with its own log (see ``kinetic_runtime.local.supervisor``).
 """
 
 import contextlib
@@ -33,7 +33,6 @@ from kinetic_protocol import (
     BackendError,
     BackendSettings,
     Capabilities,
-    ConfigError,
     DiskFullError,
     HostSelection,
     JobRecord,
@@ -46,6 +45,7 @@ from kinetic_protocol import (
     runtime_args,
 )
 from kinetic_protocol.errors import is_disk_full
+from kinetic_protocol.host_groups import job_hosts, selected_hosts
 from kinetic_runtime.disk_full import set_aside
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
 from kinetic_runtime.local import supervisor
@@ -126,6 +126,10 @@ def _not_started(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
     )
 
 
+def _record_hosts(record: JobRecord) -> int:
+    return job_hosts(parse_accelerator(record.accelerator), record.nodes, record.slices)
+
+
 class LocalBackend:
     """Runs jobs as detached local processes, at most ``local_slots()`` at a time (those
     waiting start by priority, then in the order they were submitted)."""
@@ -136,6 +140,8 @@ class LocalBackend:
         local_data=True,
         volumes=True,
         multi_host=True,
+        host_groups=True,
+        capacity_choices=True,
         per_host_logs=True,
         provisions_accelerators=False,
     )
@@ -252,7 +258,8 @@ class LocalBackend:
             "python": python,
             "slots_dir": str(self._slots),
             "slots": settings.local_slots(),
-            "hosts": parse_accelerator(record.accelerator).hosts,
+            "hosts": _record_hosts(record),
+            "slices": record.slices,
             "timeout": record.timeout,
             "preemption_retries": record.preemption_retries,
             "disk_full_retries": settings.disk_full_retries(),
@@ -303,23 +310,14 @@ class LocalBackend:
             launch = json.loads((self.job_dir(record.job_id) / supervisor.LAUNCH_FILE).read_text())
             return int(launch.get("hosts", 1))
         except (OSError, ValueError):
-            return parse_accelerator(record.accelerator).hosts
+            return _record_hosts(record)
 
     def _selected_logs(self, record: JobRecord, host: HostSelection) -> list[HostLog]:
         count = self._host_count(record)
-        if host == "all":
-            hosts = list(range(count))
-        elif host is None:  # the leader, or the host whose failure ended the job
-            failed = self._state(record.job_id, record.store_uri).failed_host if count > 1 else None
-            hosts = [failed or 0]
-        elif isinstance(host, int) and not isinstance(host, bool) and 0 <= host < count:
-            hosts = [host]
-        else:
-            raise ConfigError(
-                f"Job {record.job_id} has no host {host!r}: it runs on {count} "
-                f"host{'s' if count != 1 else ''} (0..{count - 1}); pass an index in that "
-                "range, or 'all'."
-            )
+        failed = None
+        if host is None and count > 1:  # the leader, or the host whose failure ended the job
+            failed = self._state(record.job_id, record.store_uri).failed_host
+        hosts = selected_hosts(record.job_id, count, host, default=failed or 0)
         job_dir = self.job_dir(record.job_id)
         prefix = "[host {}] " if host == "all" else ""
         return [HostLog(job_dir / supervisor.log_name(i), prefix.format(i)) for i in hosts]

@@ -4,8 +4,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from kinetic._version import kinetic_version
+from kinetic.options import RunOptions
 from kinetic.submission.target import Target
 from kinetic_protocol import JobRecord
+from kinetic_protocol.capacity import ON_DEMAND, SPOT
+from kinetic_protocol.host_groups import shape_label
 
 __all__ = ["Group", "job_record"]
 
@@ -42,14 +45,14 @@ def job_record(
         image_uri=target.image_uri,
         accelerator=options.accelerator.name,
         func_name=func_name,
-        display_name=f"{func_name} on {options.accelerator.name}",
+        display_name=_display_name(func_name, options.accelerator.name, options),
         created_at=created_at or datetime.now(UTC).isoformat(timespec="seconds"),
         group_id=group.group_id if group else None,
         group_kind=group.kind if group else None,
         group_index=group.index if group else None,
         debug=options.debug,
         attempt=attempt,
-        spot=options.spot,
+        spot=options.capacity == (SPOT,),
         kinetic_version=kinetic_version(),
         backend_data=dict(target.backend_data),
         output_dir=options.output_dir or "",
@@ -57,7 +60,18 @@ def job_record(
         preemption_retries=options.preemption_retries,
         queue=target.queue,
         priority=target.priority,
+        nodes=options.nodes,
+        slices=options.slices,
+        fallback_accelerators=[accelerator.name for accelerator in options.fallback_accelerators],
+        capacity=[] if options.capacity in ((ON_DEMAND,), (SPOT,)) else list(options.capacity),
+        max_run_duration=options.max_run_duration,
     )
+
+
+def _display_name(func_name: str, accelerator: str, options: RunOptions) -> str:
+    """``train on gpu-h100-x8``, with the group's shape when it has one: ``(nodes=4)``."""
+    shape = shape_label(options.nodes, options.slices)
+    return f"{func_name} on {accelerator}" + (f" ({shape})" if shape else "")
 
 
 def _bucket_name(uri: str) -> str:

@@ -21,14 +21,23 @@ from typing import Any
 
 from kinetic import _log
 from kinetic._context import open_store
-from kinetic.backends import get_backend
+from kinetic.backends import available_backends, get_backend, load_factory
 from kinetic.config import ResolvedSettings, kinetic_home, resolve_settings
 from kinetic.data import Data
 from kinetic.options import RunOptions
 from kinetic.packaging import CodeBundle, build_bundle
 from kinetic.submission.debugging import debug_options
 from kinetic.submission.queueing import queueing_names
-from kinetic_protocol import Backend, ConfigError, DebugOptions, ObjectStore, PrepareRequest
+from kinetic_protocol import (
+    Backend,
+    Capabilities,
+    ConfigError,
+    DebugOptions,
+    ObjectStore,
+    PrepareRequest,
+)
+from kinetic_protocol.capacity import ON_DEMAND, SPOT
+from kinetic_protocol.host_groups import shape_label
 
 __all__ = ["Target", "resolve_target"]
 
@@ -118,6 +127,53 @@ def _kinetic_state_dirs(store: ObjectStore) -> list[Path]:
     return dirs
 
 
+def _check_capacity_choices(name: str, capabilities: Capabilities, options: RunOptions) -> None:
+    """Refuse a list of accelerators or kinds of capacity, or a kind beyond on-demand and spot,
+    on a backend that cannot choose among them, before anything is built or uploaded."""
+    asked = []
+    if options.fallback_accelerators:
+        asked.append(f"accelerator={[a.name for a in options.accelerators]!r}")
+    if options.capacity not in ((ON_DEMAND,), (SPOT,)):
+        one = options.capacity[0] if len(options.capacity) == 1 else list(options.capacity)
+        asked.append(f"capacity={one!r}")
+    if not asked or capabilities.capacity_choices:
+        return
+    able = _backends_able("capacity_choices")
+    raise ConfigError(
+        f"The {name!r} backend runs each job on one accelerator, on demand or on spot, so it "
+        f"cannot take {' and '.join(asked)}. Backends that can: {', '.join(able) or 'none'}; "
+        "pass backend=..., or one accelerator and capacity='on-demand' or 'spot'."
+    )
+
+
+def _check_host_groups(name: str, capabilities: Capabilities, options: RunOptions) -> None:
+    """Refuse several nodes or slices on a backend that runs one host group per job (after
+    its ``prepare``, which may have refused them first, saying more), naming those that can."""
+    shape = shape_label(options.nodes, options.slices)
+    if not shape or capabilities.host_groups:
+        return
+    able = _backends_able("host_groups")
+    raise ConfigError(
+        f"The {name!r} backend runs each job on one group of hosts, so it cannot run {shape}. "
+        f"Backends that can: {', '.join(able) or 'none installed'}; pass backend=... (or "
+        "drop nodes/slices)."
+    )
+
+
+def _backends_able(capability: str) -> list[str]:
+    """The installed backends whose capabilities have ``capability`` set, by name."""
+    able = []
+    for name in sorted(available_backends()):
+        try:
+            factory = load_factory(name)
+        except ConfigError:
+            continue
+        capabilities = getattr(factory, "capabilities", None)
+        if isinstance(capabilities, Capabilities) and getattr(capabilities, capability):
+            able.append(name)
+    return able
+
+
 def resolve_target(
     options: RunOptions, fn: Callable[..., Any], data: Sequence[Data] = ()
 ) -> Target:
@@ -137,6 +193,7 @@ def resolve_target(
         accelerator=options.accelerator,
         queue=options.queue,
         priority=options.priority,
+        slices=options.slices,
     )
     queue, priority = queueing_names(settings)
     name = settings.backend_name
@@ -161,6 +218,7 @@ def resolve_target(
     # The keys every record is sealed with: a cluster that will not hand them out refuses
     # the job here, before an image is built or anything is uploaded (cached afterwards).
     backend.signing_keys(create=True)
+    _check_capacity_choices(name, capabilities, options)
     local_data = [Path(item.path) for item in every if item.is_local]
     bundle = build_bundle(
         _source_dir(fn), exclude=_kinetic_state_dirs(store), data_paths=local_data
@@ -170,7 +228,7 @@ def resolve_target(
             accelerator=accelerator,
             project_root=bundle.root,
             isolate=options.isolate,
-            spot=options.spot,
+            spot=options.capacity == (SPOT,),
             container_image=options.container_image,
             base_image_repo=options.base_image_repo,
             runtime_extras=("hf",) if any(item.is_hf for item in every) else (),
@@ -178,8 +236,13 @@ def resolve_target(
             fuse=any(item.fuse for item in every),
             queue=queue,
             priority=priority,
+            nodes=options.nodes,
+            slices=options.slices,
+            fallback_accelerators=options.fallback_accelerators,
+            capacity=options.capacity,
         )
     )
+    _check_host_groups(name, capabilities, options)
     return Target(
         options,
         settings,

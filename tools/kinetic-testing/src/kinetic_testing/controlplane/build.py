@@ -1,11 +1,12 @@
 """Build the real control plane's binaries from Go modules, once per set of pins.
 
-etcd, kube-apiserver, kube-controller-manager and the LeaderWorkerSet and Kueue controllers are
-compiled with the local Go toolchain through the Go module proxy only: no prebuilt downloads,
-no container images. Kueue has a directory of its own (``kueue-<key>``), so adding or bumping
-it does not rebuild the rest. A build goes to `<directory>.partial` and is renamed into place
-when every binary is there, so an interrupted build is never mistaken for a finished one. A
-file lock keeps two concurrent test sessions from building at once.
+etcd, kube-apiserver, kube-controller-manager and the LeaderWorkerSet, Kueue and JobSet
+controllers are compiled with the local Go toolchain through the Go module proxy only: no
+prebuilt downloads, no container images. Kueue and JobSet each have a directory of their own
+(``kueue-<key>``, ``jobset-<key>``), so adding or bumping one builds only that one. A build
+goes to `<directory>.partial` and is renamed into place when every binary is there, so an
+interrupted build is never mistaken for a finished one. A file lock keeps two concurrent test
+sessions from building at once.
 
     python -m kinetic_testing.controlplane build     # what CI and the test plugin run
 """
@@ -16,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import string
 import subprocess
 import sys
 import time
@@ -26,8 +28,17 @@ from typing import TextIO
 
 from kinetic_testing.cached_build import Progress, build_lock
 
+from .jobset_build import build_jobset, jobset_ready
 from .kueue_build import build_kueue, kueue_ready
-from .versions import PINS, Pins, bin_dir, cache_root, kueue_dir
+from .versions import (
+    JOB_POD_FAILURE_BACKOFF_S,
+    PINS,
+    Pins,
+    bin_dir,
+    cache_root,
+    jobset_dir,
+    kueue_dir,
+)
 
 __all__ = [
     "BINARIES",
@@ -43,6 +54,34 @@ BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "lws-controller
 LWS_CRD = "lws-crd.yaml"
 _MIN_GO = (1, 26)
 _LOG_TAIL_LINES = 30
+
+
+_KCM_MAIN = string.Template(
+    """// kube-controller-manager as upstream builds it (cmd/kube-controller-manager), with
+// the Job controller's first pod-failure backoff at ${backoff}s instead of 10s (a variable
+// upstream exports for its own tests): a test's Job runs a failed or preempted pod again
+// within about a second, not ten.
+package main
+
+import (
+	"os"
+	"time"
+	_ "time/tzdata"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	"k8s.io/kubernetes/pkg/controller/job"
+)
+
+func main() {
+	job.DefaultJobPodFailureBackOff = ${backoff} * time.Second
+	os.Exit(cli.Run(app.NewControllerManagerCommand()))
+}
+"""
+)
 
 
 class BuildError(RuntimeError):
@@ -68,6 +107,11 @@ class Built:
         """The directory of the Kueue controller, its CRDs and webhook manifest."""
         return kueue_dir(self.pins)
 
+    @property
+    def jobset(self) -> Path:
+        """The directory of the JobSet controller, its CRD and webhook manifest."""
+        return jobset_dir(self.pins)
+
 
 def _plane_ready(directory: Path) -> bool:
     marker = directory / "VERSIONS"
@@ -76,7 +120,11 @@ def _plane_ready(directory: Path) -> bool:
 
 def built(pins: Pins = PINS) -> Built | None:
     """The finished build for `pins`, or None if it has not been built yet."""
-    if _plane_ready(bin_dir(pins)) and kueue_ready(kueue_dir(pins)):
+    if (
+        _plane_ready(bin_dir(pins))
+        and kueue_ready(kueue_dir(pins))
+        and jobset_ready(jobset_dir(pins))
+    ):
         return Built(bin_dir(pins), pins)
     return None
 
@@ -151,6 +199,8 @@ class _Builder:
             self._build_plane()
         if not kueue_ready(kueue_dir(self.pins)):
             self._build_kueue()
+        if not jobset_ready(jobset_dir(self.pins)):
+            self._build_jobset()
         if os.environ.get("KINETIC_K8S_KEEP_GO_CACHES", "1") == "0":
             shutil.rmtree(self.root / "go", ignore_errors=True)
             shutil.rmtree(self.root / "src", ignore_errors=True)
@@ -158,21 +208,40 @@ class _Builder:
         return Built(self.final, self.pins)
 
     def _build_kueue(self) -> None:
-        final = kueue_dir(self.pins)
-        staging = final.with_name(final.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        self.logs.mkdir(exist_ok=True)
-        with self.progress.step(
-            f"Building the Kueue {self.pins.kueue} controller (once; about 4-5 min on 2 cores)"
-        ):
-            build_kueue(
+        self._build_apart(
+            kueue_dir(self.pins),
+            f"Building the Kueue {self.pins.kueue} controller (once; about 4-5 min on 2 cores)",
+            lambda staging: build_kueue(
                 self._go,
                 self._module_dir(f"kueue-{self.pins.kueue}"),
                 Path(self.env["GOMODCACHE"]),
                 staging,
                 self.pins,
-            )
+            ),
+        )
+
+    def _build_jobset(self) -> None:
+        self._build_apart(
+            jobset_dir(self.pins),
+            f"Building the JobSet {self.pins.jobset} controller (once; about 2-4 min on 2 cores)",
+            lambda staging: build_jobset(
+                self._go,
+                self._module_dir(f"jobset-{self.pins.jobset}"),
+                Path(self.env["GOMODCACHE"]),
+                staging,
+                self.pins,
+            ),
+        )
+
+    def _build_apart(self, final: Path, step: str, build: Callable[[Path], None]) -> None:
+        """Build a controller that has a directory of its own: into a staging directory,
+        renamed into place once complete."""
+        staging = final.with_name(final.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        self.logs.mkdir(exist_ok=True)
+        with self.progress.step(step):
+            build(staging)
         shutil.rmtree(final, ignore_errors=True)
         staging.rename(final)
 
@@ -253,16 +322,18 @@ class _Builder:
                 f"-X {package}.gitMinor={pins.minor}",
                 f"-X {package}.gitTreeState=clean",
             ]
+        (directory / "kcm").mkdir(exist_ok=True)
+        kcm_main = _KCM_MAIN.substitute(backoff=JOB_POD_FAILURE_BACKOFF_S)
+        (directory / "kcm" / "main.go").write_text(kcm_main)
         self._go(["mod", "tidy"], directory, "kubernetes")
+        ldflags = f"-ldflags={' '.join(stamp)}"
         self._go(
-            [
-                "build",
-                f"-ldflags={' '.join(stamp)}",
-                "-o",
-                f"{self.staging}/",
-                "k8s.io/kubernetes/cmd/kube-apiserver",
-                "k8s.io/kubernetes/cmd/kube-controller-manager",
-            ],
+            ["build", ldflags, "-o", f"{self.staging}/", "k8s.io/kubernetes/cmd/kube-apiserver"],
+            directory,
+            "kubernetes",
+        )
+        self._go(
+            ["build", ldflags, "-o", f"{self.staging}/kube-controller-manager", "./kcm"],
             directory,
             "kubernetes",
         )

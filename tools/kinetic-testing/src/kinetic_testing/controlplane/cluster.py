@@ -1,5 +1,5 @@
-"""Start and stop a real control plane: etcd, kube-apiserver, kube-controller-manager, LWS and
-Kueue.
+"""Start and stop a real control plane: etcd, kube-apiserver, kube-controller-manager, LWS,
+Kueue and JobSet.
 
 There is no kubelet and no scheduler: `kinetic_testing.nodeagent` plays both. Everything
 listens on 127.0.0.1 only, on free ports, with a throwaway PKI and etcd data directory under
@@ -31,8 +31,11 @@ import urllib3
 from kinetic_testing.ports import claim_ports, release_ports
 
 from .build import Built
-from .kueue_start import front_proxy_flags, install_kueue_crds, start_kueue
-from .pki import Pki, issue_serving_cert, make_pki
+from .jobset_build import JOBSET_CRD
+from .jobset_start import start_jobset
+from .kueue_start import front_proxy_flags, kueue_crds, start_kueue
+from .pki import Pki, make_pki
+from .registration import install_crds, start_manager
 
 __all__ = ["CONTEXT", "ApiError", "ControlPlane", "ControlPlaneError"]
 
@@ -75,16 +78,24 @@ class ControlPlane:
     """A running control plane for one test session. Use as a context manager.
 
     ``lws=False`` leaves LeaderWorkerSet out (no CRD, no controller), as on a new GKE cluster;
-    ``kueue=False`` leaves Kueue out, as on a cluster where nobody installed it.
+    ``kueue=False`` leaves Kueue out, as on a cluster where nobody installed it; ``jobset=False``
+    leaves JobSet out.
     """
 
     def __init__(
-        self, binaries: Built, run_dir: Path, *, lws: bool = True, kueue: bool = True
+        self,
+        binaries: Built,
+        run_dir: Path,
+        *,
+        lws: bool = True,
+        kueue: bool = True,
+        jobset: bool = True,
     ) -> None:
         self.binaries = binaries
         self.run_dir = run_dir
         self.lws = lws
         self.kueue = kueue
+        self.jobset = jobset
         self.kubeconfig = run_dir / "admin.kubeconfig"
         self.context = CONTEXT
         self.logs: dict[str, Path] = {}
@@ -244,21 +255,18 @@ class ControlPlane:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(exist_ok=True)
         self._pki = make_pki(self.run_dir / "pki")
-        ports = self._ports = claim_ports(9)
+        ports = self._ports = claim_ports(11)
         self.api_port = ports[0]
         etcd_port, etcd_peer, kcm_port, webhook_port, probe_port = ports[1:6]
+        kueue_ports, jobset_ports = ports[6:9], ports[9:11]
         self._write_kubeconfig()
         with self._timed("etcd"):
             self._start_etcd(etcd_port, etcd_peer)
         with self._timed("kube-apiserver"):
             self._start_apiserver(etcd_port)
         # CRDs before KCM, so its garbage collector sees the kinds.
-        if self.lws:
-            with self._timed("lws-crd"):
-                self._install_lws_crd()
-        if self.kueue:
-            with self._timed("kueue-crds"):
-                install_kueue_crds(self)
+        with self._timed("crds"):
+            install_crds(self, self._crds())
         with self._timed("kube-controller-manager"):
             self._start_controller_manager(kcm_port)
         if self.lws:
@@ -266,7 +274,10 @@ class ControlPlane:
                 self._start_lws(webhook_port, probe_port)
         if self.kueue:
             with self._timed("kueue-controller"):
-                start_kueue(self, *ports[6:])
+                start_kueue(self, *kueue_ports)
+        if self.jobset:
+            with self._timed("jobset-controller"):
+                start_jobset(self, *jobset_ports)
         self.startup_seconds["total"] = time.monotonic() - started
 
     def stop(self) -> None:
@@ -335,19 +346,12 @@ class ControlPlane:
         )
         self.wait_http("kube-apiserver", f"{self.server}/readyz", lambda body: body == b"ok")
 
-    def _install_lws_crd(self) -> None:
-        crd = self.binaries.lws_crd.read_bytes()
-        try:
-            self.request(
-                "POST",
-                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                crd,
-                content_type="application/yaml",
-            )
-        except ApiError as error:
-            if error.code != 409:
-                raise
-        self.wait_until_served("/apis/leaderworkerset.x-k8s.io/v1/leaderworkersets")
+    def _crds(self) -> list[Path]:
+        return [
+            *([self.binaries.lws_crd] if self.lws else []),
+            *(kueue_crds(self) if self.kueue else []),
+            *([self.binaries.jobset / JOBSET_CRD] if self.jobset else []),
+        ]
 
     def _start_controller_manager(self, port: int) -> None:
         pki, kubeconfig = self.pki, str(self.kubeconfig)
@@ -380,36 +384,9 @@ class ControlPlane:
         )
 
     def _start_lws(self, webhook_port: int, probe_port: int) -> None:
-        certs = self.run_dir / "lws-certs"
-        certs.mkdir(exist_ok=True)
-        issue_serving_cert(self.pki, certs / "tls.crt", certs / "tls.key", hosts=("127.0.0.1",))
-        config = self.run_dir / "lws-config.json"  # JSON is YAML
-        config.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "config.lws.x-k8s.io/v1alpha1",
-                    "kind": "Configuration",
-                    "leaderElection": {"leaderElect": False},
-                    "internalCertManagement": {"enable": False},
-                    "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(certs)},
-                    "metrics": {"bindAddress": "0"},
-                    "health": {"healthProbeBindAddress": f"127.0.0.1:{probe_port}"},
-                }
-            )
-        )
-        self.spawn(
-            "lws-controller",
-            [
-                str(self.binaries.binary("lws-controller")),
-                f"--kubeconfig={self.kubeconfig}",
-                f"--config={config}",
-            ],
-        )
-        self.wait_http(
-            "lws-controller",
-            f"http://127.0.0.1:{probe_port}/readyz",
-            lambda body: body.startswith(b"ok"),
-        )
+        binary = self.binaries.binary("lws-controller")
+        lws_api = "config.lws.x-k8s.io/v1alpha1"
+        start_manager(self, "lws-controller", binary, lws_api, webhook_port, probe_port)
         self._register_lws_webhooks(f"https://127.0.0.1:{webhook_port}")
 
     def _register_lws_webhooks(self, base_url: str) -> None:

@@ -12,18 +12,18 @@ so each one registered is a call on the path of every matching create in every t
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .kueue_build import CRDS, KUEUE_BINARY, WEBHOOKS
 from .pki import issue_serving_cert, make_pki
+from .registration import pod_selector, register_webhooks
 
 if TYPE_CHECKING:
     from .cluster import ControlPlane
 
-__all__ = ["KUEUE_NAMESPACE", "front_proxy_flags", "install_kueue_crds", "start_kueue"]
+__all__ = ["KUEUE_NAMESPACE", "front_proxy_flags", "kueue_crds", "start_kueue"]
 
 KUEUE_NAMESPACE = "kueue-system"
 _FRAMEWORKS = ["batch/job", "jobset.x-k8s.io/jobset", "leaderworkerset.x-k8s.io/leaderworkerset"]
@@ -38,8 +38,7 @@ _HOOKS = {
     "pod",
 }
 """Kinds whose webhooks are registered (``m<kind>.kb.io``, ``v<kind>.kb.io``)."""
-_LWS_POD = {"matchExpressions": [{"key": "leaderworkerset.sigs.k8s.io/name", "operator": "Exists"}]}
-_CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+_LWS_POD = pod_selector("leaderworkerset.sigs.k8s.io/name")
 
 
 def front_proxy_flags(run_dir: Path) -> list[str]:
@@ -56,17 +55,10 @@ def front_proxy_flags(run_dir: Path) -> list[str]:
     ]
 
 
-def install_kueue_crds(plane: ControlPlane) -> None:
-    """Post every CRD at once, then wait until each is served (the Workload CRD alone takes
-    about 2 s); before kube-controller-manager, so its garbage collector knows the kinds."""
-    served = []
-    for crd in sorted((plane.binaries.kueue / CRDS).glob("*.yaml")):
-        answer = plane.post_or_get(_CRD_PATH, crd.read_bytes(), content_type="application/yaml")
-        spec = answer["spec"]
-        version = next(v["name"] for v in spec["versions"] if v.get("storage"))
-        served.append(f"/apis/{spec['group']}/{version}/{spec['names']['plural']}")
-    for path in served:
-        plane.wait_until_served(path)
+def kueue_crds(plane: ControlPlane) -> list[Path]:
+    """Kueue's CRDs, with the ProvisioningRequest CRD its admission check needs (which must be
+    served before Kueue starts: it looks for that API once)."""
+    return sorted((plane.binaries.kueue / CRDS).glob("*.yaml"))
 
 
 def start_kueue(plane: ControlPlane, webhook_port: int, probe_port: int, view_port: int) -> None:
@@ -110,39 +102,20 @@ def start_kueue(plane: ControlPlane, webhook_port: int, probe_port: int, view_po
         f"http://127.0.0.1:{probe_port}/readyz",
         lambda body: body.startswith(b"ok"),
     )
-    _register_webhooks(plane, f"https://127.0.0.1:{webhook_port}")
+    register_webhooks(
+        plane, plane.binaries.kueue / WEBHOOKS, f"https://127.0.0.1:{webhook_port}", "kueue",
+        _kinetic_hooks,
+    )  # fmt: skip
     _register_visibility(plane, view_port)
 
 
-def _register_webhooks(plane: ControlPlane, base_url: str) -> None:
-    import yaml  # type: ignore[import-untyped]  # a dependency of the kubernetes client
-
-    ca_bundle = base64.b64encode(plane.pki.ca_cert.read_bytes()).decode()
-    for document in yaml.safe_load_all((plane.binaries.kueue / WEBHOOKS).read_text()):
-        if not document:
-            continue
-        hooks = []
-        for hook in document["webhooks"]:
-            kind = hook["name"].removesuffix(".kb.io")[1:]
-            if kind not in _HOOKS:
-                continue
-            path = hook["clientConfig"]["service"]["path"]
-            hook["clientConfig"] = {"url": base_url + path, "caBundle": ca_bundle}
-            if kind == "pod":
-                hook["objectSelector"] = _LWS_POD
-            hooks.append(hook)
-        kind = document["kind"]
-        prefix = kind.removesuffix("WebhookConfiguration").lower()
-        plane.request(
-            "POST",
-            f"/apis/admissionregistration.k8s.io/v1/{prefix}webhookconfigurations",
-            {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": kind,
-                "metadata": {"name": f"kueue-{prefix}"},
-                "webhooks": hooks,
-            },
-        )
+def _kinetic_hooks(hook: dict[str, Any]) -> dict[str, Any] | None:
+    kind = hook["name"].removesuffix(".kb.io")[1:]
+    if kind not in _HOOKS:
+        return None
+    if kind == "pod":
+        hook["objectSelector"] = _LWS_POD
+    return hook
 
 
 def _register_visibility(plane: ControlPlane, port: int) -> None:

@@ -10,9 +10,20 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PINS", "Pins", "cache_root", "bin_dir", "kueue_dir"]
+__all__ = [
+    "JOB_POD_FAILURE_BACKOFF_S",
+    "PINS",
+    "Pins",
+    "bin_dir",
+    "cache_root",
+    "jobset_dir",
+    "kueue_dir",
+]
 
 CACHE_ENV = "KINETIC_K8S_CACHE"
+JOB_POD_FAILURE_BACKOFF_S = 1
+"""The Job controller's first wait before a failed pod's replacement, in the built
+kube-controller-manager (upstream: 10 s, doubling to 10 min)."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +34,8 @@ class Pins:
     kueue: str = "v0.17.0"
     """Built into a directory of its own (:func:`kueue_dir`): adding or bumping it leaves the
     rest of the plane's build in place."""
+    jobset: str = "v0.11.1"
+    """Built into a directory of its own too (:func:`jobset_dir`)."""
 
     @property
     def staging(self) -> str:
@@ -36,6 +49,7 @@ class Pins:
     @property
     def key(self) -> str:
         text = f"k8s={self.kubernetes} etcd={self.etcd} lws={self.lws}"
+        text += f" job-backoff={JOB_POD_FAILURE_BACKOFF_S}s"  # the build's own KCM main
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def describe(self) -> str:
@@ -46,6 +60,10 @@ class Pins:
         # The build patches two of Kueue's files (kueue_build.py): its revision is in the key.
         text = f"kueue={self.kueue} patch=1"
         return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    @property
+    def jobset_key(self) -> str:
+        return hashlib.sha256(f"jobset={self.jobset}".encode()).hexdigest()[:12]
 
 
 PINS = Pins()
@@ -68,3 +86,8 @@ def bin_dir(pins: Pins = PINS) -> Path:
 def kueue_dir(pins: Pins = PINS) -> Path:
     """Where the Kueue controller of one set of pins, its CRDs and webhooks live."""
     return cache_root() / f"kueue-{pins.kueue_key}"
+
+
+def jobset_dir(pins: Pins = PINS) -> Path:
+    """Where the JobSet controller of one set of pins, its CRD and webhooks live."""
+    return cache_root() / f"jobset-{pins.jobset_key}"

@@ -153,11 +153,14 @@ class Buildah:
         """Run ``argv`` in a new container of ``image`` (host network), then remove it.
 
         The image's own ``ENV``, ``WORKDIR`` and ``USER`` apply; ``user`` overrides the user;
-        ``volumes`` bind-mounts host directories (read-only) at container paths.
+        ``volumes`` bind-mounts host directories (read-only) at container paths. The host's
+        UTS namespace goes with its network, as for a ``hostNetwork`` pod: in one of its own
+        the container's name is in no ``/etc/hosts``, and gloo (JAX's CPU collectives)
+        cannot resolve the host name it listens on.
         """
         container = self.run("from", "--pull=never", image).strip()
         try:
-            args = ["run", "--isolation", "chroot", "--network", "host"]
+            args = ["run", "--isolation", "chroot", "--network", "host", "--uts", "host"]
             if user:
                 args += ["--user", user]
             for key, value in (env or {}).items():

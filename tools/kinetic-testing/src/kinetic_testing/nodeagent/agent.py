@@ -53,6 +53,7 @@ class NodeAgent(FaultMethods):
         *,
         pod_gc: PodGc = "agent",
         images: LocalImages | None = None,
+        pythons: Mapping[str, str] | None = None,
     ) -> None:
         # A factory gives each thread its own client (a watch holds a connection); a shared
         # client is the caller's to close.
@@ -68,6 +69,10 @@ class NodeAgent(FaultMethods):
         self.pod_gc: PodGc = pod_gc
         self.images = images
         """Locally built images: a pod naming one runs inside it (``kinetic_testing.images``)."""
+        self.pythons: dict[str, str] = dict(pythons or {})
+        """Image reference -> the interpreter ``python`` is in pods naming that image, for a
+        test whose job needs what this machine's Python lacks (PyTorch); others run with the
+        test's own. A test may add to it while the agent runs, before its pods start."""
         self.errors: list[str] = []
         self.faults = FaultRegistry()
         self._lost: set[str] = set()
@@ -122,6 +127,7 @@ class NodeAgent(FaultMethods):
             self._lose_node,
             self._error,
             self.images,
+            self.pythons,
         )
         self.scheduler = Scheduler(self._main, self.nodes, self.is_alive, self._error)
         self.logs = LogServer(

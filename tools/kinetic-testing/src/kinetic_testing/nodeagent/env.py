@@ -2,7 +2,8 @@
 
 Env = the agent's small host base + a per-pod TMPDIR/HOSTNAME + ``envFrom`` + ``env`` (later
 entries win, ``$(VAR)`` references expand against earlier ones). ``python``/``python3`` as
-argv[0] become this interpreter, since the image is never pulled.
+argv[0] become the interpreter the pod's image stands for (this one unless the test named
+another), since the image is never pulled.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["base_host_env", "container_argv", "container_env", "expand", "resolve_pod_names"]
+__all__ = [
+    "base_host_env",
+    "container_argv",
+    "container_env",
+    "expand",
+    "interpreter_env",
+    "pod_hostname",
+    "resolve_pod_names",
+]
 
 Obj = dict[str, Any]
 _REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
@@ -35,6 +44,14 @@ def base_host_env(source: Mapping[str, str] | None = None) -> dict[str, str]:
         if key in source:
             env[key] = source[key]
     return env
+
+
+def interpreter_env(base: Mapping[str, str], python: str) -> dict[str, str]:
+    """``base`` with ``python``'s directory first on ``PATH``, as an image puts its own
+    interpreter there: what the job starts by name (``python -m pip``...) is that one too."""
+    path = base.get("PATH")
+    bin_dir = os.path.dirname(python)
+    return {**base, "PATH": f"{bin_dir}{os.pathsep}{path}" if path else bin_dir}
 
 
 def expand(text: str, env: Mapping[str, str]) -> str:
@@ -103,7 +120,7 @@ def container_env(
     bulk: Bulk,
 ) -> dict[str, str]:
     """The process environment for ``container`` of ``pod``."""
-    env = {**base, "HOSTNAME": pod["metadata"]["name"], **pod_env}
+    env = {**base, "HOSTNAME": pod_hostname(pod), **pod_env}
     ns = pod["metadata"]["namespace"]
     for source in container.get("envFrom") or []:
         prefix = source.get("prefix", "")
@@ -126,6 +143,13 @@ def container_env(
     return resolve_pod_names(pod, env)
 
 
+def pod_hostname(pod: Obj) -> str:
+    """The host name a kubelet gives the pod: ``spec.hostname`` where its controller set one
+    (a JobSet's ``<jobset>-<job>-<index>-<completion>``, a StatefulSet's pod name), else the
+    pod's name."""
+    return str(pod["spec"].get("hostname") or pod["metadata"]["name"])
+
+
 def resolve_pod_names(pod: Obj, env: dict[str, str]) -> dict[str, str]:
     """Stand in for cluster DNS: pod processes share this machine's resolver, so names of pods
     in this pod's subdomain (``<pod>.<subdomain>[.<ns>[.svc[.cluster.local]]]``, what a
@@ -141,12 +165,14 @@ def resolve_pod_names(pod: Obj, env: dict[str, str]) -> dict[str, str]:
     return {key: name.sub("127.0.0.1", value) for key, value in env.items()}
 
 
-def container_argv(container: Obj, env: Mapping[str, str]) -> list[str]:
-    """``command + args`` with ``$(VAR)`` expanded and ``python`` mapped to this interpreter."""
+def container_argv(
+    container: Obj, env: Mapping[str, str], python: str = sys.executable
+) -> list[str]:
+    """``command + args`` with ``$(VAR)`` expanded and ``python`` mapped to ``python``."""
     argv = [expand(str(a), env) for a in (container.get("command") or [])]
     argv += [expand(str(a), env) for a in (container.get("args") or [])]
     if not argv:
         raise EnvError("container has no command: the node agent cannot run an image entrypoint")
     if os.path.basename(argv[0]) in _PYTHONS:
-        argv[0] = sys.executable
+        argv[0] = python
     return argv

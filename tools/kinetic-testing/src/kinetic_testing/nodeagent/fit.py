@@ -1,6 +1,7 @@
 """Does a pod fit a node? The subset of kube-scheduler's filters our pods exercise.
 
-Filters: node selector, NoSchedule/NoExecute taints vs tolerations, and resource requests
+Filters: node selector, required node affinity (any of its terms; each term's expressions
+all), NoSchedule/NoExecute taints vs tolerations, and resource requests
 (cpu, memory, extended resources) against allocatable minus what non-terminal pods already
 bound there request. A pod that fits nowhere gets kube-scheduler's style of message,
 ``0/N nodes are available: 2 Insufficient google.com/tpu, 1 node(s) didn't match ...``.
@@ -16,6 +17,7 @@ from typing import Any
 from kubernetes.utils.quantity import parse_quantity as _parse_quantity
 
 from .nodes import NodeSpec
+from .selectors import LabelSelector
 
 __all__ = ["fits", "pod_requests", "unschedulable_message"]
 
@@ -57,11 +59,25 @@ def _tolerated(taint: Mapping[str, str], tolerations: Iterable[Obj]) -> bool:
     return False
 
 
+def _affinity_fits(pod: Obj, node: NodeSpec) -> bool:
+    """Whether ``node`` meets the pod's required node affinity (none: any node does)."""
+    affinity = (pod["spec"].get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not required:
+        return True
+    return any(
+        LabelSelector.from_structured(
+            {"matchExpressions": term.get("matchExpressions") or []}
+        ).matches(node.labels)
+        for term in required.get("nodeSelectorTerms") or []
+    )
+
+
 def _why_not(pod: Obj, node: NodeSpec, used: Mapping[str, Decimal]) -> list[str]:
     """The scheduler's reasons this node is filtered out (empty: it fits)."""
     spec = pod["spec"]
     selector = spec.get("nodeSelector") or {}
-    if any(node.labels.get(k) != v for k, v in selector.items()):
+    if any(node.labels.get(k) != v for k, v in selector.items()) or not _affinity_fits(pod, node):
         return ["node(s) didn't match Pod's node affinity/selector"]
     tolerations = spec.get("tolerations") or []
     for taint in node.taints:

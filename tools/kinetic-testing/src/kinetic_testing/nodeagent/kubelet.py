@@ -1,8 +1,9 @@
 """The kubelet role: run each pod bound to our nodes as a local process and report its status.
 
 Only the first container runs (its ``command + args``): inside its image when that image was
-built locally in this session (``images``: see :mod:`.in_image`), otherwise with this
-machine's Python, the image ignored. Everything here
+built locally in this session (``images``: see :mod:`.in_image`), otherwise as a process of
+this machine, its ``python`` the interpreter the test gave for the image (``pythons``) or
+this one. Everything here
 runs on the agent's single reconcile thread, so runtimes need no lock; only the log index,
 read by the log server's threads, is guarded.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from . import statuses as st
 from .api import Kube, Obj, describe, is_gone, now_rfc3339
-from .env import EnvError, container_argv, container_env
+from .env import EnvError, container_argv, container_env, interpreter_env
 from .faults import FaultKind, FaultRegistry
 from .in_image import InImageStarts
 from .logserver import LogSource, rotate_log
@@ -52,6 +54,7 @@ class Kubelet:
         on_node_loss: Callable[[str], None],
         report: Callable[[str], None],
         images: LocalImages | None = None,
+        pythons: Mapping[str, str] | None = None,
     ) -> None:
         self._kube = kube
         self._workdir = workdir
@@ -66,6 +69,8 @@ class Kubelet:
             if images is not None
             else None
         )
+        self._pythons = pythons if pythons is not None else {}
+        """The agent's own mapping, read at each start: a test may add an image to it."""
         self._runtimes: dict[str, PodRuntime] = {}
         self._logs: dict[tuple[str, str], PodRuntime] = {}
         self._logs_lock = threading.Lock()
@@ -212,17 +217,19 @@ class Kubelet:
             return
         pod_env = {"TMPDIR": str(rt.directory / "tmp"), **self._kube.service_env()}
         view = {**pod, "status": {**(pod.get("status") or {}), "podIP": rt.pod_ip}}
+        python = self._pythons.get(str(container.get("image", "")))
+        host_env = self._host_env if python is None else interpreter_env(self._host_env, python)
         try:
             env = container_env(
                 view,
                 container,
-                self._host_env,
+                host_env,
                 pod_env,
                 self._kube.secret_value,
                 self._kube.config_map_value,
                 self._kube.config_map_data,
             )
-            argv = container_argv(container, env)
+            argv = container_argv(container, env, python or sys.executable)
         except EnvError as exc:
             self._wait(rt, "CreateContainerConfigError", str(exc))
             return

@@ -3,7 +3,9 @@
 The labels, taints and extended resources are the ones ``kinetic_gke.scheduling`` asks for:
 GPU pools carry ``cloud.google.com/gke-accelerator`` and a ``nvidia.com/gpu`` taint, TPU pools
 ``cloud.google.com/gke-tpu-accelerator`` / ``-topology`` and a ``google.com/tpu`` taint, spot
-pools ``cloud.google.com/gke-spot=true`` with the matching taint.
+pools ``cloud.google.com/gke-spot=true`` with the matching taint, and a flex-start pool
+``kinetic.dev/flex-start=true`` with its taint (the nodes a provisioning request would get: here
+they exist from the start, and only a job Kueue admitted through its request lands there).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
 GPU_RESOURCE = "nvidia.com/gpu"
 TPU_RESOURCE = "google.com/tpu"
 SPOT_LABEL = "cloud.google.com/gke-spot"
+FLEX_START_LABEL = "kinetic.dev/flex-start"
 _CPU_CAPACITY = {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
 
 
@@ -73,6 +76,7 @@ def gpu_node(
     vcpus: int = 48,
     memory_gib: int = 192,
     spot: bool = False,
+    flex_start: bool = False,
     pool: str = "gpu-l4-pool",
 ) -> NodeSpec:
     """A GPU node (default: g2-standard-48, 4 L4s) with the GPU taint.
@@ -87,7 +91,11 @@ def gpu_node(
         "memory": f"{memory_gib}Gi",
         GPU_RESOURCE: str(count),
     }
-    return NodeSpec(name, labels, capacity, (_taint(GPU_RESOURCE), *_spot_taints(spot)))
+    taints = (_taint(GPU_RESOURCE), *_spot_taints(spot))
+    if flex_start:
+        labels[FLEX_START_LABEL] = "true"
+        taints += (_taint(FLEX_START_LABEL, "true"),)
+    return NodeSpec(name, labels, capacity, taints)
 
 
 def tpu_nodes(
@@ -132,9 +140,10 @@ def tpu_nodes(
 def default_nodes() -> list[NodeSpec]:
     """One node per pool kind the tests use: every catalogue accelerator in tests schedules.
 
-    cpu (and a spot cpu), gpu-l4 x1/x2/x4 (4 L4s, plus a spot L4 node), v5e single-host 1x1,
-    2x2 and 2x4, and the multi-host v5e slices 2x4 (four pools of 2 hosts of 4 chips) and 4x4
-    (4 hosts).
+    cpu (and a spot cpu), gpu-l4 x1/x2/x4 (4 L4s, plus a spot L4 node and a flex-start one of
+    one L4), gpu-t4 (one T4), v5e
+    single-host 1x1, 2x2 and 2x4, and the multi-host v5e slices 2x4 (four pools of 2 hosts of 4
+    chips) and 4x4 (4 hosts).
     """
     host_4t = functools.partial(
         tpu_nodes, chips_per_host=4, vcpus=112, memory_gib=192, machine_type="ct5lp-hightpu-4t"
@@ -144,6 +153,16 @@ def default_nodes() -> list[NodeSpec]:
         cpu_node("cpu-spot-0", spot=True, pool="cpu-spot-pool"),
         gpu_node("gpu-l4-0"),
         gpu_node("gpu-l4-spot-0", spot=True, pool="gpu-l4-spot-pool"),
+        gpu_node("gpu-l4-flex-0", count=1, flex_start=True, pool="gpu-l4-flex-pool"),
+        # One T4 (n1-standard-4): a second GPU family member for fallback lists of one GPU.
+        gpu_node(
+            "gpu-t4-0",
+            accelerator="nvidia-tesla-t4",
+            count=1,
+            vcpus=4,
+            memory_gib=15,
+            pool="gpu-t4-pool",
+        ),
         # ct5lp-hightpu-1t / -4t / -8t hosts, as kinetic_gke.machines sizes them.
         *tpu_nodes(
             "tpu-v5e-1x1",
