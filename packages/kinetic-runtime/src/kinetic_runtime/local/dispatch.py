@@ -1,10 +1,10 @@
 """Start waiting local jobs on free slots, one dispatcher at a time.
 
 Whoever may have freed a slot or filled the line dispatches: a supervisor whose job ended, the
-launcher (asked by a submitter), a submitter itself without a launcher, the line's keeper
-(``kinetic_runtime.local.line_keeper``), or a client reading the status of a waiting job. Under
-the dispatch lock, the job at the head of the line is given a free slot and its supervisor is
-started holding it; its ticket is removed only once that supervisor has claimed the job
+launcher (asked by a client), or the line's keeper (``kinetic_runtime.local.line_keeper``).
+Never a client: it could be stopped (Ctrl-Z) while it held the lock. Under the dispatch lock,
+the job at the head of the line is given a free slot and its supervisor is started holding it;
+its ticket is removed only once that supervisor has claimed the job
 (``kinetic_runtime.local.claim``). So a dispatcher killed at any point leaves the job either in
 line (the next dispatcher starts it) or claimed (it runs, and the next one drops its ticket):
 never started twice, never lost.

@@ -5,9 +5,9 @@ job's life. The launcher pays that once: asked to dispatch a line
 (``kinetic_runtime.local.dispatch``), it forks a detached supervisor (its own session) for each
 job it starts, which forks the runtime for the job and, once the job ends, the supervisor of
 the next waiting one. It serves one Unix socket per interpreter and code version, and exits
-after a short idle period. Any failure to reach it falls back to the client dispatching with
-fresh supervisors. It imports only the runtime, so what every forked job carries in memory is
-the runtime, not the client.
+after a short idle period. Any failure to reach it falls back to the line's keeper
+(``kinetic_runtime.local.line_keeper``) dispatching. It imports only the runtime, so what every
+forked job carries in memory is the runtime, not the client.
 
     python -m kinetic_runtime.local.launcher SOCKET_PATH
 """

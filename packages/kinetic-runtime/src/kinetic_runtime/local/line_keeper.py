@@ -2,7 +2,8 @@
 
 A slot is freed, and the next job started, by the supervisor of the job that ends. A supervisor
 killed with ``kill -9`` frees its slot without starting anyone: the keeper, which runs while
-jobs wait, notices the free slot and dispatches. Any client that submits a job, or reads the
+jobs wait, notices the free slot and dispatches. Without a launcher it starts every job, since
+a client never dispatches (``kinetic.local.line``). Any client that submits a job, or reads the
 state of one that waits, starts a keeper when none holds the line's keeper lock, so a keeper
 killed too is replaced by the next that looks. The client takes that lock before it starts the
 keeper, which inherits it: a thousand submissions in the moment a keeper takes to start start

@@ -1,15 +1,13 @@
-"""The two ways a dispatcher starts a job's supervisor (a ``dispatch.Spawn``).
+"""How a dispatcher starts a job's supervisor (a ``dispatch.Spawn``).
 
 ``forked``: a fork of the dispatcher (the launcher, the keeper, or a supervisor whose job just
 ended), detached by a double fork into a session of its own, with only the slot and the answer
-pipe open, from a fresh stack (``fork_from_fresh_stack``). ``fresh``: a new interpreter
-(``python -m kinetic_runtime.local.supervisor``), for a dispatcher that must not fork (the
-client). Either waits until the supervisor says whether it claimed the job.
+pipe open, from a fresh stack (``fork_from_fresh_stack``); it waits until the supervisor says
+whether it claimed the job. The client never dispatches (``kinetic.local.line``).
 """
 
 import contextlib
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -21,7 +19,7 @@ from kinetic_runtime.local.dispatch import Spawn
 from kinetic_runtime.local.hosts import StartRuntime
 from kinetic_runtime.private_files import open_private
 
-__all__ = ["fork_from_fresh_stack", "forked", "fresh", "runtime_start"]
+__all__ = ["fork_from_fresh_stack", "forked", "runtime_start"]
 
 SUPERVISOR_LOG = "supervisor.log"
 
@@ -100,35 +98,3 @@ def forked(start_for: Callable[[dict[str, Any]], StartRuntime]) -> Spawn:
         return _answer(read_end)
 
     return spawn
-
-
-def fresh(job_dir: Path, launch: dict[str, Any], slot: int) -> bool:
-    """Start the supervisor as a new interpreter, the job's own, in a session of its own."""
-    read_end, write_end = os.pipe()
-    try:
-        fd = open_private(job_dir / SUPERVISOR_LOG, os.O_WRONLY | os.O_APPEND)
-        with os.fdopen(fd, "ab") as errors:
-            process = subprocess.Popen(
-                [
-                    launch["python"],
-                    "-m",
-                    "kinetic_runtime.local.supervisor",
-                    str(job_dir),
-                    str(slot),
-                    str(write_end),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=errors,
-                cwd="/",  # where ``supervise`` works: nothing works in an unclaimed job's directory
-                start_new_session=True,
-                pass_fds=(slot, write_end),
-            )
-    except BaseException:
-        os.close(read_end)
-        raise
-    finally:
-        os.close(write_end)
-    # Reap it when it exits: no zombie, and no "still running" ResourceWarning.
-    threading.Thread(target=process.wait, name="kinetic-reap", daemon=True).start()
-    return _answer(read_end)

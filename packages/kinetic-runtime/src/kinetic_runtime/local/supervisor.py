@@ -7,10 +7,10 @@ A job waiting for a slot has no process: it is a ticket in line
 claims the job (``kinetic_runtime.local.claim``), runs it, and once it has ended starts the
 next waiting job.
 
-Run as ``python -m kinetic_runtime.local.supervisor JOB_DIR SLOT_FD REPORT_FD`` (or forked) in
-its own session, so it outlives the submitting process and ``os.killpg`` on its pid stops the
-whole tree. Standard library only (the client's ``kinetic`` package is never loaded), so it
-starts fast. The job directory it manages::
+Forked by its dispatcher (``kinetic_runtime.local.spawners``) into a session of its own, so it
+outlives the submitting process and ``os.killpg`` on its pid stops the whole tree. Standard
+library only (the client's ``kinetic`` package is never loaded), so what forks it stays small.
+The job directory it manages::
 
     launch.json   what to run (written by the client), with the little of this machine's
                   environment a job inherits (``kinetic.local.environment``)
@@ -61,7 +61,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -339,7 +338,3 @@ def _run_again(
     write_state_if_room(
         job_dir, phase="PENDING", supervisor_pid=os.getpid(), preemptions=preemptions
     )
-
-
-if __name__ == "__main__":
-    sys.exit(supervise(Path(sys.argv[1]), int(sys.argv[2]), report=int(sys.argv[3])))

@@ -106,23 +106,12 @@ def _unwritable(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
 
 
 def _not_started(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
-    """The error for a job whose supervisor could not be started: nothing of it runs."""
-    if exc.errno == errno.E2BIG:
-        size = sum(len(name) + len(value) + 2 for name, value in os.environ.items())
-        largest = max(os.environ, key=lambda name: len(os.environ[name]), default="")
-        return BackendError(
-            f"Job {job_id} was not submitted: its supervisor could not be started "
-            f"({exc.strerror}): this process's environment ({size} bytes in "
-            f"{len(os.environ)} variables, the largest {largest} with "
-            f"{len(os.environ.get(largest, ''))}) is more than the system passes to a new "
-            "process (one variable over 128 KiB is enough). Unset the large variables; "
-            "nothing was started."
-        )
+    """The error for a job nothing could be started to run: nothing of it runs."""
     if is_disk_full(exc):
         return _unwritable(job_id, job_dir, exc)
     return BackendError(
-        f"Job {job_id} was not submitted: its supervisor could not be started ({exc}); "
-        "nothing was started."
+        f"Job {job_id} was not submitted: the line's keeper, which starts it, could not be "
+        f"started ({exc}); nothing was started."
     )
 
 
@@ -222,13 +211,13 @@ class LocalBackend:
             raise _unwritable(record.job_id, job_dir, exc) from exc
         try:
             self._start_waiting(record.backend_data.get(PYTHON_KEY) or self._python)
+            if in_line(self._slots, ticket_of(launch)):
+                ensure_keeper(self._slots)
         except OSError as exc:
             leave_line(self._slots, ticket_of(launch))
             if withdraw(job_dir):  # else a supervisor has it: it runs
                 self._remove(job_dir)
                 raise _not_started(record.job_id, job_dir, exc) from exc
-        if in_line(self._slots, ticket_of(launch)):
-            ensure_keeper(self._slots)
 
     @property
     def _slots(self) -> Path:

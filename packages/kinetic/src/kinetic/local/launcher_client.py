@@ -1,7 +1,7 @@
 """Ask the launcher to start waiting jobs; start a launcher when there is none.
 
-Every failure here is quiet and cheap: the caller then dispatches itself, with fresh
-supervisors, exactly as it would without a launcher.
+Every failure here is quiet and cheap: the caller then has the line's keeper dispatch
+(``kinetic.local.line``), exactly as it would without a launcher.
 """
 
 import functools
@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from kinetic.local import settings
+from kinetic.local.environment import dispatcher_environment
 
 __all__ = ["launcher_enabled", "request_dispatch"]
 
@@ -53,14 +54,19 @@ def _spawn(path: Path) -> None:
         if time.monotonic() - _spawned_at.get(path, -_RESPAWN_AFTER) < _RESPAWN_AFTER:
             return
         _spawned_at[path] = time.monotonic()
-    with open(path.with_suffix(".log"), "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "kinetic_runtime.local.launcher", str(path)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            start_new_session=True,
-        )
+    try:
+        with open(path.with_suffix(".log"), "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "kinetic_runtime.local.launcher", str(path)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env=dispatcher_environment(os.environ),
+                cwd="/",
+                start_new_session=True,
+            )
+    except OSError:
+        return  # the line's keeper dispatches meanwhile, and a later request tries again
     # Reap the launcher when it exits (after its idle period): no zombie, and no "still
     # running" ResourceWarning when the Popen object is dropped.
     threading.Thread(target=process.wait, name="kinetic-launcher-reap", daemon=True).start()
