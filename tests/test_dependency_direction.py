@@ -102,6 +102,8 @@ def test_the_local_supervisor_loads_only_the_standard_library() -> None:
         "kinetic_runtime.local.hosts",  # standard library and the modules here only
         "kinetic_runtime.local.processes",
         "kinetic_runtime.local.slot_queue",  # standard library and private_files only
+        "kinetic_runtime.local.claim",  # the same
+        "kinetic_runtime.local.dispatch",  # the same, and the two above
         "kinetic_runtime.local.supervisor",
         "kinetic_runtime.private_files",  # standard library only, too
         "kinetic_runtime.disk_full",  # standard library and the two below only

@@ -1,4 +1,4 @@
-"""The two ways a local job's supervisor starts: a fresh interpreter, or forked by a launcher.
+"""The two ways a local job's supervisor starts: forked by the line's keeper, or by a launcher.
 
 ``start_path`` (a fixture, imported by the tests that use it) makes one of them certain and
 ``assert_started_by`` checks a supervisor was started that way, from its command line.
@@ -15,7 +15,7 @@ from kinetic.local.launcher_client import _socket_path
 __all__ = ["assert_started_by", "start_path", "supervisor_pid"]
 
 _MODULES = {
-    "fresh": "kinetic_runtime.local.supervisor",
+    "keeper": "kinetic_runtime.local.line_keeper",
     "launcher": "kinetic_runtime.local.launcher",
 }
 
@@ -24,9 +24,10 @@ _MODULES = {
 def start_path(
     request: pytest.FixtureRequest, local_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> str:
-    """``fresh``: launchers off. ``launcher``: one serves this code before the test starts."""
+    """``keeper``: launchers off, so the line's keeper starts every job. ``launcher``: one
+    serves this code before the test starts."""
     path: str = request.param
-    if path == "fresh":
+    if path == "keeper":
         monkeypatch.setenv("KINETIC_LOCAL_LAUNCHER", "0")
     else:
         local_backend.decorate()(uf.add).run_async(1).result(timeout=60)

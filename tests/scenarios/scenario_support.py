@@ -17,6 +17,8 @@ import kinetic
 from kinetic.backends import get_backend
 from kinetic.config import resolve_settings
 from kinetic_protocol import ObjectStore
+from kinetic_runtime.local.claim import CLAIM_FILE
+from kinetic_runtime.local.dispatch import CANCEL_MARKER
 from kinetic_runtime.stores import open_store
 
 __all__ = [
@@ -166,10 +168,21 @@ def run_script(
 
 
 def local_job_pids(kinetic_home: Path) -> Iterator[int]:
-    """Supervisor pids (= process group ids) of every local job under ``kinetic_home``."""
+    """Supervisor pids (= process group ids) of every local job under ``kinetic_home``, each
+    job first marked cancelled, so that no job still waiting in line is started after this
+    (the line's keeper drops it instead, and then exits). A supervisor caught claiming its job
+    is named by its claim."""
     jobs = kinetic_home / "local" / "jobs"
     if not jobs.is_dir():
         return
-    for job_dir in jobs.iterdir():
+    job_dirs = list(jobs.iterdir())
+    for job_dir in job_dirs:
+        with suppress(OSError):
+            (job_dir / CANCEL_MARKER).touch()
+    for job_dir in job_dirs:
         with suppress(FileNotFoundError, ValueError):
             yield int((job_dir / "supervisor.pid").read_text())
+        with suppress(FileNotFoundError):
+            for claim in job_dir.glob(f"{CLAIM_FILE}.*"):
+                with suppress(ValueError):
+                    yield int(claim.name.rsplit(".", 1)[1])

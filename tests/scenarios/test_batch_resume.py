@@ -181,8 +181,8 @@ def test_kinetic_batch_resume_from_a_shell(
 def test_a_single_job_whose_submitter_died_before_starting_it_says_so(
     local_backend: ScenarioBackend, tmp_path: Path, isolated_kinetic: Path
 ) -> None:
-    """Killed after the job's directory was published, before its supervisor started: the
-    job is reported as never started (not PENDING forever), and its result says why."""
+    """Killed after the job's directory was published, before it was put in line: the job is
+    reported as never started (not PENDING forever), and its result says why."""
     run_script(
         f"""
         import os
@@ -190,9 +190,9 @@ def test_a_single_job_whose_submitter_died_before_starting_it_says_so(
         sys.path.insert(0, {SCENARIOS_DIR!r})
         import kinetic
         import batch_userfuncs as uf
-        from kinetic.local.backend import LocalBackend
+        import kinetic.local.backend
 
-        LocalBackend._start = lambda self, job_dir, python: os._exit(0)
+        kinetic.local.backend.join_line = lambda *args: os._exit(0)
         kinetic.run(accelerator="cpu", backend="local")(uf.square).run_async(3)
         """,
         tmp_path,

@@ -26,7 +26,7 @@ from kinetic import JobFailedError, JobHandle, JobStatus
 from kinetic.batch import submitter as submitter_module
 from kinetic.batch.submitter import submit_child
 from kinetic_protocol import JobRecord, JobState
-from kinetic_runtime.local import supervisor
+from kinetic_runtime.local.slot_queue import waiting_jobs
 
 NO_NODE_ACCELERATOR = "gpu-h100"
 """An accelerator no node of the gke test cluster offers."""
@@ -61,10 +61,10 @@ def _local_no_room(
     wait_until(lambda: blocker.status() is JobStatus.RUNNING, "the blocker to take the slot")
 
     def wait_pending(job: JobHandle) -> None:
-        job_dir = home / "local" / "jobs" / job.job_id
+        slots_dir = home / "local" / "slots"
         wait_until(
-            lambda: (supervisor.read_state(job_dir) or {}).get("supervisor_pid"),
-            f"the supervisor of {job.job_id} to start and ask for the slot",
+            lambda: job.job_id in waiting_jobs(slots_dir),
+            f"{job.job_id} to wait in line for the slot (a record: issue 53)",
         )
         assert job.status() is JobStatus.PENDING
 

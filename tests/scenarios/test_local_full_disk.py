@@ -22,7 +22,7 @@ import kinetic
 from kinetic import FailureCause, JobStatus
 from kinetic.batch import BatchHandle, SkippedInputError
 from kinetic.cli import cli
-from kinetic_runtime.local.supervisor import read_state
+from kinetic_runtime.local.slot_queue import waiting_jobs
 from kinetic_testing.full_disk import Tmpfs, tmpfs
 
 
@@ -64,14 +64,9 @@ def _one_waiting_for_the_slot(
     job = batch.jobs[0]
     assert job is not None
     job_dir = disk.path / "jobs" / job.job_id
-    # Its supervisor records itself once it has set room aside, then waits for the slot.
-    wait_until(lambda: _supervisor_of(job_dir), "its supervisor to wait for the slot")
+    # It waits in line, a record with its room set aside (issue 53: no process waits).
+    wait_until(lambda: job.job_id in waiting_jobs(disk.path / "slots"), "it to wait in line")
     return batch, gate, job_dir
-
-
-def _supervisor_of(job_dir: Path) -> int | None:
-    pid: int | None = (read_state(job_dir) or {}).get("supervisor_pid")
-    return pid
 
 
 def _termination_note(job_dir: Path) -> str:

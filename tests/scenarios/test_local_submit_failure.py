@@ -1,8 +1,8 @@
 """A local submission that fails (a full disk) runs nothing and leaves nothing behind.
 
 The failing write is made deterministic by patching the local backend's private-file writers
-for one of the job directory's files, in this process: ``launch.json`` fails before any process
-starts, ``supervisor.pid`` after the supervisor has started.
+for one of the job directory's files, in this process: ``launch.json``, or the job's ticket in
+the line of waiting jobs (written last, after the directory).
 """
 
 import errno
@@ -20,12 +20,11 @@ from scenario_support import ScenarioBackend
 
 from kinetic.local import backend as local_backend_module
 from kinetic_protocol import BackendError
-from kinetic_runtime.local.processes import group_alive
 
 __all__ = ["start_path"]  # a fixture, used by name
 
 
-@pytest.mark.parametrize("failing", ["launch.json", "supervisor.pid"])
+@pytest.mark.parametrize("failing", ["launch.json", "ticket"])
 def test_a_submission_that_cannot_write_its_files_runs_nothing(
     failing: str,
     start_path: str,
@@ -35,30 +34,29 @@ def test_a_submission_that_cannot_write_its_files_runs_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     jobs = isolated_kinetic / "local" / "jobs"
-    started: list[int] = []
 
     def failing_writer(real: Any) -> Any:
         def full_disk(path: Path, data: bytes, *args: Any, **kwargs: Any) -> None:
             if path.name == failing and path.parent.parent == jobs:
-                if failing == "supervisor.pid":
-                    started.append(int(data))
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
             real(path, data, *args, **kwargs)
 
         return full_disk
 
-    for writer in ("write_private", "write_private_atomically"):
-        monkeypatch.setattr(
-            local_backend_module, writer, failing_writer(getattr(local_backend_module, writer))
-        )
+    real_writer = local_backend_module.write_private
+    monkeypatch.setattr(local_backend_module, "write_private", failing_writer(real_writer))
+
+    def full_line(slots_dir: Path, name: str) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(slots_dir / name))
+
+    if failing == "ticket":  # the job's record in line: written last (issue 53)
+        monkeypatch.setattr(local_backend_module, "join_line", full_line)
     gate, marker = tmp_path / "gate", tmp_path / "ran"
     gate.touch()  # a job that got through runs to its end at once
 
     with pytest.raises(BackendError, match="No space left on device") as raised:
         local_backend.decorate()(uf.hold).run_async(str(gate), "ran", str(marker))
 
-    for pid in started:
-        assert not group_alive(pid), f"the refused job's supervisor {pid} still runs"
     assert not marker.exists(), "the refused job ran"
     assert list(jobs.iterdir()) == [], "the refused job's directory was left behind"
     assert "nothing was started" in str(raised.value)
@@ -140,17 +138,11 @@ def test_a_kinetic_found_only_through_pythonpath_runs_local_jobs(
     assert done.stdout.splitlines()[-1] == "3"
 
 
-def test_an_environment_too_large_to_start_a_process_is_said_to_be_one(
-    local_backend: ScenarioBackend, isolated_kinetic: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_client_environment_too_large_to_pass_to_a_new_process_still_runs_its_jobs(
+    start_path: str, local_backend: ScenarioBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A supervisor that cannot be started for ``Argument list too long`` was described as a
-    failure "writing its files"."""
-    monkeypatch.setenv("KINETIC_LOCAL_LAUNCHER", "0")  # a fresh interpreter, so an exec
-    monkeypatch.setenv("LARGE_VARIABLE", "x" * 200_000)  # over Linux's 128 KiB for one
-    with pytest.raises(BackendError) as raised:
-        local_backend.decorate()(uf.add).run_async(1, 2)
-    said = str(raised.value)
-    assert "its supervisor could not be started (Argument list too long)" in said, said
-    assert "the largest LARGE_VARIABLE with 200000" in said
-    assert "writing its files" not in said
-    assert list((isolated_kinetic / "local" / "jobs").iterdir()) == []
+    """The launcher and the line's keeper, which a client starts, are given what a job inherits
+    of this machine, not the client's whole environment: one variable over Linux's 128 KiB
+    kept them from starting (the submission was refused, "Argument list too long")."""
+    monkeypatch.setenv("LARGE_VARIABLE", "x" * 200_000)
+    assert local_backend.decorate()(uf.add).run_async(1, 2).result(timeout=60) == 3

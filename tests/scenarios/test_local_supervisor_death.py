@@ -19,6 +19,7 @@ from scenario_support import ScenarioBackend, pid_gone, wait_until
 
 from kinetic import JobFailedError, JobStatus
 from kinetic_protocol import layout
+from kinetic_runtime.local.slot_queue import waiting_jobs
 
 __all__ = ["start_path"]  # a fixture, used by name
 
@@ -83,10 +84,10 @@ def test_one_slot_never_runs_two_jobs_after_a_supervisor_is_killed(
     first = hold.run_async(str(gates[0]), 1, str(first_started))
     first_runtime = _started_pid(first_started)
     second = hold.run_async(str(gates[1]), 2, str(second_started))
-    second_dir = isolated_kinetic / "local" / "jobs" / second.job_id
+    slots_dir = isolated_kinetic / "local" / "slots"
     wait_until(
-        lambda: second_started.exists() or (second_dir / "claimed").exists(),
-        "the second job's supervisor to start",
+        lambda: second_started.exists() or second.job_id in waiting_jobs(slots_dir),
+        "the second job to wait in line",
     )
     assert not second_started.exists(), "the second job started while the first held the slot"
     sup = supervisor_pid(isolated_kinetic, first.job_id)

@@ -16,7 +16,10 @@ Prints one JSON object::
                         "workers": 2},
      "attach_batch":   {"children": 10000, "index": true, "attach_s": ...,
                         "handle_memory_mib": ..., "attach_peak_mib": ...,
-                        "jobs_read_s": ..., "after_jobs_read_mib": ...}}
+                        "jobs_read_s": ..., "after_jobs_read_mib": ...},
+     "pending":        {"n": 10000, "submission_s": ..., "all_started_s": ...,
+                        "still_waiting": ..., "peak_processes": ..., "peak_rss_sum_mib": ...,
+                        "samples": ...}}
 
 Memory is Python's own allocations as ``tracemalloc`` counts them, during a second attach in
 the same process (the first, timed without tracemalloc, paid for imports and caches):
@@ -26,10 +29,16 @@ stays once ``handle.jobs`` has been read once (its handles are made when first r
 list read is dropped; ``jobs_read_s`` is how long that first read takes (timed, as the
 attach is, without tracemalloc).
 
-A section left out with ``--skip`` is absent.
+A section left out with ``--skip`` is absent; ``pending`` is there with ``--pending N``: N
+inputs submitted at once (``max_concurrent=None``), with the processes and memory they hold
+at their peak (``local_pending``). ``all_started_s`` (from the start of the submission) is null
+when inputs still waited (``still_waiting``) ``--pending-window`` seconds after the submission
+ended: sampling stopped then, and what was left was killed.
 
     python -m uv run tools/bench/batch_local.py --n 200
     python -m uv run tools/bench/batch_local.py --n 4 --attach-children 20   # a smoke run
+    python -m uv run tools/bench/batch_local.py --skip kinetic submitit pool attach \
+        --pending 100000
 """
 
 import argparse
@@ -48,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+from local_pending import bench_pending
 from workload import small_project
 
 
@@ -217,6 +227,8 @@ def main() -> None:
     parser.add_argument(
         "--in-repo", action="store_true", help="ship this repository as the job's project"
     )
+    parser.add_argument("--pending", type=int, help="submit this many inputs at once")
+    parser.add_argument("--pending-window", type=float, default=30.0)
     options = parser.parse_args()
     square = small_project(in_repo=options.in_repo).square
     slots = os.cpu_count() or 1
@@ -226,7 +238,7 @@ def main() -> None:
         "python": sys.version.split()[0],
         "project": "this repository" if options.in_repo else "one module",
     }
-    with tempfile.TemporaryDirectory(prefix="kinetic-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="kinetic-bench-", ignore_cleanup_errors=True) as tmp:
         os.environ["KINETIC_HOME"] = str(Path(tmp, "home"))
         os.environ["KINETIC_STORE"] = f"file://{tmp}/store"
         if "kinetic" not in options.skip:
@@ -240,6 +252,9 @@ def main() -> None:
             report["attach_batch"] = bench_attach(
                 options.attach_children, with_index=not options.attach_without_index
             )
+        if options.pending:
+            os.environ["KINETIC_STORE"] = f"file://{tmp}/pending-store"
+            report["pending"] = bench_pending(options.pending, square, options.pending_window)
     print(json.dumps(report, indent=2))
 
 

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from kinetic_runtime.local.supervisor import CANCEL_MARKER
-
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 
@@ -51,10 +49,11 @@ def launcher(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
         process.communicate()
 
 
-def _request(path: Path, job_dir: Path) -> socket.socket:
+def _request(path: Path, slots_dir: Path) -> socket.socket:
+    """Ask the launcher to dispatch the line in ``slots_dir``."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(str(path))
-    conn.sendall(json.dumps({"job_dir": str(job_dir)}).encode() + b"\n")
+    conn.sendall(json.dumps({"dispatch": str(slots_dir)}).encode() + b"\n")
     return conn
 
 
@@ -62,17 +61,15 @@ def test_the_launcher_serves_the_next_job_after_a_client_left_before_its_answer(
     launcher: tuple[subprocess.Popen[bytes], Path], tmp_path: Path
 ) -> None:
     process, path = launcher
-    job_dir = tmp_path / "job"  # withdrawn: every supervisor started for it stops at once
-    job_dir.mkdir()
-    (job_dir / CANCEL_MARKER).touch()
+    slots_dir = tmp_path / "slots"  # an empty line: each dispatch starts nothing
 
     os.kill(process.pid, signal.SIGSTOP)
     _until(lambda: _held(process.pid), "the launcher to be held")
-    _request(path, job_dir).close()  # gone before the launcher could answer
+    _request(path, slots_dir).close()  # gone before the launcher could answer
     os.kill(process.pid, signal.SIGCONT)
 
-    with _request(path, job_dir) as conn, conn.makefile("rb") as reader:
+    with _request(path, slots_dir) as conn, conn.makefile("rb") as reader:
         conn.settimeout(30)
         reply = json.loads(reader.readline() or b"{}")
-    assert isinstance(reply.get("pid"), int), reply
+    assert reply == {"dispatched": True}
     assert process.poll() is None, "the launcher ended"

@@ -1,42 +1,18 @@
-"""The line local jobs wait in for a slot: priority first, then submission, whatever order the
-waiters arrived in; a killed waiter's ticket holds nobody up (issue 49).
-
-Each waiter is a thread with its own descriptors (``flock`` locks belong to open files, so
-threads contend as processes do). Whether the waiters are in line is read from the line itself
-(``waiting_jobs``), never from time passing.
+"""The line of waiting local jobs kept in buckets (issue 53): the order is priority, then
+submission, across buckets and within one; the head is found by listing the buckets and the
+first of them; a bucket emptied is removed, and a ticket whose bucket was removed as it joined
+is kept all the same.
 """
 
-import contextlib
-import fcntl
 import os
-import threading
-import time
-from collections.abc import Iterator
+import random
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from kinetic_runtime.local import slot_queue
-
-DEADLINE_S = 30.0
-
-
-class Waiter(threading.Thread):
-    """Waits in line for the one slot, notes that it got it in ``order``, and frees it."""
-
-    def __init__(self, slots_dir: Path, name: str, priority: int, submitted: int, order: list[str]):
-        super().__init__(name=f"waiter-{name}", daemon=True)
-        self.ticket = slot_queue.ticket_name(priority, submitted, name)
-        self.slots_dir, self.job, self.order = slots_dir, name, order
-        self.cancelled = threading.Event()
-
-    def run(self) -> None:
-        slot = slot_queue.acquire_slot(
-            self.slots_dir, 1, self.ticket, cancelled=self.cancelled.is_set
-        )
-        if slot is not None:
-            self.order.append(self.job)
-            os.close(slot)
+from kinetic_runtime.local.slot_queue import BUCKET_SIZE, WAITING_DIR
 
 
 @pytest.fixture
@@ -44,108 +20,120 @@ def slots_dir(tmp_path: Path) -> Path:
     return tmp_path / "slots"
 
 
-@pytest.fixture
-def held_slot(slots_dir: Path) -> Iterator[int]:
-    """The only slot, taken by a job that is not in line any more (it runs)."""
-    ticket = slot_queue.ticket_name(0, 0, "running")
-    slot = slot_queue.acquire_slot(slots_dir, 1, ticket, cancelled=lambda: False)
-    assert slot is not None
-    try:
-        yield slot
-    finally:
-        with contextlib.suppress(OSError):
-            os.close(slot)
+def _join(slots_dir: Path, job: str, number: int, priority: int = 0) -> str:
+    name = slot_queue.ticket_name(priority, number, job)
+    slot_queue.join_line(slots_dir, name)
+    return name
 
 
-def _wait_in_line(slots_dir: Path, jobs: list[str]) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while sorted(slot_queue.waiting_jobs(slots_dir)) != sorted(jobs):
-        assert time.monotonic() < deadline, f"not all of {jobs} got in line"
-        threading.Event().wait(0.005)
+def _buckets(slots_dir: Path) -> list[str]:
+    return sorted(os.listdir(slots_dir / WAITING_DIR))
 
 
-def _run_line(slots_dir: Path, held: int, waiters: list[Waiter]) -> None:
-    for waiter in waiters:
-        waiter.start()
-    try:
-        _wait_in_line(slots_dir, [waiter.job for waiter in waiters])
-        os.close(held)
-        for waiter in waiters:
-            waiter.join(DEADLINE_S)
-            assert not waiter.is_alive(), f"{waiter.job} never got the slot"
-    finally:
-        for waiter in waiters:
-            waiter.cancelled.set()
-
-
-def test_a_higher_priority_gets_the_slot_first_whatever_the_order_of_arrival(
-    slots_dir: Path, held_slot: int
+def test_jobs_wait_by_priority_then_submission_across_buckets_and_within_one(
+    slots_dir: Path,
 ) -> None:
-    order: list[str] = []
-    waiters = [
-        Waiter(slots_dir, "low", -100, 1, order),
-        Waiter(slots_dir, "normal", 0, 2, order),
-        Waiter(slots_dir, "high", 100, 3, order),
+    jobs = [
+        ("low-early", 1, -100),
+        ("normal-0", 2, 0),
+        ("normal-1", BUCKET_SIZE - 1, 0),
+        ("normal-2", BUCKET_SIZE, 0),
+        ("normal-3", 3 * BUCKET_SIZE + 7, 0),
+        ("high-late", 5 * BUCKET_SIZE, 100),
+        ("high-early", 4, 100),
     ]
-    _run_line(slots_dir, held_slot, waiters)
-    assert order == ["high", "normal", "low"]
+    for job, number, priority in random.Random(53).sample(jobs, len(jobs)):
+        _join(slots_dir, job, number, priority)
+    assert slot_queue.waiting_jobs(slots_dir) == [
+        "high-early",
+        "high-late",
+        "normal-0",
+        "normal-1",
+        "normal-2",
+        "normal-3",
+        "low-early",
+    ]
+    assert len(_buckets(slots_dir)) == 6
+    assert [slot_queue.job_of(name) for name in slot_queue.head_tickets(slots_dir)] == [
+        "high-early"
+    ]
 
 
-def test_one_priority_is_served_in_the_order_of_submission_not_of_arrival(
-    slots_dir: Path, held_slot: int
+def test_the_head_is_found_by_listing_the_buckets_and_the_first_only(
+    slots_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    order: list[str] = []
-    waiters = [Waiter(slots_dir, f"job{n}", 0, n, order) for n in (3, 1, 2)]
-    _run_line(slots_dir, held_slot, waiters)
-    assert order == ["job1", "job2", "job3"]
+    for number in range(0, 50 * BUCKET_SIZE, BUCKET_SIZE // 2):
+        _join(slots_dir, f"job{number}", number)
+    listed: list[str] = []
+    listdir = os.listdir
+
+    def counting_listdir(path: Path) -> list[str]:
+        listed.append(str(path))
+        return listdir(path)
+
+    monkeypatch.setattr(slot_queue.os, "listdir", counting_listdir)
+    assert [slot_queue.job_of(n) for n in slot_queue.head_tickets(slots_dir)] == ["job0", "job500"]
+    assert len(listed) == 2, listed
 
 
-def test_the_line_lists_jobs_in_the_order_they_will_get_a_slot(
-    slots_dir: Path, held_slot: int
+def test_a_bucket_is_removed_once_its_last_ticket_leaves(slots_dir: Path) -> None:
+    first = _join(slots_dir, "first", 1)
+    second = _join(slots_dir, "second", 2)
+    later = _join(slots_dir, "later", BUCKET_SIZE + 1)
+    slot_queue.leave_line(slots_dir, first)
+    assert len(_buckets(slots_dir)) == 2
+    slot_queue.leave_line(slots_dir, second)
+    assert len(_buckets(slots_dir)) == 1
+    assert slot_queue.in_line(slots_dir, later)
+    slot_queue.leave_line(slots_dir, later)
+    assert slot_queue.line_empty(slots_dir)
+    assert _buckets(slots_dir) == []
+
+
+def test_a_ticket_whose_bucket_was_removed_as_it_joined_is_kept(
+    slots_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    order: list[str] = []
-    waiters = [Waiter(slots_dir, "b", 0, 2, order), Waiter(slots_dir, "a", 0, 1, order)]
-    waiters.append(Waiter(slots_dir, "urgent", 100, 3, order))
-    for waiter in waiters:
-        waiter.start()
-    try:
-        _wait_in_line(slots_dir, ["a", "b", "urgent"])
-        assert slot_queue.waiting_jobs(slots_dir) == ["urgent", "a", "b"]
-    finally:
-        for waiter in waiters:
-            waiter.cancelled.set()
-        os.close(held_slot)
-        for waiter in waiters:
-            waiter.join(DEADLINE_S)
+    """Between the submitter making the bucket and writing its ticket, a dispatcher finds the
+    bucket empty and removes it: the submitter makes it again."""
+    make_dirs = slot_queue.make_private_dirs
+    removed: list[Path] = []
+
+    def make_then_lose(path: Path) -> None:
+        make_dirs(path)
+        if not removed:
+            assert slot_queue.line_empty(slots_dir)  # the other process: removes it
+            removed.append(path)
+
+    monkeypatch.setattr(slot_queue, "make_private_dirs", make_then_lose)
+    name = _join(slots_dir, "job", 7)
+    assert removed, "the bucket was never removed"
+    assert slot_queue.in_line(slots_dir, name)
+    assert slot_queue.waiting_jobs(slots_dir) == ["job"]
 
 
-def test_the_ticket_of_a_waiter_that_was_killed_holds_nobody_up(
-    slots_dir: Path, held_slot: int
-) -> None:
-    """A killed supervisor's ticket stays behind unlocked: it is not in line, and a job behind
-    it gets the slot (and removes it)."""
-    waiting = slots_dir / slot_queue.WAITING_DIR
-    waiting.mkdir(parents=True, exist_ok=True)
-    leftover = waiting / slot_queue.ticket_name(100, 0, "killed")
-    leftover.touch()
-    assert slot_queue.waiting_jobs(slots_dir) == []
-    order: list[str] = []
-    _run_line(slots_dir, held_slot, [Waiter(slots_dir, "behind", 0, 1, order)])
-    assert order == ["behind"]
-    assert not leftover.exists()
+def _join_many(slots_dir: Path, prefix: str, count: int) -> list[int]:
+    numbers = [slot_queue.take_number(slots_dir) for _ in range(count)]
+    for number in numbers:
+        _join(slots_dir, f"{prefix}{number}", number)
+    return numbers
 
 
-def test_a_ticket_is_locked_from_the_moment_it_is_listed(slots_dir: Path) -> None:
-    ticket = slot_queue.Ticket.take(slots_dir, slot_queue.ticket_name(0, 1, "job"))
-    try:
-        path = slots_dir / slot_queue.WAITING_DIR / ticket.name
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            with pytest.raises(BlockingIOError):
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        finally:
-            os.close(fd)
-        assert os.listdir(path.parent) == [ticket.name]
-    finally:
-        ticket.leave()
-    assert os.listdir(slots_dir / slot_queue.WAITING_DIR) == []
+def _clear_many(slots_dir: Path, rounds: int) -> None:
+    for _ in range(rounds):
+        for name in slot_queue.head_tickets(slots_dir):
+            if slot_queue.job_of(name).startswith("gone"):
+                slot_queue.leave_line(slots_dir, name)
+        slot_queue.line_empty(slots_dir)
+
+
+def test_processes_joining_and_emptying_buckets_at_once_lose_no_ticket(slots_dir: Path) -> None:
+    """Submitters take numbers and join; another process drops tickets and removes empty
+    buckets all the while: every number is distinct and every kept ticket waits in line."""
+    _join(slots_dir, "gone", 0)
+    with ProcessPoolExecutor(3) as pool:
+        clearing = pool.submit(_clear_many, slots_dir, 300)
+        joined = [pool.submit(_join_many, slots_dir, "kept", 300) for _ in range(2)]
+        numbers = [number for future in joined for number in future.result()]
+        clearing.result()
+    assert len(set(numbers)) == len(numbers) == 600
+    assert slot_queue.waiting_jobs(slots_dir) == [f"kept{n}" for n in sorted(numbers)]

@@ -42,7 +42,10 @@ def set_aside(path: Path) -> None:
     """Make ``path`` hold :data:`TERMINATION_BYTES` of blanks now, so that what is written
     there later, in place, fits even on a full disk (best effort: a full disk leaves none)."""
     with contextlib.suppress(OSError):
-        path.write_bytes(b" " * TERMINATION_BYTES)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # private, as ever
+        with os.fdopen(fd, "wb") as room:
+            os.fchmod(fd, 0o600)
+            room.write(b" " * TERMINATION_BYTES)
 
 
 def overwrite(path: Path | str, message: str = "") -> None:

@@ -1,11 +1,13 @@
 """A long-lived process that starts local jobs by forking, with the runtime already imported.
 
 Starting a fresh interpreter and importing the runtime costs ~0.1 s per job, most of a no-op
-job's life. The launcher pays that once: for each request it forks a detached supervisor
-(its own session, as with the exec path), which forks the runtime for the job. It serves one
-Unix socket per interpreter and code version, and exits after a short idle period.
-Any failure to reach it falls back to starting the supervisor as a fresh process. It imports
-only the runtime, so what every forked job carries in memory is the runtime, not the client.
+job's life. The launcher pays that once: asked to dispatch a line
+(``kinetic_runtime.local.dispatch``), it forks a detached supervisor (its own session) for each
+job it starts, which forks the runtime for the job and, once the job ends, the supervisor of
+the next waiting one. It serves one Unix socket per interpreter and code version, and exits
+after a short idle period. Any failure to reach it falls back to the line's keeper
+(``kinetic_runtime.local.line_keeper``) dispatching. It imports only the runtime, so what every
+forked job carries in memory is the runtime, not the client.
 
     python -m kinetic_runtime.local.launcher SOCKET_PATH
 """
@@ -25,15 +27,17 @@ from typing import Any, BinaryIO
 
 import kinetic_runtime.main as runtime_main  # imported now, so every fork starts warm
 from kinetic_runtime.local import supervisor
+from kinetic_runtime.local.dispatch import dispatch
 from kinetic_runtime.local.processes import die_with_parent
+from kinetic_runtime.local.spawners import forked, runtime_start
 from kinetic_runtime.private_files import open_private
 
-__all__ = ["IDLE_SECONDS", "serve"]
+__all__ = ["IDLE_SECONDS", "fork_runtime", "serve"]
 
 IDLE_SECONDS = 30.0
 
 
-def _fork_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: int) -> int:
+def fork_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: int) -> int:
     """``StartRuntime`` for the supervisor: the runtime in a fork instead of a new interpreter
     (which inherits ``slot`` with every other descriptor)."""
     parent = os.getpid()
@@ -72,46 +76,16 @@ def _fork_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: in
         os._exit(code)
 
 
-def _start_supervisor(job_dir: Path, server: socket.socket, conn: socket.socket) -> int:
-    """Fork a detached supervisor for ``job_dir``; return its pid (its process group id)."""
-    read_end, write_end = os.pipe()
-    middle = os.fork()
-    if middle == 0:
-        try:
-            server.close()
-            conn.close()
-            os.close(read_end)
-            leader = os.fork()
-            if leader == 0:
-                os.close(write_end)
-                os.setsid()
-                null = os.open(os.devnull, os.O_RDWR)
-                errors = open_private(job_dir / "supervisor.log", os.O_WRONLY | os.O_APPEND)
-                os.dup2(null, 0)
-                os.dup2(null, 1)
-                os.dup2(errors, 2)
-                code = 1
-                try:
-                    code = supervisor.supervise(job_dir, start=_fork_runtime)
-                finally:
-                    os._exit(code)
-            os.write(write_end, str(leader).encode())
-        finally:
-            os._exit(0)  # the supervisor is orphaned to init, like a daemon
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        answer = pipe.read()
-    return int(answer)
+_SPAWN = forked(runtime_start(fork_runtime))
 
 
-def _handle(conn: socket.socket, server: socket.socket) -> None:
+def _handle(conn: socket.socket) -> None:
     conn.settimeout(5.0)
     with conn, conn.makefile("rb") as reader:
         request = json.loads(reader.readline())
         try:
-            reply: dict[str, Any] = {
-                "pid": _start_supervisor(Path(request["job_dir"]), server, conn)
-            }
+            dispatch(Path(request["dispatch"]), _SPAWN)
+            reply: dict[str, Any] = {"dispatched": True}
         except Exception as exc:
             reply = {"error": repr(exc)}
         conn.sendall(json.dumps(reply).encode() + b"\n")
@@ -138,7 +112,7 @@ def serve(socket_path: Path, idle: float = IDLE_SECONDS) -> int:
             except TimeoutError:
                 return 0
             try:
-                _handle(conn, server)
+                _handle(conn)
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 # One client's trouble (killed while it waited for the answer, or a request
                 # that is not one) ends its request, not the launcher every later job uses.

@@ -1,169 +1,186 @@
 """The line local jobs wait in for a slot: higher priority first, then the order of submission.
 
-Each supervisor waiting for a slot holds a *ticket*: a file in ``<slots>/waiting`` named
-``<rank>-<submitted>-<job id>``, so that names sort in the order jobs get slots (``rank`` falls
-as the priority rises), and kept locked (``flock``) for as long as it waits. Only the holder of
-the first ticket polls the slots; every other waits on the lock of the ticket just ahead of
-its own, which is released when that job gets a slot or its supervisor dies, and then looks
-again (a job of higher priority may have come in ahead of it meanwhile).
+A waiting job is a record, not a process: a *ticket*, an empty file named
+``<rank>-<number>-<job id>``, so that names sort in the order jobs get slots (``rank`` falls as
+the priority rises; ``number`` is the job's place in the order of submission, taken from the
+line's counter). Tickets are kept in *buckets* of ``BUCKET_SIZE`` numbers of one rank,
+``<slots>/waiting/<rank>-<number // BUCKET_SIZE>/``, whose names sort in line order too: the
+head of a line of any length is found by listing the buckets and the first of them, not every
+ticket.
 
-A ticket whose lock nobody holds was left by a supervisor that was killed while it waited
-(a cancel does that): whoever finds one removes it. A ticket is made under a hidden name and
-renamed into place once locked, so a listed ticket without a lock is always such a leftover.
+The submitter writes a ticket once the job's directory is whole; the dispatcher
+(``kinetic_runtime.local.dispatch``) removes it once the job's supervisor has claimed the job,
+and a cancel removes it with the job. A bucket found empty is removed (``rmdir``, which fails
+on one that is not); a submitter whose bucket went away meanwhile makes it again. A slot is one
+of ``slots`` lock files, held (``flock``) by a running job's supervisor and runtimes, so a killed
+job frees its slot.
 """
 
 import contextlib
 import fcntl
 import os
-import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from kinetic_runtime.private_files import make_private_dirs, open_private
+from kinetic_runtime.private_files import make_private_dirs, open_private, write_private_atomically
 
-__all__ = ["WAITING_DIR", "Ticket", "acquire_slot", "ticket_name", "waiting_jobs"]
+__all__ = [
+    "BUCKET_SIZE",
+    "WAITING_DIR",
+    "any_slot_free",
+    "head_tickets",
+    "in_line",
+    "join_line",
+    "leave_line",
+    "line_empty",
+    "take_free_slot",
+    "take_number",
+    "ticket_name",
+    "ticket_of",
+    "waiting_jobs",
+]
 
 WAITING_DIR = "waiting"
+COUNTER_FILE = "counter"
+BUCKET_SIZE = 1000
 _RANK_BASE = 2**31
 """Priorities are 32-bit signed values (those of Kueue's WorkloadPriorityClasses): the rank
 ``_RANK_BASE - priority`` is never negative, and ten digits hold it."""
+_NUMBER_DIGITS = 20
 _HIDDEN = "."
 
 
-def ticket_name(priority: int, submitted_ns: int, job_id: str) -> str:
+def ticket_name(priority: int, number: int, job_id: str) -> str:
     """The name that sorts before every ticket of a lower priority, or of the same priority
     and a later submission."""
-    return f"{_RANK_BASE - priority:010d}-{submitted_ns:020d}-{job_id}"
+    return f"{_RANK_BASE - priority:010d}-{number:0{_NUMBER_DIGITS}d}-{job_id}"
 
 
-def _job_id(name: str) -> str:
+def ticket_of(launch: dict[str, Any]) -> str:
+    """The ticket of the job ``launch.json`` describes."""
+    return ticket_name(
+        int(launch.get("priority") or 0), int(launch["line_number"]), launch["job_id"]
+    )
+
+
+def job_of(name: str) -> str:
     return name.split("-", 2)[2]
 
 
-def _held(path: Path) -> bool | None:
-    """Whether the ticket at ``path`` is locked by its holder; None once it is gone."""
+def _bucket_of(name: str) -> str:
+    rank, number, _job = name.split("-", 2)
+    return f"{rank}-{int(number) // BUCKET_SIZE:0{_NUMBER_DIGITS}d}"
+
+
+def take_number(slots_dir: Path) -> int:
+    """The next number of the line's counter: a job's place in the order of submission. The
+    counter is rewritten in place, so a submitter killed at any point leaves it whole."""
+    make_private_dirs(slots_dir)
+    fd = open_private(slots_dir / COUNTER_FILE, os.O_RDWR)
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        number = int(os.pread(fd, _NUMBER_DIGITS, 0) or b"0")
+        os.pwrite(fd, f"{number + 1:0{_NUMBER_DIGITS}d}".encode(), 0)
     finally:
         os.close(fd)
-    return False
+    return number
 
 
-def _tickets(waiting: Path) -> list[str]:
-    """Every ticket's name, sorted (leftovers too)."""
+def _names(directory: Path) -> list[str]:
     try:
-        return sorted(name for name in os.listdir(waiting) if not name.startswith(_HIDDEN))
-    except FileNotFoundError:
+        names = os.listdir(directory)
+    except (FileNotFoundError, NotADirectoryError):
         return []
+    return sorted(name for name in names if not name.startswith(_HIDDEN))
+
+
+def _remove_if_empty(bucket: Path) -> None:
+    with contextlib.suppress(OSError):  # not empty (a ticket came), or removed already
+        bucket.rmdir()
+
+
+def _tickets_by_bucket(slots_dir: Path) -> Iterator[list[str]]:
+    """Each non-empty bucket's tickets, in line order, buckets found empty removed."""
+    waiting = slots_dir / WAITING_DIR
+    for bucket in _names(waiting):
+        names = _names(waiting / bucket)
+        if names:
+            yield names
+        else:
+            _remove_if_empty(waiting / bucket)
+
+
+def head_tickets(slots_dir: Path) -> list[str]:
+    """The tickets of the first bucket that holds any, in line order: the head of the line."""
+    return next(_tickets_by_bucket(slots_dir), [])
+
+
+def line_empty(slots_dir: Path) -> bool:
+    """Whether no ticket waits (looks for one ticket, not at whole buckets)."""
+    waiting = slots_dir / WAITING_DIR
+    for bucket in _names(waiting):
+        with contextlib.suppress(FileNotFoundError), os.scandir(waiting / bucket) as entries:
+            if any(not entry.name.startswith(_HIDDEN) for entry in entries):
+                return False
+        _remove_if_empty(waiting / bucket)
+    return True
 
 
 def waiting_jobs(slots_dir: Path) -> list[str]:
     """The ids of the jobs waiting for a slot, in the order they will get one."""
-    waiting = slots_dir / WAITING_DIR
-    return [_job_id(name) for name in _tickets(waiting) if _held(waiting / name)]
+    return [job_of(name) for names in _tickets_by_bucket(slots_dir) for name in names]
 
 
-class Ticket:
-    """One supervisor's place in the line, held from :meth:`take` to :meth:`leave`."""
+def _ticket_path(slots_dir: Path, name: str) -> Path:
+    return slots_dir / WAITING_DIR / _bucket_of(name) / name
 
-    def __init__(self, waiting: Path, name: str, fd: int) -> None:
-        self._waiting, self.name, self._fd = waiting, name, fd
 
-    @classmethod
-    def take(cls, slots_dir: Path, name: str) -> "Ticket":
-        waiting = slots_dir / WAITING_DIR
-        make_private_dirs(waiting)
-        hidden = waiting / f"{_HIDDEN}{name}-{os.getpid()}"
-        fd = open_private(hidden, os.O_RDWR)
+def join_line(slots_dir: Path, name: str) -> None:
+    """Put a ticket in line (whole or not at all: it is renamed into place)."""
+    path = _ticket_path(slots_dir, name)
+    while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.rename(hidden, waiting / name)
-        except BaseException:
-            os.close(fd)
-            with contextlib.suppress(FileNotFoundError):
-                hidden.unlink()
-            raise
-        return cls(waiting, name, fd)
-
-    def ahead(self) -> str | None:
-        """The ticket just ahead of this one whose holder still waits; None at the head.
-        Leftovers met on the way are removed."""
-        for name in reversed([name for name in _tickets(self._waiting) if name < self.name]):
-            held = _held(self._waiting / name)
-            if held:
-                return name
-            if held is False:
-                with contextlib.suppress(FileNotFoundError):
-                    (self._waiting / name).unlink()
-        return None
-
-    def wait_behind(self, name: str) -> None:
-        """Block until the holder of ticket ``name`` has left the line (or died)."""
-        try:
-            fd = os.open(self._waiting / name, os.O_RDONLY)
+            make_private_dirs(path.parent)
+            write_private_atomically(path, b"")
         except FileNotFoundError:
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-        finally:
-            os.close(fd)
-
-    def leave(self) -> None:
-        """Out of the line: the name first, so nobody waits on it any more, then the lock,
-        which wakes whoever waited behind it."""
-        with contextlib.suppress(FileNotFoundError):
-            (self._waiting / self.name).unlink()
-        os.close(self._fd)
+            # Its bucket was removed as empty just now, while this made it or wrote in it
+            # (another joiner may have made it again since, so whether it is there now says
+            # nothing): make it and try again.
+            continue
+        return
 
 
-def acquire_slot(
-    slots_dir: Path, slots: int, ticket: str, *, cancelled: Callable[[], bool]
-) -> int | None:
-    """Hold one of ``slots`` lock files, waiting in line under ``ticket``; None if the job was
-    ``cancelled`` while it waited.
+def in_line(slots_dir: Path, name: str) -> bool:
+    return _ticket_path(slots_dir, name).exists()
 
-    A slot found free is kept only by the first in line: a waiter that took one just as a job
-    of higher priority came in ahead of it (or before it noticed) gives it back at once."""
+
+def leave_line(slots_dir: Path, name: str) -> None:
+    path = _ticket_path(slots_dir, name)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    _remove_if_empty(path.parent)
+
+
+def take_free_slot(slots_dir: Path, slots: int) -> int | None:
+    """A descriptor holding the lock of a free slot (its holder's until closed), or None."""
     make_private_dirs(slots_dir)
-    handles = [open_private(slots_dir / f"{i}.lock", os.O_RDWR) for i in range(slots)]
-    acquired: int | None = None
-    place = Ticket.take(slots_dir, ticket)
-    try:
-        delay = 0.001
-        while not cancelled():
-            slot = _free_slot(handles)
-            ahead = place.ahead()
-            if ahead is None and slot is not None:
-                acquired = slot
-                break
-            if slot is not None:
-                fcntl.flock(slot, fcntl.LOCK_UN)
-            if ahead is not None:
-                place.wait_behind(ahead)
-                delay = 0.001
-            else:
-                time.sleep(delay)
-                delay = min(delay * 2, 0.01)
-    finally:
-        place.leave()
-        for fd in handles:
-            if fd != acquired:
-                os.close(fd)
-    return acquired
-
-
-def _free_slot(handles: list[int]) -> int | None:
-    """The first of ``handles`` whose lock this process could take now (it holds it)."""
-    for fd in handles:
+    for index in range(slots):
+        fd = open_private(slots_dir / f"{index}.lock", os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
             continue
         return fd
     return None
+
+
+def any_slot_free(slots_dir: Path, slots: int) -> bool:
+    """Whether a slot was free as this looked (it holds it a moment, then lets it go: whoever
+    finds none free while this holds it can count on this caller to dispatch)."""
+    fd = take_free_slot(slots_dir, slots)
+    if fd is None:
+        return False
+    os.close(fd)
+    return True

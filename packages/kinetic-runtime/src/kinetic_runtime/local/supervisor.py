@@ -1,19 +1,24 @@
-"""The detached process that owns one local job: wait for a slot, run the runtime, record the exit.
+"""The detached process that owns one local job while it runs: run the runtime, record the exit.
 
-Jobs wait for a slot in line (``kinetic_runtime.local.slot_queue``): by ``priority`` (the value
-of the job's class, in ``launch.json``), then by ``submitted_ns``, when it was submitted.
+A job waiting for a slot has no process: it is a ticket in line
+(``kinetic_runtime.local.slot_queue``), by ``priority`` (the value of the job's class, in
+``launch.json``), then by ``line_number`` (its place in the order of submission). A dispatcher
+(``kinetic_runtime.local.dispatch``) starts its supervisor holding a free slot; the supervisor
+claims the job (``kinetic_runtime.local.claim``), runs it, and once it has ended starts the
+next waiting job.
 
-Run as ``python -m kinetic_runtime.local.supervisor JOB_DIR`` in its own session, so it outlives
-the submitting process and ``os.killpg`` on its pid stops the whole tree. Standard library only
-(the client's ``kinetic`` package is never loaded), so it starts fast. The job directory it
-manages::
+Forked by its dispatcher (``kinetic_runtime.local.spawners``) into a session of its own, so it
+outlives the submitting process and ``os.killpg`` on its pid stops the whole tree. Standard
+library only (the client's ``kinetic`` package is never loaded), so what forks it stays small.
+The job directory it manages::
 
     launch.json   what to run (written by the client), with the little of this machine's
                   environment a job inherits (``kinetic.local.environment``)
     captured-env.json   the captured variables' values (written by the client, when there are
                   any): read, then deleted once the job has started
-    supervisor.pid   the supervisor's pid (written by the client once it started it: until
-                  then the submission may still fail, so the supervisor waits for it)
+    claim         room for a pid, set aside by the client: the job was never started while
+                  it is there
+    supervisor.pid   the pid of the supervisor that claimed the job
     state.json    phase, pids, exit code, ``preemptions`` (runs started again), and ``cause``:
                   ``timeout`` for a job stopped past its ``timeout``, ``preempted`` for one
                   preempted past its ``preemption_retries``, ``infrastructure`` for one a full
@@ -56,7 +61,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -64,25 +68,28 @@ from typing import Any, BinaryIO
 
 from kinetic_protocol.errors import is_disk_full
 from kinetic_protocol.exits import EXIT_NO_SPACE
-from kinetic_runtime.disk_full import overwrite, set_aside
+from kinetic_runtime.disk_full import overwrite
+from kinetic_runtime.local.claim import PID_FILE, claim
+from kinetic_runtime.local.dispatch import CANCEL_MARKER, LAUNCH_FILE
 from kinetic_runtime.local.gpus import ON_DEMAND_MEMORY, visible_gpus
 from kinetic_runtime.local.hosts import Ended, StartRuntime, log_name, open_log, run_hosts
 from kinetic_runtime.local.processes import die_with_parent
-from kinetic_runtime.local.slot_queue import acquire_slot, ticket_name
 from kinetic_runtime.local.state_file import (
     STATE_FILE,
     read_note,
     read_state,
-    set_room_aside,
     write_final_state,
     write_state,
     write_state_if_room,
 )
-from kinetic_runtime.private_files import open_private
 
 __all__ = [
+    "CANCEL_MARKER",
+    "LAUNCH_FILE",
+    "PID_FILE",
     "STATE_FILE",
     "StartRuntime",
+    "exec_runtime",
     "log_name",
     "read_state",
     "runtime_env",
@@ -91,22 +98,17 @@ __all__ = [
     "write_state",
 ]
 
-LAUNCH_FILE = "launch.json"
 CAPTURED_ENV_FILE = "captured-env.json"
-CANCEL_MARKER = "cancelled"
 TERMINATION_FILE = "termination.log"
 """Room set aside for a runtime to say why it ended without running (``EXIT_NO_SPACE``)."""
 DISK_FULL_RETRIES = 5
 """How often a job that a full disk stopped is run again, after 1, 2, 4, ... s, unless
 ``launch.json`` says otherwise; then it fails with cause ``infrastructure``, naming the disk."""
-PID_FILE = "supervisor.pid"
 NEVER_STARTED = (
     "never started: the process submitting it stopped first; submitting the same job again "
     "(a batch's resume does) starts it"
 )
 PRIVATE_UMASK = 0o077
-CONFIRM_SECONDS = 60.0
-"""How long a supervisor waits for the client to record it before giving the job up."""
 _RUNTIMES: list[subprocess.Popen[bytes]] = []
 """Kept so that ``subprocess`` never reaps a runtime behind the supervisor's own ``wait``."""
 
@@ -129,7 +131,7 @@ def runtime_env(launch: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: int) -> int:
+def exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: int) -> int:
     """Start ``python -m kinetic_runtime`` for the job; return its pid."""
     supervisor = os.getpid()
     command = [
@@ -154,59 +156,6 @@ def _exec_runtime(launch: dict[str, Any], job_dir: Path, log: BinaryIO, slot: in
     return child.pid
 
 
-def _claim(job_dir: Path) -> bool:
-    """Only one supervisor may ever run a job, however it was started (the confirmed one;
-    this guards against a job directory confirmed twice)."""
-    try:
-        os.close(open_private(job_dir / "claimed", os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return False
-    return True
-
-
-def _inode(path: Path) -> int | None:
-    try:
-        return path.stat().st_ino
-    except FileNotFoundError:
-        return None
-
-
-def _confirmed(job_dir: Path) -> bool:
-    """Wait until the client has recorded this supervisor in ``supervisor.pid``.
-
-    Until then the submission may still fail (a full disk), and a failed submission must not
-    have run anything. False if the job was withdrawn or never confirmed.
-    """
-    deadline = time.monotonic() + CONFIRM_SECONDS
-    delay = 0.0005
-    try:
-        directory = job_dir.stat().st_ino
-    except FileNotFoundError:
-        return False
-    while not (job_dir / CANCEL_MARKER).exists():
-        try:
-            confirmed = (job_dir / PID_FILE).read_text() or None  # written whole, by rename
-        except FileNotFoundError:
-            confirmed = None
-        if confirmed == str(os.getpid()):
-            return True
-        # Another supervisor was confirmed, or the directory was replaced by a new
-        # submission of the same job (its submitter died before confirming this one).
-        if confirmed is not None or _inode(job_dir) != directory:
-            return False
-        if time.monotonic() > deadline:
-            write_state_if_room(
-                job_dir,
-                phase="NOT_FOUND",
-                supervisor_pid=os.getpid(),
-                detail=NEVER_STARTED,
-            )
-            return False
-        time.sleep(delay)
-        delay = min(delay * 2, 0.01)
-    return False
-
-
 def _take_captured_env(job_dir: Path) -> dict[str, str]:
     """The captured variables' values the client left for this job (none if it left none)."""
     try:
@@ -221,8 +170,12 @@ def _forget_captured_env(job_dir: Path) -> None:
         (job_dir / CAPTURED_ENV_FILE).unlink()
 
 
-def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
-    """Run the job in ``job_dir`` to the end and record how it ended.
+def supervise(
+    job_dir: Path, slot: int, start: StartRuntime = exec_runtime, report: int | None = None
+) -> int:
+    """Run the job in ``job_dir`` on the slot whose lock ``slot`` holds, record how it ended,
+    then start the next waiting job. Says on ``report`` (a pipe's write end) whether it claimed
+    the job: its dispatcher keeps its ticket in line until then.
 
     ``start`` launches the runtime process and returns its pid: a fresh interpreter by
     default, or a fork of a process that has already imported the runtime (the launcher).
@@ -230,45 +183,48 @@ def supervise(job_dir: Path, start: StartRuntime = _exec_runtime) -> int:
     # Everything the job writes (its workdir, staged data, outputs in a local store) is
     # private, whatever the submitter's umask: the runtimes inherit this one.
     os.umask(PRIVATE_UMASK)
+    # Out of every job's directory (its runtimes work in it): a forked supervisor would
+    # otherwise keep its dispatcher's, that of another job, ended and perhaps deleted.
+    os.chdir("/")
     # The supervisor waits for its runtimes, and each runtime's keeper for its job: with
     # SIGCHLD ignored (inherited across exec from a submitter started that way, or the
     # launcher's own) the kernel reaps them unasked and both waits fail. The runtimes
     # inherit this default.
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    # Confirmation first: the supervisor the client recorded is the one that runs. A claim
-    # first let a supervisor that started late (under load: one whose submitter was killed
-    # before confirming it, found in the directory of the job's next submission; or the
-    # launcher's, after its answer timed out and the client started another) take the job
-    # and then give it up to the recorded one, which could no longer claim it: nothing ran.
-    if not _confirmed(job_dir) or not _claim(job_dir):
-        return 0
+    claimed = claim(job_dir)
+    if report is not None:
+        with contextlib.suppress(OSError):
+            os.write(report, b"1" if claimed else b"0")
+        os.close(report)
     try:
-        return _run(job_dir, start)
+        if claimed and not (job_dir / CANCEL_MARKER).exists():
+            _run(job_dir, start, slot)
     finally:
         _forget_captured_env(job_dir)  # also when the job never started
+        os.close(slot)
+    _start_next(job_dir, start)
+    return 0
 
 
-def _run(job_dir: Path, start: StartRuntime) -> int:
+def _start_next(job_dir: Path, start: StartRuntime) -> None:
+    """The slot this job held is free: start whoever waits for it."""
+    from kinetic_runtime.local.dispatch import dispatch
+    from kinetic_runtime.local.spawners import forked, runtime_start
+
+    slots_dir = job_dir.parent.parent / "slots"
+    with contextlib.suppress(OSError, ValueError):
+        launch = json.loads((job_dir / LAUNCH_FILE).read_text())
+        slots_dir = Path(launch["slots_dir"])
+    warm = None if start is exec_runtime else start
+    dispatch(slots_dir, forked(runtime_start(warm)))
+
+
+def _run(job_dir: Path, start: StartRuntime, slot: int) -> None:
     launch = json.loads((job_dir / LAUNCH_FILE).read_text())
-    set_room_aside(job_dir)  # while there is room: the disk may be full once a slot is free
-    set_aside(job_dir / TERMINATION_FILE)
     launch["env"] = {**launch.get("env", {}), **_take_captured_env(job_dir)}
     if visible_gpus(launch["env"]):  # shared with other jobs and the submitter
         launch["env"] = {**ON_DEMAND_MEMORY, **launch["env"]}
     write_state_if_room(job_dir, phase="PENDING", supervisor_pid=os.getpid())
-    ticket = ticket_name(
-        int(launch.get("priority") or 0),
-        int(launch.get("submitted_ns") or time.time_ns()),
-        launch["job_id"],
-    )
-    slot = acquire_slot(
-        Path(launch["slots_dir"]),
-        int(launch["slots"]),
-        ticket,
-        cancelled=(job_dir / CANCEL_MARKER).exists,
-    )
-    if slot is None or (job_dir / CANCEL_MARKER).exists():
-        return 0
     started_at = time.time()
 
     preemptions = 0
@@ -312,8 +268,6 @@ def _run(job_dir: Path, start: StartRuntime) -> int:
         preemptions=preemptions,
         **({"cause": cause} if cause else {}),
     )
-    os.close(slot)
-    return 0
 
 
 def _run_once(
@@ -384,7 +338,3 @@ def _run_again(
     write_state_if_room(
         job_dir, phase="PENDING", supervisor_pid=os.getpid(), preemptions=preemptions
     )
-
-
-if __name__ == "__main__":
-    sys.exit(supervise(Path(sys.argv[1])))

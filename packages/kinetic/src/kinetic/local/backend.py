@@ -8,15 +8,14 @@ A multi-host accelerator's hosts, and the hosts of ``nodes``/``slices``, run as 
 runtime processes of one job, each with its own log (see ``kinetic_runtime.local.supervisor``).
 """
 
+import contextlib
 import errno
 import functools
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -25,8 +24,8 @@ from kinetic.config import kinetic_home
 from kinetic.local import settings
 from kinetic.local.environment import host_environment, runtime_path
 from kinetic.local.host_logs import HostLog
-from kinetic.local.job_states import WITHDRAW_TIMEOUT, abandoned, job_state, supervisor_pid
-from kinetic.local.launcher_client import launcher_enabled, request_start
+from kinetic.local.job_states import abandoned, job_state, supervisor_pid
+from kinetic.local.line import ensure_keeper, start_waiting
 from kinetic.local.queueing import SlotLine, check_priority, prepared_queue, priority_value
 from kinetic.local.volumes import check_volumes
 from kinetic_protocol import (
@@ -47,21 +46,25 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.errors import is_disk_full
 from kinetic_protocol.host_groups import job_hosts, selected_hosts
+from kinetic_runtime.disk_full import set_aside
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
 from kinetic_runtime.local import supervisor
+from kinetic_runtime.local.claim import set_claim_aside, withdraw
 from kinetic_runtime.local.processes import (
     group_alive,
     pid_alive,
     process_identity,
     terminate_group,
 )
-from kinetic_runtime.private_files import (
-    DIR_MODE,
-    make_private_dirs,
-    open_private,
-    write_private,
-    write_private_atomically,
+from kinetic_runtime.local.slot_queue import (
+    in_line,
+    join_line,
+    leave_line,
+    take_number,
+    ticket_of,
 )
+from kinetic_runtime.local.state_file import set_room_aside
+from kinetic_runtime.private_files import DIR_MODE, make_private_dirs, write_private
 from kinetic_runtime.settings import SIGNING_KEYS, TERMINATION_LOG
 from kinetic_runtime.stores import default_local_store_uri
 
@@ -103,23 +106,12 @@ def _unwritable(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
 
 
 def _not_started(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
-    """The error for a job whose supervisor could not be started: nothing of it runs."""
-    if exc.errno == errno.E2BIG:
-        size = sum(len(name) + len(value) + 2 for name, value in os.environ.items())
-        largest = max(os.environ, key=lambda name: len(os.environ[name]), default="")
-        return BackendError(
-            f"Job {job_id} was not submitted: its supervisor could not be started "
-            f"({exc.strerror}): this process's environment ({size} bytes in "
-            f"{len(os.environ)} variables, the largest {largest} with "
-            f"{len(os.environ.get(largest, ''))}) is more than the system passes to a new "
-            "process (one variable over 128 KiB is enough). Unset the large variables; "
-            "nothing was started."
-        )
+    """The error for a job nothing could be started to run: nothing of it runs."""
     if is_disk_full(exc):
         return _unwritable(job_id, job_dir, exc)
     return BackendError(
-        f"Job {job_id} was not submitted: its supervisor could not be started ({exc}); "
-        "nothing was started."
+        f"Job {job_id} was not submitted: the line's keeper, which starts it, could not be "
+        f"started ({exc}); nothing was started."
     )
 
 
@@ -194,15 +186,15 @@ class LocalBackend:
         return Preparation(backend_data=data, queue=prepared_queue(request))
 
     def submit(self, record: JobRecord, *, env: Mapping[str, str] = NO_ENV) -> None:
-        """Publish the job directory whole, then start its supervisor; raising means nothing
+        """Publish the job directory whole, then put the job in line; raising means nothing
         runs. The captured ``env`` goes in a private file of the job directory, which the
         supervisor deletes once the job has started (never in ``launch.json`` or the store).
 
         The directory is made under a temporary name and renamed into place, so a submitter
         killed halfway leaves no job that looks submitted; one killed between the rename and
-        the start leaves a job that :meth:`statuses` reports as never started (and that a new
-        submission of the same id replaces). The supervisor waits until ``supervisor.pid``
-        names it, so a write that fails after the start is withdrawn before the job begins.
+        its ticket leaves a job that :meth:`statuses` reports as never started (and that a new
+        submission of the same id replaces). A waiting job holds no process: whoever frees a
+        slot starts it (``kinetic_runtime.local.dispatch``).
         """
         job_dir = self.job_dir(record.job_id)
         if job_dir.exists():
@@ -210,20 +202,36 @@ class LocalBackend:
                 return  # submitted before: idempotent
             self._remove(job_dir)
         try:
-            published = self._publish(record, job_dir, env)
-        except OSError as exc:
-            raise _unwritable(record.job_id, job_dir, exc) from exc
-        if not published:
-            return  # another submitter of the same id got there first
-        try:
-            self._start(job_dir, record.backend_data.get(PYTHON_KEY) or self._python)
+            launch = self._publish(record, job_dir, env)
+            if launch is None:
+                return  # another submitter of the same id got there first
+            join_line(self._slots, ticket_of(launch))
         except OSError as exc:
             self._remove(job_dir)
-            raise _not_started(record.job_id, job_dir, exc) from exc
+            raise _unwritable(record.job_id, job_dir, exc) from exc
+        try:
+            self._start_waiting(record.backend_data.get(PYTHON_KEY) or self._python)
+            if in_line(self._slots, ticket_of(launch)):
+                ensure_keeper(self._slots)
+        except OSError as exc:
+            leave_line(self._slots, ticket_of(launch))
+            if withdraw(job_dir):  # else a supervisor has it: it runs
+                self._remove(job_dir)
+                raise _not_started(record.job_id, job_dir, exc) from exc
 
-    def _publish(self, record: JobRecord, job_dir: Path, env: Mapping[str, str]) -> bool:
+    @property
+    def _slots(self) -> Path:
+        return self._root / "slots"
+
+    def _start_waiting(self, python: str) -> None:
+        start_waiting(self._slots, python)
+
+    def _publish(
+        self, record: JobRecord, job_dir: Path, env: Mapping[str, str]
+    ) -> dict[str, object] | None:
         """Write the job's directory (0700, its files 0600) under a temporary name and
-        rename it into place."""
+        rename it into place; its ``launch.json``, or None if the job existed. The room its
+        supervisor needs on a full disk is set aside now, while there is some."""
         python = record.backend_data.get(PYTHON_KEY) or self._python
         inherited = {
             **host_environment(os.environ),
@@ -237,7 +245,7 @@ class LocalBackend:
             "job_id": record.job_id,
             "runtime_args": runtime_args(record),
             "python": python,
-            "slots_dir": str(self._root / "slots"),
+            "slots_dir": str(self._slots),
             "slots": settings.local_slots(),
             "hosts": _record_hosts(record),
             "slices": record.slices,
@@ -245,7 +253,7 @@ class LocalBackend:
             "preemption_retries": record.preemption_retries,
             "disk_full_retries": settings.disk_full_retries(),
             "priority": priority_value(record.priority),
-            "submitted_ns": time.time_ns(),
+            "line_number": take_number(self._slots),
             "submitter": process_identity(os.getpid()),
             "env": inherited,
         }
@@ -259,58 +267,31 @@ class LocalBackend:
                     staging / supervisor.CAPTURED_ENV_FILE, json.dumps(dict(env)).encode()
                 )
             supervisor.write_state(staging, phase="PENDING")
+            set_claim_aside(staging)
+            set_room_aside(staging)
+            set_aside(staging / supervisor.TERMINATION_FILE)
             os.rename(staging, job_dir)
         except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
             if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
-                return False
+                return None
             raise
-        return True
-
-    def _start(self, job_dir: Path, python: str) -> None:
-        pid = request_start(job_dir) if launcher_enabled(python) else None
-        if pid is None:
-            pid = self._start_supervisor(job_dir, python)
-        try:
-            write_private_atomically(
-                job_dir / supervisor.PID_FILE, str(pid).encode()
-            )  # the supervisor goes on
-        except OSError:
-            self._withdraw(job_dir.name, pid)
-            raise
-
-    def _withdraw(self, job_id: str, pid: int) -> None:
-        """Stop a supervisor that is still waiting for its ``supervisor.pid``."""
-        if not terminate_group(pid, grace=0, timeout=WITHDRAW_TIMEOUT, poll_interval=0.01):
-            raise BackendError(
-                f"Job {job_id} was not submitted, but its supervisor (group {pid}) could not "
-                f"be stopped. Kill it by hand: kill -9 -{pid}"
-            )
-
-    def _start_supervisor(self, job_dir: Path, python: str) -> int:
-        """The supervisor as a fresh interpreter in its own session (no launcher)."""
-        fd = open_private(job_dir / "supervisor.log", os.O_WRONLY | os.O_APPEND)
-        with os.fdopen(fd, "ab") as errors:
-            process = subprocess.Popen(
-                [python, "-m", "kinetic_runtime.local.supervisor", str(job_dir)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=errors,
-                cwd=job_dir,
-                start_new_session=True,
-            )
-        # Reap the detached supervisor when it exits: no zombie, and no "still running"
-        # ResourceWarning when the Popen object is dropped.
-        threading.Thread(target=process.wait, name="kinetic-reap", daemon=True).start()
-        return process.pid
+        return launch
 
     def _state(self, job_id: str, store_uri: str | None = None) -> JobState:
         keys = functools.partial(self.signing_keys, create=False)
         return job_state(self.job_dir(job_id), store_uri, keys)
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
-        line = SlotLine(self._root / "slots")
-        return {r.job_id: line.placed(r, self._state(r.job_id, r.store_uri)) for r in records}
+        """Each job's state; when some wait in line, whoever should start them is made sure
+        of (a free slot is used now, and the line has a keeper)."""
+        line = SlotLine(self._slots)
+        states = {r.job_id: line.placed(r, self._state(r.job_id, r.store_uri)) for r in records}
+        if any(state.queue is not None for state in states.values()):
+            with contextlib.suppress(OSError):
+                self._start_waiting(self._python)
+                ensure_keeper(self._slots)
+        return states
 
     def _host_count(self, record: JobRecord) -> int:
         """How many hosts the job was started with; its accelerator's before it was."""
@@ -365,6 +346,9 @@ class LocalBackend:
         if not job_dir.exists():
             return
         (job_dir / supervisor.CANCEL_MARKER).touch()
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            launch = json.loads((job_dir / supervisor.LAUNCH_FILE).read_text())
+            leave_line(self._slots, ticket_of(launch))  # a waiting job: nothing else to stop
         pid = supervisor_pid(job_dir)
         if pid is not None and group_alive(pid):
             stopped = terminate_group(

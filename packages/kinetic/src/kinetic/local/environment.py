@@ -13,7 +13,13 @@ from pathlib import Path
 
 from kinetic_runtime.settings import HOME
 
-__all__ = ["HOST_NAMES", "HOST_PREFIXES", "host_environment", "runtime_path"]
+__all__ = [
+    "HOST_NAMES",
+    "HOST_PREFIXES",
+    "dispatcher_environment",
+    "host_environment",
+    "runtime_path",
+]
 
 _RUNTIME_MODULES = ("kinetic_runtime", "kinetic_protocol", "cloudpickle", "msgspec")
 """What a job's interpreter imports of Kinetic's before the user's code."""
@@ -86,3 +92,16 @@ def runtime_path(environ: Mapping[str, str]) -> str | None:
         needed.update(e for e in entries if location.is_relative_to(Path(e).resolve()))
     kept = [entry for entry in entries if entry in needed]
     return os.pathsep.join(kept) if kept else None
+
+
+def dispatcher_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of the processes a client starts to start jobs (the launcher, the line's
+    keeper): what a job inherits of this machine, and the ``PYTHONPATH`` entries that find the
+    runtime. They serve every client of the machine, so they carry none of one client's
+    variables, and a variable too large to pass to a new process (over 128 KiB) cannot keep
+    them from starting."""
+    kept = host_environment(environ)
+    found_through = runtime_path(environ)
+    if found_through:
+        kept["PYTHONPATH"] = found_through
+    return kept

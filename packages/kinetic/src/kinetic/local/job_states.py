@@ -1,7 +1,7 @@
 """A local job's state, read from its directory: what its supervisor recorded, or, once the
 supervisor is gone without recording an end, one final state that matches what the job stored.
 
-A job directory whose submitter died before it confirmed a supervisor is *abandoned*: nothing of
+A job directory whose submitter died before it put the job in line is *abandoned*: nothing of
 the job ran or will run, and a new submission of the same id replaces it.
 """
 
@@ -15,7 +15,9 @@ from kinetic_protocol import JobStatus as S
 from kinetic_protocol.records import decode_result
 from kinetic_protocol.signing import open_blob
 from kinetic_runtime.local import supervisor
+from kinetic_runtime.local.claim import read_pid, unclaimed
 from kinetic_runtime.local.processes import pid_alive, same_process_alive, terminate_group
+from kinetic_runtime.local.slot_queue import in_line, ticket_of
 from kinetic_runtime.stores import open_store
 
 __all__ = ["WITHDRAW_TIMEOUT", "abandoned", "job_state", "supervisor_pid"]
@@ -31,26 +33,31 @@ _CAUSES = frozenset(cause.value for cause in FailureCause)
 
 
 def supervisor_pid(job_dir: Path) -> int | None:
-    try:
-        return int((job_dir / supervisor.PID_FILE).read_text())
-    except (FileNotFoundError, ValueError):
-        return None
+    return read_pid(job_dir)
 
 
 def abandoned(job_dir: Path) -> bool:
-    """A job directory whose submitter died before confirming a supervisor: nothing of the
-    job ran or will run (an unconfirmed supervisor gives up)."""
+    """A job directory whose submitter died before putting it in line: nothing of the job
+    ran or will run.
+
+    The order of the looks matters, as a dispatcher may start the job meanwhile: it claims
+    the job before it takes the ticket out of line, and only the submitter puts one in. So
+    the submitter is seen dead first (no ticket comes after), then the ticket out of line,
+    then the claim still there: a job claimed and taken out of line between two looks is
+    never taken for one that was never put in line."""
     state = supervisor.read_state(job_dir) or {}
     if state.get("detail") == supervisor.NEVER_STARTED:
-        return True  # its supervisor gave up waiting for the submitter
-    if (job_dir / supervisor.PID_FILE).exists():
-        return False
+        return True
     try:
         launch = json.loads((job_dir / supervisor.LAUNCH_FILE).read_text())
-    except (OSError, ValueError):
+        submitter = launch.get("submitter")
+        if not isinstance(submitter, str) or same_process_alive(submitter):
+            return False
+        if in_line(Path(launch["slots_dir"]), ticket_of(launch)):
+            return False
+    except (OSError, ValueError, KeyError):
         return False  # being deleted, or not ours: leave it
-    submitter = launch.get("submitter")
-    return isinstance(submitter, str) and not same_process_alive(submitter)
+    return unclaimed(job_dir)  # else started (or being deleted)
 
 
 def _cause(state: dict[str, object]) -> FailureCause:

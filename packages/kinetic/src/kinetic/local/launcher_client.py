@@ -1,7 +1,7 @@
-"""Ask the launcher to start a job; start a launcher when there is none.
+"""Ask the launcher to start waiting jobs; start a launcher when there is none.
 
-Every failure here is quiet and cheap: the caller then starts the supervisor as a fresh
-process, exactly as it would without a launcher.
+Every failure here is quiet and cheap: the caller then has the line's keeper dispatch
+(``kinetic.local.line``), exactly as it would without a launcher.
 """
 
 import functools
@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 from kinetic.local import settings
+from kinetic.local.environment import dispatcher_environment
 
-__all__ = ["launcher_enabled", "request_start"]
+__all__ = ["launcher_enabled", "request_dispatch"]
 
 _RESPAWN_AFTER = 5.0
 _spawned_at: dict[Path, float] = {}
@@ -53,31 +54,36 @@ def _spawn(path: Path) -> None:
         if time.monotonic() - _spawned_at.get(path, -_RESPAWN_AFTER) < _RESPAWN_AFTER:
             return
         _spawned_at[path] = time.monotonic()
-    with open(path.with_suffix(".log"), "ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "kinetic_runtime.local.launcher", str(path)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            start_new_session=True,
-        )
+    try:
+        with open(path.with_suffix(".log"), "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "kinetic_runtime.local.launcher", str(path)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env=dispatcher_environment(os.environ),
+                cwd="/",
+                start_new_session=True,
+            )
+    except OSError:
+        return  # the line's keeper dispatches meanwhile, and a later request tries again
     # Reap the launcher when it exits (after its idle period): no zombie, and no "still
     # running" ResourceWarning when the Popen object is dropped.
     threading.Thread(target=process.wait, name="kinetic-launcher-reap", daemon=True).start()
 
 
-def request_start(job_dir: Path) -> int | None:
-    """The pid of the supervisor the launcher started for ``job_dir``, or None."""
+def request_dispatch(slots_dir: Path) -> bool:
+    """Whether the launcher dispatched the line in ``slots_dir`` (started what a free slot
+    allowed, with warm supervisors)."""
     path = _socket_path()
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(5.0)
             conn.connect(str(path))
-            conn.sendall(json.dumps({"job_dir": str(job_dir)}).encode() + b"\n")
+            conn.sendall(json.dumps({"dispatch": str(slots_dir)}).encode() + b"\n")
             with conn.makefile("rb") as reader:
                 reply = json.loads(reader.readline() or b"{}")
     except (OSError, ValueError):
         _spawn(path)
-        return None
-    pid = reply.get("pid")
-    return pid if isinstance(pid, int) else None
+        return False
+    return reply.get("dispatched") is True
