@@ -3,6 +3,7 @@
 import importlib
 import io
 import os
+import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -23,22 +24,57 @@ would otherwise fall back to TensorFlow, which no Kinetic image installs. A valu
 given (captured, or set by a custom image) wins. This is the only place the default is set."""
 
 
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+_COPY_CHUNK = 1 << 20
+
+
 def unpack_bundle(data: bytes, dest: Path) -> None:
     """Extract a code bundle into ``dest``.
 
     The store is not trusted: a member whose path would land outside ``dest`` (``../x``, an
-    absolute path) refuses the whole bundle before anything is written.
+    absolute path, a path through a link out of ``dest``) refuses the whole bundle before
+    anything is written. Every name is checked once and each directory made once, then each
+    member's bytes are written straight to its file: ``ZipFile.extract`` sanitized and
+    resolved every path again and made its directories one member at a time, most of a job's
+    start for a bundle of a few hundred files.
     """
     dest.mkdir(parents=True, exist_ok=True)
-    root = dest.resolve()
+    root = str(dest.resolve())
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        members = archive.infolist()
-        for member in members:
-            target = (root / member.filename).resolve()
-            if not target.is_relative_to(root):
-                raise ConfigError(f"bundle member {member.filename!r} escapes the job directory")
-        for member in members:
-            archive.extract(member, root)
+        files, directories = _placed_members(archive.infolist(), root)
+        for directory in sorted(directories):
+            os.makedirs(directory, exist_ok=True)
+        for member, target in files:
+            fd = os.open(target, _WRITE_FLAGS, 0o666)
+            with os.fdopen(fd, "wb") as out, archive.open(member) as source:
+                shutil.copyfileobj(source, out, _COPY_CHUNK)
+
+
+def _placed_members(
+    members: list[zipfile.ZipInfo], root: str
+) -> tuple[list[tuple[zipfile.ZipInfo, str]], set[str]]:
+    """Where each file member goes, and every directory the members need under ``root`` (a
+    resolved path); a ``ConfigError`` for a member that would land outside ``root``."""
+    inside = root.rstrip(os.sep) + os.sep
+    files: list[tuple[zipfile.ZipInfo, str]] = []
+    directories: set[str] = set()
+    for member in members:
+        target = os.path.normpath(os.path.join(root, member.filename))
+        if member.filename.endswith("/") and (target == root or target.startswith(inside)):
+            directories.add(target)
+        elif target.startswith(inside):
+            files.append((member, target))
+            directories.add(os.path.dirname(target))
+        else:
+            raise ConfigError(f"bundle member {member.filename!r} escapes the job directory")
+    # A link already in ``root`` could lead a path out of it: each directory is resolved
+    # once (not once per member), and no file is opened through a link.
+    for directory in directories:
+        resolved = os.path.realpath(directory)
+        if resolved != root and not resolved.startswith(inside):
+            shown = os.path.relpath(directory, root)
+            raise ConfigError(f"bundle directory {shown!r} escapes the job directory")
+    return files, directories
 
 
 def apply_environment(
