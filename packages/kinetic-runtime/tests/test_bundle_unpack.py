@@ -76,6 +76,17 @@ def test_a_link_in_the_directory_that_leads_out_refuses_the_bundle_before_writin
     assert sorted(p.name for p in work.iterdir()) == ["escape"]
 
 
+def test_a_link_inside_that_leads_to_a_link_out_refuses_the_bundle(tmp_path: Path) -> None:
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    (work / "inner").mkdir(parents=True)
+    outside.mkdir()
+    (work / "inner" / "out").symlink_to(outside)
+    (work / "alias").symlink_to(work / "inner")
+    with pytest.raises(ConfigError, match="'alias/out' escapes the job directory"):
+        unpack_bundle(_zip({"alias/out/evil.py": b"evil"}), work)
+    assert list(outside.iterdir()) == []
+
+
 def test_a_link_where_a_member_goes_is_not_written_through(tmp_path: Path) -> None:
     """A link left where a file member goes fails the unpack (the open does not follow it)."""
     work, target = tmp_path / "work", tmp_path / "elsewhere.py"
