@@ -10,6 +10,7 @@ import pytest
 from kinetic import _log
 from kinetic.packaging import build_bundle
 from kinetic.packaging import bundle as bundle_module
+from kinetic.packaging import ignore as ignore_module
 
 BASE = {
     "pyproject.toml": '[project]\nname = "proj"\nversion = "0"\n',
@@ -33,8 +34,10 @@ SECRETS = [
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fresh bundle cache and notice memory; no inherited bundle settings."""
+    """A fresh bundle cache, ignore-file matchers and notice memory; no inherited bundle
+    settings."""
     monkeypatch.setattr(bundle_module, "_cache", {})
+    ignore_module._matcher.cache_clear()
     monkeypatch.setattr(_log, "_noticed", set())
     monkeypatch.delenv("KINETIC_BUNDLE_GITIGNORE", raising=False)
     monkeypatch.delenv("KINETIC_BUNDLE_WARN_MB", raising=False)
@@ -100,6 +103,54 @@ def test_changing_kineticignore_changes_what_is_shipped_and_the_cache_still_work
     assert build_bundle(root).data is second.data
     (root / "data" / "more.csv").write_text("ignored, so nothing changes\n")
     assert build_bundle(root).ref.sha256 == second.ref.sha256
+
+
+def test_a_changed_nested_gitignore_applies_at_the_next_scan(tmp_path: Path) -> None:
+    """The decisions kept per ignore file's text never outlive a change of the file."""
+    root = _make(tmp_path / "proj", {**BASE, "src/proj/gen/table.py": "", "src/proj/a.tmp": ""})
+    (root / "src" / "proj" / ".gitignore").write_text("/gen/\n")
+    assert _names(build_bundle(root).data) == {*BASE, "src/proj/.gitignore", "src/proj/a.tmp"}
+    (root / "src" / "proj" / ".gitignore").write_text("*.tmp\n")
+    assert _names(build_bundle(root).data) == {
+        *BASE,
+        "src/proj/.gitignore",
+        "src/proj/gen/table.py",
+    }
+
+
+def test_the_same_gitignore_text_in_two_directories_applies_to_each_its_own(
+    tmp_path: Path,
+) -> None:
+    root = _make(tmp_path / "proj", {**BASE, "a/gen/x.py": "", "b/gen/y.py": "", "gen/z.py": ""})
+    (root / "a" / ".gitignore").write_text("/gen/\n")
+    (root / "b" / ".gitignore").write_text("/gen/\n")
+    names = _names(build_bundle(root).data)
+    assert names == {*BASE, "a/.gitignore", "b/.gitignore", "gen/z.py"}
+
+
+def test_an_unchanged_project_is_matched_against_its_ignore_files_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A submission scans the project again; the paths' answers are kept per ignore file's
+    text, so pathspec is not asked again about a path it already answered."""
+    from pathspec import GitIgnoreSpec
+
+    root = _make(tmp_path / "proj", {**BASE, "data/x.csv": "1\n", "notes.md": "n"})
+    (root / ".kineticignore").write_text("data/\n")
+    (root / ".gitignore").write_text("*.log\n")
+    asked: list[str] = []
+    check_file = GitIgnoreSpec.check_file
+
+    def counting(self: GitIgnoreSpec, file: str, *args: object) -> object:
+        asked.append(file)
+        return check_file(self, file, *args)
+
+    monkeypatch.setattr(GitIgnoreSpec, "check_file", counting)
+    first = build_bundle(root)
+    assert asked  # the first scan matched every path
+    asked.clear()
+    assert build_bundle(root).data is first.data
+    assert asked == []
 
 
 def test_ignored_files_do_not_change_the_bytes(tmp_path: Path) -> None:

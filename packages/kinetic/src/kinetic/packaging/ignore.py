@@ -31,6 +31,7 @@ inside ``scan_project``: it costs tens of milliseconds, which ``import kinetic``
 
 from __future__ import annotations
 
+import functools
 import os
 import stat as stat_module
 from collections.abc import Iterable, Sequence
@@ -165,50 +166,76 @@ def _default_rule(name: str, is_dir: bool) -> str | None:
     return None
 
 
-def _decide(spec: GitIgnoreSpec, rel: str) -> tuple[bool, str] | None:
-    """(ignored?, the deciding pattern) if a pattern of ``spec`` matches ``rel``, else None."""
-    result = spec.check_file(rel)
-    if result.include is None or result.index is None:
-        return None
-    pattern = getattr(spec.patterns[result.index], "pattern", None) or "?"
-    return result.include, str(pattern)
+_DECISIONS_KEPT = 200_000
+"""How many paths a compiled ignore file remembers its decision for before it starts over."""
+
+
+class _Matcher:
+    """One ignore file's compiled patterns, with what they decided for each path asked: every
+    submission scans the whole project again, and its paths get the same answers until the
+    file changes (then its text compiles to another matcher). Matching was half a scan."""
+
+    def __init__(self, spec: GitIgnoreSpec) -> None:
+        self._spec = spec
+        self._decided: dict[str, tuple[bool, str] | None] = {}
+
+    def decide(self, rel: str) -> tuple[bool, str] | None:
+        """(ignored?, the deciding pattern) if a pattern matches ``rel``, else None."""
+        try:
+            return self._decided[rel]
+        except KeyError:
+            pass
+        result = self._spec.check_file(rel)
+        decided = None
+        if result.include is not None and result.index is not None:
+            pattern = getattr(self._spec.patterns[result.index], "pattern", None) or "?"
+            decided = result.include, str(pattern)
+        if len(self._decided) >= _DECISIONS_KEPT:
+            self._decided.clear()
+        self._decided[rel] = decided
+        return decided
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(text: str) -> _Matcher:
+    """The matcher of an ignore file's ``text``, compiled once per text."""
+    from pathspec import GitIgnoreSpec
+
+    return _Matcher(GitIgnoreSpec.from_lines(text.splitlines()))
 
 
 class _Rules:
     """The secret patterns, ``.kineticignore`` and the ``.gitignore`` files met while walking."""
 
     def __init__(self, root: Path, use_gitignore: bool) -> None:
-        from pathspec import GitIgnoreSpec
-
-        self._spec_type = GitIgnoreSpec
-        self._secrets = GitIgnoreSpec.from_lines(SECRET_PATTERNS)
+        self._secrets = _matcher("\n".join(SECRET_PATTERNS))
         self._kinetic = self._load(root / IGNORE_FILE)
         self._use_gitignore = use_gitignore
-        self._gitignores: list[tuple[str, GitIgnoreSpec]] = []  # (directory prefix, spec)
+        self._gitignores: list[tuple[str, _Matcher]] = []  # (directory prefix, matcher)
 
-    def _load(self, path: Path) -> GitIgnoreSpec | None:
+    def _load(self, path: Path) -> _Matcher | None:
         data = read_regular_file(path)
         if data is None:
             return None
-        return self._spec_type.from_lines(data.decode("utf-8", errors="replace").splitlines())
+        return _matcher(data.decode("utf-8", errors="replace"))
 
     def enter(self, rel_dir: str, directory: Path, filenames: Sequence[str]) -> None:
         """Pick up ``directory``'s own ``.gitignore`` (``rel_dir`` is "" or ends with "/")."""
         if self._use_gitignore and ".gitignore" in filenames:
-            spec = self._load(directory / ".gitignore")
-            if spec is not None:
-                self._gitignores.append((rel_dir, spec))
+            matcher = self._load(directory / ".gitignore")
+            if matcher is not None:
+                self._gitignores.append((rel_dir, matcher))
                 self._gitignores.sort(key=lambda item: -len(item[0]))  # deepest first
 
     def _ignored_by(self, rel: str) -> str | None:
         """The ignore file and pattern leaving ``rel`` out, or None if it stays."""
         if self._kinetic is not None:
-            decided = _decide(self._kinetic, rel)
+            decided = self._kinetic.decide(rel)
             if decided is not None:
                 return f"{IGNORE_FILE}: {decided[1]}" if decided[0] else None
-        for prefix, spec in self._gitignores:
+        for prefix, matcher in self._gitignores:
             if rel.startswith(prefix):
-                decided = _decide(spec, rel[len(prefix) :])
+                decided = matcher.decide(rel[len(prefix) :])
                 if decided is not None:
                     return f"{prefix}.gitignore: {decided[1]}" if decided[0] else None
         return None
@@ -216,7 +243,7 @@ class _Rules:
     def classify(self, rel: str, name: str, is_dir: bool) -> Excluded | None:
         """Why ``rel`` (a directory's ends with ``/``) is left out, or None if it is shipped."""
         default = _default_rule(name, is_dir)
-        secret = _decide(self._secrets, rel)
+        secret = self._secrets.decide(rel)
         if secret is not None and secret[0]:
             would_ship = default is None and self._ignored_by(rel) is None
             return Excluded(rel, "secret", f"secret: {secret[1]}", would_ship)
