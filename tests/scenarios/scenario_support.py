@@ -168,10 +168,15 @@ def run_script(
 
 
 def local_job_pids(kinetic_home: Path) -> Iterator[int]:
-    """Supervisor pids (= process group ids) of every local job under ``kinetic_home``, each
-    job first marked cancelled, so that no job still waiting in line is started after this
-    (the line's keeper drops it instead, and then exits). A supervisor caught claiming its job
-    is named by its claim."""
+    """Supervisor pids (= process group ids) of every local job under ``kinetic_home`` still
+    running, each job first marked cancelled, so that no job still waiting in line is started
+    after this (the line's keeper drops it instead, and then exits). A supervisor caught
+    claiming its job is named by its claim.
+
+    A pid is named only while its process still has a file of the job's directory open (a
+    supervisor's stderr is its ``supervisor.log``): the pid of a supervisor that ended long ago
+    may be another process's now, a process group leader of another test (a line's keeper, a
+    launcher), which a kill of its group would take down."""
     jobs = kinetic_home / "local" / "jobs"
     if not jobs.is_dir():
         return
@@ -180,9 +185,25 @@ def local_job_pids(kinetic_home: Path) -> Iterator[int]:
         with suppress(OSError):
             (job_dir / CANCEL_MARKER).touch()
     for job_dir in job_dirs:
+        named: list[int] = []
         with suppress(FileNotFoundError, ValueError):
-            yield int((job_dir / "supervisor.pid").read_text())
+            named.append(int((job_dir / "supervisor.pid").read_text()))
         with suppress(FileNotFoundError):
             for claim in job_dir.glob(f"{CLAIM_FILE}.*"):
                 with suppress(ValueError):
-                    yield int(claim.name.rsplit(".", 1)[1])
+                    named.append(int(claim.name.rsplit(".", 1)[1]))
+        yield from (pid for pid in named if _has_open_in(pid, job_dir))
+
+
+def _has_open_in(pid: int, directory: Path) -> bool:
+    """Whether process ``pid`` has a file under ``directory`` open."""
+    inside = f"{os.path.realpath(directory)}{os.sep}"
+    try:
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in descriptors:
+        with suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith(inside):
+                return True
+    return False

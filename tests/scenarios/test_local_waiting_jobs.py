@@ -143,20 +143,33 @@ def test_more_inputs_than_slots_never_run_more_job_processes_than_slots(
     assert sampler.unstarted_with_processes == set()
 
 
-def _keeper(slots_dir: Path) -> int:
-    """The pid of the line's keeper."""
+def _keepers(slots_dir: Path) -> list[int]:
+    """The pids of the line's keepers this process started (the supervisors a keeper forks
+    have its command line too, but are orphaned by their double fork)."""
+    found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 command = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                stat = Path(f"/proc/{entry}/stat").read_text()
             except OSError:
                 continue
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
             if (
-                b"kinetic_runtime.local.line_keeper" in command
+                parent == os.getpid()
+                and b"kinetic_runtime.local.line_keeper" in command
                 and str(slots_dir).encode() in command
             ):
-                return int(entry)
-    raise AssertionError(f"no keeper runs for {slots_dir}")
+                found.append(int(entry))
+    return found
+
+
+def _keeper(slots_dir: Path) -> int:
+    """The pid of the line's keeper, once one is seen (it was seen at once in every run but
+    two, under heavy load, whose cause is not known: the keeper lock was held then)."""
+    keepers = wait_until(lambda: _keepers(slots_dir), f"a keeper for {slots_dir}")
+    assert len(keepers) == 1, f"more than one keeper: {keepers}"
+    return int(keepers[0])
 
 
 def test_a_waiting_job_starts_when_whoever_would_start_it_was_killed_and_someone_looks(

@@ -37,6 +37,7 @@ from kinetic_protocol import (
     HostSelection,
     JobRecord,
     JobState,
+    JobStatus,
     Keyring,
     Preparation,
     PrepareRequest,
@@ -113,6 +114,14 @@ def _not_started(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
         f"Job {job_id} was not submitted: the line's keeper, which starts it, could not be "
         f"started ({exc}); nothing was started."
     )
+
+
+def _ended(job_dir: Path) -> bool:
+    """Whether the job's supervisor recorded its end: it has stopped every process of the job
+    then, and its pid, kept in the directory, may be another process's by now (a process group
+    leader such as a shell, which a kill of that group would take down)."""
+    state = supervisor.read_state(job_dir) or {}
+    return JobStatus(state.get("phase", "PENDING")).is_terminal
 
 
 def _record_hosts(record: JobRecord) -> int:
@@ -350,7 +359,7 @@ class LocalBackend:
             launch = json.loads((job_dir / supervisor.LAUNCH_FILE).read_text())
             leave_line(self._slots, ticket_of(launch))  # a waiting job: nothing else to stop
         pid = supervisor_pid(job_dir)
-        if pid is not None and group_alive(pid):
+        if pid is not None and not _ended(job_dir) and group_alive(pid):
             stopped = terminate_group(
                 pid, grace=_TERMINATE_GRACE, timeout=timeout, poll_interval=poll_interval
             )
