@@ -11,12 +11,13 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import scenario_funcs as uf
 from scenario_support import ScenarioBackend, pid_gone, wait_until
 
-from kinetic import JobStatus
+from kinetic import JobHandle, JobStatus
 from kinetic_runtime.local.claim import CLAIM_FILE, read_pid
 from kinetic_runtime.local.slot_queue import waiting_jobs
 
@@ -172,6 +173,18 @@ def _keeper(slots_dir: Path) -> int:
     return int(keepers[0])
 
 
+def _one_slot_taken(
+    local_backend: ScenarioBackend, gate: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Any, JobHandle]:
+    """One slot, and a job holding it until ``gate`` appears: ``hold`` and that job."""
+    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "1")
+    hold = local_backend.decorate()(uf.hold)
+    started = tmp_path / "first-started"
+    first = hold.run_async(str(gate), 1, str(started))
+    wait_until(started.exists, "the first job to run")
+    return hold, first
+
+
 def test_a_waiting_job_starts_when_whoever_would_start_it_was_killed_and_someone_looks(
     local_backend: ScenarioBackend,
     isolated_kinetic: Path,
@@ -181,12 +194,8 @@ def test_a_waiting_job_starts_when_whoever_would_start_it_was_killed_and_someone
 ) -> None:
     """``kill -9`` of the running job's supervisor (which would start the next job as it
     ends) and of the line's keeper: the next status read starts the waiting job."""
-    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "1")
     slots_dir = isolated_kinetic / "local" / "slots"
-    hold = local_backend.decorate()(uf.hold)
-    started = tmp_path / "first-started"
-    first = hold.run_async(str(gate), 1, str(started))
-    wait_until(started.exists, "the first job to run")
+    hold, first = _one_slot_taken(local_backend, gate, tmp_path, monkeypatch)
     second = hold.run_async(str(tmp_path / "open"), 2)
     (tmp_path / "open").touch()
     assert waiting_jobs(slots_dir) == [second.job_id]
@@ -208,12 +217,8 @@ def test_a_waiting_job_is_cancelled_by_dropping_its_record(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "1")
     slots_dir = isolated_kinetic / "local" / "slots"
-    hold = local_backend.decorate()(uf.hold)
-    started = tmp_path / "first-started"
-    first = hold.run_async(str(gate), 1, str(started))
-    wait_until(started.exists, "the first job to run")
+    hold, first = _one_slot_taken(local_backend, gate, tmp_path, monkeypatch)
     ran = tmp_path / "cancelled-ran"
     cancelled = hold.run_async(str(gate), 2, str(ran))
     after = hold.run_async(str(gate), 3)

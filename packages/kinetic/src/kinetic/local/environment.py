@@ -8,6 +8,8 @@ of a stray variable fails here first, not on the cluster.
 
 import importlib.util
 import os
+import subprocess
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,6 +21,7 @@ __all__ = [
     "dispatcher_environment",
     "host_environment",
     "runtime_path",
+    "start_dispatcher",
 ]
 
 _RUNTIME_MODULES = ("kinetic_runtime", "kinetic_protocol", "cloudpickle", "msgspec")
@@ -105,3 +108,22 @@ def dispatcher_environment(environ: Mapping[str, str]) -> dict[str, str]:
     if found_through:
         kept["PYTHONPATH"] = found_through
     return kept
+
+
+def start_dispatcher(command: list[str], log: Path, pass_fds: tuple[int, ...] = ()) -> None:
+    """Start a process that starts jobs (the launcher, the line's keeper) in a session of its
+    own, out of reach of the terminal's signals, with :func:`dispatcher_environment` and its
+    stderr appended to ``log``; a thread reaps it when it exits (no zombie, and no "still
+    running" ResourceWarning when the Popen is dropped). OSError if it cannot be started."""
+    with open(log, "ab") as errors:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            env=dispatcher_environment(os.environ),
+            cwd="/",
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
+    threading.Thread(target=process.wait, name="kinetic-dispatcher-reap", daemon=True).start()

@@ -4,12 +4,12 @@ Every failure here is quiet and cheap: the caller then has the line's keeper dis
 (``kinetic.local.line``), exactly as it would without a launcher.
 """
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from kinetic.local import settings
-from kinetic.local.environment import dispatcher_environment
+from kinetic.local.environment import start_dispatcher
 
 __all__ = ["launcher_enabled", "request_dispatch"]
 
@@ -54,22 +54,9 @@ def _spawn(path: Path) -> None:
         if time.monotonic() - _spawned_at.get(path, -_RESPAWN_AFTER) < _RESPAWN_AFTER:
             return
         _spawned_at[path] = time.monotonic()
-    try:
-        with open(path.with_suffix(".log"), "ab") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "kinetic_runtime.local.launcher", str(path)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                env=dispatcher_environment(os.environ),
-                cwd="/",
-                start_new_session=True,
-            )
-    except OSError:
-        return  # the line's keeper dispatches meanwhile, and a later request tries again
-    # Reap the launcher when it exits (after its idle period): no zombie, and no "still
-    # running" ResourceWarning when the Popen object is dropped.
-    threading.Thread(target=process.wait, name="kinetic-launcher-reap", daemon=True).start()
+    command = [sys.executable, "-m", "kinetic_runtime.local.launcher", str(path)]
+    with contextlib.suppress(OSError):  # the line's keeper dispatches meanwhile
+        start_dispatcher(command, path.with_suffix(".log"))
 
 
 def request_dispatch(slots_dir: Path) -> bool:

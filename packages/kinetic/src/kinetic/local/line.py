@@ -13,13 +13,11 @@ resumed. Launcher and keeper run in sessions of their own, out of reach of the t
 """
 
 import os
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from kinetic.local import settings
-from kinetic.local.environment import dispatcher_environment
+from kinetic.local.environment import start_dispatcher
 from kinetic.local.launcher_client import launcher_enabled, request_dispatch
 from kinetic_runtime.local.line_keeper import take_keeper_lock
 from kinetic_runtime.local.slot_queue import any_slot_free
@@ -54,17 +52,6 @@ def ensure_keeper(slots_dir: Path) -> None:
         str(lock),
     ]
     try:
-        with open(slots_dir / "keeper.log", "ab") as log:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                env=dispatcher_environment(os.environ),
-                cwd="/",
-                start_new_session=True,
-                pass_fds=(lock,),
-            )
+        start_dispatcher(command, slots_dir / "keeper.log", pass_fds=(lock,))
     finally:
         os.close(lock)  # the keeper holds it now (or nobody, and the next look tries again)
-    threading.Thread(target=process.wait, name="kinetic-keeper-reap", daemon=True).start()
