@@ -18,6 +18,7 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.records import encode_json
 from kinetic_runtime.stores.local import LocalStore
+from kinetic_testing.records import job_record
 from kinetic_testing.signed import seal_result
 
 pytestmark = pytest.mark.usefixtures("clean_kinetic_env")
@@ -25,22 +26,7 @@ JOB = "job-two-nodes"
 
 
 def _record(store: LocalStore) -> JobRecord:
-    return JobRecord(
-        job_id=JOB,
-        backend="local",
-        project="",
-        cluster_name="",
-        zone="",
-        namespace="",
-        bucket_name=store.uri,
-        k8s_name="",
-        image_uri="",
-        accelerator="cpu",
-        func_name="f",
-        display_name="f on cpu",
-        created_at="2026-01-01T00:00:00+00:00",
-        nodes=2,
-    )
+    return job_record(job_id=JOB, bucket_name=store.uri, nodes=2)
 
 
 def _start(store: LocalStore, host: int, run: int) -> None:

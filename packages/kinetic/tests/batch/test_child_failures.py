@@ -16,12 +16,12 @@ from kinetic_protocol import (
     CollectedFailure,
     CollectedOutcome,
     FailureCause,
-    JobRecord,
     JobState,
     JobStatus,
     Succeeded,
 )
 from kinetic_runtime.stores.local import LocalStore
+from kinetic_testing.records import job_record
 from kinetic_testing.signed import seal_result
 
 GROUP = "grp-0123abcd"
@@ -29,21 +29,7 @@ CLEANED = JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP)
 
 
 def _manifest(store: LocalStore) -> BatchManifest:
-    template = JobRecord(
-        job_id="",
-        backend="local",
-        project="",
-        cluster_name="",
-        zone="",
-        namespace="",
-        bucket_name=store.uri,
-        k8s_name="",
-        image_uri="",
-        accelerator="cpu",
-        func_name="f",
-        display_name="f on cpu",
-        created_at="2026-01-01T00:00:00+00:00",
-    )
+    template = job_record(bucket_name=store.uri)
     return BatchManifest(
         group_id=GROUP,
         func_name="f",

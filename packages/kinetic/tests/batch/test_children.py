@@ -9,27 +9,14 @@ import pytest
 from kinetic.batch.children import ChildJobs
 from kinetic.batch.state import BatchState
 from kinetic.jobs import JobHandle
-from kinetic_protocol import BatchManifest, JobRecord, JobState, JobStatus, RetryRule
+from kinetic_protocol import BatchManifest, JobState, JobStatus, RetryRule
+from kinetic_testing.records import job_record
 
 TOTAL = 5
 
 
 def _manifest(*, array_job: bool = False) -> BatchManifest:
-    template = JobRecord(
-        job_id="",
-        backend="local",
-        project="",
-        cluster_name="",
-        zone="",
-        namespace="default",
-        bucket_name="file:///nowhere",
-        k8s_name="",
-        image_uri="",
-        accelerator="cpu",
-        func_name="f",
-        display_name="f on cpu",
-        created_at="2026-01-01T00:00:00+00:00",
-    )
+    template = job_record(namespace="default", bucket_name="file:///nowhere")
     return BatchManifest(
         group_id="grp-0123abcd",
         func_name="f",

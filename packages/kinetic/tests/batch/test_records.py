@@ -13,7 +13,6 @@ from kinetic_protocol import (
     BatchChild,
     BatchManifest,
     JobNotFoundError,
-    JobRecord,
     Keyring,
     PreconditionFailedError,
     SerializationError,
@@ -21,6 +20,7 @@ from kinetic_protocol import (
 )
 from kinetic_runtime.keydir import directory_keyring
 from kinetic_runtime.stores.local import LocalStore
+from kinetic_testing.records import job_record
 
 GROUP = "grp-0123abcd"
 
@@ -42,21 +42,7 @@ def keyring() -> Keyring:
 
 
 def _manifest(group_id: str = GROUP, total: int = 3) -> BatchManifest:
-    template = JobRecord(
-        job_id="",
-        backend="local",
-        project="",
-        cluster_name="",
-        zone="",
-        namespace="",
-        bucket_name="file:///store",
-        k8s_name="",
-        image_uri="",
-        accelerator="cpu",
-        func_name="f",
-        display_name="f on cpu",
-        created_at="2026-01-01T00:00:00+00:00",
-    )
+    template = job_record()
     return BatchManifest(
         group_id=group_id,
         func_name="f",

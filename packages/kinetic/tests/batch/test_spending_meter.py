@@ -21,24 +21,21 @@ from kinetic_protocol import (
     Succeeded,
 )
 from kinetic_protocol.capacity import Placement
+from kinetic_testing.records import job_record
 
 T0 = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 L4_SPOT = Placement(accelerator="gpu-l4-x2", capacity="spot")
 
 
 def _manifest() -> BatchManifest:
-    template = JobRecord(
-        job_id="",
+    template = job_record(
         backend="gke",
         project="p",
         cluster_name="c",
         zone="z",
         namespace="n",
         bucket_name="b",
-        k8s_name="",
-        image_uri="",
         accelerator="gpu-l4-x2",
-        func_name="f",
         display_name="f",
         created_at=T0.isoformat(),
         capacity=["spot", "on-demand"],

@@ -9,8 +9,9 @@ import pytest
 
 from kinetic.batch.state import BatchState, Decision, effective_state
 from kinetic.jobs import JobHandle
-from kinetic_protocol import Failed, JobRecord, JobState, JobStatus, RetryRule, Succeeded, layout
+from kinetic_protocol import Failed, JobState, JobStatus, RetryRule, Succeeded, layout
 from kinetic_runtime.stores.local import LocalStore
+from kinetic_testing.records import job_record
 from kinetic_testing.signed import seal_result
 
 W, R, S, F = Decision.WAIT, Decision.RETRY, Decision.SUCCEEDED, Decision.FAILED
@@ -19,22 +20,7 @@ W, R, S, F = Decision.WAIT, Decision.RETRY, Decision.SUCCEEDED, Decision.FAILED
 def _handle(
     job_id: str = "job-0", *, attempt: int = 0, store_uri: str = "file:///nowhere"
 ) -> JobHandle:
-    record = JobRecord(
-        job_id=job_id,
-        backend="local",
-        project="",
-        cluster_name="",
-        zone="",
-        namespace="",
-        bucket_name=store_uri,
-        k8s_name=job_id,
-        image_uri="",
-        accelerator="cpu",
-        func_name="f",
-        display_name="f on cpu",
-        created_at="2026-01-01T00:00:00+00:00",
-        attempt=attempt,
-    )
+    record = job_record(job_id=job_id, bucket_name=store_uri, k8s_name=job_id, attempt=attempt)
     return JobHandle.from_record(record)
 
 
