@@ -24,7 +24,7 @@ from kinetic.config import kinetic_home
 from kinetic.local import settings
 from kinetic.local.environment import host_environment, runtime_path
 from kinetic.local.host_logs import HostLog
-from kinetic.local.job_states import abandoned, job_state, supervisor_pid
+from kinetic.local.job_states import abandoned, job_state
 from kinetic.local.line import ensure_keeper, start_waiting
 from kinetic.local.queueing import SlotLine, check_priority, prepared_queue, priority_value
 from kinetic.local.volumes import check_volumes
@@ -50,7 +50,7 @@ from kinetic_protocol.host_groups import job_hosts, selected_hosts
 from kinetic_runtime.disk_full import set_aside
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
 from kinetic_runtime.local import supervisor
-from kinetic_runtime.local.claim import set_claim_aside, withdraw
+from kinetic_runtime.local.claim import read_pid, set_claim_aside, withdraw
 from kinetic_runtime.local.processes import (
     group_alive,
     pid_alive,
@@ -219,7 +219,7 @@ class LocalBackend:
             self._remove(job_dir)
             raise _unwritable(record.job_id, job_dir, exc) from exc
         try:
-            self._start_waiting(record.backend_data.get(PYTHON_KEY) or self._python)
+            start_waiting(self._slots, record.backend_data.get(PYTHON_KEY) or self._python)
             if in_line(self._slots, ticket_of(launch)):
                 ensure_keeper(self._slots)
         except OSError as exc:
@@ -231,9 +231,6 @@ class LocalBackend:
     @property
     def _slots(self) -> Path:
         return self._root / "slots"
-
-    def _start_waiting(self, python: str) -> None:
-        start_waiting(self._slots, python)
 
     def _publish(
         self, record: JobRecord, job_dir: Path, env: Mapping[str, str]
@@ -298,7 +295,7 @@ class LocalBackend:
         states = {r.job_id: line.placed(r, self._state(r.job_id, r.store_uri)) for r in records}
         if any(state.queue is not None for state in states.values()):
             with contextlib.suppress(OSError):
-                self._start_waiting(self._python)
+                start_waiting(self._slots, self._python)
                 ensure_keeper(self._slots)
         return states
 
@@ -358,7 +355,7 @@ class LocalBackend:
         with contextlib.suppress(OSError, ValueError, KeyError):
             launch = json.loads((job_dir / supervisor.LAUNCH_FILE).read_text())
             leave_line(self._slots, ticket_of(launch))  # a waiting job: nothing else to stop
-        pid = supervisor_pid(job_dir)
+        pid = read_pid(job_dir)
         if pid is not None and not _ended(job_dir) and group_alive(pid):
             stopped = terminate_group(
                 pid, grace=_TERMINATE_GRACE, timeout=timeout, poll_interval=poll_interval

@@ -20,20 +20,16 @@ from kinetic_runtime.local.processes import pid_alive, same_process_alive, termi
 from kinetic_runtime.local.slot_queue import in_line, ticket_of
 from kinetic_runtime.stores import open_store
 
-__all__ = ["WITHDRAW_TIMEOUT", "abandoned", "job_state", "supervisor_pid"]
+__all__ = ["abandoned", "job_state"]
 
-WITHDRAW_TIMEOUT = 30.0
-"""How long stopping a supervisor that must not run the job may take."""
+_STOP_TIMEOUT = 30.0
+"""How long stopping what is left of a job whose supervisor died may take."""
 _SUPERVISOR_DIED = "the local supervisor process exited unexpectedly; the job was stopped"
 _SETTLED_FROM_RESULT = (
     "its local supervisor exited before recording the end: the job had stored its result, so "
     "it succeeded, but its log may miss the last lines it printed"
 )
 _CAUSES = frozenset(cause.value for cause in FailureCause)
-
-
-def supervisor_pid(job_dir: Path) -> int | None:
-    return read_pid(job_dir)
 
 
 def abandoned(job_dir: Path) -> bool:
@@ -85,7 +81,7 @@ def job_state(job_dir: Path, store_uri: str | None, keys: Callable[[], Keyring])
             preemptions=preemptions,
         )
     state_now = JobState(status=phase, preemptions=preemptions)
-    pid = supervisor_pid(job_dir)
+    pid = read_pid(job_dir)
     if pid is None:
         if abandoned(job_dir):
             return JobState(status=S.NOT_FOUND, detail=supervisor.NEVER_STARTED)
@@ -115,7 +111,7 @@ def _supervisor_died(
     The runtime dies with its supervisor (Linux); anything else of the job is killed here, so
     no result can appear after this. A result stored before is what the job did.
     """
-    if not terminate_group(pid, grace=0, timeout=WITHDRAW_TIMEOUT, poll_interval=0.01):
+    if not terminate_group(pid, grace=0, timeout=_STOP_TIMEOUT, poll_interval=0.01):
         return JobState(status=S.RUNNING)  # still being stopped: look again
     state = JobState(status=S.FAILED, detail=_SUPERVISOR_DIED, cause=FailureCause.EXIT)
     job_id = job_dir.name
