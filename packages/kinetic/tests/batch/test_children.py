@@ -3,13 +3,15 @@ handles that attach built before: same length, same handles in the same places, 
 object each time a place is read, and the rule of which attempt is latest."""
 
 import dataclasses
+from typing import cast
 
 import pytest
 
 from kinetic.batch.children import ChildJobs
+from kinetic.batch.observe import latest_states
 from kinetic.batch.state import BatchState
 from kinetic.jobs import JobHandle
-from kinetic_protocol import BatchManifest, JobState, JobStatus, RetryRule
+from kinetic_protocol import Backend, BatchManifest, JobRecord, JobState, JobStatus, RetryRule
 from kinetic_testing.records import job_record
 
 TOTAL = 5
@@ -133,3 +135,50 @@ def test_a_batch_state_settles_the_handles_it_reads(followed: ChildJobs) -> None
         assert state.settle(index, job, done), "the handle read is the one held"
     state.submission_done.set()
     assert state.all_settled() and state.unsettled_jobs() == {}
+
+
+def test_the_records_of_the_latest_attempts_need_no_handle(
+    manifest: BatchManifest, followed: ChildJobs
+) -> None:
+    own = JobHandle.from_record(manifest.child_record(1, 0))
+    followed[1] = own
+    records = followed.records()
+    assert records == {
+        index: manifest.child_record(index, n) for index, n in {**LATEST, 1: 0}.items()
+    }
+    assert records[1] is own.record, "a handle set gives its own record"
+    assert followed._handles == [None, own, None, None, None], "no other handle made"
+
+
+class _RunsInputTwoAgain:
+    """An array backend's answers: every attempt runs, and input 2's attempt 1 failed and was
+    run again as attempt 2 (its state names the next attempt)."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def statuses(self, records: list[JobRecord]) -> dict[str, JobState]:
+        self.asked.append([record.job_id for record in records])
+        return {
+            record.job_id: JobState(
+                status=JobStatus.FAILED if record.attempt == 1 else JobStatus.RUNNING,
+                next_attempt=2 if record.attempt == 1 else None,
+            )
+            for record in records
+        }
+
+
+def test_a_look_at_every_child_follows_a_later_attempt_without_making_handles(
+    manifest: BatchManifest, followed: ChildJobs
+) -> None:
+    state = BatchState(total=TOTAL, rule=RetryRule(retries=0), jobs=followed)
+    backend = _RunsInputTwoAgain()
+    latest = latest_states(manifest, cast(Backend, backend), state, followed.records())
+    assert {index: (record.attempt, seen.status) for index, (record, seen) in latest.items()} == {
+        0: (0, JobStatus.RUNNING),
+        2: (2, JobStatus.RUNNING),
+        4: (0, JobStatus.RUNNING),
+    }
+    assert backend.asked[1] == [manifest.child_job_id(2, 2)], "one more call, for it alone"
+    assert followed.attempt(2) == 2, "the later attempt takes the input's place"
+    assert followed._handles == [None] * TOTAL, "and no handle was made"

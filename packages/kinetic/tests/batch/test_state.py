@@ -220,7 +220,7 @@ def test_a_vanished_job_with_a_stored_success_counts_as_succeeded(
 ) -> None:
     handle, store = stored_handle
     _store_result(store, SUCCESS)
-    seen = effective_state(handle, JobState(status=JobStatus.NOT_FOUND))
+    seen = effective_state(handle.record, JobState(status=JobStatus.NOT_FOUND))
     assert seen.status is JobStatus.SUCCEEDED
 
 
@@ -232,7 +232,7 @@ def test_a_vanished_job_without_a_stored_success_stays_not_found(
     if envelope is not None:
         _store_result(store, envelope)
     gone = JobState(status=JobStatus.NOT_FOUND, detail="deleted")
-    assert effective_state(handle, gone) == gone
+    assert effective_state(handle.record, gone) == gone
 
 
 @pytest.mark.parametrize(
@@ -244,4 +244,4 @@ def test_only_not_found_is_reinterpreted(
     handle, store = stored_handle
     _store_result(store, SUCCESS)
     state = JobState(status=status, detail="as reported")
-    assert effective_state(handle, state) == state
+    assert effective_state(handle.record, state) == state

@@ -14,7 +14,7 @@ from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from typing import overload
 
 from kinetic.handle import JobHandle
-from kinetic_protocol import BatchManifest
+from kinetic_protocol import BatchManifest, JobRecord
 
 __all__ = ["ChildJobs"]
 
@@ -138,6 +138,23 @@ class ChildJobs(Sequence[JobHandle | None]):
                     self._unmade += 1
                 handles[index] = None
                 attempts[index] = attempt
+
+    def records(self) -> dict[int, JobRecord]:
+        """The record of each submitted input's latest attempt, by input, without making the
+        handles not made yet: a look at every child (``statuses()``) needs only these."""
+        with self._lock:
+            return {
+                index: self._record(index, attempt)
+                for index, attempt in enumerate(self._attempts)
+                if attempt != _NONE
+            }
+
+    def _record(self, index: int, attempt: int) -> JobRecord:
+        job = self._handles[index]
+        if job is not None:
+            return job.record
+        assert self._manifest is not None, "only follow() names an attempt without a handle"
+        return self._manifest.child_record(index, attempt)
 
     def attempt(self, index: int) -> int | None:
         """Input ``index``'s latest attempt, without making its handle."""

@@ -118,12 +118,12 @@ class BatchHandle:
         ``results(cleanup=True)``) is NOT_FOUND with the reason ``collected and cleaned up``:
         it did not fail. Unsubmitted slots are skipped.
         """
-        jobs = {i: job for i, job in enumerate(self.jobs) if job is not None}
-        if not jobs:
+        records = self._state.jobs.records()
+        if not records:
             return []
-        latest = latest_states(self._manifest, self._backend, self._state, jobs)
+        latest = latest_states(self._manifest, self._backend, self._state, records)
         collected = collected_once(self._records)
-        return [(i, child_state(job, state, collected)) for i, (job, state) in latest.items()]
+        return [(i, child_state(record, state, collected)) for i, (record, state) in latest.items()]
 
     def statuses(self) -> list[tuple[int, JobStatus]]:
         """``(index, status)`` of every submitted child; unsubmitted slots are skipped.

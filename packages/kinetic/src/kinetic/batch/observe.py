@@ -8,34 +8,33 @@ from kinetic.batch.state import BatchState, Decision, child_state
 from kinetic.batch.submitter import FailurePolicy
 from kinetic.bookkeeping.kept import is_cleaned_up
 from kinetic.bookkeeping.records import BatchRecords
-from kinetic.handle import JobHandle
-from kinetic_protocol import Backend, BatchManifest, JobState
+from kinetic_protocol import Backend, BatchManifest, JobRecord, JobState
 
 __all__ = ["collected_once", "latest_states", "observe"]
 
 
 def latest_states(
-    manifest: BatchManifest, backend: Backend, state: BatchState, jobs: dict[int, JobHandle]
-) -> dict[int, tuple[JobHandle, JobState]]:
-    """One backend call for ``jobs``: each input's latest attempt and its state.
+    manifest: BatchManifest, backend: Backend, state: BatchState, records: dict[int, JobRecord]
+) -> dict[int, tuple[JobRecord, JobState]]:
+    """One backend call for ``records`` (by input): each input's latest attempt and its state.
 
     The backend of an array batch runs a failed input again itself, as a new attempt
     that the state of the one before names (``next_attempt``): that attempt takes the
     input's place in ``state.jobs``, and one more call reads the attempts so followed.
+    Works on records, not handles: a look at 100,000 children makes none.
     """
-    states = backend.statuses([job.record for job in jobs.values()])
-    found = {index: (job, states[job.job_id]) for index, job in jobs.items()}
-    followed: dict[int, JobHandle] = {}
-    for index, (job, seen) in found.items():
-        if seen.next_attempt is not None and seen.next_attempt > job.attempt:
-            later = JobHandle.from_record(manifest.child_record(index, seen.next_attempt))
-            with state.lock:
-                if state.jobs[index] is job:
-                    state.jobs[index] = later
-            followed[index] = later
-    if followed:
-        again = backend.statuses([job.record for job in followed.values()])
-        found |= {index: (job, again[job.job_id]) for index, job in followed.items()}
+    states = backend.statuses(list(records.values()))
+    found = {index: (record, states[record.job_id]) for index, record in records.items()}
+    later = {
+        index: seen.next_attempt
+        for index, (record, seen) in found.items()
+        if seen.next_attempt is not None and seen.next_attempt > record.attempt
+    }
+    if later:
+        state.jobs.follow(later)
+        followed = {index: manifest.child_record(index, n) for index, n in later.items()}
+        again = backend.statuses(list(followed.values()))
+        found |= {index: (record, again[record.job_id]) for index, record in followed.items()}
     return found
 
 
@@ -60,12 +59,16 @@ def observe(
     pending = state.unsettled_jobs()
     if not pending:
         return
-    latest = latest_states(manifest, backend, state, pending)
+    asked = {index: job.record for index, job in pending.items()}
+    latest = latest_states(manifest, backend, state, asked)
     collected = collected_once(records)
-    for index, (job, seen) in latest.items():
+    for index, (record, seen) in latest.items():
         if seen.next_attempt is not None:
             continue  # a still later attempt runs: the next look follows it
-        child = child_state(job, seen, collected)
+        job = pending[index] if record is asked[index] else state.jobs[index]
+        if job is None or job.attempt != record.attempt:
+            continue  # another attempt took its place meanwhile: the next look reads it
+        child = child_state(record, seen, collected)
         with state.lock:
             state.states[index] = child
         decision = state.decide(job, child)

@@ -17,6 +17,7 @@ from kinetic.handle import JobHandle
 from kinetic_protocol import (
     FailureCause,
     IntegrityError,
+    JobRecord,
     JobState,
     JobStatus,
     ObjectNotFoundError,
@@ -36,12 +37,14 @@ class Decision(enum.Enum):
     FAILED = "failed"
 
 
-def effective_state(handle: JobHandle, state: JobState) -> JobState:
+def effective_state(record: JobRecord, state: JobState) -> JobState:
     """NOT_FOUND with a stored successful result counts as SUCCEEDED (it was collected)."""
     if state.status is not JobStatus.NOT_FOUND:
         return state
+    from kinetic.outcome import read_leader_outcome
+
     try:
-        envelope = handle.read_envelope()
+        envelope = read_leader_outcome(record).envelope
     except (ObjectNotFoundError, IntegrityError):  # collecting it says what is wrong
         return state
     if isinstance(envelope, Succeeded):
@@ -50,7 +53,7 @@ def effective_state(handle: JobHandle, state: JobState) -> JobState:
 
 
 def child_state(
-    handle: JobHandle, state: JobState, collected: Callable[[], Mapping[int, object]]
+    record: JobRecord, state: JobState, collected: Callable[[], Mapping[int, object]]
 ) -> JobState:
     """:func:`effective_state`, and the reason of a child that was collected and cleaned up.
 
@@ -59,10 +62,10 @@ def child_state(
     NOT_FOUND with :data:`CLEANED_UP` as the reason, which is not a failure: its outcome can
     still be read.
     """
-    seen = effective_state(handle, state)
-    if seen.status is not JobStatus.NOT_FOUND or handle.group_index is None:
+    seen = effective_state(record, state)
+    if seen.status is not JobStatus.NOT_FOUND or record.group_index is None:
         return seen
-    if handle.group_index in collected():
+    if record.group_index in collected():
         return JobState(status=JobStatus.NOT_FOUND, detail=CLEANED_UP)
     return seen
 

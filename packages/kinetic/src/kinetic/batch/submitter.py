@@ -406,7 +406,7 @@ class Submitter:
         for index, job in handles:
             # A child another process collected and cleaned up is settled, not failed: retrying
             # it would run its input twice.
-            state = child_state(job, states[job.job_id], collected)
+            state = child_state(job.record, states[job.job_id], collected)
             if self.meter is not None:
                 self.meter.observe(job, state)
             self.vanished |= state.status in (JobStatus.NOT_FOUND, JobStatus.FAILED)
