@@ -19,6 +19,7 @@ Prints one JSON object::
                         "jobs_read_s": ..., "after_jobs_read_mib": ...},
      "pending":        {"n": 10000, "submission_s": ..., "all_started_s": ...,
                         "still_waiting": ..., "peak_processes": ..., "peak_rss_sum_mib": ...,
+                        "peak_rss_mib": {"client": ..., "launcher": ..., "keeper": ...},
                         "samples": ...}}
 
 Memory is Python's own allocations as ``tracemalloc`` counts them, during a second attach in

@@ -4,7 +4,8 @@ Submits N inputs with ``run_async_map(..., max_concurrent=None)`` on the local b
 samples ``/proc`` meanwhile for every process of this Kinetic home: this client and its
 children, and whatever was started with this ``KINETIC_HOME`` (launcher, line keeper,
 supervisors, runtimes) or works in a directory under it. The RSS figure is the sum over those
-processes (pages they share are counted once per process, so it is an upper bound).
+processes (pages they share are counted once per process, so it is an upper bound); the peak
+RSS of the client, the launcher and the line's keeper is given for each on its own too.
 """
 
 import contextlib
@@ -60,19 +61,43 @@ def _rss(pid: int) -> int:
         return 0
 
 
+_ROLES = {
+    b"kinetic_runtime.local.launcher": "launcher",
+    b"kinetic_runtime.local.line_keeper": "keeper",
+}
+
+
+def _role(pid: int) -> str | None:
+    """``client``, ``launcher`` or ``keeper``; None for a job's processes."""
+    if pid == os.getpid():
+        return "client"
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    return next((_ROLES[word] for word in words[:3] if word in _ROLES), None)
+
+
 class Peaks(threading.Thread):
-    """The most processes, and the largest RSS sum, seen at once until stopped."""
+    """The most processes, the largest RSS sum, and the largest RSS of the client, the
+    launcher and the keeper, seen until stopped."""
 
     def __init__(self, home: Path, every: float = 0.25) -> None:
         super().__init__(name="bench-peaks", daemon=True)
         self.home, self.every, self.stopped = home, every, threading.Event()
         self.processes, self.rss, self.samples = 0, 0, 0
+        self.by_role: dict[str, int] = {}
 
     def run(self) -> None:
         while not self.stopped.wait(self.every):
             pids = processes_of(self.home)
+            sizes = {pid: _rss(pid) for pid in pids}
             self.processes = max(self.processes, len(pids))
-            self.rss = max(self.rss, sum(_rss(pid) for pid in pids))
+            self.rss = max(self.rss, sum(sizes.values()))
+            for pid, size in sizes.items():
+                role = _role(pid)
+                if role is not None:
+                    self.by_role[role] = max(self.by_role.get(role, 0), size)
             self.samples += 1
 
 
@@ -119,5 +144,6 @@ def bench_pending(n: int, square: Any, window: float) -> dict[str, Any]:
         **report,
         "peak_processes": peaks.processes,
         "peak_rss_sum_mib": round(peaks.rss / 2**20, 1),
+        "peak_rss_mib": {role: round(size / 2**20, 1) for role, size in peaks.by_role.items()},
         "samples": peaks.samples,
     }

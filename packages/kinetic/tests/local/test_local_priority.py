@@ -3,14 +3,17 @@ submitted, says where each waits, and refuses a priority class it does not have 
 anything is stored (issue 49). Real supervisors and runtimes, one slot."""
 
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import kinetic
 from kinetic.handle import JobHandle
-from kinetic_protocol import ConfigError, JobStatus
+from kinetic.local import backend as local_backend
+from kinetic_protocol import ConfigError, JobState, JobStatus
 from kinetic_protocol.queueing import QueuePlace
 from kinetic_runtime.stores import default_local_store_uri, open_store
 
@@ -74,3 +77,35 @@ def test_an_unknown_priority_class_is_refused_before_anything_is_stored(call: st
         submit(*args)
     assert store.list("") == before
     assert [job.job_id for job in kinetic.list_jobs(backend="local")] == [first.job_id]
+
+
+@pytest.mark.usefixtures("one_slot")
+def test_a_look_at_a_batch_reads_the_line_once_and_no_waiting_childs_directory(
+    tmp_path: Path, wait_until: WaitUntil, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = kinetic.run(accelerator="cpu", backend="local")
+    gate, log = tmp_path / "gate", tmp_path / "started"
+    blocker = run(uf.hold).run_async(str(gate))
+    wait_until("the first job to take the slot", lambda: blocker.status() is JobStatus.RUNNING)
+    labels = [str(index) for index in range(4)]
+    batch = run(uf.note_start).run_async_map([(str(log), label) for label in labels])
+    batch.wait_submitted()
+    read: list[str] = []
+    real_job_state = local_backend.job_state
+
+    def job_state(job_dir: Path, *args: Any) -> JobState:
+        if threading.current_thread() is threading.main_thread():  # not the batch's submitter
+            read.append(job_dir.name)
+        return real_job_state(job_dir, *args)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(local_backend, "job_state", job_state)
+        places = {labels[index]: state.queue for index, state in batch.states()}
+        positions = {label: place.position for label, place in places.items() if place}
+        assert {place.waiting for place in places.values() if place} == {4}
+        in_line = sorted(positions, key=positions.__getitem__)
+        assert [positions[label] for label in in_line] == [1, 2, 3, 4]
+        assert read == [batch.jobs[0].job_id], "the first waiting child found the line"
+    gate.touch()
+    assert batch.results() == labels
+    assert log.read_text().split() == in_line, "they started in the places they were told"

@@ -290,9 +290,15 @@ class LocalBackend:
 
     def statuses(self, records: Sequence[JobRecord]) -> dict[str, JobState]:
         """Each job's state; when some wait in line, whoever should start them is made sure
-        of (a free slot is used now, and the line has a keeper)."""
+        of (a free slot is used now, and the line has a keeper). The line is read once, at
+        the first job found waiting; a job in it is not looked at any further."""
         line = SlotLine(self._slots)
-        states = {r.job_id: line.placed(r, self._state(r.job_id, r.store_uri)) for r in records}
+        states: dict[str, JobState] = {}
+        for record in records:
+            state = line.waiting(record)
+            if state is None:
+                state = line.placed(record, self._state(record.job_id, record.store_uri))
+            states[record.job_id] = state
         if any(state.queue is not None for state in states.values()):
             with contextlib.suppress(OSError):
                 start_waiting(self._slots, self._python)

@@ -69,6 +69,19 @@ class SlotLine:
             priority=record.priority,
         )
 
+    def waiting(self, record: JobRecord) -> JobState | None:
+        """PENDING with the job's place, if the line was read in this poll and holds its
+        ticket; else None. A ticket in line is a job never started and not withdrawn (a
+        dispatcher takes it out once it has claimed the job; a cancel, before it removes
+        the job), so the job's directory need not be read: once one job of a poll is found
+        waiting, its other waiting jobs cost nothing more."""
+        if self._order is None:
+            return None
+        place = self.place(record)
+        if place is None:
+            return None
+        return JobState(status=JobStatus.PENDING, detail=place.describe(), queue=place)
+
     def placed(self, record: JobRecord, state: JobState) -> JobState:
         """``state``, with the job's place in line if it is PENDING waiting for a slot."""
         if state.status is not JobStatus.PENDING or state.detail:
