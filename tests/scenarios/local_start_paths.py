@@ -11,6 +11,7 @@ import scenario_funcs as uf
 from scenario_support import ScenarioBackend, wait_until
 
 from kinetic.local.launcher_client import _socket_path
+from kinetic_runtime.local.claim import read_claimant
 
 __all__ = ["assert_started_by", "start_path", "supervisor_pid"]
 
@@ -37,9 +38,10 @@ def start_path(
 
 
 def supervisor_pid(home: Path, job_id: str) -> int:
-    """The pid (and process group) of a local job's supervisor, once the client recorded it."""
-    pid_file = home / "local" / "jobs" / job_id / "supervisor.pid"
-    return int(wait_until(lambda: pid_file.exists() and pid_file.read_text(), str(pid_file)))
+    """The pid (and process group) of a local job's supervisor, once it has claimed the job."""
+    job_dir = home / "local" / "jobs" / job_id
+    claimant = wait_until(lambda: read_claimant(job_dir), f"{job_dir} to be claimed")
+    return claimant.pid
 
 
 def assert_started_by(path: str, pid: int) -> None:

@@ -17,8 +17,9 @@ import kinetic
 from kinetic.backends import get_backend
 from kinetic.config import resolve_settings
 from kinetic_protocol import ObjectStore
-from kinetic_runtime.local.claim import CLAIM_FILE
+from kinetic_runtime.local.claim import CLAIM_FILE, Claimant, read_claimant
 from kinetic_runtime.local.dispatch import CANCEL_MARKER
+from kinetic_runtime.local.processes import may_kill_group
 from kinetic_runtime.stores import open_store
 
 __all__ = [
@@ -168,15 +169,15 @@ def run_script(
 
 
 def local_job_pids(kinetic_home: Path) -> Iterator[int]:
-    """Supervisor pids (= process group ids) of every local job under ``kinetic_home`` still
-    running, each job first marked cancelled, so that no job still waiting in line is started
-    after this (the line's keeper drops it instead, and then exits). A supervisor caught
-    claiming its job is named by its claim.
+    """Supervisor pids (= process group ids) of every local job under ``kinetic_home`` whose
+    group may still be killed as the job's, each job first marked cancelled, so that no job
+    still waiting in line is started after this (the line's keeper drops it instead, and then
+    exits). A supervisor caught claiming its job is named by its claim.
 
-    A pid is named only while its process still has a file of the job's directory open (a
-    supervisor's stderr is its ``supervisor.log``): the pid of a supervisor that ended long ago
-    may be another process's now, a process group leader of another test (a line's keeper, a
-    launcher), which a kill of its group would take down."""
+    A group is named by the one rule every kill of a job's group follows
+    (``processes.may_kill_group``): the pid of a supervisor that ended long ago may be another
+    process's now, a process group leader of another test (a line's keeper, a launcher), which
+    a kill of its group would take down."""
     jobs = kinetic_home / "local" / "jobs"
     if not jobs.is_dir():
         return
@@ -185,25 +186,8 @@ def local_job_pids(kinetic_home: Path) -> Iterator[int]:
         with suppress(OSError):
             (job_dir / CANCEL_MARKER).touch()
     for job_dir in job_dirs:
-        named: list[int] = []
-        with suppress(FileNotFoundError, ValueError):
-            named.append(int((job_dir / "supervisor.pid").read_text()))
+        named = [read_claimant(job_dir)]
         with suppress(FileNotFoundError):
-            for claim in job_dir.glob(f"{CLAIM_FILE}.*"):
-                with suppress(ValueError):
-                    named.append(int(claim.name.rsplit(".", 1)[1]))
-        yield from (pid for pid in named if _has_open_in(pid, job_dir))
-
-
-def _has_open_in(pid: int, directory: Path) -> bool:
-    """Whether process ``pid`` has a file under ``directory`` open."""
-    inside = f"{os.path.realpath(directory)}{os.sep}"
-    try:
-        descriptors = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in descriptors:
-        with suppress(OSError):
-            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith(inside):
-                return True
-    return False
+            for claiming in job_dir.glob(f"{CLAIM_FILE}.*"):
+                named.append(Claimant.parse(claiming.name.split(".", 1)[1]))
+        yield from (c.pid for c in named if c is not None and may_kill_group(c.identity))

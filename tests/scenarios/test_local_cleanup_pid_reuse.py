@@ -11,6 +11,7 @@ import scenario_funcs as uf
 from scenario_support import ScenarioBackend
 
 from kinetic import JobStatus
+from kinetic_runtime.local.processes import process_identity
 
 
 def test_cleanup_of_a_finished_job_leaves_a_process_that_reused_its_supervisors_pid_alone(
@@ -23,7 +24,8 @@ def test_cleanup_of_a_finished_job_leaves_a_process_that_reused_its_supervisors_
     )
     try:
         pid_file = isolated_kinetic / "local" / "jobs" / job.job_id / "supervisor.pid"
-        pid_file.write_text(str(stranger.pid))  # as if the pid had come round again
+        pid, start_ticks = process_identity(stranger.pid).split(":")
+        pid_file.write_text(f"{pid}:{int(start_ticks) - 1}")  # as if the pid had come round
         job.cleanup()
         assert job.status() is JobStatus.NOT_FOUND
         assert stranger.poll() is None, "the cleanup killed a process that was not the job's"

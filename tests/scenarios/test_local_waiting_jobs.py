@@ -18,7 +18,8 @@ import scenario_funcs as uf
 from scenario_support import ScenarioBackend, pid_gone, wait_until
 
 from kinetic import JobHandle, JobStatus
-from kinetic_runtime.local.claim import CLAIM_FILE, read_pid
+from kinetic_runtime.local.claim import CLAIM_FILE, read_claimant
+from kinetic_runtime.local.processes import same_process_alive
 from kinetic_runtime.local.slot_queue import waiting_jobs
 
 pytestmark = pytest.mark.skipif(
@@ -62,8 +63,7 @@ def _looked_once(jobs: Path) -> dict[str, set[int]]:
         if entry.isdigit() and (job := _job_of_cwd(jobs, int(entry))) is not None:
             found.setdefault(job, set()).add(int(entry))
     for job_dir in jobs.iterdir() if jobs.is_dir() else []:
-        pid = read_pid(job_dir)
-        if pid is not None and not pid_gone(pid) and not _ended(job_dir):
+        if (pid := _running_supervisor(job_dir)) is not None:
             found.setdefault(job_dir.name, set()).add(pid)
     return found
 
@@ -73,7 +73,16 @@ def _still_of(jobs: Path, job: str, pid: int) -> bool:
         return False
     if _job_of_cwd(jobs, pid) == job:
         return True
-    return read_pid(jobs / job) == pid and not _ended(jobs / job)
+    return _running_supervisor(jobs / job) == pid
+
+
+def _running_supervisor(job_dir: Path) -> int | None:
+    """The pid of the job's supervisor while it runs (the process that claimed the job, not
+    one that reused its pid) and the job has not ended."""
+    claimant = read_claimant(job_dir)
+    if claimant is None or not same_process_alive(claimant.identity) or _ended(job_dir):
+        return None
+    return claimant.pid
 
 
 def _ended(job_dir: Path) -> bool:
@@ -200,8 +209,9 @@ def test_a_waiting_job_starts_when_whoever_would_start_it_was_killed_and_someone
     (tmp_path / "open").touch()
     assert waiting_jobs(slots_dir) == [second.job_id]
     keeper = _keeper(slots_dir)
-    supervisor = read_pid(isolated_kinetic / "local" / "jobs" / first.job_id)
-    assert supervisor is not None
+    claimant = read_claimant(isolated_kinetic / "local" / "jobs" / first.job_id)
+    assert claimant is not None
+    supervisor = claimant.pid
     os.kill(keeper, signal.SIGKILL)
     os.kill(supervisor, signal.SIGKILL)
     wait_until(lambda: pid_gone(keeper) and pid_gone(supervisor), "both to be gone")

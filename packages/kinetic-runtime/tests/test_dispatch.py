@@ -15,6 +15,7 @@ import pytest
 
 from kinetic_runtime.local import claim, slot_queue, spawners
 from kinetic_runtime.local.dispatch import CANCEL_MARKER, LAUNCH_FILE, dispatch
+from kinetic_runtime.local.processes import process_identity
 
 
 class Spawner:
@@ -130,13 +131,23 @@ def test_a_job_whose_supervisor_died_before_claiming_it_stays_in_line_for_the_ne
     spawn.finish_all()
 
 
-def test_a_claim_is_won_once_and_names_the_winner(tmp_path: Path) -> None:
+def test_a_claim_is_won_once_and_names_the_winner_in_the_room_set_aside(tmp_path: Path) -> None:
+    """The winner is named by its process identity (a pid alone may be a stranger's by the
+    time it is read), written in place: a job is claimed on a full disk too."""
     claim.set_claim_aside(tmp_path)
-    assert claim.read_pid(tmp_path) is None
+    room = (tmp_path / claim.CLAIM_FILE).stat().st_size
+    assert claim.read_claimant(tmp_path) is None
     assert claim.claim(tmp_path)
     assert not claim.claim(tmp_path)
-    assert claim.read_pid(tmp_path) == os.getpid()
+    me = os.getpid()
+    assert claim.read_claimant(tmp_path) == (me, process_identity(me))
+    assert (tmp_path / claim.PID_FILE).stat().st_size == room
     assert not claim.withdraw(tmp_path)
+
+
+def test_an_older_job_directorys_bare_pid_still_names_its_claimant(tmp_path: Path) -> None:
+    (tmp_path / claim.PID_FILE).write_text("4321".ljust(20))
+    assert claim.read_claimant(tmp_path) == (4321, "4321")
 
 
 def _depth_in_child_forked_from(depth: int) -> int:

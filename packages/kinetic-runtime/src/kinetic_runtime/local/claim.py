@@ -1,24 +1,31 @@
 """Which supervisor runs a job: the one that claimed it, once.
 
-The submitter sets a ``claim`` file aside in the job directory (blank room for a pid). A
-supervisor claims the job by renaming it to a name of its own (atomic: of two, one wins), writes
-its pid into that room in place and renames it to ``supervisor.pid``. None of that needs new
-room, so a job started on a full disk is still claimed and recorded. A job that still has its
-``claim`` was never started; one with ``supervisor.pid`` was, by the process it names (the
-leader of the job's process group).
+The submitter sets a ``claim`` file aside in the job directory (blank room for a process
+identity). A supervisor claims the job by renaming it to a name of its own (atomic: of two, one
+wins; the name carries its identity), writes its identity into that room in place and renames it
+to ``supervisor.pid``. None of that needs new room, so a job started on a full disk is still
+claimed and recorded. A job that still has its ``claim`` was never started; one with
+``supervisor.pid`` was, by the process it names (the leader of the job's process group).
+
+The identity is the pid with the process's start time (``processes.process_identity``): a pid
+alone may be another process's by the time someone reads it, and that process's group is not
+the job's to kill.
 """
 
 import contextlib
 import os
 from pathlib import Path
+from typing import NamedTuple
 
+from kinetic_runtime.local.processes import process_identity
 from kinetic_runtime.private_files import write_private
 
 __all__ = [
     "CLAIM_FILE",
     "PID_FILE",
+    "Claimant",
     "claim",
-    "read_pid",
+    "read_claimant",
     "set_claim_aside",
     "unclaimed",
     "withdraw",
@@ -26,11 +33,34 @@ __all__ = [
 
 CLAIM_FILE = "claim"
 PID_FILE = "supervisor.pid"
-_PID_ROOM = 20
+_IDENTITY_ROOM = 32
+"""Room for ``pid:start_ticks``: a 7-digit pid (Linux's largest ``pid_max``) and a 64-bit
+tick count take 28 bytes."""
+
+
+class Claimant(NamedTuple):
+    """The supervisor that claimed a job: its pid, which is its process group's id, and its
+    process identity (a bare pid where no start time was recorded: an older job directory)."""
+
+    pid: int
+    identity: str
+
+    @classmethod
+    def parse(cls, text: str) -> "Claimant | None":
+        """The claimant ``text`` (``pid`` or ``pid:start_ticks``) names; None if it names none."""
+        identity = text.strip()
+        pid, has_start, start = identity.partition(":")
+        if not _count(pid, below=2**31) or (has_start and not _count(start, below=2**64)):
+            return None
+        return cls(int(pid), identity)
+
+
+def _count(text: str, *, below: int) -> bool:
+    return text.isascii() and text.isdigit() and 0 < int(text) < below
 
 
 def set_claim_aside(job_dir: Path) -> None:
-    write_private(job_dir / CLAIM_FILE, b" " * _PID_ROOM)
+    write_private(job_dir / CLAIM_FILE, b" " * _IDENTITY_ROOM)
 
 
 def unclaimed(job_dir: Path) -> bool:
@@ -39,14 +69,15 @@ def unclaimed(job_dir: Path) -> bool:
 
 def claim(job_dir: Path) -> bool:
     """Take the job for this process; False if another took it (or it was withdrawn)."""
-    mine = job_dir / f"{CLAIM_FILE}.{os.getpid()}"
+    identity = process_identity(os.getpid())
+    mine = job_dir / f"{CLAIM_FILE}.{identity}"
     try:
         os.rename(job_dir / CLAIM_FILE, mine)
     except FileNotFoundError:
         return False
     fd = os.open(mine, os.O_WRONLY | os.O_NOFOLLOW)
     try:
-        os.pwrite(fd, str(os.getpid()).encode().ljust(_PID_ROOM), 0)
+        os.pwrite(fd, identity.encode().ljust(_IDENTITY_ROOM), 0)
     finally:
         os.close(fd)
     os.rename(mine, job_dir / PID_FILE)
@@ -62,8 +93,8 @@ def withdraw(job_dir: Path) -> bool:
     return True
 
 
-def read_pid(job_dir: Path) -> int | None:
-    """The pid of the job's supervisor; None if none has claimed it."""
-    with contextlib.suppress(FileNotFoundError, ValueError):
-        return int((job_dir / PID_FILE).read_text().strip())
+def read_claimant(job_dir: Path) -> Claimant | None:
+    """The supervisor that claimed the job; None if none has."""
+    with contextlib.suppress(FileNotFoundError, UnicodeDecodeError):
+        return Claimant.parse((job_dir / PID_FILE).read_text())
     return None

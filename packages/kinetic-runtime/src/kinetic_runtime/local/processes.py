@@ -18,6 +18,7 @@ __all__ = [
     "group_members",
     "kill_group_members",
     "machine_identity",
+    "may_kill_group",
     "pid_alive",
     "process_identity",
     "same_process_alive",
@@ -70,14 +71,33 @@ def pid_alive(pid: int) -> bool:
     return not _zombie(pid)
 
 
-def process_identity(pid: int) -> str:
-    """``pid`` with its start time (Linux), so a reused pid is not taken for the process."""
+def _start_ticks(pid: int) -> str | None:
+    """When process ``pid`` (live or a zombie) started, in clock ticks since boot; None if
+    there is no such process, or no ``/proc`` to tell."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
-            start_ticks = stat.read().rsplit(b")", 1)[1].split()[19].decode()
+            return stat.read().rsplit(b")", 1)[1].split()[19].decode()
     except (OSError, IndexError):
-        return str(pid)
-    return f"{pid}:{start_ticks}"
+        return None
+
+
+def process_identity(pid: int) -> str:
+    """``pid`` with its start time (Linux), so a reused pid is not taken for the process."""
+    start_ticks = _start_ticks(pid)
+    return str(pid) if start_ticks is None else f"{pid}:{start_ticks}"
+
+
+def _pid_of(identity: str) -> int | None:
+    pid, _, _ = identity.partition(":")
+    return int(pid) if pid.isascii() and pid.isdigit() else None
+
+
+def _holds_its_pid(identity: str) -> bool:
+    """Whether the process holding ``identity``'s pid now is the one it describes. An identity
+    without a start time (recorded where there is no ``/proc``, or an older bare pid) is taken
+    for whichever process holds the pid, as nothing better can be told."""
+    pid, has_start, _ = identity.partition(":")
+    return not has_start or process_identity(int(pid)) == identity
 
 
 @functools.cache
@@ -95,12 +115,29 @@ def machine_identity() -> str:
 
 def same_process_alive(identity: str) -> bool:
     """Whether the process :func:`process_identity` described is still running."""
-    pid, _, _ = identity.partition(":")
-    try:
-        alive = pid_alive(int(pid))
-    except ValueError:
+    pid = _pid_of(identity)
+    return pid is not None and pid_alive(pid) and _holds_its_pid(identity)
+
+
+def may_kill_group(identity: str) -> bool:
+    """Whether the process group led by the process ``identity`` describes (a local job's
+    supervisor) has live members that are its own, so killing the group kills nothing else.
+
+    Its pid (the group's id) is held by no process: the group's members are what is left of
+    it, as Linux never hands out a pid still in use as a process group id. Held by that same
+    process (alive or a zombie): its group. Held by a process with another start time: a
+    stranger that reused the pid after the group was gone, whose own group it is now.
+    """
+    pid = _pid_of(identity)
+    if pid is None or not group_alive(pid):
         return False
-    return alive and process_identity(int(pid)) == identity
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass
+    return _holds_its_pid(identity)
 
 
 def group_members(pgid: int) -> list[int] | None:

@@ -16,9 +16,10 @@ The job directory it manages::
                   environment a job inherits (``kinetic.local.environment``)
     captured-env.json   the captured variables' values (written by the client, when there are
                   any): read, then deleted once the job has started
-    claim         room for a pid, set aside by the client: the job was never started while
-                  it is there
-    supervisor.pid   the pid of the supervisor that claimed the job
+    claim         room for a process identity, set aside by the client: the job was never
+                  started while it is there
+    supervisor.pid   the supervisor that claimed the job: its pid and start time
+                  (``pid:start_ticks``, ``kinetic_runtime.local.processes.process_identity``)
     state.json    phase, pids, exit code, ``preemptions`` (runs started again), and ``cause``:
                   ``timeout`` for a job stopped past its ``timeout``, ``preempted`` for one
                   preempted past its ``preemption_retries``, ``infrastructure`` for one a full

@@ -50,9 +50,9 @@ from kinetic_protocol.host_groups import job_hosts, selected_hosts
 from kinetic_runtime.disk_full import set_aside
 from kinetic_runtime.keydir import directory_keyring, replace_directory_keyring
 from kinetic_runtime.local import supervisor
-from kinetic_runtime.local.claim import read_pid, set_claim_aside, withdraw
+from kinetic_runtime.local.claim import read_claimant, set_claim_aside, withdraw
 from kinetic_runtime.local.processes import (
-    group_alive,
+    may_kill_group,
     pid_alive,
     process_identity,
     terminate_group,
@@ -118,8 +118,10 @@ def _not_started(job_id: str, job_dir: Path, exc: OSError) -> BackendError:
 
 def _ended(job_dir: Path) -> bool:
     """Whether the job's supervisor recorded its end: it has stopped every process of the job
-    then, and its pid, kept in the directory, may be another process's by now (a process group
-    leader such as a shell, which a kill of that group would take down)."""
+    then, so there is nothing to kill. It may still be running, handing its slot to the next
+    waiting job (killed there, that job would wait for the line's keeper); and where there is
+    no ``/proc`` its identity has no start time, so a process that reused its pid could not be
+    told from it."""
     state = supervisor.read_state(job_dir) or {}
     return JobStatus(state.get("phase", "PENDING")).is_terminal
 
@@ -361,8 +363,9 @@ class LocalBackend:
         with contextlib.suppress(OSError, ValueError, KeyError):
             launch = json.loads((job_dir / supervisor.LAUNCH_FILE).read_text())
             leave_line(self._slots, ticket_of(launch))  # a waiting job: nothing else to stop
-        pid = read_pid(job_dir)
-        if pid is not None and not _ended(job_dir) and group_alive(pid):
+        claimant = read_claimant(job_dir)
+        if claimant is not None and not _ended(job_dir) and may_kill_group(claimant.identity):
+            pid = claimant.pid
             stopped = terminate_group(
                 pid, grace=_TERMINATE_GRACE, timeout=timeout, poll_interval=poll_interval
             )

@@ -15,8 +15,8 @@ from kinetic_protocol import JobStatus as S
 from kinetic_protocol.records import decode_result
 from kinetic_protocol.signing import open_blob
 from kinetic_runtime.local import supervisor
-from kinetic_runtime.local.claim import read_pid, unclaimed
-from kinetic_runtime.local.processes import pid_alive, same_process_alive, terminate_group
+from kinetic_runtime.local.claim import Claimant, read_claimant, unclaimed
+from kinetic_runtime.local.processes import may_kill_group, same_process_alive, terminate_group
 from kinetic_runtime.local.slot_queue import in_line, ticket_of
 from kinetic_runtime.stores import open_store
 
@@ -81,37 +81,41 @@ def job_state(job_dir: Path, store_uri: str | None, keys: Callable[[], Keyring])
             preemptions=preemptions,
         )
     state_now = JobState(status=phase, preemptions=preemptions)
-    pid = read_pid(job_dir)
-    if pid is None:
+    claimant = read_claimant(job_dir)
+    if claimant is None:
         if abandoned(job_dir):
             return JobState(status=S.NOT_FOUND, detail=supervisor.NEVER_STARTED)
         return state_now
-    if not pid_alive(pid):
-        return _without_supervisor(job_dir, pid, store_uri, keys)
+    if not same_process_alive(claimant.identity):
+        return _without_supervisor(job_dir, claimant, store_uri, keys)
     return state_now
 
 
 def _without_supervisor(
-    job_dir: Path, pid: int, store_uri: str | None, keys: Callable[[], Keyring]
+    job_dir: Path, claimant: Claimant, store_uri: str | None, keys: Callable[[], Keyring]
 ) -> JobState:
-    """The supervisor is gone: the job has just ended, is being deleted, or it died."""
+    """The supervisor is gone (its pid may be a stranger's by now): the job has just ended, is
+    being deleted, or it died."""
     again = supervisor.read_state(job_dir)  # it may have finished just now
     if again and S(again["phase"]).is_terminal:
         return job_state(job_dir, store_uri, keys)
     if not job_dir.exists() or (job_dir / supervisor.CANCEL_MARKER).exists():
         return JobState(status=S.NOT_FOUND)  # being deleted: killed on purpose
-    return _supervisor_died(job_dir, pid, store_uri, keys)
+    return _supervisor_died(job_dir, claimant, store_uri, keys)
 
 
 def _supervisor_died(
-    job_dir: Path, pid: int, store_uri: str | None, keys: Callable[[], Keyring]
+    job_dir: Path, claimant: Claimant, store_uri: str | None, keys: Callable[[], Keyring]
 ) -> JobState:
     """Settle a job whose supervisor was killed: one final state, matching its result.
 
     The runtime dies with its supervisor (Linux); anything else of the job is killed here, so
     no result can appear after this. A result stored before is what the job did.
     """
-    if not terminate_group(pid, grace=0, timeout=_STOP_TIMEOUT, poll_interval=0.01):
+    pid = claimant.pid
+    if may_kill_group(claimant.identity) and not terminate_group(
+        pid, grace=0, timeout=_STOP_TIMEOUT, poll_interval=0.01
+    ):
         return JobState(status=S.RUNNING)  # still being stopped: look again
     state = JobState(status=S.FAILED, detail=_SUPERVISOR_DIED, cause=FailureCause.EXIT)
     job_id = job_dir.name
