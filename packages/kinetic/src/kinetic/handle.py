@@ -1,6 +1,7 @@
 """The durable :class:`JobHandle` of one job: observe, collect and clean it up from anywhere."""
 
 import dataclasses
+import operator
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -37,11 +38,17 @@ if TYPE_CHECKING:
 __all__ = ["JobHandle"]
 
 
-@dataclasses.dataclass(frozen=True, eq=True, repr=False)
-class JobHandle:
+class _RecordBacked:
+    """Room for the stored record behind a handle, beside the dataclass's own slots."""
+
+    __slots__ = ("_record",)
+
+
+@dataclasses.dataclass(frozen=True, eq=True, repr=False, slots=True)
+class JobHandle(_RecordBacked):
     """All it takes to observe, collect and clean up a job from any machine; no closure state.
 
-    A small frozen dataclass (``dataclasses.asdict`` gives exactly :meth:`to_dict`,
+    A small frozen dataclass with slots (``dataclasses.asdict`` gives exactly :meth:`to_dict`,
     ``dataclasses.replace`` makes a changed copy). The first fields are the public ones of the
     API reference; the keyword-only ones after them are protocol extras of the stored
     :class:`~kinetic_protocol.JobRecord`, kept so nothing is lost on a round trip. Field values
@@ -95,8 +102,9 @@ class JobHandle:
     def from_record(cls, record: JobRecord) -> "JobHandle":
         """The handle of ``record``, not checked again: msgspec checked it when it was made."""
         handle = object.__new__(cls)
-        handle.__dict__.update({name: getattr(record, name) for name in _FIELD_NAMES})
-        handle.__dict__["_record"] = record
+        for set_field, value in zip(_FIELD_SETTERS, _field_values(record), strict=True):
+            set_field(handle, value)
+        _set_record(handle, record)
         return handle
 
     @classmethod
@@ -120,6 +128,10 @@ class JobHandle:
 
     def __hash__(self) -> int:
         return hash(self._record.job_id)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its record, which makes the same handle anywhere."""
+        return (JobHandle.from_record, (self._record,))
 
     # -- serialization -------------------------------------------------------------------
 
@@ -347,3 +359,8 @@ class JobHandle:
 
 
 _FIELD_NAMES = tuple(f.name for f in dataclasses.fields(JobHandle))
+_field_values = operator.attrgetter(*_FIELD_NAMES)
+"""A record's values of the handle's fields, in their order, read in one call."""
+_FIELD_SETTERS = tuple(JobHandle.__dict__[name].__set__ for name in _FIELD_NAMES)
+"""Each field's slot, set past the frozen ``__setattr__`` (what ``from_record`` fills)."""
+_set_record = _RecordBacked.__dict__["_record"].__set__
