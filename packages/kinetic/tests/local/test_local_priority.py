@@ -4,7 +4,7 @@ anything is stored (issue 49). Real supervisors and runtimes, one slot."""
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +26,25 @@ WaitUntil = Callable[[str, Callable[[], bool]], None]
 pytestmark = pytest.mark.usefixtures("clean_kinetic_env")
 
 
+@pytest.fixture
+def gate(tmp_path: Path) -> Iterator[Path]:
+    """The file whose appearance ends ``uf.hold``; made at the end of the test whatever
+    happened, so a failed test leaves no job holding on."""
+    path = tmp_path / "gate"
+    yield path
+    path.touch()
+
+
 def _places(jobs: dict[str, JobHandle]) -> dict[str, QueuePlace | None]:
     return {label: job.status_detail().queue for label, job in jobs.items()}
 
 
 @pytest.mark.usefixtures("one_slot")
 def test_with_one_slot_the_waiting_jobs_start_high_normal_low(
-    tmp_path: Path, wait_until: WaitUntil
+    tmp_path: Path, gate: Path, wait_until: WaitUntil
 ) -> None:
     run = kinetic.run(accelerator="cpu", backend="local")
-    gate, log = tmp_path / "gate", tmp_path / "started"
+    log = tmp_path / "started"
     blocker = run(uf.hold).run_async(str(gate))
     wait_until("the first job to take the slot", lambda: blocker.status() is JobStatus.RUNNING)
     note = run(uf.note_start)
@@ -81,10 +90,10 @@ def test_an_unknown_priority_class_is_refused_before_anything_is_stored(call: st
 
 @pytest.mark.usefixtures("one_slot")
 def test_a_look_at_a_batch_reads_the_line_once_and_no_waiting_childs_directory(
-    tmp_path: Path, wait_until: WaitUntil, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, gate: Path, wait_until: WaitUntil, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = kinetic.run(accelerator="cpu", backend="local")
-    gate, log = tmp_path / "gate", tmp_path / "started"
+    log = tmp_path / "started"
     blocker = run(uf.hold).run_async(str(gate))
     wait_until("the first job to take the slot", lambda: blocker.status() is JobStatus.RUNNING)
     labels = [str(index) for index in range(4)]
