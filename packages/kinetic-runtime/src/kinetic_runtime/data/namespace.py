@@ -9,6 +9,11 @@ is made inside a *shadow* of its nearest existing ancestor: a ``tmpfs`` that hol
 every entry of the original, plus the new directories, mounted over that ancestor (for ``/``,
 made the process's new root). Every mount is private, so nothing propagates back out.
 
+The same namespace holds a local job's code (:mod:`kinetic_runtime.bundle_trees`): an overlay
+of this machine's shared unpacked tree of its bundle, at its working directory. A process
+makes its namespace once (:func:`make_private`); volumes mounted after the overlay go in the
+same one.
+
 Linux only, and only where user namespaces are allowed (``kernel.unprivileged_userns_clone``,
 AppArmor's ``apparmor_restrict_unprivileged_userns``): :func:`probe` says whether this machine
 can, so the client refuses such volumes at submit instead of failing in the job.
@@ -21,8 +26,8 @@ the node agent of the test suite uses the same code to give a pod its ``emptyDir
 
 import contextlib
 import ctypes
+import functools
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,7 +37,7 @@ from pathlib import Path
 
 from kinetic_protocol.errors import ConfigError
 
-__all__ = ["Bind", "NamespaceError", "enter", "probe"]
+__all__ = ["Bind", "NamespaceError", "enter", "make_private", "mount_overlay", "probe"]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
@@ -83,6 +88,38 @@ def _unshare() -> None:
         Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
         Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
     _mount(None, "/", _MS_REC | _MS_PRIVATE)
+
+
+@functools.cache  # once it has succeeded: the process is in its namespace for good
+def make_private() -> None:
+    """Move this process into a mount namespace of its own, unless it is in one already.
+
+    Raises :class:`NamespaceError` where it cannot (not Linux, more than one thread) and
+    ``OSError`` where the kernel refuses; the process is then unchanged, except in the unlikely
+    case that the kernel allowed the namespace and then refused to make its mounts private."""
+    if _LIBC is None:
+        raise NamespaceError(f"mount namespaces are Linux-only; this is {sys.platform}")
+    if threading.active_count() > 1:
+        raise NamespaceError(
+            f"cannot make a private mount namespace: the job already runs "
+            f"{threading.active_count()} threads, and unshare needs exactly one."
+        )
+    _unshare()
+
+
+def mount_overlay(lower: Path, upper: Path, work: Path, target: Path) -> None:
+    """Show ``lower`` at ``target``, read-only underneath: whatever is written at ``target``
+    lands in ``upper`` (``work``: the overlay's scratch, on ``upper``'s file system). In this
+    process's own namespace only (:func:`make_private` first). Paths holding a comma, a colon
+    or a backslash are refused (they would be read as separators of the options)."""
+    paths = (lower, upper, work)
+    odd = [str(p) for p in paths if any(c in str(p) for c in ",:\\")]
+    if odd:
+        raise NamespaceError(f"an overlay cannot name {odd[0]!r} (a comma, colon or backslash)")
+    options = f"lowerdir={lower},upperdir={upper},workdir={work}"
+    if os.geteuid() != 0:
+        options += ",userxattr"  # a user namespace may not write trusted.* attributes
+    _call("mount", "overlay", str(target), "overlay", ctypes.c_ulong(0), options)
 
 
 def _placeholder(path: Path, *, directory: bool) -> None:
@@ -183,7 +220,8 @@ def enter(binds: Sequence[Bind], workspace: Path) -> None:
     ``workspace`` is an empty directory of the job's (removed with the job) where shadows are
     staged; the machine only ever sees empty directories there. Must run while the process
     has a single thread (the kernel refuses ``unshare`` otherwise), so before any download
-    starts. Nested targets are applied outermost first.
+    starts, unless the process made its namespace already (its code overlaid). Nested
+    targets are applied outermost first.
     """
     if _LIBC is None:
         raise NamespaceError(
@@ -191,13 +229,8 @@ def enter(binds: Sequence[Bind], workspace: Path) -> None:
             "Pass the kinetic.Data as a function argument instead (the function receives its "
             "path), or run on a Kubernetes backend."
         )
-    if threading.active_count() > 1:
-        raise NamespaceError(
-            f"cannot make a private mount namespace: the job already runs "
-            f"{threading.active_count()} threads, and unshare needs exactly one."
-        )
     try:
-        _unshare()
+        make_private()
     except OSError as exc:
         raise NamespaceError(
             f"this machine does not let a job make a private mount namespace ({exc}), which "
@@ -235,6 +268,8 @@ def probe(python: str = sys.executable) -> str | None:
     """
     if _LIBC is None:
         return f"mount namespaces are Linux-only; this is {sys.platform}"
+    import subprocess  # only the client probes; a job never does
+
     with tempfile.TemporaryDirectory(prefix="kinetic-probe-") as workspace:
         done = subprocess.run(
             [python, "-m", "kinetic_runtime.data.namespace", "--probe", workspace],
