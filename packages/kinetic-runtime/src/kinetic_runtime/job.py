@@ -25,6 +25,7 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.signing import Keyring
 from kinetic_runtime import settings
+from kinetic_runtime.bundle_trees import place_bundle
 from kinetic_runtime.calls import (
     BatchInput,
     StoredCall,
@@ -40,7 +41,6 @@ from kinetic_runtime.workspace import (
     apply_environment,
     install_requirements,
     missing_env,
-    unpack_bundle,
 )
 
 __all__ = ["JobRun", "default_data_dir", "now", "say"]
@@ -95,7 +95,9 @@ class JobRun:
         if call.bundle is not None:
             bundle = self.step(Phase.FETCH, self.store.read, call.bundle.key)
             self.step(Phase.VERIFY, verify, call.bundle, bundle, where.owner)
-            self.step(Phase.UNPACK, unpack_bundle, bundle, self.workdir)
+            # A debug job's files stay where a debugger on this machine can open them.
+            shared = call.debug is None
+            self.step(Phase.UNPACK, place_bundle, bundle, call.bundle.sha256, self.workdir, shared)
         self.step(Phase.ENVIRONMENT, self.prepare, call)
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
         # A batch child stages only what its function and its own input refer to.

@@ -1,0 +1,221 @@
+"""One unpacked tree per code bundle on this machine, which each local job of that bundle sees
+at its working directory through an overlay mount instead of unpacking the bundle again.
+
+Unpacking a project of a few hundred files costs a local job tens of milliseconds of file
+creation, most of its start; an overlay mount costs under one. The job's process moves into a
+mount namespace of its own (:mod:`kinetic_runtime.data.namespace`) and mounts there::
+
+    lower   <cache>/<sha256>/           the bundle's files, shared, never written once made
+    upper   <workdir>-overlay/upper/    whatever the job writes at its workdir lands here
+    work    <workdir>-overlay/work/     the overlay's scratch
+
+No other process sees the mount, and it ends with the job's last process. Seen from outside
+(the supervisor, the client) the workdir is an empty directory and the job's own writes are in
+``upper``; deleting the job's directory deletes them.
+
+The cache (``KINETIC_BUNDLE_CACHE``, which the local backend sets to
+``$KINETIC_HOME/local/bundles``)::
+
+    <sha256>/          a tree, unpacked into ``.staging-<sha256>-*`` (and checked as
+                       :func:`~kinetic_runtime.workspace.unpack_bundle` checks every bundle),
+                       then renamed into place: two jobs racing both unpack, one rename wins
+    <sha256>.lock      held (``flock``, shared) by each job process that uses the tree, for its
+                       whole life; its modification time is the tree's last use
+
+Deletion: a tree not used for :data:`UNUSED_DAYS` days is deleted by the next job that has to
+unpack a new tree, under its lock taken exclusively, so never while a job holds it, however
+old that job is.
+
+Where the overlay cannot be made (not Linux, a kernel or a file system that refuses it, a
+process that may not make a mount namespace) the job unpacks its bundle into its workdir as
+before (:func:`place_bundle`), saying why in a debug log line only; so does a debug job, whose
+files a debugger on this machine must be able to open.
+"""
+
+import contextlib
+import errno
+import fcntl
+import functools
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from kinetic_runtime import settings
+from kinetic_runtime.workspace import unpack_bundle
+
+__all__ = ["UNUSED_DAYS", "overlay_dir", "place_bundle", "prune", "remove_workdir", "use_tree"]
+
+UNUSED_DAYS = 7
+_STAGING = ".staging-"
+_DELETING = ".deleting-"
+_LEFTOVER_SECONDS = 3600.0
+"""A staging or deleting directory this old was left by a process killed halfway."""
+_HELD: list[int] = []
+"""The locks of the trees this process uses: open until it exits."""
+
+
+def place_bundle(data: bytes, digest: str, workdir: Path, shared: bool = True) -> None:
+    """The files of the bundle ``data`` (its sha256 ``digest``, verified) at ``workdir``:
+    this machine's tree of it overlaid there where the job has a bundle cache and the overlay
+    can be made (and is wanted: ``shared``), else unpacked there."""
+    cache = settings.BUNDLE_CACHE.from_env()
+    if cache and shared and _overlaid(Path(cache), digest, data, workdir):
+        return
+    unpack_bundle(data, workdir)
+
+
+def _overlaid(cache: Path, digest: str, data: bytes, workdir: Path) -> bool:
+    from kinetic_runtime.data.namespace import NamespaceError
+
+    reason = _refusal()
+    if reason is None:
+        try:
+            _overlay_tree(cache, digest, data, workdir)
+            return True
+        except (NamespaceError, OSError) as exc:  # a bundle's own error goes on up
+            reason = str(exc)
+    import logging
+
+    logging.getLogger(__name__).debug("unpacking the bundle into %s: %s", workdir, reason)
+    return False
+
+
+@functools.cache
+def _refusal() -> str | None:
+    """Why this process cannot overlay a tree, as far as is known without trying; else None."""
+    if not sys.platform.startswith("linux"):
+        return f"overlay mounts are Linux-only; this is {sys.platform}"
+    if os.geteuid() != 0 and _kernel() < (5, 11):
+        return f"kernel {os.uname().release} has no overlay mounts in a user namespace (5.11+)"
+    return None
+
+
+def _kernel() -> tuple[int, ...]:
+    release = os.uname().release.split("-")[0].split(".")
+    return tuple(int(part) for part in release[:2] if part.isdigit())
+
+
+def overlay_dir(workdir: Path) -> Path:
+    """Where an overlaid workdir's own files are (``upper``) and the overlay's scratch."""
+    return workdir.with_name(f"{workdir.name}-overlay")
+
+
+def remove_workdir(workdir: Path) -> None:
+    """Remove a job's workdir and what an overlay kept of it, for a fresh run."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    shutil.rmtree(overlay_dir(workdir), ignore_errors=True)
+
+
+def _overlay_tree(cache: Path, digest: str, data: bytes, workdir: Path) -> None:
+    """Overlay the bundle's tree at ``workdir``, in a mount namespace made first: a process
+    that may not make one leaves nothing in the cache."""
+    from kinetic_runtime.data.namespace import NamespaceError, make_private, mount_overlay
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    with os.scandir(workdir) as entries:
+        if next(entries, None) is not None:
+            raise NamespaceError(f"{workdir} is not empty: an overlay would hide what it holds")
+    own = overlay_dir(workdir)
+    own.mkdir()  # a run before left one: refused (FileExistsError), so never reused
+    (own / "upper").mkdir()
+    (own / "work").mkdir()
+    make_private()
+    tree = use_tree(cache, digest, data)
+    mount_overlay(tree, own / "upper", own / "work", workdir)
+    # The kernel makes its scratch directory mode 000; an owner who is not root could not
+    # list it, so removing the job's directory would leave it behind.
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(own / "work" / "work", 0o700)
+
+
+def use_tree(cache: Path, digest: str, data: bytes) -> Path:
+    """This machine's unpacked tree of the bundle ``data`` (``digest``: its sha256, already
+    verified), made if there is none; held in use by this process until it exits. A bundle
+    that :func:`unpack_bundle` refuses leaves nothing in the cache."""
+    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tree = cache / digest
+    if not tree.is_dir():  # made before its lock is taken: a refused bundle leaves no lock
+        _make_tree(cache, digest, data)
+        prune(cache)
+    _hold(cache / f"{digest}.lock")
+    if not tree.is_dir():  # deleted in between, unused for days before this job made it
+        _make_tree(cache, digest, data)
+    return tree
+
+
+def _hold(lock: Path) -> None:
+    """Take ``lock`` shared and stamp its use; one a deletion unlinked meanwhile is made anew."""
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        if _is_file_at(fd, lock):
+            os.utime(fd)
+            _HELD.append(fd)
+            return
+        os.close(fd)
+
+
+def _is_file_at(fd: int, path: Path) -> bool:
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _make_tree(cache: Path, digest: str, data: bytes) -> None:
+    import tempfile
+
+    staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{digest}-", dir=cache))
+    try:
+        unpack_bundle(data, staging)
+        try:
+            os.rename(staging, cache / digest)
+        except OSError as exc:  # another job's rename won: the same bytes, so its tree serves
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def prune(cache: Path, *, now: float | None = None) -> None:
+    """Delete the trees not used for :data:`UNUSED_DAYS` days that no job holds, and what
+    killed processes left half made or half deleted."""
+    now = time.time() if now is None else now
+    with os.scandir(cache) as entries:
+        found = list(entries)
+    digests = set()
+    for entry in found:
+        if entry.name.startswith((_STAGING, _DELETING)):
+            with contextlib.suppress(FileNotFoundError):
+                if entry.stat().st_mtime < now - _LEFTOVER_SECONDS:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            digests.add(entry.name.removesuffix(".lock"))
+    for digest in digests:
+        _delete_if_unused(cache, digest, now - UNUSED_DAYS * 86400)
+
+
+def _delete_if_unused(cache: Path, digest: str, used_before: float) -> None:
+    """Delete the tree ``digest`` (and its lock) if no job holds it and its last use was
+    before ``used_before``; a tree that lost its lock (its maker killed) gets a new one,
+    used now."""
+    lock = cache / f"{digest}.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    doomed = cache / f"{_DELETING}{digest}-{os.getpid()}"
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # a job uses it
+        if not _is_file_at(fd, lock) or os.fstat(fd).st_mtime >= used_before:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(cache / digest, doomed)
+        os.unlink(lock)
+    finally:
+        os.close(fd)
+    shutil.rmtree(doomed, ignore_errors=True)

@@ -1,0 +1,222 @@
+"""A local job's code from this machine's one unpacked tree of its bundle
+(``kinetic_runtime.bundle_trees``): overlaid at the job's workdir, the job's writes its own,
+the tree made once and deleted only when unused, and the bundle unpacked as before where no
+overlay can be made (issue 53)."""
+
+import encodings.cp437  # noqa: F401 (zip names: a child as nobody may not import it)
+import fcntl
+import hashlib
+import io
+import os
+import shutil
+import stat
+import tempfile  # noqa: F401 (as above)
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import pytest
+from runtime_jobs import JobStage, in_child, pickled_call
+
+from kinetic_protocol import Failed, Succeeded
+from kinetic_runtime import bundle_trees
+from kinetic_runtime.bundle_trees import UNUSED_DAYS, overlay_dir, place_bundle, prune, use_tree
+from kinetic_runtime.main import EXIT_INFRA_ERROR, EXIT_OK
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/mnt"), reason="Linux only")
+
+_BUNDLE = {
+    "pkg/__init__.py": b"",
+    "pkg/mod.py": b"VALUE = 1\n",
+    "data/keep.txt": b"as shipped\n",
+    "data/gone.txt": b"deleted by a job\n",
+}
+_CODE_FILES = ["pkg/mod.py", "data/keep.txt", "data/gone.txt"]
+_DAY = 86400.0
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def _change_the_code() -> Any:
+    """A job that reads its code, then changes it: rewrites a file, deletes one, adds one."""
+
+    def change() -> dict[str, Any]:  # nested: pickled by value
+        seen = {
+            "inodes": {name: os.stat(name).st_ino for name in _CODE_FILES},
+            "keep": Path("data/keep.txt").read_text(),
+            "gone_there": Path("data/gone.txt").exists(),
+            "new_there": Path("new.txt").exists(),
+        }
+        Path("data/keep.txt").write_text("changed by a job\n")
+        Path("data/gone.txt").unlink()
+        Path("new.txt").write_text("written by a job\n")
+        return seen
+
+    return change
+
+
+def _run(jobs: JobStage, job_id: str, bundle: bytes, env: dict[str, str]) -> Any:
+    jobs.workdir = jobs.tmp_path / "jobs" / job_id / "work"
+    run = jobs.run(jobs.stage(job_id, pickled_call(_change_the_code()), bundle=bundle), env=env)
+    assert run.exit_code == EXIT_OK, run.output
+    assert isinstance(run.envelope, Succeeded)
+    return cloudpickle.loads(run.envelope.value)
+
+
+def test_jobs_of_one_bundle_share_its_tree_and_keep_their_writes_to_themselves(
+    jobs: JobStage, tmp_path: Path
+) -> None:
+    """The second job sees the tree's own files (their inode numbers), as shipped: neither the
+    first job's writes nor its deletion reached the tree or the second job."""
+    bundle, cache = _zip(_BUNDLE), tmp_path / "bundles"
+    env = {"KINETIC_BUNDLE_CACHE": str(cache)}
+    first = _run(jobs, "job-1", bundle, env)
+    second = _run(jobs, "job-2", bundle, env)
+
+    tree = cache / hashlib.sha256(bundle).hexdigest()
+    assert sorted(p.name for p in cache.iterdir()) == sorted([tree.name, f"{tree.name}.lock"])
+    assert _files(tree) == _BUNDLE
+    tree_inodes = {name: (tree / name).stat().st_ino for name in _CODE_FILES}
+    assert first["inodes"] == tree_inodes
+    assert second["inodes"] == tree_inodes
+    for seen in (first, second):
+        assert seen["keep"] == "as shipped\n"
+        assert seen["gone_there"] and not seen["new_there"]
+    for job_id in ("job-1", "job-2"):
+        job_dir = tmp_path / "jobs" / job_id
+        assert list((job_dir / "work").iterdir()) == []  # outside the job: a mount point
+        upper = overlay_dir(job_dir / "work") / "upper"
+        assert (upper / "new.txt").read_text() == "written by a job\n"
+        assert (upper / "data" / "keep.txt").read_text() == "changed by a job\n"
+        assert stat.S_ISCHR((upper / "data" / "gone.txt").lstat().st_mode)  # a whiteout
+        assert not (upper / "pkg").exists()  # the code it only read was never copied
+
+
+def test_where_no_overlay_can_be_made_the_job_unpacks_its_bundle(
+    jobs: JobStage, tmp_path: Path
+) -> None:
+    """A job with an attempt timeout runs a timer thread before its bundle is placed, and the
+    kernel makes no mount namespace for a process of more than one thread: it unpacks as
+    before, into its workdir, and the cache is left alone."""
+    bundle, cache = _zip(_BUNDLE), tmp_path / "bundles"
+    env = {"KINETIC_BUNDLE_CACHE": str(cache), "KINETIC_ATTEMPT_TIMEOUT": "600"}
+    seen = _run(jobs, "job-threads", bundle, env)
+
+    workdir = tmp_path / "jobs" / "job-threads" / "work"
+    assert seen["keep"] == "as shipped\n" and seen["gone_there"]
+    assert _files(workdir) == {
+        "pkg/__init__.py": b"",
+        "pkg/mod.py": b"VALUE = 1\n",
+        "data/keep.txt": b"changed by a job\n",
+        "new.txt": b"written by a job\n",
+    }
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_a_bundle_reaching_out_of_its_tree_is_refused_before_anything_is_written(
+    jobs: JobStage, tmp_path: Path
+) -> None:
+    cache = tmp_path / "bundles"
+    bundle = _zip({"ok.py": b"x = 1\n", "../../escaped.py": b"evil\n"})
+    jobs.workdir = tmp_path / "jobs" / "job-escape" / "work"
+    staged = jobs.stage("job-escape", pickled_call(divmod, 7, 2), bundle=bundle)
+    run = jobs.run(staged, env={"KINETIC_BUNDLE_CACHE": str(cache)})
+
+    assert run.exit_code == EXIT_INFRA_ERROR, run.output
+    assert isinstance(run.envelope, Failed) and run.envelope.phase == "unpack"
+    assert "escapes the job directory" in run.envelope.message
+    written = [p for root in (tmp_path / "jobs", cache) for p in root.rglob("*") if p.is_file()]
+    assert written == [] and list(cache.iterdir()) == []
+    assert not (tmp_path / "escaped.py").exists()
+
+
+def test_an_ordinary_user_gets_the_overlay_in_a_user_namespace(shared_dir: Path) -> None:
+    """Not root: the overlay is made in a user namespace of the job's own, and its scratch
+    directory (which the kernel makes mode 000) can be removed by its owner afterwards."""
+    bundle, cache = _zip(_BUNDLE), shared_dir / "bundles"
+    workdir = shared_dir / "job" / "work"
+
+    def body() -> dict[str, Any]:
+        os.environ["KINETIC_BUNDLE_CACHE"] = str(cache)
+        place_bundle(bundle, hashlib.sha256(bundle).hexdigest(), workdir)
+        code = (workdir / "pkg/mod.py").read_text()
+        (workdir / "new.txt").write_text("mine")
+        shutil.rmtree(workdir / "pkg")  # a directory of the tree made again: opaque above it
+        (workdir / "pkg").mkdir()
+        (workdir / "pkg" / "own.py").write_text("")
+        listed = sorted(p.name for p in (workdir / "pkg").iterdir())
+        return {"mounted": os.path.ismount(workdir), "code": code, "pkg": listed}
+
+    seen = in_child(body, as_nobody=True)
+    assert seen == {"mounted": True, "code": "VALUE = 1\n", "pkg": ["own.py"]}
+    own = overlay_dir(workdir)
+    assert (own / "upper" / "new.txt").read_text() == "mine"
+    assert stat.S_IMODE((own / "work" / "work").stat().st_mode) == 0o700
+    assert not (cache / hashlib.sha256(bundle).hexdigest() / "new.txt").exists()
+
+
+def _tree_used(cache: Path, members: dict[str, bytes], days_ago: float) -> Path:
+    """A tree of ``members`` made by a process now gone, last used ``days_ago``."""
+    data = _zip(members)
+    digest = hashlib.sha256(data).hexdigest()
+    assert in_child(lambda: {"tree": str(use_tree(cache, digest, data))}, as_nobody=False) == {
+        "tree": str(cache / digest)
+    }
+    used = time.time() - days_ago * _DAY
+    os.utime(cache / f"{digest}.lock", (used, used))
+    return cache / digest
+
+
+def test_only_a_tree_unused_for_days_that_no_job_holds_is_deleted(tmp_path: Path) -> None:
+    cache = tmp_path / "bundles"
+    old = _tree_used(cache, {"a.py": b"a"}, UNUSED_DAYS + 1)
+    recent = _tree_used(cache, {"b.py": b"b"}, UNUSED_DAYS - 1)
+    held = _tree_used(cache, {"c.py": b"c"}, UNUSED_DAYS + 1)
+    holder = os.open(held.with_name(f"{held.name}.lock"), os.O_RDONLY)  # a job still running
+    try:
+        fcntl.flock(holder, fcntl.LOCK_SH)
+        prune(cache)
+    finally:
+        os.close(holder)
+
+    assert not old.exists()
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        [recent.name, f"{recent.name}.lock", held.name, f"{held.name}.lock"]
+    )
+
+
+def test_what_a_killed_process_left_half_made_is_deleted_once_stale(tmp_path: Path) -> None:
+    cache = tmp_path / "bundles"
+    cache.mkdir()
+    stale, fresh = cache / ".staging-aaa-1-x", cache / ".deleting-bbb-2"
+    for leftover in (stale, fresh):
+        (leftover / "pkg").mkdir(parents=True)
+        (leftover / "pkg" / "mod.py").write_text("x")
+    hours_ago = time.time() - 2 * 3600
+    os.utime(stale, (hours_ago, hours_ago))
+    prune(cache)
+    assert [p.name for p in cache.iterdir()] == [fresh.name]
+
+
+def test_a_job_that_loses_the_race_to_make_a_tree_uses_the_winners(tmp_path: Path) -> None:
+    cache = tmp_path / "bundles"
+    cache.mkdir()
+    data = _zip(_BUNDLE)
+    digest = hashlib.sha256(data).hexdigest()
+    bundle_trees._make_tree(cache, digest, data)
+    made = (cache / digest / "pkg" / "mod.py").stat().st_ino
+    bundle_trees._make_tree(cache, digest, data)  # its rename finds the tree there
+    assert (cache / digest / "pkg" / "mod.py").stat().st_ino == made
+    assert [p.name for p in cache.iterdir()] == [digest]
