@@ -29,7 +29,6 @@ import ctypes
 import functools
 import os
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -180,6 +179,8 @@ class _Builder:
         holding a bind of each original entry (symlinks are copied as symlinks). An entry
         deleted between the listing and its mount (``/tmp`` changes all the time) is left
         out; any other failure fails the job."""
+        import tempfile  # loaded by volumes alone: a job overlaying its code has no use for it
+
         # A name of its own: the workspace may hold an earlier start's shadows (a container
         # restarted in the same pod enters again with the same workspace).
         staging = Path(tempfile.mkdtemp(prefix="shadow-", dir=self._workspace))
@@ -269,6 +270,7 @@ def probe(python: str = sys.executable) -> str | None:
     if _LIBC is None:
         return f"mount namespaces are Linux-only; this is {sys.platform}"
     import subprocess  # only the client probes; a job never does
+    import tempfile
 
     with tempfile.TemporaryDirectory(prefix="kinetic-probe-") as workspace:
         done = subprocess.run(
