@@ -4,6 +4,7 @@ the tree made once and deleted only when unused, and the bundle unpacked as befo
 overlay can be made (issue 53)."""
 
 import encodings.cp437  # noqa: F401 (zip names: a child as nobody may not import it)
+import errno
 import fcntl
 import hashlib
 import io
@@ -58,7 +59,14 @@ def _change_the_code() -> Any:
             "keep": Path("data/keep.txt").read_text(),
             "gone_there": Path("data/gone.txt").exists(),
             "new_there": Path("new.txt").exists(),
+            "tree_refused": None,
         }
+        cache = Path(os.environ["KINETIC_BUNDLE_CACHE"])
+        for tree in (p for p in cache.glob("*") if p.is_dir()):
+            try:  # even through the tree's own path
+                (tree / "data" / "keep.txt").write_text("changed through the tree\n")
+            except OSError as exc:
+                seen["tree_refused"] = errno.errorcode[exc.errno or 0]
         Path("data/keep.txt").write_text("changed by a job\n")
         Path("data/gone.txt").unlink()
         Path("new.txt").write_text("written by a job\n")
@@ -93,6 +101,7 @@ def test_jobs_of_one_bundle_share_its_tree_and_keep_their_writes_to_themselves(
     assert second["inodes"] == tree_inodes
     for seen in (first, second):
         assert seen["keep"] == "as shipped\n"
+        assert seen["tree_refused"] == "EROFS"
         assert seen["gone_there"] and not seen["new_there"]
     for job_id in ("job-1", "job-2"):
         job_dir = tmp_path / "jobs" / job_id

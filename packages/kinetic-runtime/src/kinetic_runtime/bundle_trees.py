@@ -9,9 +9,10 @@ mount namespace of its own (:mod:`kinetic_runtime.data.namespace`) and mounts th
     upper   <workdir>-overlay/upper/    whatever the job writes at its workdir lands here
     work    <workdir>-overlay/work/     the overlay's scratch
 
-No other process sees the mount, and it ends with the job's last process. Seen from outside
-(the supervisor, the client) the workdir is an empty directory and the job's own writes are in
-``upper``; deleting the job's directory deletes them.
+The tree is read-only to the job, at its own path too (a read-only bind in the same
+namespace). No other process sees the mounts, and they end with the job's last process. Seen
+from outside (the supervisor, the client) the workdir is an empty directory and the job's own
+writes are in ``upper``; deleting the job's directory deletes them.
 
 The cache (``KINETIC_BUNDLE_CACHE``, which the local backend sets to
 ``$KINETIC_HOME/local/bundles``)::
@@ -110,20 +111,22 @@ def remove_workdir(workdir: Path) -> None:
 
 def _overlay_tree(cache: Path, digest: str, data: bytes, workdir: Path) -> None:
     """Overlay the bundle's tree at ``workdir``, in a mount namespace made first: a process
-    that may not make one leaves nothing in the cache."""
-    from kinetic_runtime.data.namespace import NamespaceError, make_private, mount_overlay
+    that may not make one leaves nothing behind. The tree is read-only to the job, even
+    through its own path."""
+    from kinetic_runtime.data.namespace import NamespaceError, make_private, mount_overlay, seal
 
     workdir.mkdir(parents=True, exist_ok=True)
     with os.scandir(workdir) as entries:
         if next(entries, None) is not None:
             raise NamespaceError(f"{workdir} is not empty: an overlay would hide what it holds")
+    make_private()
     own = overlay_dir(workdir)
     own.mkdir()  # a run before left one: refused (FileExistsError), so never reused
     (own / "upper").mkdir()
     (own / "work").mkdir()
-    make_private()
     tree = use_tree(cache, digest, data)
     mount_overlay(tree, own / "upper", own / "work", workdir)
+    seal(tree)
     # The kernel makes its scratch directory mode 000; an owner who is not root could not
     # list it, so removing the job's directory would leave it behind.
     with contextlib.suppress(FileNotFoundError):

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from kinetic_protocol.errors import ConfigError
 
-__all__ = ["Bind", "NamespaceError", "enter", "make_private", "mount_overlay", "probe"]
+__all__ = ["Bind", "NamespaceError", "enter", "make_private", "mount_overlay", "probe", "seal"]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
@@ -87,6 +87,18 @@ def _unshare() -> None:
         Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
         Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
     _mount(None, "/", _MS_REC | _MS_PRIVATE)
+
+
+def _bind(source: Path, target: Path, *, read_only: bool) -> None:
+    _mount(str(source), str(target), _MS_BIND | _MS_REC)
+    if read_only:
+        kept = sum(m for s, m in _KEPT_FLAGS.items() if os.statvfs(target).f_flag & s)
+        _mount(None, str(target), _MS_REMOUNT | _MS_BIND | _MS_RDONLY | kept)
+
+
+def seal(path: Path) -> None:
+    """Make ``path`` read-only for this process (in its own namespace: :func:`make_private`)."""
+    _bind(path, path, read_only=True)
 
 
 @functools.cache  # once it has succeeded: the process is in its namespace for good
@@ -169,10 +181,7 @@ class _Builder:
             for missing in reversed([p for p in target.parents if not p.exists()]):
                 missing.mkdir()
             _placeholder(target, directory=directory)
-        _mount(str(bind.source), str(target), _MS_BIND | _MS_REC)
-        if bind.read_only:
-            kept = sum(m for s, m in _KEPT_FLAGS.items() if os.statvfs(target).f_flag & s)
-            _mount(None, str(target), _MS_REMOUNT | _MS_BIND | _MS_RDONLY | kept)
+        _bind(bind.source, target, read_only=bind.read_only)
 
     def _shadow(self, directory: Path) -> None:
         """Replace ``directory``, in this namespace only, by a writable copy of itself: a tmpfs
