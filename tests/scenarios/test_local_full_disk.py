@@ -97,6 +97,10 @@ def test_a_job_a_full_disk_stopped_runs_again_once_there_is_room_spending_no_ret
             ),
             "the input's runtime to meet the full disk",
         )
+    wait_until(lambda: job.status().is_terminal, "the input to end")
+    # Run again from a fresh start: what the run the disk stopped unpacked, and its overlay's
+    # directory, were removed, so the second run overlaid its code.
+    assert list((second / "work").iterdir()) == []
     assert batch.results(timeout=60) == [0]  # retries=0: a spent retry would fail it
     assert [job.attempt for job in batch.jobs if job is not None] == [0]
     assert len((tmp_path / "0").read_text().split()) == 1, "its function ran once"
