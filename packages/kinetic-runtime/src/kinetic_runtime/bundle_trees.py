@@ -31,6 +31,8 @@ Where the overlay cannot be made (not Linux, a kernel or a file system that refu
 process that may not make a mount namespace) the job unpacks its bundle into its workdir as
 before (:func:`place_bundle`), saying why in a debug log line only; so does a debug job, whose
 files a debugger on this machine must be able to open.
+
+Standard library only at import: the local supervisor removes overlaid workdirs with it.
 """
 
 import contextlib
@@ -42,9 +44,6 @@ import shutil
 import sys
 import time
 from pathlib import Path
-
-from kinetic_runtime import settings
-from kinetic_runtime.workspace import unpack_bundle
 
 __all__ = ["UNUSED_DAYS", "overlay_dir", "place_bundle", "prune", "remove_workdir", "use_tree"]
 
@@ -61,6 +60,9 @@ def place_bundle(data: bytes, digest: str, workdir: Path, shared: bool = True) -
     """The files of the bundle ``data`` (its sha256 ``digest``, verified) at ``workdir``:
     this machine's tree of it overlaid there where the job has a bundle cache and the overlay
     can be made (and is wanted: ``shared``), else unpacked there."""
+    from kinetic_runtime import settings
+    from kinetic_runtime.workspace import unpack_bundle
+
     cache = settings.BUNDLE_CACHE.from_env()
     if cache and shared and _overlaid(Path(cache), digest, data, workdir):
         return
@@ -136,7 +138,7 @@ def _overlay_tree(cache: Path, digest: str, data: bytes, workdir: Path) -> None:
 def use_tree(cache: Path, digest: str, data: bytes) -> Path:
     """This machine's unpacked tree of the bundle ``data`` (``digest``: its sha256, already
     verified), made if there is none; held in use by this process until it exits. A bundle
-    that :func:`unpack_bundle` refuses leaves nothing in the cache."""
+    that ``unpack_bundle`` refuses leaves nothing in the cache."""
     cache.mkdir(mode=0o700, parents=True, exist_ok=True)
     tree = cache / digest
     if not tree.is_dir():  # made before its lock is taken: a refused bundle leaves no lock
@@ -171,6 +173,8 @@ def _is_file_at(fd: int, path: Path) -> bool:
 
 def _make_tree(cache: Path, digest: str, data: bytes) -> None:
     import tempfile
+
+    from kinetic_runtime.workspace import unpack_bundle
 
     staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{digest}-", dir=cache))
     try:
