@@ -21,7 +21,7 @@ import cloudpickle
 import pytest
 from runtime_jobs import JobStage, in_child, pickled_call
 
-from kinetic_protocol import Failed, Succeeded
+from kinetic_protocol import Failed, Succeeded, layout
 from kinetic_runtime import bundle_trees
 from kinetic_runtime.bundle_trees import UNUSED_DAYS, overlay_dir, place_bundle, prune, use_tree
 from kinetic_runtime.main import EXIT_INFRA_ERROR, EXIT_OK
@@ -75,9 +75,15 @@ def _change_the_code() -> Any:
     return change
 
 
-def _run(jobs: JobStage, job_id: str, bundle: bytes, env: dict[str, str]) -> Any:
+def _run(
+    jobs: JobStage, job_id: str, bundle: bytes, env: dict[str, str], stored: bytes | None = None
+) -> Any:
+    """Run a job of ``bundle``, with ``stored`` (else the bundle) where the store keeps it."""
     jobs.workdir = jobs.tmp_path / "jobs" / job_id / "work"
-    run = jobs.run(jobs.stage(job_id, pickled_call(_change_the_code()), bundle=bundle), env=env)
+    staged = jobs.stage(job_id, pickled_call(_change_the_code()), bundle=bundle)
+    if stored is not None:
+        jobs.store.write(layout.bundle_key(hashlib.sha256(bundle).hexdigest()), stored)
+    run = jobs.run(staged, env=env)
     assert run.exit_code == EXIT_OK, run.output
     assert isinstance(run.envelope, Succeeded)
     return cloudpickle.loads(run.envelope.value)
@@ -87,11 +93,12 @@ def test_jobs_of_one_bundle_share_its_tree_and_keep_their_writes_to_themselves(
     jobs: JobStage, tmp_path: Path
 ) -> None:
     """The second job sees the tree's own files (their inode numbers), as shipped: neither the
-    first job's writes nor its deletion reached the tree or the second job."""
+    first job's writes nor its deletion reached the tree or the second job. It never reads the
+    bundle: the tree was made from bytes verified against the digest its call pins."""
     bundle, cache = _zip(_BUNDLE), tmp_path / "bundles"
     env = {"KINETIC_BUNDLE_CACHE": str(cache)}
     first = _run(jobs, "job-1", bundle, env)
-    second = _run(jobs, "job-2", bundle, env)
+    second = _run(jobs, "job-2", bundle, env, stored=b"not read again")
 
     tree = cache / hashlib.sha256(bundle).hexdigest()
     assert sorted(p.name for p in cache.iterdir()) == sorted([tree.name, f"{tree.name}.lock"])
@@ -151,6 +158,21 @@ def test_a_bundle_reaching_out_of_its_tree_is_refused_before_anything_is_written
     assert not (tmp_path / "escaped.py").exists()
 
 
+def test_a_bundle_changed_in_the_store_is_refused_before_its_tree_is_made(
+    jobs: JobStage, tmp_path: Path
+) -> None:
+    cache = tmp_path / "bundles"
+    bundle = _zip(_BUNDLE)
+    jobs.workdir = tmp_path / "jobs" / "job-changed" / "work"
+    staged = jobs.stage("job-changed", pickled_call(divmod, 7, 2), bundle=bundle)
+    jobs.store.write(layout.bundle_key(hashlib.sha256(bundle).hexdigest()), _zip({"x.py": b""}))
+    run = jobs.run(staged, env={"KINETIC_BUNDLE_CACHE": str(cache)})
+
+    assert run.exit_code == EXIT_INFRA_ERROR, run.output
+    assert isinstance(run.envelope, Failed) and run.envelope.phase == "verify"
+    assert list(cache.iterdir()) == []
+
+
 def test_an_ordinary_user_gets_the_overlay_in_a_user_namespace(shared_dir: Path) -> None:
     """Not root: the overlay is made in a user namespace of the job's own, and its scratch
     directory (which the kernel makes mode 000) can be removed by its owner afterwards."""
@@ -159,7 +181,7 @@ def test_an_ordinary_user_gets_the_overlay_in_a_user_namespace(shared_dir: Path)
 
     def body() -> dict[str, Any]:
         os.environ["KINETIC_BUNDLE_CACHE"] = str(cache)
-        place_bundle(bundle, hashlib.sha256(bundle).hexdigest(), workdir)
+        place_bundle(lambda: bundle, hashlib.sha256(bundle).hexdigest(), workdir)
         code = (workdir / "pkg/mod.py").read_text()
         (workdir / "new.txt").write_text("mine")
         shutil.rmtree(workdir / "pkg")  # a directory of the tree made again: opaque above it
@@ -180,9 +202,9 @@ def _tree_used(cache: Path, members: dict[str, bytes], days_ago: float) -> Path:
     """A tree of ``members`` made by a process now gone, last used ``days_ago``."""
     data = _zip(members)
     digest = hashlib.sha256(data).hexdigest()
-    assert in_child(lambda: {"tree": str(use_tree(cache, digest, data))}, as_nobody=False) == {
-        "tree": str(cache / digest)
-    }
+    assert in_child(
+        lambda: {"tree": str(use_tree(cache, digest, lambda: data))}, as_nobody=False
+    ) == {"tree": str(cache / digest)}
     used = time.time() - days_ago * _DAY
     os.utime(cache / f"{digest}.lock", (used, used))
     return cache / digest

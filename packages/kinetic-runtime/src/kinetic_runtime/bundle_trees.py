@@ -23,6 +23,9 @@ The cache (``KINETIC_BUNDLE_CACHE``, which the local backend sets to
     <sha256>.lock      held (``flock``, shared) by each job process that uses the tree, for its
                        whole life; its modification time is the tree's last use
 
+A job whose tree is there does not read its bundle from the store at all: the tree was made
+from bytes verified against the same digest, which its signed call pins.
+
 Deletion: a tree not used for :data:`UNUSED_DAYS` days is deleted by the next job that has to
 unpack a new tree, under its lock taken exclusively, so never while a job holds it, however
 old that job is.
@@ -43,6 +46,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["UNUSED_DAYS", "overlay_dir", "place_bundle", "prune", "remove_workdir", "use_tree"]
@@ -56,26 +60,30 @@ _HELD: list[int] = []
 """The locks of the trees this process uses: open until it exits."""
 
 
-def place_bundle(data: bytes, digest: str, workdir: Path, shared: bool = True) -> None:
-    """The files of the bundle ``data`` (its sha256 ``digest``, verified) at ``workdir``:
-    this machine's tree of it overlaid there where the job has a bundle cache and the overlay
-    can be made (and is wanted: ``shared``), else unpacked there."""
+def place_bundle(
+    fetch: Callable[[], bytes], digest: str, workdir: Path, shared: bool = True
+) -> None:
+    """The files of the bundle whose sha256 is ``digest`` at ``workdir``: this machine's tree
+    of it overlaid there where the job has a bundle cache and the overlay can be made (and is
+    wanted: ``shared``), else unpacked there. ``fetch`` reads and verifies the bundle: called
+    only if its tree is yet to be made, or for an unpack."""
     from kinetic_runtime import settings
     from kinetic_runtime.workspace import unpack_bundle
 
+    once = functools.cache(fetch)
     cache = settings.BUNDLE_CACHE.from_env()
-    if cache and shared and _overlaid(Path(cache), digest, data, workdir):
+    if cache and shared and _overlaid(Path(cache), digest, once, workdir):
         return
-    unpack_bundle(data, workdir)
+    unpack_bundle(once(), workdir)
 
 
-def _overlaid(cache: Path, digest: str, data: bytes, workdir: Path) -> bool:
+def _overlaid(cache: Path, digest: str, fetch: Callable[[], bytes], workdir: Path) -> bool:
     from kinetic_runtime.data.namespace import NamespaceError
 
     reason = _refusal()
     if reason is None:
         try:
-            _overlay_tree(cache, digest, data, workdir)
+            _overlay_tree(cache, digest, fetch, workdir)
             return True
         except (NamespaceError, OSError) as exc:  # a bundle's own error goes on up
             reason = str(exc)
@@ -111,7 +119,7 @@ def remove_workdir(workdir: Path) -> None:
     shutil.rmtree(overlay_dir(workdir), ignore_errors=True)
 
 
-def _overlay_tree(cache: Path, digest: str, data: bytes, workdir: Path) -> None:
+def _overlay_tree(cache: Path, digest: str, fetch: Callable[[], bytes], workdir: Path) -> None:
     """Overlay the bundle's tree at ``workdir``, in a mount namespace made first: a process
     that may not make one leaves nothing behind. The tree is read-only to the job, even
     through its own path."""
@@ -126,7 +134,7 @@ def _overlay_tree(cache: Path, digest: str, data: bytes, workdir: Path) -> None:
     own.mkdir()  # a run before left one: refused (FileExistsError), so never reused
     (own / "upper").mkdir()
     (own / "work").mkdir()
-    tree = use_tree(cache, digest, data)
+    tree = use_tree(cache, digest, fetch)
     mount_overlay(tree, own / "upper", own / "work", workdir)
     seal(tree)
     # The kernel makes its scratch directory mode 000; an owner who is not root could not
@@ -135,18 +143,18 @@ def _overlay_tree(cache: Path, digest: str, data: bytes, workdir: Path) -> None:
         os.chmod(own / "work" / "work", 0o700)
 
 
-def use_tree(cache: Path, digest: str, data: bytes) -> Path:
-    """This machine's unpacked tree of the bundle ``data`` (``digest``: its sha256, already
-    verified), made if there is none; held in use by this process until it exits. A bundle
-    that ``unpack_bundle`` refuses leaves nothing in the cache."""
+def use_tree(cache: Path, digest: str, fetch: Callable[[], bytes]) -> Path:
+    """This machine's unpacked tree of the bundle whose sha256 is ``digest``, made from what
+    ``fetch`` returns (verified bytes) if there is none; held in use by this process until it
+    exits. A bundle that ``unpack_bundle`` refuses leaves nothing in the cache."""
     cache.mkdir(mode=0o700, parents=True, exist_ok=True)
     tree = cache / digest
     if not tree.is_dir():  # made before its lock is taken: a refused bundle leaves no lock
-        _make_tree(cache, digest, data)
+        _make_tree(cache, digest, fetch())
         prune(cache)
     _hold(cache / f"{digest}.lock")
     if not tree.is_dir():  # deleted in between, unused for days before this job made it
-        _make_tree(cache, digest, data)
+        _make_tree(cache, digest, fetch())
     return tree
 
 

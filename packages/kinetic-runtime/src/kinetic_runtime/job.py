@@ -80,6 +80,8 @@ class JobRun:
     def step(self, phase: Phase, fn: Any, *args: Any) -> Any:
         try:
             return fn(*args)
+        except PhaseError:
+            raise  # a step within this one failed: its phase is the one to report
         except BaseException as exc:  # a user module's import may sys.exit() or be interrupted
             raise PhaseError(phase, exc) from exc
 
@@ -93,11 +95,16 @@ class JobRun:
         if self.member is not None:
             arguments = self.step(Phase.FETCH, read_input, self.store, call, self.member)
         if call.bundle is not None:
-            bundle = self.step(Phase.FETCH, self.store.read, call.bundle.key)
-            self.step(Phase.VERIFY, verify, call.bundle, bundle, where.owner)
+            ref = call.bundle
+
+            def fetch_bundle() -> bytes:  # not at all when this machine has its tree
+                bundle: bytes = self.step(Phase.FETCH, self.store.read, ref.key)
+                self.step(Phase.VERIFY, verify, ref, bundle, where.owner)
+                return bundle
+
             # A debug job's files stay where a debugger on this machine can open them.
             shared = call.debug is None
-            self.step(Phase.UNPACK, place_bundle, bundle, call.bundle.sha256, self.workdir, shared)
+            self.step(Phase.UNPACK, place_bundle, fetch_bundle, ref.sha256, self.workdir, shared)
         self.step(Phase.ENVIRONMENT, self.prepare, call)
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
         # A batch child stages only what its function and its own input refer to.
