@@ -13,6 +13,7 @@ import shutil
 import stat
 import tempfile  # noqa: F401 (as above)
 import time
+import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from runtime_jobs import JobStage, in_child, pickled_call
 from kinetic_protocol import Failed, Succeeded, layout
 from kinetic_runtime import bundle_trees
 from kinetic_runtime.bundle_trees import UNUSED_DAYS, overlay_dir, place_bundle, prune, use_tree
+from kinetic_runtime.data.namespace import Bind, enter
 from kinetic_runtime.main import EXIT_INFRA_ERROR, EXIT_OK
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/mnt"), reason="Linux only")
@@ -174,24 +176,33 @@ def test_a_bundle_changed_in_the_store_is_refused_before_its_tree_is_made(
 
 
 def test_an_ordinary_user_gets_the_overlay_in_a_user_namespace(shared_dir: Path) -> None:
-    """Not root: the overlay is made in a user namespace of the job's own, and its scratch
-    directory (which the kernel makes mode 000) can be removed by its owner afterwards."""
+    """Not root: the overlay is made in a user namespace of the job's own, volumes mount in
+    the same one afterwards, and the overlay's scratch directory (which the kernel makes mode
+    000) can be removed by its owner afterwards."""
     bundle, cache = _zip(_BUNDLE), shared_dir / "bundles"
     workdir = shared_dir / "job" / "work"
+    dataset = shared_dir / "dataset"
+    dataset.mkdir()
+    (dataset / "train.csv").write_text("x,y\n")
+    volume = f"/kinetic-test-{uuid.uuid4().hex[:8]}/data"
 
     def body() -> dict[str, Any]:
         os.environ["KINETIC_BUNDLE_CACHE"] = str(cache)
         place_bundle(lambda: bundle, hashlib.sha256(bundle).hexdigest(), workdir)
+        (shared_dir / "job" / "shadows").mkdir()
+        enter([Bind(dataset, volume, read_only=True)], shared_dir / "job" / "shadows")
         code = (workdir / "pkg/mod.py").read_text()
         (workdir / "new.txt").write_text("mine")
         shutil.rmtree(workdir / "pkg")  # a directory of the tree made again: opaque above it
         (workdir / "pkg").mkdir()
         (workdir / "pkg" / "own.py").write_text("")
         listed = sorted(p.name for p in (workdir / "pkg").iterdir())
-        return {"mounted": os.path.ismount(workdir), "code": code, "pkg": listed}
+        data = Path(volume, "train.csv").read_text()
+        return {"mounted": os.path.ismount(workdir), "code": code, "pkg": listed, "data": data}
 
     seen = in_child(body, as_nobody=True)
-    assert seen == {"mounted": True, "code": "VALUE = 1\n", "pkg": ["own.py"]}
+    assert seen == {"mounted": True, "code": "VALUE = 1\n", "pkg": ["own.py"], "data": "x,y\n"}
+    assert not Path(volume).parent.exists()
     own = overlay_dir(workdir)
     assert (own / "upper" / "new.txt").read_text() == "mine"
     assert stat.S_IMODE((own / "work" / "work").stat().st_mode) == 0o700
