@@ -24,7 +24,14 @@ from runtime_jobs import JobStage, in_child, pickled_call
 
 from kinetic_protocol import Failed, Succeeded, layout
 from kinetic_runtime import bundle_trees
-from kinetic_runtime.bundle_trees import UNUSED_DAYS, overlay_dir, place_bundle, prune, use_tree
+from kinetic_runtime.bundle_trees import (
+    KEEP_TREES,
+    UNUSED_DAYS,
+    overlay_dir,
+    place_bundle,
+    prune,
+    use_tree,
+)
 from kinetic_runtime.data.namespace import Bind, enter
 from kinetic_runtime.main import EXIT_INFRA_ERROR, EXIT_OK
 
@@ -237,6 +244,31 @@ def test_only_a_tree_unused_for_days_that_no_job_holds_is_deleted(tmp_path: Path
     assert sorted(p.name for p in cache.iterdir()) == sorted(
         [recent.name, f"{recent.name}.lock", held.name, f"{held.name}.lock"]
     )
+
+
+def test_past_the_trees_used_last_the_older_unused_ones_are_deleted(tmp_path: Path) -> None:
+    """A project edited all day makes a tree per version: only the last :data:`KEEP_TREES`
+    stay, and any older one a job still holds."""
+    cache = tmp_path / "bundles"
+    cache.mkdir()
+    made = []
+    for version in range(KEEP_TREES + 3):  # used an hour apart, the last one now
+        data = _zip({"mod.py": f"VERSION = {version}\n".encode()})
+        digest = hashlib.sha256(data).hexdigest()
+        bundle_trees._make_tree(cache, digest, data)
+        used = time.time() - (KEEP_TREES + 3 - version) * 3600
+        (cache / f"{digest}.lock").touch()
+        os.utime(cache / f"{digest}.lock", (used, used))
+        made.append(digest)
+    holder = os.open(cache / f"{made[0]}.lock", os.O_RDONLY)  # the oldest: a job still runs it
+    try:
+        fcntl.flock(holder, fcntl.LOCK_SH)
+        prune(cache)
+    finally:
+        os.close(holder)
+
+    kept = sorted(p.name for p in cache.iterdir() if p.is_dir())
+    assert kept == sorted([made[0], *made[-KEEP_TREES:]])
 
 
 def test_what_a_killed_process_left_half_made_is_deleted_once_stale(tmp_path: Path) -> None:

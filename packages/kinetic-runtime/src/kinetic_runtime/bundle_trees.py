@@ -26,9 +26,9 @@ The cache (``KINETIC_BUNDLE_CACHE``, which the local backend sets to
 A job whose tree is there does not read its bundle from the store at all: the tree was made
 from bytes verified against the same digest, which its signed call pins.
 
-Deletion: a tree not used for :data:`UNUSED_DAYS` days is deleted by the next job that has to
-unpack a new tree, under its lock taken exclusively, so never while a job holds it, however
-old that job is.
+Deletion: a tree not used for :data:`UNUSED_DAYS` days, or not among the :data:`KEEP_TREES`
+used last, is deleted by the next job that has to unpack a new tree, under its lock taken
+exclusively, so never while a job holds it, however old that job is.
 
 Where the overlay cannot be made (not Linux, a kernel or a file system that refuses it, a
 process that may not make a mount namespace) the job unpacks its bundle into its workdir as
@@ -42,6 +42,7 @@ import contextlib
 import errno
 import fcntl
 import functools
+import math
 import os
 import shutil
 import sys
@@ -49,9 +50,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["UNUSED_DAYS", "overlay_dir", "place_bundle", "prune", "remove_workdir", "use_tree"]
+__all__ = [
+    "KEEP_TREES",
+    "UNUSED_DAYS",
+    "overlay_dir",
+    "place_bundle",
+    "prune",
+    "remove_workdir",
+    "use_tree",
+]
 
 UNUSED_DAYS = 7
+KEEP_TREES = 16
+"""A machine keeps the trees used last (and any a job holds), each of a project's size."""
 _STAGING = ".staging-"
 _DELETING = ".deleting-"
 _LEFTOVER_SECONDS = 3600.0
@@ -197,8 +208,9 @@ def _make_tree(cache: Path, digest: str, data: bytes) -> None:
 
 
 def prune(cache: Path, *, now: float | None = None) -> None:
-    """Delete the trees not used for :data:`UNUSED_DAYS` days that no job holds, and what
-    killed processes left half made or half deleted."""
+    """Delete the trees no job holds that were not used for :data:`UNUSED_DAYS` days or are not
+    among the :data:`KEEP_TREES` used last, and what killed processes left half made or half
+    deleted."""
     now = time.time() if now is None else now
     with os.scandir(cache) as entries:
         found = list(entries)
@@ -210,8 +222,20 @@ def prune(cache: Path, *, now: float | None = None) -> None:
                     shutil.rmtree(entry.path, ignore_errors=True)
         else:
             digests.add(entry.name.removesuffix(".lock"))
-    for digest in digests:
-        _delete_if_unused(cache, digest, now - UNUSED_DAYS * 86400)
+    last_use = {digest: _last_use(cache / f"{digest}.lock", now) for digest in digests}
+    ranked = sorted(digests, key=last_use.__getitem__, reverse=True)
+    for rank, digest in enumerate(ranked):
+        used_before = now - UNUSED_DAYS * 86400
+        if rank >= KEEP_TREES:  # unless used since it was ranked
+            used_before = math.nextafter(last_use[digest], math.inf)
+        _delete_if_unused(cache, digest, used_before)
+
+
+def _last_use(lock: Path, now: float) -> float:
+    try:
+        return lock.stat().st_mtime
+    except FileNotFoundError:  # a tree whose maker was killed before it took the lock
+        return now
 
 
 def _delete_if_unused(cache: Path, digest: str, used_before: float) -> None:
