@@ -148,10 +148,18 @@ def _overlay_tree(cache: Path, digest: str, fetch: Callable[[], bytes], workdir:
     tree = use_tree(cache, digest, fetch)
     mount_overlay(tree, own / "upper", own / "work", workdir)
     seal(tree)
-    # The kernel makes its scratch directory mode 000; an owner who is not root could not
-    # list it, so removing the job's directory would leave it behind.
     with contextlib.suppress(FileNotFoundError):
-        os.chmod(own / "work" / "work", 0o700)
+        _open_to_owner(own / "work" / "work")
+
+
+def _open_to_owner(directory: Path) -> None:
+    """Make the overlay's scratch directories 0700: the kernel makes them mode 000, and an
+    owner who is not root could not list them, so removing the job's directory would fail."""
+    os.chmod(directory, 0o700)
+    with os.scandir(directory) as entries:
+        inner = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    for path in inner:
+        _open_to_owner(path)
 
 
 def use_tree(cache: Path, digest: str, fetch: Callable[[], bytes]) -> Path:
