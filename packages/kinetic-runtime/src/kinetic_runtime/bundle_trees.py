@@ -153,13 +153,17 @@ def _overlay_tree(cache: Path, digest: str, fetch: Callable[[], bytes], workdir:
 
 
 def _open_to_owner(directory: Path) -> None:
-    """Make the overlay's scratch directories 0700: the kernel makes them mode 000, and an
-    owner who is not root could not list them, so removing the job's directory would fail."""
+    """Make the overlay's scratch 0700 (0600 its files), as everything in a job's directory
+    is: the kernel makes it mode 000, and an owner who is not root could not even list it, so
+    removing the job's directory would fail."""
     os.chmod(directory, 0o700)
     with os.scandir(directory) as entries:
-        inner = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
-    for path in inner:
-        _open_to_owner(path)
+        found = [(Path(e.path), e.is_dir(follow_symlinks=False)) for e in entries]
+    for path, is_dir in found:
+        if is_dir:
+            _open_to_owner(path)
+        else:
+            os.chmod(path, 0o600)  # the kernel's own marker files: never a link
 
 
 def use_tree(cache: Path, digest: str, fetch: Callable[[], bytes]) -> Path:
