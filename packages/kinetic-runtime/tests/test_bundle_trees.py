@@ -9,6 +9,7 @@ import fcntl
 import hashlib
 import io
 import os
+import random
 import shutil
 import stat
 import tempfile  # noqa: F401 (as above)
@@ -26,6 +27,7 @@ from kinetic_protocol import Failed, Succeeded, layout
 from kinetic_runtime import bundle_trees
 from kinetic_runtime.bundle_trees import (
     KEEP_TREES,
+    SHARED_FROM_BYTES,
     UNUSED_DAYS,
     overlay_dir,
     place_bundle,
@@ -42,6 +44,7 @@ _BUNDLE = {
     "pkg/mod.py": b"VALUE = 1\n",
     "data/keep.txt": b"as shipped\n",
     "data/gone.txt": b"deleted by a job\n",
+    "data/weights.bin": random.Random(53).randbytes(SHARED_FROM_BYTES),  # worth sharing
 }
 _CODE_FILES = ["pkg/mod.py", "data/keep.txt", "data/gone.txt"]
 _DAY = 86400.0
@@ -145,16 +148,30 @@ def test_where_no_overlay_can_be_made_the_job_unpacks_its_bundle(
         "pkg/__init__.py": b"",
         "pkg/mod.py": b"VALUE = 1\n",
         "data/keep.txt": b"changed by a job\n",
+        "data/weights.bin": _BUNDLE["data/weights.bin"],
         "new.txt": b"written by a job\n",
     }
     assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_a_bundle_of_a_few_small_files_is_unpacked_not_shared(
+    jobs: JobStage, tmp_path: Path
+) -> None:
+    """Writing a few files costs less than a mount namespace, made and torn down."""
+    small = {name: data for name, data in _BUNDLE.items() if name != "data/weights.bin"}
+    cache = tmp_path / "bundles"
+    seen = _run(jobs, "job-small", _zip(small), {"KINETIC_BUNDLE_CACHE": str(cache)})
+
+    assert seen["keep"] == "as shipped\n"
+    assert _files(tmp_path / "jobs" / "job-small" / "work")["new.txt"] == b"written by a job\n"
+    assert not cache.exists()
 
 
 def test_a_bundle_reaching_out_of_its_tree_is_refused_before_anything_is_written(
     jobs: JobStage, tmp_path: Path
 ) -> None:
     cache = tmp_path / "bundles"
-    bundle = _zip({"ok.py": b"x = 1\n", "../../escaped.py": b"evil\n"})
+    bundle = _zip({**_BUNDLE, "../../escaped.py": b"evil\n"})
     jobs.workdir = tmp_path / "jobs" / "job-escape" / "work"
     staged = jobs.stage("job-escape", pickled_call(divmod, 7, 2), bundle=bundle)
     run = jobs.run(staged, env={"KINETIC_BUNDLE_CACHE": str(cache)})
@@ -195,7 +212,7 @@ def test_an_ordinary_user_gets_the_overlay_in_a_user_namespace(shared_dir: Path)
 
     def body() -> dict[str, Any]:
         os.environ["KINETIC_BUNDLE_CACHE"] = str(cache)
-        place_bundle(lambda: bundle, hashlib.sha256(bundle).hexdigest(), workdir)
+        place_bundle(lambda: bundle, hashlib.sha256(bundle).hexdigest(), len(bundle), workdir)
         (shared_dir / "job" / "shadows").mkdir()
         enter([Bind(dataset, volume, read_only=True)], shared_dir / "job" / "shadows")
         code = (workdir / "pkg/mod.py").read_text()

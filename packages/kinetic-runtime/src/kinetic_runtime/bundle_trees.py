@@ -33,7 +33,8 @@ exclusively, so never while a job holds it, however old that job is.
 Where the overlay cannot be made (not Linux, a kernel or a file system that refuses it, a
 process that may not make a mount namespace) the job unpacks its bundle into its workdir as
 before (:func:`place_bundle`), saying why in a debug log line only; so does a debug job, whose
-files a debugger on this machine must be able to open.
+files a debugger on this machine must be able to open, and a bundle under
+:data:`SHARED_FROM_BYTES`, whose few files cost less to write than a namespace.
 
 Standard library only at import: the local supervisor removes overlaid workdirs with it.
 """
@@ -52,6 +53,7 @@ from pathlib import Path
 
 __all__ = [
     "KEEP_TREES",
+    "SHARED_FROM_BYTES",
     "UNUSED_DAYS",
     "overlay_dir",
     "place_bundle",
@@ -60,6 +62,9 @@ __all__ = [
     "use_tree",
 ]
 
+SHARED_FROM_BYTES = 64 * 1024
+"""A smaller bundle (a module or a few) is unpacked: its handful of files costs less than a
+mount namespace, whose making and teardown at the job's end take 2-4 ms on a busy machine."""
 UNUSED_DAYS = 7
 KEEP_TREES = 16
 """A machine keeps the trees used last (and any a job holds), each of a project's size."""
@@ -72,18 +77,20 @@ _HELD: list[int] = []
 
 
 def place_bundle(
-    fetch: Callable[[], bytes], digest: str, workdir: Path, shared: bool = True
+    fetch: Callable[[], bytes], digest: str, size: int, workdir: Path, shared: bool = True
 ) -> None:
-    """The files of the bundle whose sha256 is ``digest`` at ``workdir``: this machine's tree
-    of it overlaid there where the job has a bundle cache and the overlay can be made (and is
-    wanted: ``shared``), else unpacked there. ``fetch`` reads and verifies the bundle: called
-    only if its tree is yet to be made, or for an unpack."""
+    """The files of the bundle whose sha256 is ``digest`` (``size`` bytes) at ``workdir``:
+    this machine's tree of it overlaid there where the job has a bundle cache, the bundle is
+    not tiny and the overlay can be made (and is wanted: ``shared``), else unpacked there.
+    ``fetch`` reads and verifies the bundle: called only if its tree is yet to be made, or
+    for an unpack."""
     from kinetic_runtime import settings
     from kinetic_runtime.workspace import unpack_bundle
 
     once = functools.cache(fetch)
     cache = settings.BUNDLE_CACHE.from_env()
-    if cache and shared and _overlaid(Path(cache), digest, once, workdir):
+    wanted = shared and size >= SHARED_FROM_BYTES
+    if cache and wanted and _overlaid(Path(cache), digest, once, workdir):
         return
     unpack_bundle(once(), workdir)
 

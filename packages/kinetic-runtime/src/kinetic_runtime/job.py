@@ -104,7 +104,9 @@ class JobRun:
 
             # A debug job's files stay where a debugger on this machine can open them.
             shared = call.debug is None
-            self.step(Phase.UNPACK, place_bundle, fetch_bundle, ref.sha256, self.workdir, shared)
+            self.step(
+                Phase.UNPACK, place_bundle, fetch_bundle, ref.sha256, ref.size, self.workdir, shared
+            )
         self.step(Phase.ENVIRONMENT, self.prepare, call)
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
         # A batch child stages only what its function and its own input refer to.
