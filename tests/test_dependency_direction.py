@@ -106,6 +106,7 @@ def test_the_local_supervisor_loads_only_the_standard_library() -> None:
         "kinetic_runtime.local.dispatch",  # the same, and the two above
         "kinetic_runtime.local.supervisor",
         "kinetic_runtime.private_files",  # standard library only, too
+        "kinetic_runtime.bundle_trees",  # standard library at import, too
         "kinetic_runtime.disk_full",  # standard library and the two below only
         "kinetic_runtime.local.state_file",  # the same
         "kinetic_protocol",  # its names load lazily: standard library only at import

@@ -23,6 +23,7 @@ __all__ = [
     "fail_on_host",
     "fail_or_hold",
     "add",
+    "code_file_inode",
     "env_snapshot",
     "fail_with",
     "hold",
@@ -127,6 +128,13 @@ def write_output(name: str, text: str) -> dict[str, str]:
     path = Path(out, name)
     path.write_text(text)
     return {"output_dir": out, "path": str(path), "job_id": os.environ.get("KINETIC_JOB_ID", "")}
+
+
+def code_file_inode() -> int:
+    """The inode number of this module's file as the job sees it; the job also writes a file
+    into its working directory."""
+    Path("written-by-the-job.txt").write_text(os.environ.get("KINETIC_JOB_ID", ""))
+    return os.stat(__file__).st_ino
 
 
 def kinetic_modules() -> list[str]:

@@ -53,12 +53,18 @@ def _one_waiting_for_the_slot(
 ) -> tuple[BatchHandle, Path, Path]:
     """A batch of one input whose job waits for the one slot, which another job holds until
     ``gate`` exists: its runtime starts only once the gate opens. Returns the batch, the gate,
-    and the input's job directory."""
+    and the input's job directory.
+
+    The input's code is new to this machine, as if from another project: a job whose bundle
+    was unpacked before writes nothing to start (its tree is overlaid), so a full disk would
+    not stop it. The tree the holder made is moved aside (the holder's overlay, made from the
+    directory itself, keeps it)."""
     monkeypatch.setenv("KINETIC_LOCAL_SLOTS", "1")
     gate = runs / "gate"
     traced = backend.decorate()(durability_userfuncs.traced)
     traced.run_async(index=9, runs=str(runs), wait_for=str(gate))
     wait_until((runs / "9").exists, "the job holding the slot to run")
+    (disk.path / "bundles").rename(disk.path / "bundles-of-the-holder")
     batch = traced.run_async_map([{"index": 0, "runs": str(runs)}])
     wait_until(lambda: batch.jobs[0] is not None, "the input's submission")
     job = batch.jobs[0]
@@ -91,6 +97,10 @@ def test_a_job_a_full_disk_stopped_runs_again_once_there_is_room_spending_no_ret
             ),
             "the input's runtime to meet the full disk",
         )
+    wait_until(lambda: job.status().is_terminal, "the input to end")
+    # Run again from a fresh start: what the run the disk stopped unpacked, and its overlay's
+    # directory, were removed, so the second run overlaid its code.
+    assert list((second / "work").iterdir()) == []
     assert batch.results(timeout=60) == [0]  # retries=0: a spent retry would fail it
     assert [job.attempt for job in batch.jobs if job is not None] == [0]
     assert len((tmp_path / "0").read_text().split()) == 1, "its function ran once"

@@ -5,7 +5,9 @@ run the real entrypoint in a subprocess, with no client in between. (The tests' 
 puts this directory on ``sys.path``.)
 """
 
+import ctypes
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -169,3 +171,31 @@ class JobStage:
 
     def _environment(self, env: dict[str, str] | None) -> dict[str, str]:
         return {**os.environ, "KINETIC_SIGNING_KEYS": str(self.keys_dir), **(env or {})}
+
+
+_PR_SET_DUMPABLE = 4
+
+
+def in_child(body: Callable[[], dict[str, Any]], *, as_nobody: bool) -> dict[str, Any]:
+    """Run ``body`` in a forked child (``unshare`` changes a process for good); its answer
+    comes back as JSON through a pipe."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - reported through the pipe
+        try:
+            if as_nobody and os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+                # setuid makes a process undumpable, which hides /proc/self/*_map from it; a
+                # user who started as nobody would not be.
+                ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+            answer = body()
+        except BaseException as exc:
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        os.write(write, json.dumps(answer).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        answer = json.loads(pipe.read() or b"{}")
+    os.waitpid(pid, 0)
+    return answer

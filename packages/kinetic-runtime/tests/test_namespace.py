@@ -1,9 +1,7 @@
 """A local job's private mount namespace, on this kernel: volumes appear at their absolute
 paths for the job alone, the user's own files read-only, for root and for an ordinary user."""
 
-import ctypes
 import errno
-import json
 import os
 import threading
 import uuid
@@ -12,38 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from runtime_jobs import in_child
 
 from kinetic_runtime.data import namespace
 from kinetic_runtime.data.namespace import Bind, NamespaceError, enter, probe
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/mnt"), reason="Linux only")
-
-_PR_SET_DUMPABLE = 4
-
-
-def _in_child(body: Callable[[], dict[str, Any]], *, as_nobody: bool) -> dict[str, Any]:
-    """Run ``body`` in a forked child (``unshare`` changes a process for good); its answer
-    comes back as JSON through a pipe."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - reported through the pipe
-        try:
-            if as_nobody and os.geteuid() == 0:
-                os.setgid(65534)
-                os.setuid(65534)
-                # setuid makes a process undumpable, which hides /proc/self/*_map from it; a
-                # user who started as nobody would not be.
-                ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
-            answer = body()
-        except BaseException as exc:
-            answer = {"error": f"{type(exc).__name__}: {exc}"}
-        os.write(write, json.dumps(answer).encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        answer = json.loads(pipe.read() or b"{}")
-    os.waitpid(pid, 0)
-    return answer
 
 
 @pytest.mark.parametrize("as_nobody", [False, True], ids=["as-root-or-self", "as-nobody"])
@@ -87,7 +59,7 @@ def test_volumes_appear_at_absolute_paths_that_do_not_exist_on_the_machine(
             "uid": os.getuid(),
         }
 
-    seen = _in_child(body, as_nobody=as_nobody)
+    seen = in_child(body, as_nobody=as_nobody)
     assert "error" not in seen, seen.get("error", "")
     assert seen["data"] == ["train.csv"]
     assert seen["config"] == "{}"
@@ -118,7 +90,7 @@ def test_a_process_running_threads_cannot_enter_one(shared_dir: Path) -> None:
             worker.join()
         return {"said": "entered"}
 
-    assert "threads" in _in_child(body, as_nobody=False)["said"]
+    assert "threads" in in_child(body, as_nobody=False)["said"]
 
 
 def test_a_target_that_exists_as_the_other_kind_is_refused(shared_dir: Path) -> None:
@@ -131,7 +103,7 @@ def test_a_target_that_exists_as_the_other_kind_is_refused(shared_dir: Path) -> 
             return {"said": str(exc)}
         return {"said": "entered"}
 
-    assert "is not a directory" in _in_child(body, as_nobody=False)["said"]
+    assert "is not a directory" in in_child(body, as_nobody=False)["said"]
 
 
 def _shadowed_parent(shared_dir: Path, *, victim_is_dir: bool = True) -> tuple[Path, list[Bind]]:
@@ -182,7 +154,7 @@ def test_an_entry_deleted_between_listing_and_mounting_is_left_out(
         }
 
     (shared_dir / "staging").mkdir()
-    seen = _in_child(body, as_nobody=False)
+    seen = in_child(body, as_nobody=False)
     assert "error" not in seen, seen.get("error", "")
     assert seen == {"listed": ["keep", "new"], "keep": "kept", "out": "out"}
     assert not victim.exists() and not (parent / "new").exists()
@@ -204,7 +176,7 @@ def test_an_entry_that_is_there_but_cannot_be_mounted_still_fails(shared_dir: Pa
         return {"said": "entered"}
 
     (shared_dir / "staging").mkdir()
-    said = _in_child(body, as_nobody=False)["said"]
+    said = in_child(body, as_nobody=False)["said"]
     assert said.startswith("could not mount a volume") and str(victim) in said, said
     assert victim.is_dir()
 
@@ -221,4 +193,4 @@ def test_a_second_start_with_the_same_workspace_enters_as_the_first(shared_dir: 
         return {"seen": (parent / "new" / "out" / "out.txt").read_text()}
 
     for start in ("first", "restarted"):
-        assert _in_child(body, as_nobody=False) == {"seen": "out"}, start
+        assert in_child(body, as_nobody=False) == {"seen": "out"}, start

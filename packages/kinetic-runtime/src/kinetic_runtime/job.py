@@ -25,6 +25,7 @@ from kinetic_protocol import (
 )
 from kinetic_protocol.signing import Keyring
 from kinetic_runtime import settings
+from kinetic_runtime.bundle_trees import place_bundle
 from kinetic_runtime.calls import (
     BatchInput,
     StoredCall,
@@ -40,7 +41,6 @@ from kinetic_runtime.workspace import (
     apply_environment,
     install_requirements,
     missing_env,
-    unpack_bundle,
 )
 
 __all__ = ["JobRun", "default_data_dir", "now", "say"]
@@ -80,6 +80,8 @@ class JobRun:
     def step(self, phase: Phase, fn: Any, *args: Any) -> Any:
         try:
             return fn(*args)
+        except PhaseError:
+            raise  # a step within this one failed: its phase is the one to report
         except BaseException as exc:  # a user module's import may sys.exit() or be interrupted
             raise PhaseError(phase, exc) from exc
 
@@ -93,9 +95,18 @@ class JobRun:
         if self.member is not None:
             arguments = self.step(Phase.FETCH, read_input, self.store, call, self.member)
         if call.bundle is not None:
-            bundle = self.step(Phase.FETCH, self.store.read, call.bundle.key)
-            self.step(Phase.VERIFY, verify, call.bundle, bundle, where.owner)
-            self.step(Phase.UNPACK, unpack_bundle, bundle, self.workdir)
+            ref = call.bundle
+
+            def fetch_bundle() -> bytes:  # not at all when this machine has its tree
+                bundle: bytes = self.step(Phase.FETCH, self.store.read, ref.key)
+                self.step(Phase.VERIFY, verify, ref, bundle, where.owner)
+                return bundle
+
+            # A debug job's files stay where a debugger on this machine can open them.
+            shared = call.debug is None
+            self.step(
+                Phase.UNPACK, place_bundle, fetch_bundle, ref.sha256, ref.size, self.workdir, shared
+            )
         self.step(Phase.ENVIRONMENT, self.prepare, call)
         self.step(Phase.INSTALL, install_requirements, call.requirements, self.workdir)
         # A batch child stages only what its function and its own input refer to.

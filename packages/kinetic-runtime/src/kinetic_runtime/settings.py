@@ -7,6 +7,7 @@ from kinetic_protocol.settings import SettingSpec
 
 __all__ = [
     "ATTEMPT_TIMEOUT",
+    "BUNDLE_CACHE",
     "CAPTURABLE",
     "COORDINATOR_ADDRESS",
     "DATA_DIR",
@@ -78,6 +79,15 @@ WORKDIR = SettingSpec(
     "workdir",
     "KINETIC_WORKDIR",
     "Inside a job: where the runtime unpacks the code bundle (default: a temporary directory).",
+    _OWNER,
+    kind="job",
+)
+BUNDLE_CACHE = SettingSpec(
+    "bundle_cache",
+    "KINETIC_BUNDLE_CACHE",
+    "Inside a local job: this machine's unpacked code bundles, one tree per bundle, which a "
+    "job sees at its working directory through an overlay mount instead of unpacking its "
+    "bundle (set by the local backend: $KINETIC_HOME/local/bundles). Unset: unpacked.",
     _OWNER,
     kind="job",
 )
@@ -301,6 +311,7 @@ SETTINGS = (
     JOB_ID,
     OUTPUT_DIR,
     WORKDIR,
+    BUNDLE_CACHE,
     ENV,
     NUM_HOSTS,
     NUM_SLICES,

@@ -9,6 +9,11 @@ is made inside a *shadow* of its nearest existing ancestor: a ``tmpfs`` that hol
 every entry of the original, plus the new directories, mounted over that ancestor (for ``/``,
 made the process's new root). Every mount is private, so nothing propagates back out.
 
+The same namespace holds a local job's code (:mod:`kinetic_runtime.bundle_trees`): an overlay
+of this machine's shared unpacked tree of its bundle, at its working directory. A process
+makes its namespace once (:func:`make_private`); volumes mounted after the overlay go in the
+same one.
+
 Linux only, and only where user namespaces are allowed (``kernel.unprivileged_userns_clone``,
 AppArmor's ``apparmor_restrict_unprivileged_userns``): :func:`probe` says whether this machine
 can, so the client refuses such volumes at submit instead of failing in the job.
@@ -21,10 +26,10 @@ the node agent of the test suite uses the same code to give a pod its ``emptyDir
 
 import contextlib
 import ctypes
+import errno
+import functools
 import os
-import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,7 +37,7 @@ from pathlib import Path
 
 from kinetic_protocol.errors import ConfigError
 
-__all__ = ["Bind", "NamespaceError", "enter", "probe"]
+__all__ = ["Bind", "NamespaceError", "enter", "make_private", "mount_overlay", "probe", "seal"]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
@@ -65,9 +70,9 @@ def _call(name: str, *args: object) -> None:
     function = getattr(_LIBC, name)
     encoded = [a.encode() if isinstance(a, str) else a for a in args]
     if function(*encoded) != 0:
-        errno = ctypes.get_errno()
+        code = ctypes.get_errno()
         shown = ", ".join(repr(a) for a in args if a is not None and not isinstance(a, int))
-        raise OSError(errno, f"{name}({shown}): {os.strerror(errno)}")
+        raise OSError(code, f"{name}({shown}): {os.strerror(code)}")
 
 
 def _mount(source: str | None, target: str, flags: int, fstype: str | None = None) -> None:
@@ -83,6 +88,56 @@ def _unshare() -> None:
         Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
         Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
     _mount(None, "/", _MS_REC | _MS_PRIVATE)
+
+
+def _bind(source: Path, target: Path, *, read_only: bool) -> None:
+    _mount(str(source), str(target), _MS_BIND | _MS_REC)
+    if read_only:
+        kept = sum(m for s, m in _KEPT_FLAGS.items() if os.statvfs(target).f_flag & s)
+        _mount(None, str(target), _MS_REMOUNT | _MS_BIND | _MS_RDONLY | kept)
+
+
+def seal(path: Path) -> None:
+    """Make ``path`` read-only for this process (in its own namespace: :func:`make_private`)."""
+    _bind(path, path, read_only=True)
+
+
+@functools.cache  # once it has succeeded: the process is in its namespace for good
+def make_private() -> None:
+    """Move this process into a mount namespace of its own, unless it is in one already.
+
+    Raises :class:`NamespaceError` where it cannot (not Linux, more than one thread) and
+    ``OSError`` where the kernel refuses; the process is then unchanged, except in the unlikely
+    case that the kernel allowed the namespace and then refused to make its mounts private."""
+    if _LIBC is None:
+        raise NamespaceError(f"mount namespaces are Linux-only; this is {sys.platform}")
+    if threading.active_count() > 1:
+        raise NamespaceError(
+            f"cannot make a private mount namespace: the job already runs "
+            f"{threading.active_count()} threads, and unshare needs exactly one."
+        )
+    _unshare()
+
+
+def mount_overlay(lower: Path, upper: Path, work: Path, target: Path) -> None:
+    """Show ``lower`` at ``target``, read-only underneath: whatever is written at ``target``
+    lands in ``upper`` (``work``: the overlay's scratch, on ``upper``'s file system). In this
+    process's own namespace only (:func:`make_private` first). Paths holding a comma, a colon
+    or a backslash are refused (they would be read as separators of the options)."""
+    paths = (lower, upper, work)
+    odd = [str(p) for p in paths if any(c in str(p) for c in ",:\\")]
+    if odd:
+        raise NamespaceError(f"an overlay cannot name {odd[0]!r} (a comma, colon or backslash)")
+    options = f"lowerdir={lower},upperdir={upper},workdir={work}"
+    if os.geteuid() != 0:
+        options += ",userxattr"  # a user namespace may not write trusted.* attributes
+    try:
+        # What lands above is scratch: its unmount must not sync the whole upper file system.
+        _call("mount", "overlay", str(target), "overlay", ctypes.c_ulong(0), f"{options},volatile")
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+        _call("mount", "overlay", str(target), "overlay", ctypes.c_ulong(0), options)  # < 5.10
 
 
 def _placeholder(path: Path, *, directory: bool) -> None:
@@ -133,16 +188,15 @@ class _Builder:
             for missing in reversed([p for p in target.parents if not p.exists()]):
                 missing.mkdir()
             _placeholder(target, directory=directory)
-        _mount(str(bind.source), str(target), _MS_BIND | _MS_REC)
-        if bind.read_only:
-            kept = sum(m for s, m in _KEPT_FLAGS.items() if os.statvfs(target).f_flag & s)
-            _mount(None, str(target), _MS_REMOUNT | _MS_BIND | _MS_RDONLY | kept)
+        _bind(bind.source, target, read_only=bind.read_only)
 
     def _shadow(self, directory: Path) -> None:
         """Replace ``directory``, in this namespace only, by a writable copy of itself: a tmpfs
         holding a bind of each original entry (symlinks are copied as symlinks). An entry
         deleted between the listing and its mount (``/tmp`` changes all the time) is left
         out; any other failure fails the job."""
+        import tempfile  # loaded by volumes alone: a job overlaying its code has no use for it
+
         # A name of its own: the workspace may hold an earlier start's shadows (a container
         # restarted in the same pod enters again with the same workspace).
         staging = Path(tempfile.mkdtemp(prefix="shadow-", dir=self._workspace))
@@ -183,7 +237,8 @@ def enter(binds: Sequence[Bind], workspace: Path) -> None:
     ``workspace`` is an empty directory of the job's (removed with the job) where shadows are
     staged; the machine only ever sees empty directories there. Must run while the process
     has a single thread (the kernel refuses ``unshare`` otherwise), so before any download
-    starts. Nested targets are applied outermost first.
+    starts, unless the process made its namespace already (its code overlaid). Nested
+    targets are applied outermost first.
     """
     if _LIBC is None:
         raise NamespaceError(
@@ -191,13 +246,8 @@ def enter(binds: Sequence[Bind], workspace: Path) -> None:
             "Pass the kinetic.Data as a function argument instead (the function receives its "
             "path), or run on a Kubernetes backend."
         )
-    if threading.active_count() > 1:
-        raise NamespaceError(
-            f"cannot make a private mount namespace: the job already runs "
-            f"{threading.active_count()} threads, and unshare needs exactly one."
-        )
     try:
-        _unshare()
+        make_private()
     except OSError as exc:
         raise NamespaceError(
             f"this machine does not let a job make a private mount namespace ({exc}), which "
@@ -235,6 +285,9 @@ def probe(python: str = sys.executable) -> str | None:
     """
     if _LIBC is None:
         return f"mount namespaces are Linux-only; this is {sys.platform}"
+    import subprocess  # only the client probes; a job never does
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="kinetic-probe-") as workspace:
         done = subprocess.run(
             [python, "-m", "kinetic_runtime.data.namespace", "--probe", workspace],

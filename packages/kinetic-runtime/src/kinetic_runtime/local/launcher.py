@@ -25,6 +25,7 @@ import traceback
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import kinetic_runtime.data.namespace  # noqa: F401 (a job overlaying its code uses it)
 import kinetic_runtime.main as runtime_main  # imported now, so every fork starts warm
 from kinetic_runtime.local import supervisor
 from kinetic_runtime.local.dispatch import dispatch

@@ -32,7 +32,10 @@ The job directory it manages::
     cancelled     marker: the job is being deleted, do not start it
 
 Every file is 0600 and every directory 0700 (``kinetic_runtime.private_files``).
-    work/         the unpacked bundle and the job's working directory (``work-host<i>/``: host i's)
+    work/         the bundle's files and the job's working directory (``work-host<i>/``: host
+                  i's): seen from outside the job, where it is overlaid, an empty directory
+    work-overlay/ what the job wrote in ``work/`` (``upper/``), where its bundle's tree is
+                  overlaid there (``kinetic_runtime.bundle_trees``)
 
 A job with a ``timeout`` in ``launch.json`` is stopped that many seconds after its runtimes
 started: they get SIGTERM, then SIGKILL after a grace, and every other process of the job's
@@ -59,7 +62,6 @@ their failed peer will never join.
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -69,6 +71,7 @@ from typing import Any, BinaryIO
 
 from kinetic_protocol.errors import is_disk_full
 from kinetic_protocol.exits import EXIT_NO_SPACE
+from kinetic_runtime.bundle_trees import remove_workdir
 from kinetic_runtime.disk_full import overwrite
 from kinetic_runtime.local.claim import PID_FILE, claim
 from kinetic_runtime.local.dispatch import CANCEL_MARKER, LAUNCH_FILE
@@ -300,7 +303,7 @@ def _wait_for_room(launch: dict[str, Any], job_dir: Path, ended: Ended, runs: in
     why in its log where there is room. False if it was cancelled meanwhile."""
     pause = min(2.0**runs, 30.0)
     for host in range(int(launch.get("hosts", 1))):
-        shutil.rmtree(workdir({**launch, "host": host}, job_dir), ignore_errors=True)
+        remove_workdir(workdir({**launch, "host": host}, job_dir))
     with contextlib.suppress(OSError), open_log(job_dir / log_name(0)) as log:
         log.write(
             f"[kinetic] job {launch['job_id']}: {ended.detail}; running it again in "
@@ -330,7 +333,7 @@ def _run_again(
     """Start over as a new pod would: a fresh working directory (what the job keeps is in
     ``KINETIC_OUTPUT_DIR``), its log appended, saying why."""
     for host in range(int(launch.get("hosts", 1))):
-        shutil.rmtree(workdir({**launch, "host": host}, job_dir), ignore_errors=True)
+        remove_workdir(workdir({**launch, "host": host}, job_dir))
     with open_log(job_dir / log_name(0)) as log:
         log.write(
             f"[kinetic] job {launch['job_id']}: preempted ({ended.detail}); running it again "

@@ -66,7 +66,7 @@ from kinetic_runtime.local.slot_queue import (
 )
 from kinetic_runtime.local.state_file import set_room_aside
 from kinetic_runtime.private_files import DIR_MODE, make_private_dirs, write_private
-from kinetic_runtime.settings import SIGNING_KEYS, TERMINATION_LOG
+from kinetic_runtime.settings import BUNDLE_CACHE, SIGNING_KEYS, TERMINATION_LOG
 from kinetic_runtime.stores import default_local_store_uri
 
 __all__ = ["LocalBackend"]
@@ -244,6 +244,7 @@ class LocalBackend:
         inherited = {
             **host_environment(os.environ),
             SIGNING_KEYS.env: str(self._keys),
+            BUNDLE_CACHE.env: str(self._root / "bundles"),
             TERMINATION_LOG.env: str(job_dir / supervisor.TERMINATION_FILE),
         }
         found_through = runtime_path(os.environ) if python == sys.executable else None
