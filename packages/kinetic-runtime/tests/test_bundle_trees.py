@@ -23,8 +23,16 @@ import cloudpickle
 import pytest
 from runtime_jobs import JobStage, in_child, pickled_call
 
-from kinetic_protocol import Failed, Succeeded, layout
-from kinetic_runtime import bundle_trees
+from kinetic_protocol import (
+    ArtifactRef,
+    CallDescriptor,
+    DebugOptions,
+    Failed,
+    Succeeded,
+    Volume,
+    layout,
+)
+from kinetic_runtime import bundle_trees, job
 from kinetic_runtime.bundle_trees import (
     KEEP_TREES,
     SHARED_FROM_BYTES,
@@ -320,3 +328,27 @@ def test_a_job_that_loses_the_race_to_make_a_tree_uses_the_winners(tmp_path: Pat
     bundle_trees._make_tree(cache, digest, data)  # its rename finds the tree there
     assert (cache / digest / "pkg" / "mod.py").stat().st_ino == made
     assert [p.name for p in cache.iterdir()] == [digest]
+
+
+@pytest.mark.parametrize(
+    ("root", "volumes", "debug", "overlaid"),
+    [
+        (True, False, False, True),
+        (False, True, False, True),  # in a user namespace for its volumes anyway
+        (False, False, False, False),  # a user namespace would change what the job sees
+        (True, False, True, False),  # a debugger opens the job's files by their path
+    ],
+    ids=["root", "user-with-volumes", "user", "debug"],
+)
+def test_whose_code_is_overlaid(
+    monkeypatch: pytest.MonkeyPatch, root: bool, volumes: bool, debug: bool, overlaid: bool
+) -> None:
+    monkeypatch.setattr(job.os, "geteuid", lambda: 0 if root else 1000)
+    call = CallDescriptor(
+        job_id="job-1",
+        func_name="f",
+        payload=ArtifactRef(key="payload", sha256="0" * 64, size=1),
+        volumes=[Volume(path="/data", data=0)] if volumes else [],
+        debug=DebugOptions() if debug else None,
+    )
+    assert job._overlay_changes_nothing_else(call) is overlaid

@@ -33,7 +33,8 @@ exclusively, so never while a job holds it, however old that job is.
 Where the overlay cannot be made (not Linux, a kernel or a file system that refuses it, a
 process that may not make a mount namespace) the job unpacks its bundle into its workdir as
 before (:func:`place_bundle`), saying why in a debug log line only; so does a debug job, whose
-files a debugger on this machine must be able to open, and a bundle under
+files a debugger on this machine must be able to open, a job that would need a user namespace
+for it alone (``kinetic_runtime.job``), and a bundle under
 :data:`SHARED_FROM_BYTES`, whose few files cost less to write than a namespace.
 
 Standard library only at import: the local supervisor removes overlaid workdirs with it.

@@ -56,6 +56,17 @@ def say(message: str) -> None:
     print(f"[kinetic] {message}", file=sys.stderr, flush=True)
 
 
+def _overlay_changes_nothing_else(call: CallDescriptor) -> bool:
+    """Whether overlaying the job's code would leave all else it sees as it is. Not for a
+    debug job: its files stay where a debugger on this machine opens them. Not for a user who
+    is not root and whose job makes no user namespace anyway (volumes do): in one, the owner
+    of any file not the user's shows as ``nobody`` and setuid programs (sudo) gain nothing, a
+    change to what a job sees that faster starts do not warrant; its bundle is unpacked."""
+    if call.debug is not None:
+        return False
+    return os.geteuid() == 0 or bool(call.volumes)
+
+
 class JobRun:
     """The steps of one run, each wrapped so a failure records its phase."""
 
@@ -102,8 +113,7 @@ class JobRun:
                 self.step(Phase.VERIFY, verify, ref, bundle, where.owner)
                 return bundle
 
-            # A debug job's files stay where a debugger on this machine can open them.
-            shared = call.debug is None
+            shared = _overlay_changes_nothing_else(call)
             self.step(
                 Phase.UNPACK, place_bundle, fetch_bundle, ref.sha256, ref.size, self.workdir, shared
             )
