@@ -202,6 +202,7 @@ class ApiProxy:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # each write at once, not 40 ms after the last
 
             def log_message(self, format: str, *args: object) -> None:
                 pass

@@ -94,6 +94,9 @@ def _tail(data: bytes, lines: int) -> bytes:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    """A log goes out in several writes (headers, body or chunks): with Nagle's algorithm each
+    waits for the API server's delayed acknowledgement of the last, 40 ms on Linux."""
     server: _Server
 
     def log_message(self, format: str, *args: object) -> None:
