@@ -36,6 +36,8 @@ def test_attach_from_another_process_after_the_submitter_exited(
     job = kinetic.attach(job_id, backend=kinetic_backend.name)
     assert job.job_id == job_id
     assert job.func_name == "train"
+    # A slice is RUNNING once every host runs: its first host may print before the last starts.
+    wait_until(lambda: job.status() is JobStatus.RUNNING, "the attached job to run")
     wait_until(lambda: "step 2" in (job.logs() or ""), "the attached job's logs")
     assert job.status() is JobStatus.RUNNING
     assert job_id in {j.job_id for j in kinetic.list_jobs(backend=kinetic_backend.name)}

@@ -111,6 +111,8 @@ def test_logs_and_tail_while_running_and_after(
     lines = [f"line {i}" for i in range(1, 6)]
     job = kinetic_backend.decorate()(uf.print_then_hold).run_async(lines, str(gate))
 
+    # A slice is RUNNING once every host runs: its first host may print before the last starts.
+    wait_until(lambda: _status_is(job, JobStatus.RUNNING), "the job to run")
     wait_until(lambda: "line 5" in job.logs(), "all lines in the running job's logs")
     assert job.status() is JobStatus.RUNNING
     assert job.tail(2).splitlines() == ["line 4", "line 5"]

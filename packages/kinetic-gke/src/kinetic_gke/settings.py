@@ -51,7 +51,8 @@ UNSCHEDULABLE_TIMEOUT = SettingSpec(
 POLL = SettingSpec(
     "gke_poll",
     "KINETIC_GKE_POLL",
-    "Shortest and longest wait between status polls, seconds, as LOW,HIGH.",
+    "Shortest and longest wait between status polls, seconds, as LOW,HIGH (set, it also bounds "
+    "`kinetic up`'s waits on Google Cloud operations).",
     _OWNER,
     default="1,10",
 )

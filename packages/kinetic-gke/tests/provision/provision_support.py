@@ -38,6 +38,11 @@ def add_unmanaged_gpu_pool(cloud: Any, cluster: str) -> None:
     })  # fmt: skip
 
 
+QUICK_POLLS = ("KINETIC_GKE_POLL", "0.05,0.5")
+"""The fake's operations end on their second read: at Google's own pace, each wait for one
+slept up to a second first."""
+
+
 def point_gke_at(cloud: Any, plane: Any, endpoint: str, token: str, adc: Path) -> None:
     """New clusters of ``cloud`` (a FakeGoogleCloud) report ``endpoint`` and ``plane``'s CA;
     the Google credentials written to ``adc`` (for ``GOOGLE_APPLICATION_CREDENTIALS``) yield
@@ -75,6 +80,7 @@ def point_kinetic_at(
     settings.setenv("KINETIC_ZONE", ZONE)
     settings.setenv("KINETIC_CLUSTER", cluster)
     settings.setenv("KINETIC_NAMESPACE", namespace)
+    settings.setenv(*QUICK_POLLS)
 
 
 def write_kubeconfig(plane: Any, cluster: str, path: Path) -> Path:

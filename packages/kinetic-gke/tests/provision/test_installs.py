@@ -21,7 +21,15 @@ from typing import Any
 
 import pytest
 import yaml  # type: ignore[import-untyped]
-from provision_support import PROJECT, ZONE, Invoke, add_unmanaged_gpu_pool, ok, point_gke_at
+from provision_support import (
+    PROJECT,
+    QUICK_POLLS,
+    ZONE,
+    Invoke,
+    add_unmanaged_gpu_pool,
+    ok,
+    point_gke_at,
+)
 
 from kinetic_gke.k8s import ClusterConnection
 from kinetic_gke.provision import kueue_queues
@@ -192,6 +200,7 @@ def _settings_for(
         for setting, value in (("PROJECT", PROJECT), ("ZONE", ZONE), ("CLUSTER", cluster)):
             monkeypatch.setenv(f"KINETIC_{setting}", value)
         monkeypatch.setenv("KINETIC_NAMESPACE", f"ns-{cluster}")
+        monkeypatch.setenv(*QUICK_POLLS)
         yield cloud, proxy, cluster
 
 

@@ -1,6 +1,7 @@
 """The session's control plane: the pinned versions run, namespaces are ready for pods, and
 the controllers and webhooks we depend on are serving."""
 
+import json
 import os
 from pathlib import Path
 
@@ -125,3 +126,24 @@ def test_raw_calls_share_one_kept_open_connection(
         real_k8s.request("GET", f"/api/v1/namespaces/{name}")
     real_k8s.delete_namespace(name)
     assert len(tls_handshakes) <= 1, tls_handshakes
+
+
+def test_the_admin_kubeconfig_presents_a_bearer_token_not_a_client_certificate(
+    real_k8s: ControlPlane,
+) -> None:
+    """A token costs the API server a lookup; a client certificate, an ECDSA chain check on
+    every request of every client the suite runs."""
+    from kubernetes import client
+
+    config = json.loads(real_k8s.kubeconfig.read_text())
+    [user] = config["users"]
+    assert set(user["user"]) == {"token"}
+    api = real_k8s.api_client()
+    try:
+        review = client.AuthenticationV1Api(api).create_self_subject_review(
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        )
+    finally:
+        api.close()
+    assert review.status.user_info.username == "kinetic-test-admin"
+    assert "system:masters" in review.status.user_info.groups

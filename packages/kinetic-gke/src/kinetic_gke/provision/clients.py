@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from kinetic_gke import settings as declared
+from kinetic_gke.backend_settings import poll_bounds
 from kinetic_gke.gcp import GoogleApiError, client_kwargs, container_client, google_error
 from kinetic_protocol import BackendError
 
@@ -113,8 +115,25 @@ def tolerate_exists(doing: str, fn: Callable[..., T], *args: Any, **kwargs: Any)
 
 
 def wait_operation(doing: str, operation: Any, timeout: float = OPERATION_TIMEOUT) -> Any:
-    """Wait for a ``google.api_core`` long-running operation; its result, or a Kinetic error."""
-    return calling(doing, operation.result, timeout=timeout)
+    """Wait for a ``google.api_core`` long-running operation; its result, or a Kinetic error.
+
+    Polled at ``google.api_core``'s own pace (within a second, then less and less often, up
+    to every 20 s), or between the bounds ``KINETIC_GKE_POLL`` sets."""
+    polling = _polling()
+    if polling is None:
+        return calling(doing, operation.result, timeout=timeout)
+    return calling(doing, operation.result, timeout=timeout, polling=polling)
+
+
+def _polling() -> Any:
+    """``google.api_core``'s polling with the delays ``KINETIC_GKE_POLL`` bounds; None if unset."""
+    raw = declared.POLL.from_env()
+    if not raw:
+        return None
+    from google.api_core.future.polling import DEFAULT_POLLING
+
+    low, high = poll_bounds(raw)
+    return DEFAULT_POLLING.with_delay(initial=low, maximum=high)
 
 
 def wait_container_operation(

@@ -16,7 +16,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["Pki", "make_pki", "issue_serving_cert"]
+__all__ = ["ADMIN_USER", "Pki", "make_pki", "issue_serving_cert"]
+
+ADMIN_USER = "kinetic-test-admin"
+"""The plane's admin, in ``system:masters``: its client certificate's name, and its token's."""
 
 _VALID = datetime.timedelta(days=30)
 _API_NAMES = (
@@ -97,7 +100,7 @@ def make_pki(directory: Path) -> Pki:
     admin_name = x509.Name(
         [
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
-            x509.NameAttribute(NameOID.COMMON_NAME, "kinetic-test-admin"),
+            x509.NameAttribute(NameOID.COMMON_NAME, ADMIN_USER),
         ]
     )
     admin = (
