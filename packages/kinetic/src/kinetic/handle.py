@@ -1,19 +1,18 @@
 """The durable :class:`JobHandle` of one job: observe, collect and clean it up from anywhere."""
 
 import dataclasses
-import operator
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kinetic import handle_record
 from kinetic._context import backend_for, store_for
 from kinetic._log_copier import wait_for_result
 from kinetic._results import unwrap
 from kinetic._waiting import StatusCallback, until_terminal
 from kinetic.bookkeeping.kept import keep_with_batch, seen_by_batch
-from kinetic.handle_record import record_from_context, record_from_dict, record_from_fields
 from kinetic.trust import SealedOutcome
 from kinetic_protocol import (
     AttemptFailure,
@@ -38,14 +37,8 @@ if TYPE_CHECKING:
 __all__ = ["JobHandle"]
 
 
-class _RecordBacked:
-    """Room for the stored record behind a handle, beside the dataclass's own slots."""
-
-    __slots__ = ("_record",)
-
-
 @dataclasses.dataclass(frozen=True, eq=True, repr=False, slots=True)
-class JobHandle(_RecordBacked):
+class JobHandle(handle_record.RecordBacked):
     """All it takes to observe, collect and clean up a job from any machine; no closure state.
 
     A small frozen dataclass with slots (``dataclasses.asdict`` gives exactly :meth:`to_dict`,
@@ -96,16 +89,12 @@ class JobHandle(_RecordBacked):
 
     def __post_init__(self) -> None:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        object.__setattr__(self, "_record", record_from_fields(fields))
+        object.__setattr__(self, "_record", handle_record.record_from_fields(fields))
 
     @classmethod
     def from_record(cls, record: JobRecord) -> "JobHandle":
         """The handle of ``record``, not checked again: msgspec checked it when it was made."""
-        handle = object.__new__(cls)
-        for set_field, value in zip(_FIELD_SETTERS, _field_values(record), strict=True):
-            set_field(handle, value)
-        _set_record(handle, record)
-        return handle
+        return _from_record(record)
 
     @classmethod
     def from_job_context(
@@ -114,7 +103,8 @@ class JobHandle(_RecordBacked):
         """Build a handle from a live job context: what a submitter holds while it submits one
         job (:class:`kinetic.handle_record.JobContext` says what it reads), through the same
         stored record as any other handle; a missing or invalid attribute is a ConfigError."""
-        return cls.from_record(record_from_context(ctx, backend_name, namespace, k8s_name))
+        record = handle_record.record_from_context(ctx, backend_name, namespace, k8s_name)
+        return cls.from_record(record)
 
     @property
     def record(self) -> JobRecord:
@@ -130,20 +120,18 @@ class JobHandle(_RecordBacked):
         return hash(self._record.job_id)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled as its record, which makes the same handle anywhere."""
-        return (JobHandle.from_record, (self._record,))
+        return (JobHandle.from_record, (self._record,))  # its record: the same handle anywhere
 
     # -- serialization -------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict of the handle; :meth:`from_dict` rebuilds it anywhere."""
-        data: dict[str, Any] = msgspec.to_builtins(self._record)
-        return data
+        return dict(msgspec.to_builtins(self._record))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "JobHandle":
         """Rebuild a handle; unknown keys (from a newer Kinetic) are ignored."""
-        return cls.from_record(record_from_dict(d))
+        return cls.from_record(handle_record.record_from_dict(d))
 
     def _repr_html_(self) -> str:
         """Jupyter's view: id, status with its reason, and the CLI command for its logs."""
@@ -358,9 +346,4 @@ class JobHandle(_RecordBacked):
         return debug.debug_attach(self, local_port, working_dir, timeout=timeout)
 
 
-_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(JobHandle))
-_field_values = operator.attrgetter(*_FIELD_NAMES)
-"""A record's values of the handle's fields, in their order, read in one call."""
-_FIELD_SETTERS = tuple(JobHandle.__dict__[name].__set__ for name in _FIELD_NAMES)
-"""Each field's slot, set past the frozen ``__setattr__`` (what ``from_record`` fills)."""
-_set_record = _RecordBacked.__dict__["_record"].__set__
+_from_record = handle_record.slot_filler(JobHandle)

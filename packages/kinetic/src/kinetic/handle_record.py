@@ -9,8 +9,11 @@ holds while it submits one job (``JobHandle.from_job_context``): the handle's fi
 from its attributes, and the record is the one the decorator's own submissions store.
 """
 
+import dataclasses
+import operator
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -18,7 +21,14 @@ from kinetic._version import kinetic_version
 from kinetic.job_ids import func_name_of
 from kinetic_protocol import ConfigError, JobRecord
 
-__all__ = ["JobContext", "record_from_context", "record_from_dict", "record_from_fields"]
+__all__ = [
+    "JobContext",
+    "RecordBacked",
+    "record_from_context",
+    "record_from_dict",
+    "record_from_fields",
+    "slot_filler",
+]
 
 _HANDLE_REQUIRED = (
     "job_id",
@@ -134,3 +144,31 @@ def record_from_dict(d: object) -> JobRecord:
         return msgspec.convert({k: v for k, v in d.items() if k in known}, JobRecord)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"JobHandle.from_dict: invalid handle dict: {exc}") from exc
+
+
+class RecordBacked:
+    """Room for the stored record behind a handle, beside its dataclass's own slots."""
+
+    __slots__ = ("_record",)
+
+
+Backed = TypeVar("Backed", bound=RecordBacked)
+
+
+def slot_filler(cls: type[Backed]) -> Callable[[JobRecord], Backed]:
+    """What makes an instance of the slotted dataclass ``cls`` from a record, unchecked: each
+    field's slot set past the frozen ``__setattr__``, the values read from the record in one
+    call."""
+    names = tuple(field.name for field in dataclasses.fields(cls))  # type: ignore[arg-type]
+    values = operator.attrgetter(*names)
+    setters = tuple(cls.__dict__[name].__set__ for name in names)
+    set_record = RecordBacked.__dict__["_record"].__set__
+
+    def make(record: JobRecord) -> Backed:
+        instance = object.__new__(cls)
+        for set_field, value in zip(setters, values(record), strict=True):
+            set_field(instance, value)
+        set_record(instance, record)
+        return instance
+
+    return make
