@@ -4,9 +4,12 @@ Argument errors must come before anything is resolved or stored (``nothing_resol
 The other tests run the real submission path against a fake backend and a real local store.
 """
 
+import gc
 import logging
 import re
+import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -294,3 +297,32 @@ def test_a_batch_larger_than_one_array_object_is_split_unless_it_fails_fast() ->
     assert array_backend(NoArrays(), 1, **no_fail_fast) is None  # type: ignore[arg-type]
     # Fail-fast that lets running children finish: never an array object, even of one.
     assert array_backend(arrays, 1, fail_fast=True, cancel_running_on_fail=False) is None
+
+
+def test_a_large_unbounded_batch_hands_its_submission_threads_a_few_inputs_at_a_time(
+    remote: Remote, fake_backend: FakeBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The inputs not yet being submitted wait as plain indexes, not as a future each (about
+    1 KB apiece: a third of the client's memory at 100,000 inputs)."""
+    release, entered = threading.Event(), threading.Semaphore(0)
+    submit = fake_backend.submit
+
+    def held(record: JobRecord, **kwargs: Any) -> None:
+        entered.release()
+        release.wait()
+        submit(record, **kwargs)
+
+    monkeypatch.setattr(fake_backend, "submit", held)
+    submitting = threading.Thread(
+        target=remote.run_async_map, args=(range(200),), kwargs={"max_concurrent": None}
+    )
+    submitting.start()
+    try:
+        for _ in range(16):  # every submission thread holds an input
+            assert entered.acquire(timeout=60)
+        unfinished = [o for o in gc.get_objects() if isinstance(o, Future) and not o.done()]
+    finally:
+        release.set()
+        submitting.join()
+    assert 16 <= len(unfinished) <= 32
+    assert len(fake_backend.submitted) == 200

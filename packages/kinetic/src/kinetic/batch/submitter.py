@@ -43,6 +43,11 @@ __all__ = ["FailurePolicy", "Submitter", "submit_child"]
 
 log = _log.get_logger(__name__)
 _MAX_PARALLEL_SUBMISSIONS = 16
+_QUEUED_PER_WORKER = 2
+"""Submissions handed to the worker pool ahead of its threads, per thread: enough to keep
+them busy, while the rest of a large batch's inputs wait in ``Submitter.queue`` as two ints
+each instead of a future each (a future is about 1 KB; 100,000 of them were a third of the
+client's memory)."""
 _STOP_CHECK_INTERVAL = 1.0
 """Seconds between looks for a cancel requested by another process."""
 
@@ -260,6 +265,7 @@ class Submitter:
         backoff = Backoff(*self.backend.poll_bounds)
         workers = min(_MAX_PARALLEL_SUBMISSIONS, self.limit or _MAX_PARALLEL_SUBMISSIONS)
         pool = WorkerPool(workers, name=f"kinetic-submit-{self.manifest.group_id}")
+        handed = workers * _QUEUED_PER_WORKER
         next_stop_check = time.monotonic() + _STOP_CHECK_INTERVAL
         try:
             while True:
@@ -277,7 +283,7 @@ class Submitter:
                 if self._halted():  # the store failed, or another process took over
                     self._drain_after_stop()
                     return False
-                while self._can_launch():
+                while len(self.inflight) < handed and self._can_launch():
                     index, attempt = self.queue.popleft()
                     future = pool.submit(functools.partial(self._submit_one, index, attempt))
                     self.inflight[future] = (index, attempt)
