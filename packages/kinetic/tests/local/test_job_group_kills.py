@@ -104,3 +104,37 @@ def test_deleting_an_ended_job_leaves_its_supervisor_to_hand_on_its_slot(
     backend.delete(job_record(job_id=JOB_ID), timeout=30, poll_interval=0.01)
     assert not job_dir.exists()
     assert leader.poll() is None, "the delete killed the supervisor of an ended job"
+
+
+_KILLED_MID_CLAIM = """
+import os, signal, sys
+from pathlib import Path
+from kinetic_runtime.local import claim
+
+rename = os.rename
+
+def rename_then_die_before_recording(source, target):
+    if Path(target).name == claim.PID_FILE:
+        os.kill(os.getpid(), signal.SIGKILL)
+    rename(source, target)
+
+os.rename = rename_then_die_before_recording
+claim.claim(Path(sys.argv[1]))
+"""
+
+
+def test_a_job_whose_supervisor_was_killed_while_claiming_it_is_settled_failed(
+    backend: LocalBackend,
+) -> None:
+    """Killed after taking the claim and before recording it, a supervisor leaves the claim
+    under its own name: the job is not left looking unstarted for ever."""
+    job_dir = backend.job_dir(JOB_ID)
+    job_dir.mkdir(parents=True)
+    supervisor.write_state(job_dir, phase="PENDING")
+    claim.set_claim_aside(job_dir)
+    killed = subprocess.run([sys.executable, "-c", _KILLED_MID_CLAIM, str(job_dir)], check=False)
+    assert killed.returncode == -9
+    assert not claim.unclaimed(job_dir) and not (job_dir / claim.PID_FILE).exists()
+    state = backend.statuses([job_record(job_id=JOB_ID)])[JOB_ID]
+    assert state.status is JobStatus.FAILED, state
+    assert "supervisor process exited unexpectedly" in state.detail

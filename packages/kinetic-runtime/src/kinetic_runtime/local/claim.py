@@ -84,10 +84,13 @@ def claim(job_dir: Path) -> bool:
     return True
 
 
+_WITHDRAWN = f"{CLAIM_FILE}.withdrawn"
+
+
 def withdraw(job_dir: Path) -> bool:
     """Make sure nothing ever claims the job; False if a supervisor already has."""
     try:
-        os.rename(job_dir / CLAIM_FILE, job_dir / f"{CLAIM_FILE}.withdrawn")
+        os.rename(job_dir / CLAIM_FILE, job_dir / _WITHDRAWN)
     except FileNotFoundError:
         return False
     return True
@@ -97,4 +100,16 @@ def read_claimant(job_dir: Path) -> Claimant | None:
     """The supervisor that claimed the job; None if none has."""
     with contextlib.suppress(FileNotFoundError, UnicodeDecodeError):
         return Claimant.parse((job_dir / PID_FILE).read_text())
+    return _claim_in_progress(job_dir)
+
+
+def _claim_in_progress(job_dir: Path) -> Claimant | None:
+    """The supervisor whose claim has the job but is not recorded yet: it is recording it, or
+    it was killed meanwhile. The claim's name says who it is either way, so such a job is
+    settled as one whose supervisor died instead of looking unstarted for ever."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(job_dir):
+            prefix, dot, identity = name.partition(".")
+            if prefix == CLAIM_FILE and dot and name != _WITHDRAWN:
+                return Claimant.parse(identity)
     return None
