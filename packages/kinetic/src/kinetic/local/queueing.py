@@ -44,6 +44,9 @@ def priority_value(name: str) -> int:
     return DEFAULT_PRIORITY_CLASSES.get(name, 0)
 
 
+_PENDING = JobState(status=JobStatus.PENDING)
+
+
 class SlotLine:
     """The jobs waiting for this machine's slots, read at most once (one status poll)."""
 
@@ -75,12 +78,9 @@ class SlotLine:
         dispatcher takes it out once it has claimed the job; a cancel, before it removes
         the job), so the job's directory need not be read: once one job of a poll is found
         waiting, its other waiting jobs cost nothing more."""
-        if self._order is None:
+        if self._order is None or record.job_id not in self._order:
             return None
-        place = self.place(record)
-        if place is None:
-            return None
-        return JobState(status=JobStatus.PENDING, detail=place.describe(), queue=place)
+        return self.placed(record, _PENDING)
 
     def placed(self, record: JobRecord, state: JobState) -> JobState:
         """``state``, with the job's place in line if it is PENDING waiting for a slot."""
