@@ -40,6 +40,7 @@ from kinetic_runtime.bundle_trees import (
     overlay_dir,
     place_bundle,
     prune,
+    tree_of,
     use_tree,
 )
 from kinetic_runtime.data.namespace import Bind, enter
@@ -120,7 +121,7 @@ def test_jobs_of_one_bundle_share_its_tree_and_keep_their_writes_to_themselves(
     first = _run(jobs, "job-1", bundle, env)
     second = _run(jobs, "job-2", bundle, env, stored=b"not read again")
 
-    tree = cache / hashlib.sha256(bundle).hexdigest()
+    tree = tree_of(cache, hashlib.sha256(bundle).hexdigest())
     assert sorted(p.name for p in cache.iterdir()) == sorted([tree.name, f"{tree.name}.lock"])
     assert _files(tree) == _BUNDLE
     tree_inodes = {name: (tree / name).stat().st_ino for name in _CODE_FILES}
@@ -241,7 +242,7 @@ def test_an_ordinary_user_gets_the_overlay_in_a_user_namespace(shared_dir: Path)
     assert seen == expected
     assert not Path(volume).parent.exists()
     assert (overlay_dir(workdir) / "upper" / "new.txt").read_text() == "mine"
-    assert not (cache / hashlib.sha256(bundle).hexdigest() / "new.txt").exists()
+    assert not (tree_of(cache, hashlib.sha256(bundle).hexdigest()) / "new.txt").exists()
 
     def remove_the_job() -> dict[str, Any]:
         shutil.rmtree(shared_dir / "job")
@@ -256,10 +257,11 @@ def _tree_used(cache: Path, members: dict[str, bytes], days_ago: float) -> Path:
     digest = hashlib.sha256(data).hexdigest()
     assert in_child(
         lambda: {"tree": str(use_tree(cache, digest, lambda: data))}, as_nobody=False
-    ) == {"tree": str(cache / digest)}
+    ) == {"tree": str(tree_of(cache, digest))}
     used = time.time() - days_ago * _DAY
-    os.utime(cache / f"{digest}.lock", (used, used))
-    return cache / digest
+    tree = tree_of(cache, digest)
+    os.utime(tree.with_name(f"{tree.name}.lock"), (used, used))
+    return tree
 
 
 def test_only_a_tree_unused_for_days_that_no_job_holds_is_deleted(tmp_path: Path) -> None:
@@ -316,6 +318,27 @@ def test_what_a_killed_process_left_half_made_is_deleted_once_stale(tmp_path: Pa
     os.utime(stale, (hours_ago, hours_ago))
     prune(cache)
     assert [p.name for p in cache.iterdir()] == [fresh.name]
+
+
+def test_a_tree_made_before_this_boot_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its files were never synced: a crash may have left them short of what was written."""
+    cache, data = tmp_path / "bundles", _zip(_BUNDLE)
+    digest = hashlib.sha256(data).hexdigest()
+    fetched = []
+
+    def fetch() -> bytes:
+        fetched.append(digest)
+        return data
+
+    monkeypatch.setattr(bundle_trees, "_boot_id", lambda: "before-the-crash")
+    before = use_tree(cache, digest, fetch)
+    (before / "pkg" / "mod.py").write_bytes(b"")  # what a crash can leave
+    monkeypatch.setattr(bundle_trees, "_boot_id", lambda: "after-it")
+    after = use_tree(cache, digest, fetch)
+    assert after != before and _files(after) == _BUNDLE
+    assert fetched == [digest, digest]
 
 
 def test_a_job_that_loses_the_race_to_make_a_tree_uses_the_winners(tmp_path: Path) -> None:

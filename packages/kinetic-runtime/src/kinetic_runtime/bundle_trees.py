@@ -17,11 +17,17 @@ writes are in ``upper``; deleting the job's directory deletes them.
 The cache (``KINETIC_BUNDLE_CACHE``, which the local backend sets to
 ``$KINETIC_HOME/local/bundles``)::
 
-    <sha256>/          a tree, unpacked into ``.staging-<sha256>-*`` (and checked as
-                       :func:`~kinetic_runtime.workspace.unpack_bundle` checks every bundle),
-                       then renamed into place: two jobs racing both unpack, one rename wins
-    <sha256>.lock      held (``flock``, shared) by each job process that uses the tree, for its
-                       whole life; its modification time is the tree's last use
+    <sha256>.<boot>/       a tree, unpacked into ``.staging-*`` (and checked as
+                           :func:`~kinetic_runtime.workspace.unpack_bundle` checks every
+                           bundle), then renamed into place: two jobs racing both unpack, one
+                           rename wins
+    <sha256>.<boot>.lock   held (``flock``, shared) by each job process that uses the tree, for
+                           its whole life; its modification time is the tree's last use
+
+``<boot>`` is this machine's boot id. A tree's files are not synced to disk (that would cost
+each new version of a project seconds), so after a crash one may lack what its maker wrote: a
+tree is used only in the boot that made it, and one of an earlier boot is deleted as any
+unused tree is.
 
 A job whose tree is there does not read its bundle from the store at all: the tree was made
 from bytes verified against the same digest, which its signed call pins.
@@ -60,6 +66,7 @@ __all__ = [
     "place_bundle",
     "prune",
     "remove_workdir",
+    "tree_of",
     "use_tree",
 ]
 
@@ -174,18 +181,31 @@ def _open_to_owner(directory: Path) -> None:
             os.chmod(path, 0o600)  # the kernel's own marker files: never a link
 
 
+def tree_of(cache: Path, digest: str) -> Path:
+    """Where the tree of the bundle whose sha256 is ``digest`` is, made since this boot."""
+    return cache / f"{digest}.{_boot_id()}"
+
+
+@functools.cache
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:  # never a tree of an earlier boot: none outlives this process
+        return f"process-{os.getpid()}-{time.time_ns()}"
+
+
 def use_tree(cache: Path, digest: str, fetch: Callable[[], bytes]) -> Path:
     """This machine's unpacked tree of the bundle whose sha256 is ``digest``, made from what
     ``fetch`` returns (verified bytes) if there is none; held in use by this process until it
     exits. A bundle that ``unpack_bundle`` refuses leaves nothing in the cache."""
     cache.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tree = cache / digest
+    tree = tree_of(cache, digest)
     if not tree.is_dir():  # made before its lock is taken: a refused bundle leaves no lock
-        _make_tree(cache, digest, fetch())
+        _make_tree(cache, tree.name, fetch())
         prune(cache)
-    _hold(cache / f"{digest}.lock")
+    _hold(tree.with_name(f"{tree.name}.lock"))
     if not tree.is_dir():  # deleted in between, unused for days before this job made it
-        _make_tree(cache, digest, fetch())
+        _make_tree(cache, tree.name, fetch())
     return tree
 
 
@@ -210,16 +230,16 @@ def _is_file_at(fd: int, path: Path) -> bool:
     return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
-def _make_tree(cache: Path, digest: str, data: bytes) -> None:
+def _make_tree(cache: Path, name: str, data: bytes) -> None:
     import tempfile
 
     from kinetic_runtime.workspace import unpack_bundle
 
-    staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{digest}-", dir=cache))
+    staging = Path(tempfile.mkdtemp(prefix=f"{_STAGING}{name}-", dir=cache))
     try:
         unpack_bundle(data, staging)
         try:
-            os.rename(staging, cache / digest)
+            os.rename(staging, cache / name)
         except OSError as exc:  # another job's rename won: the same bytes, so its tree serves
             if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                 raise
@@ -234,21 +254,21 @@ def prune(cache: Path, *, now: float | None = None) -> None:
     now = time.time() if now is None else now
     with os.scandir(cache) as entries:
         found = list(entries)
-    digests = set()
+    trees = set()
     for entry in found:
         if entry.name.startswith((_STAGING, _DELETING)):
             with contextlib.suppress(FileNotFoundError):
                 if entry.stat().st_mtime < now - _LEFTOVER_SECONDS:
                     shutil.rmtree(entry.path, ignore_errors=True)
         else:
-            digests.add(entry.name.removesuffix(".lock"))
-    last_use = {digest: _last_use(cache / f"{digest}.lock", now) for digest in digests}
-    ranked = sorted(digests, key=last_use.__getitem__, reverse=True)
-    for rank, digest in enumerate(ranked):
+            trees.add(entry.name.removesuffix(".lock"))
+    last_use = {tree: _last_use(cache / f"{tree}.lock", now) for tree in trees}
+    ranked = sorted(trees, key=last_use.__getitem__, reverse=True)
+    for rank, tree in enumerate(ranked):
         used_before = now - UNUSED_DAYS * 86400
         if rank >= KEEP_TREES:  # unless used since it was ranked
-            used_before = math.nextafter(last_use[digest], math.inf)
-        _delete_if_unused(cache, digest, used_before)
+            used_before = math.nextafter(last_use[tree], math.inf)
+        _delete_if_unused(cache, tree, used_before)
 
 
 def _last_use(lock: Path, now: float) -> float:
@@ -258,13 +278,13 @@ def _last_use(lock: Path, now: float) -> float:
         return now
 
 
-def _delete_if_unused(cache: Path, digest: str, used_before: float) -> None:
-    """Delete the tree ``digest`` (and its lock) if no job holds it and its last use was
+def _delete_if_unused(cache: Path, tree: str, used_before: float) -> None:
+    """Delete the tree named ``tree`` (and its lock) if no job holds it and its last use was
     before ``used_before``; a tree that lost its lock (its maker killed) gets a new one,
     used now."""
-    lock = cache / f"{digest}.lock"
+    lock = cache / f"{tree}.lock"
     fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    doomed = cache / f"{_DELETING}{digest}-{os.getpid()}"
+    doomed = cache / f"{_DELETING}{tree}-{os.getpid()}"
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -273,7 +293,7 @@ def _delete_if_unused(cache: Path, digest: str, used_before: float) -> None:
         if not _is_file_at(fd, lock) or os.fstat(fd).st_mtime >= used_before:
             return
         with contextlib.suppress(FileNotFoundError):
-            os.rename(cache / digest, doomed)
+            os.rename(cache / tree, doomed)
         os.unlink(lock)
     finally:
         os.close(fd)
