@@ -13,6 +13,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from kinetic_runtime.private_files import open_private
 from kinetic_runtime.settings import HOME
 
 __all__ = [
@@ -115,7 +116,7 @@ def start_dispatcher(command: list[str], log: Path, pass_fds: tuple[int, ...] = 
     own, out of reach of the terminal's signals, with :func:`dispatcher_environment` and its
     stderr appended to ``log``; a thread reaps it when it exits (no zombie, and no "still
     running" ResourceWarning when the Popen is dropped). OSError if it cannot be started."""
-    with open(log, "ab") as errors:
+    with os.fdopen(open_private(log, os.O_WRONLY | os.O_APPEND), "ab") as errors:
         process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
