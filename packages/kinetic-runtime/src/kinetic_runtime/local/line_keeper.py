@@ -1,8 +1,13 @@
 """One process per line that starts waiting jobs when nobody else will.
 
-A slot is freed, and the next job started, by the supervisor of the job that ends. A supervisor
-killed with ``kill -9`` frees its slot without starting anyone: the keeper, which runs while
-jobs wait, notices the free slot and dispatches. Without a launcher it starts every job, since
+A slot is freed by the supervisor of the job that ends, which wakes the keeper (a byte into the
+line's ``keeper.wake`` FIFO) to start the next job. The keeper, not the supervisor, forks the
+next supervisor: a process forked from a thread keeps its parent's other stacks as memory it
+never frees, so a line of supervisors each forking the next grew by every one before it (150
+MiB each, tens of thousands of jobs into a line). A supervisor finding no keeper (killed)
+dispatches itself. A supervisor killed with ``kill -9`` frees its slot without waking anyone:
+the keeper, which runs while jobs wait, notices the free slot within ``POLL_SECONDS`` and
+dispatches. Without a launcher it starts every job, since
 a client never dispatches (``kinetic.local.line``). Any client that submits a job, or reads the
 state of one that waits, starts a keeper when none holds the line's keeper lock, so a keeper
 killed too is replaced by the next that looks. The client takes that lock before it starts the
@@ -14,19 +19,31 @@ one keeper, not a thousand.
 ``warm`` forks each job's runtime from the runtime imported here, as the launcher does.
 """
 
+import contextlib
 import fcntl
 import os
+import select
 import sys
-import time
 from pathlib import Path
 
 from kinetic_runtime.local.dispatch import Spawn, dispatch
 from kinetic_runtime.local.slot_queue import any_slot_free, line_empty
 from kinetic_runtime.private_files import make_private_dirs, open_private
 
-__all__ = ["KEEPER_LOCK", "POLL_SECONDS", "keep", "keeper_running", "take_keeper_lock"]
+__all__ = [
+    "KEEPER_LOCK",
+    "POLL_SECONDS",
+    "WAKE_FIFO",
+    "keep",
+    "keeper_running",
+    "take_keeper_lock",
+    "wake_keeper",
+]
 
 KEEPER_LOCK = "keeper.lock"
+WAKE_FIFO = "keeper.wake"
+"""Open for reading only by a running keeper: a supervisor that cannot open it for writing
+knows there is none (``ENXIO``)."""
 POLL_SECONDS = 0.05
 """How often the keeper looks for a slot that a killed supervisor freed (a few lock tries)."""
 
@@ -51,6 +68,49 @@ def keeper_running(slots_dir: Path) -> bool:
     return False
 
 
+def wake_keeper(slots_dir: Path) -> bool:
+    """Tell the line's keeper that a slot is free; False if no keeper runs."""
+    try:
+        fd = os.open(slots_dir / WAKE_FIFO, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # ENXIO: nobody reads it; ENOENT: no keeper ever ran here
+        return False
+    try:
+        os.write(fd, b"\0")
+    except BlockingIOError:
+        pass  # full of wakes the keeper has yet to read: it is woken already
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _open_wakes(slots_dir: Path) -> tuple[int, int] | None:
+    """Both ends of the line's wake FIFO, made if need be; None where no FIFO can be (the
+    keeper then looks every ``POLL_SECONDS`` only). The write end is held too: a FIFO whose
+    last writer has gone reads as ended (ready for ever), not as empty."""
+    path = slots_dir / WAKE_FIFO
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkfifo(path, 0o600)
+        reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        writer = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        os.close(reader)
+        return None
+    return reader, writer
+
+
+def _await_wake(reader: int, timeout: float) -> None:
+    if select.select([reader], [], [], timeout)[0]:
+        with contextlib.suppress(BlockingIOError):
+            while os.read(reader, 4096):
+                pass
+
+
 def keep(
     slots_dir: Path,
     slots: int,
@@ -62,6 +122,19 @@ def keep(
     if the caller took it."""
     if lock is None:
         lock = take_keeper_lock(slots_dir)
+    if lock is None:
+        return 0
+    wakes = _open_wakes(slots_dir)
+    try:
+        return _keep(slots_dir, slots, spawn, poll, lock, wakes[0] if wakes else None)
+    finally:
+        for fd in wakes or ():
+            os.close(fd)
+
+
+def _keep(
+    slots_dir: Path, slots: int, spawn: Spawn, poll: float, lock: int | None, wakes: int | None
+) -> int:
     while lock is not None:
         try:
             if any_slot_free(slots_dir, slots):
@@ -79,7 +152,10 @@ def keep(
             if lock is not None:
                 os.close(lock)
             raise
-        time.sleep(poll)
+        if wakes is None:
+            select.select([], [], [], poll)
+        else:
+            _await_wake(wakes, poll)
     return 0
 
 

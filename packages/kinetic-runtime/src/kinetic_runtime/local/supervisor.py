@@ -211,14 +211,19 @@ def supervise(
 
 
 def _start_next(job_dir: Path, start: StartRuntime) -> None:
-    """The slot this job held is free: start whoever waits for it."""
+    """The slot this job held is free: have whoever waits for it started, by the line's
+    keeper (``line_keeper.wake_keeper``: a supervisor forked from this one would carry this
+    one's memory, and the next one both), or here if no keeper runs."""
     from kinetic_runtime.local.dispatch import dispatch
+    from kinetic_runtime.local.line_keeper import wake_keeper
     from kinetic_runtime.local.spawners import forked, runtime_start
 
     slots_dir = job_dir.parent.parent / "slots"
     with contextlib.suppress(OSError, ValueError):
         launch = json.loads((job_dir / LAUNCH_FILE).read_text())
         slots_dir = Path(launch["slots_dir"])
+    if wake_keeper(slots_dir):
+        return
     warm = None if start is exec_runtime else start
     dispatch(slots_dir, forked(runtime_start(warm)))
 
