@@ -64,4 +64,3 @@ def test_a_supervisor_whose_job_ended_leaves_the_next_start_to_the_keeper(
     finally:
         os.close(keepers_end)
     assert slot_queue.waiting_jobs(slots_dir) == ["waiting"], "the supervisor started it"
-
