@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from kinetic import _log
 from kinetic._interrupted import say_batch_left_running
-from kinetic._waiting import Backoff, Deadline, check_timeout
+from kinetic._waiting import Backoff, Deadline, after_poll, check_timeout
 from kinetic.batch import logs as batch_logs
 from kinetic.batch.array import array_of
 from kinetic.batch.causes import child_failures, failed_children
@@ -170,12 +170,13 @@ class BatchHandle:
         low, high = self._backend.poll_bounds
         backoff = Backoff(min(low, poll_interval), min(high, poll_interval))
         seen = 0
-        poll_cost = 0.0
+        next_poll = 0.0  # also after a poll that settled children: polls keep their share
         while True:
-            if not self._state.submitter_retries:
+            if not self._state.submitter_retries and time.monotonic() >= next_poll:
                 began = time.monotonic()
                 observe(self._manifest, self._backend, self._records, self._state, self._policy)
-                poll_cost = time.monotonic() - began
+                ended = time.monotonic()
+                next_poll = ended + after_poll(0.0, ended - began)
             with self._state.lock:
                 fresh = self._state.settle_order[seen:]
                 seen += len(fresh)
@@ -192,8 +193,7 @@ class BatchHandle:
                     f"({self.status_counts()}); its jobs keep running. Call batch.cancel() "
                     "to stop them."
                 )
-            # Never spend more than about half the time polling, however many children.
-            delay = max(backoff.next_delay, poll_cost)
+            delay = max(backoff.next_delay, next_poll - time.monotonic())
             remaining = deadline.remaining()
             delay = delay if remaining is None else min(delay, remaining)
             self._state.wait_for_change(delay)

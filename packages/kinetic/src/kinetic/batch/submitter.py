@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from kinetic import _log
-from kinetic._waiting import Backoff
+from kinetic._waiting import Backoff, after_poll
 from kinetic.batch.lease import LeaseHolder
 from kinetic.batch.spending import SpendingMeter
 from kinetic.batch.state import BatchState, Decision, child_state
@@ -327,7 +327,7 @@ class Submitter:
 
     def _pause(self, backoff: Backoff) -> None:
         """Wait for a submission to finish, a stop, or the next poll, whichever comes first."""
-        delay = max(backoff.next_delay, self.poll_cost)  # polling stays under half the time
+        delay = after_poll(backoff.next_delay, self.poll_cost)
         if self.inflight:
             wait(list(self.inflight), timeout=delay, return_when=FIRST_COMPLETED)
         else:
