@@ -37,7 +37,8 @@ __all__ = ["COLD", "PRELOADED", "READY", "request", "serve"]
 
 PRELOADED = ("google.cloud.storage",)
 """What a pod inherits already imported: every pod of the tiers imports it for its ``gs://``
-store. Reading none of the pods' environment variables at import (checked by a test)."""
+store. What it reads of the environment as it is imported is among the settings that choose
+a pod's starter (``nodeagent.warm``; a test keeps that list whole)."""
 
 _MODULE_FLAG = "-m"
 _OURS = ("kinetic_", "kinetic.")
