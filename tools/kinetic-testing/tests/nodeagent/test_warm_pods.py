@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,3 +169,86 @@ print(json.dumps(sorted(read)))
     read = json.loads(done.stdout)
     unselected = [key for key in read if not warm._settings({key: ""})]
     assert unselected == [], f"read at import, and not a starter setting: {unselected}"
+
+
+class _HeldInThread:
+    """A pod's connection whose first use by the thread named ``name`` waits until
+    ``release`` is set (``arrived`` says it is waiting): two pollers, interleaved at will."""
+
+    def __init__(self, connection: socket.socket, name: str) -> None:
+        self._connection = connection
+        self._name = name
+        self.arrived, self.release = threading.Event(), threading.Event()
+
+    def __getattr__(self, attribute: str) -> Any:
+        found = getattr(self._connection, attribute)
+        if threading.current_thread().name != self._name or self.release.is_set():
+            return found
+
+        def held(*args: Any, **kwargs: Any) -> Any:
+            self.arrived.set()
+            assert self.release.wait(timeout=60)
+            return found(*args, **kwargs)
+
+        return held
+
+
+def test_two_threads_polling_an_ended_pod_at_once_both_get_its_exit_code(pod_dir: Path) -> None:
+    """The kubelet's loop and the log server (following the pod's log) poll one process at
+    once: the one that does not read the starter's answer must not take the answer's end for
+    a lost starter (-9, the exit code 137 a pathways host once reported after succeeding)."""
+    env = _env(pod_dir, "out.json")
+    starter = _starter(env)
+    try:
+        child = starter.start([sys.executable, "-m", "probe"], None, env, pod_dir, pod_dir / "log")
+        assert select.select([child._connection], [], [], 60)[0], "the pod to end"
+        held = _HeldInThread(child._connection, "log-server")
+        child._connection = held  # type: ignore[assignment]
+        seen: list[object] = []
+
+        def poll() -> None:
+            try:
+                seen.append(child.poll())
+            except Exception as exc:
+                seen.append(exc)
+
+        second = threading.Thread(target=poll, name="log-server")
+        second.start()
+        assert held.arrived.wait(timeout=60)
+        first = child.poll()
+        held.release.set()
+        second.join()
+        assert first in (None, 0)
+        assert seen == [0]
+        assert child.wait(timeout=60) == 0
+    finally:
+        starter.close()
+
+
+def test_an_exit_code_that_arrives_with_the_pid_is_seen(tmp_path: Path) -> None:
+    """A pod that ends before the agent has read its pid: both lines come in one read."""
+    path = f"\0kinetic-warm-test-{os.getpid()}-{threading.get_ident()}"  # abstract: no file
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    answered: list[socket.socket] = []
+
+    def answer() -> None:
+        connection, _ = listener.accept()
+        connection.makefile("rb").readline()
+        connection.sendall(b"4242\n0\n")  # and stays open, as a starter may for a moment
+        answered.append(connection)
+
+    starter = warm._Starter.__new__(warm._Starter)
+    starter.path = path
+    answering = threading.Thread(target=answer)
+    answering.start()
+    try:
+        child = starter.start([sys.executable, "-m", "x"], None, {}, tmp_path, tmp_path / "log")
+        answering.join()
+        assert child.pid == 4242
+        assert child.poll() == 0
+    finally:
+        answering.join()
+        for connection in [*answered, listener]:
+            connection.close()

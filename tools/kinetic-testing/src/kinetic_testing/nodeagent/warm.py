@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -55,33 +56,77 @@ _READY_TIMEOUT_S = 60.0
 
 
 class WarmChild:
-    """A forked pod process, as much of ``subprocess.Popen`` as the kubelet uses."""
+    """A forked pod process, as much of ``subprocess.Popen`` as the kubelet uses.
 
-    def __init__(self, connection: socket.socket, pid: int) -> None:
+    The starter answers on the connection: the pod's pid, then its exit code. The kubelet's
+    loop and the log server's threads poll one child at once, so one thread at a time reads
+    the answer and the exit code is kept, as ``Popen`` keeps the status it reaped: two
+    readers of one line would leave the second an empty one (an exit code of -9)."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        """Wait for the starter's first line, the pod's pid."""
         self._connection = connection
-        self._lines = connection.makefile("rb")
-        self.pid = pid
+        self._answer = b""
+        self._lock = threading.Lock()
         self.returncode: int | None = None
+        while b"\n" not in self._answer and self._receive(block=True):
+            pass
+        pid = self._answer.partition(b"\n")[0]
+        if not pid.strip():
+            raise OSError("the warm pod starter did not start the pod")
+        self.pid = int(pid)
 
     def poll(self) -> int | None:
-        if self.returncode is None and select.select([self._connection], [], [], 0)[0]:
-            self._read()
-        return self.returncode
+        if self.returncode is None and self._lock.acquire(blocking=False):
+            try:
+                self._take_answer()
+            finally:
+                self._lock.release()
+        return self.returncode  # None too while another thread waits, as Popen's does
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
-            if not select.select([self._connection], [], [], timeout)[0]:
-                raise subprocess.TimeoutExpired(f"pod process {self.pid}", timeout or 0.0)
-            self._read()
-        assert self.returncode is not None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            raise subprocess.TimeoutExpired(f"pod process {self.pid}", timeout or 0.0)
+        try:
+            while self.returncode is None:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not select.select([self._connection], [], [], left)[0]:
+                    raise subprocess.TimeoutExpired(f"pod process {self.pid}", timeout or 0.0)
+                self._take_answer()
+        finally:
+            self._lock.release()
         return self.returncode
 
-    def _read(self) -> None:
-        line = self._lines.readline()
-        # The starter died with the process unreported: as a runtime that lost its shim.
-        self.returncode = int(line) if line.strip() else -9
-        self._lines.close()
-        self._connection.close()
+    def _take_answer(self) -> None:
+        """Read what the starter has sent, without waiting; the exit code once it is there."""
+        while self._receive(block=False):
+            pass
+        lines = self._answer.split(b"\n")
+        if len(lines) > 2:
+            self.returncode = int(lines[1])
+        elif self._connection.fileno() == -1:
+            # The starter died with the process unreported: as a runtime that lost its shim.
+            self.returncode = -9
+        if self.returncode is not None:
+            self._connection.close()
+
+    def _receive(self, *, block: bool) -> bool:
+        """Add what has arrived to the answer; whether more may come now. The end of the
+        answer closes the connection."""
+        if self._connection.fileno() == -1:
+            return False
+        try:
+            data = self._connection.recv(4096, 0 if block else socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False
+        except OSError:
+            data = b""
+        if not data:
+            self._connection.close()
+            return False
+        self._answer += data
+        return True
 
 
 class _Starter:
@@ -112,15 +157,10 @@ class _Starter:
         try:
             connection.connect(self.path)
             connection.sendall(warm_pods.request(argv, env, str(cwd), str(log), mounts))
-            child = WarmChild(connection, 0)
-            line = child._lines.readline()
-            if not line.strip():
-                raise OSError("the warm pod starter did not start the pod")
-            child.pid = int(line)
+            return WarmChild(connection)
         except BaseException:
             connection.close()
             raise
-        return child
 
     def alive(self) -> bool:
         return self._process.poll() is None
