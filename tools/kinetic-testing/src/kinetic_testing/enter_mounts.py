@@ -15,11 +15,17 @@ from pathlib import Path
 from typing import Any
 
 
-def _enter_and_exec(plan: dict[str, Any], argv: list[str]) -> None:
+def enter_plan(plan: dict[str, Any]) -> None:
+    """Enter a private mount namespace with ``plan``'s binds (this process must have one
+    thread)."""
     from kinetic_runtime.data.namespace import Bind, enter
 
     binds = [Bind(Path(b["source"]), b["target"], b["read_only"]) for b in plan["binds"]]
     enter(binds, Path(plan["workspace"]))
+
+
+def _enter_and_exec(plan: dict[str, Any], argv: list[str]) -> None:
+    enter_plan(plan)
     os.execvp(argv[0], argv)
 
 

@@ -34,6 +34,7 @@ from kinetic_testing.images.build_api import buildah_cloud_build, local_images
 from kinetic_testing.images.fixtures import image_builds, oci_images
 from kinetic_testing.project_files import write
 from kinetic_testing.users import shared_dir
+from kinetic_testing.warm_pods import COLD as _COLD_PODS  # noqa: F401  (read before tests run)
 
 __all__ = [
     "buildah_cloud_build",

@@ -1,7 +1,9 @@
 """One pod's container process: a local process group, its log file, its kill schedule.
 
 Each process runs in its own session so a kill reaches everything it spawned; stdout and stderr
-go to one log file (the kubelet's CRI log, read back by the log server).
+go to one log file (the kubelet's CRI log, read back by the log server). A pod's
+``python -m kinetic_runtime`` is forked from a warm interpreter where that is the same process
+(:mod:`.warm`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 
 from kinetic_runtime.local.processes import await_group_gone
 
+from .warm import WarmChild, warm_start
+
 __all__ = ["PodProcess"]
 
 
@@ -24,16 +28,10 @@ class PodProcess:
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path, log_path: Path) -> None:
         self.log_path = log_path
-        with open(log_path, "ab") as log:
-            self._popen = subprocess.Popen(
-                argv,
-                env=env,
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        warm = warm_start(argv, env, cwd, log_path)
+        self._popen: subprocess.Popen[bytes] | WarmChild = (
+            warm if warm is not None else _new_interpreter(argv, env, cwd, log_path)
+        )
         self.pid = self._popen.pid
         self.kill_at: float | None = None
         """Monotonic deadline after which a terminating process gets SIGKILL."""
@@ -84,3 +82,18 @@ class PodProcess:
             self._popen.wait(timeout)
         except subprocess.TimeoutExpired:
             threading.Thread(target=self._popen.wait, name="nodeagent-reap", daemon=True).start()
+
+
+def _new_interpreter(
+    argv: list[str], env: dict[str, str], cwd: Path, log_path: Path
+) -> subprocess.Popen[bytes]:
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
