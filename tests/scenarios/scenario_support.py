@@ -17,7 +17,7 @@ import kinetic
 from kinetic.backends import get_backend
 from kinetic.config import resolve_settings
 from kinetic_protocol import ObjectStore
-from kinetic_runtime.local.claim import CLAIM_FILE, Claimant, read_claimant
+from kinetic_runtime.local.claim import read_claimant
 from kinetic_runtime.local.dispatch import CANCEL_MARKER
 from kinetic_runtime.local.processes import may_kill_group
 from kinetic_runtime.stores import open_store
@@ -186,8 +186,6 @@ def local_job_pids(kinetic_home: Path) -> Iterator[int]:
         with suppress(OSError):
             (job_dir / CANCEL_MARKER).touch()
     for job_dir in job_dirs:
-        named = [read_claimant(job_dir)]
-        with suppress(FileNotFoundError):
-            for claiming in job_dir.glob(f"{CLAIM_FILE}.*"):
-                named.append(Claimant.parse(claiming.name.split(".", 1)[1]))
-        yield from (c.pid for c in named if c is not None and may_kill_group(c.identity))
+        claimant = read_claimant(job_dir)  # a claim still being recorded names its claimant
+        if claimant is not None and may_kill_group(claimant.identity):
+            yield claimant.pid

@@ -98,9 +98,24 @@ def withdraw(job_dir: Path) -> bool:
 
 def read_claimant(job_dir: Path) -> Claimant | None:
     """The supervisor that claimed the job; None if none has."""
-    with contextlib.suppress(FileNotFoundError, UnicodeDecodeError):
+    with contextlib.suppress(FileNotFoundError):
+        return _recorded(job_dir)
+    in_progress = _claim_in_progress(job_dir)
+    if in_progress is not None:
+        return in_progress
+    # Looked at in the order a claim is made, then once more: a claim recorded between the
+    # first two looks is seen now.
+    with contextlib.suppress(FileNotFoundError):
+        return _recorded(job_dir)
+    return None
+
+
+def _recorded(job_dir: Path) -> Claimant | None:
+    """The claimant ``supervisor.pid`` names; FileNotFoundError if there is none."""
+    try:
         return Claimant.parse((job_dir / PID_FILE).read_text())
-    return _claim_in_progress(job_dir)
+    except UnicodeDecodeError:
+        return None
 
 
 def _claim_in_progress(job_dir: Path) -> Claimant | None:
