@@ -44,10 +44,8 @@ __all__ = ["FailurePolicy", "Submitter", "submit_child"]
 log = _log.get_logger(__name__)
 _MAX_PARALLEL_SUBMISSIONS = 16
 _QUEUED_PER_WORKER = 2
-"""Submissions handed to the worker pool ahead of its threads, per thread: enough to keep
-them busy, while the rest of a large batch's inputs wait in ``Submitter.queue`` as two ints
-each instead of a future each (a future is about 1 KB; 100,000 of them were a third of the
-client's memory)."""
+"""Submissions handed to each pool thread ahead: the rest wait in ``Submitter.queue`` as two
+ints, not a future each (about 1 KB: 100,000 of them were a third of the client's memory)."""
 _STOP_CHECK_INTERVAL = 1.0
 """Seconds between looks for a cancel requested by another process."""
 
@@ -145,6 +143,7 @@ class Submitter:
         self.active: dict[int, JobHandle] = dict(active or {})
         self.thread: threading.Thread | None = None
         self.poll_cost = 0.0
+        self.next_poll = 0.0  # polls keep their share, also as each submission wakes the loop
         self.vanished = False
         """A child failed or was deleted since the last look for a cancel request."""
         self.meter = meter
@@ -288,7 +287,8 @@ class Submitter:
                     future = pool.submit(functools.partial(self._submit_one, index, attempt))
                     self.inflight[future] = (index, attempt)
                 changed = self._collect_submissions()
-                if watch and self.active and (self.queue or self._must_watch()):
+                due = time.monotonic() >= self.next_poll
+                if due and watch and self.active and (self.queue or self._must_watch()):
                     changed |= self._watch()
                     if self.vanished:  # failed or deleted: look for a cancel before relaunching
                         self.vanished = False
@@ -400,6 +400,7 @@ class Submitter:
             log.warning("batch.poll_failed", group_id=self.manifest.group_id, exc_info=True)
             return False  # the next poll tries again; a passing API error must not end the batch
         self.poll_cost = time.monotonic() - began
+        self.next_poll = time.monotonic() + after_poll(0.0, self.poll_cost)
         changed = False
         kept: Mapping[int, object] | None = None
 
