@@ -78,6 +78,7 @@ KEEP_TREES = 16
 """A machine keeps the trees used last (and any a job holds), each of a project's size."""
 _STAGING = ".staging-"
 _DELETING = ".deleting-"
+_LOCK = ".lock"
 _LEFTOVER_SECONDS = 3600.0
 """A staging or deleting directory this old was left by a process killed halfway."""
 _HELD: list[int] = []
@@ -203,10 +204,15 @@ def use_tree(cache: Path, digest: str, fetch: Callable[[], bytes]) -> Path:
     if not tree.is_dir():  # made before its lock is taken: a refused bundle leaves no lock
         _make_tree(cache, tree.name, fetch())
         prune(cache)
-    _hold(tree.with_name(f"{tree.name}.lock"))
+    _hold(_lock_of(cache, tree.name))
     if not tree.is_dir():  # deleted in between, unused for days before this job made it
         _make_tree(cache, tree.name, fetch())
     return tree
+
+
+def _lock_of(cache: Path, tree: str) -> Path:
+    """The lock that the jobs using the tree named ``tree`` hold, stamped at each use."""
+    return cache / f"{tree}{_LOCK}"
 
 
 def _hold(lock: Path) -> None:
@@ -261,8 +267,8 @@ def prune(cache: Path, *, now: float | None = None) -> None:
                 if entry.stat().st_mtime < now - _LEFTOVER_SECONDS:
                     shutil.rmtree(entry.path, ignore_errors=True)
         else:
-            trees.add(entry.name.removesuffix(".lock"))
-    last_use = {tree: _last_use(cache / f"{tree}.lock", now) for tree in trees}
+            trees.add(entry.name.removesuffix(_LOCK))
+    last_use = {tree: _last_use(_lock_of(cache, tree), now) for tree in trees}
     ranked = sorted(trees, key=last_use.__getitem__, reverse=True)
     for rank, tree in enumerate(ranked):
         used_before = now - UNUSED_DAYS * 86400
@@ -282,7 +288,7 @@ def _delete_if_unused(cache: Path, tree: str, used_before: float) -> None:
     """Delete the tree named ``tree`` (and its lock) if no job holds it and its last use was
     before ``used_before``; a tree that lost its lock (its maker killed) gets a new one,
     used now."""
-    lock = cache / f"{tree}.lock"
+    lock = _lock_of(cache, tree)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     doomed = cache / f"{_DELETING}{tree}-{os.getpid()}"
     try:

@@ -1,10 +1,11 @@
 """Adaptive waiting: poll fast while things change, back off while they do not; and what the
 waiting caller is told meanwhile (its status callback, where its job stands in a queue)."""
 
+import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kinetic import _log
@@ -14,7 +15,7 @@ from kinetic_protocol import Backend, ConfigError, JobRecord, JobState, JobStatu
 __all__ = [
     "Backoff",
     "Deadline",
-    "after_poll",
+    "PollPace",
     "QueueLine",
     "StatusCallback",
     "check_timeout",
@@ -55,16 +56,33 @@ class Deadline:
         return self._end is not None and time.monotonic() >= self._end
 
 
-_POLLING_SHARE = 0.2
-"""The most of a waiting thread's time its polls take, however many jobs each covers: on a
-laptop of two cores, a batch's client polling the local backend at its floor (5 ms) spent
-half a core reading job states that its jobs' processes needed."""
+class PollPace:
+    """When a thread's next poll may start: after each poll, four times that poll's duration
+    later, so that polling takes at most a fifth of the thread's time however many jobs a poll
+    covers and however often one settles. On a laptop of two cores, a batch's client polling
+    the local backend back to back spent half a core that its jobs' processes needed."""
 
+    _SPACING = 4.0
 
-def after_poll(delay: float, poll_cost: float) -> float:
-    """How long to wait before the next poll: ``delay``, or longer after a poll that took
-    ``poll_cost`` seconds, so that polling stays within its share of the time."""
-    return max(delay, poll_cost * (1 / _POLLING_SHARE - 1))
+    def __init__(self) -> None:
+        self._next = 0.0
+
+    def due(self) -> bool:
+        return time.monotonic() >= self._next
+
+    def wait(self) -> float:
+        """Seconds until the next poll is due (0 when it is)."""
+        return max(0.0, self._next - time.monotonic())
+
+    @contextlib.contextmanager
+    def polling(self) -> Iterator[None]:
+        """Time one poll (one that raises too) and set when the next may start."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            ended = time.monotonic()
+            self._next = ended + (ended - began) * self._SPACING
 
 
 class Backoff:

@@ -24,6 +24,7 @@ import fcntl
 import os
 import select
 import sys
+import time
 from pathlib import Path
 
 from kinetic_runtime.local.dispatch import Spawn, dispatch
@@ -104,8 +105,11 @@ def _open_wakes(slots_dir: Path) -> tuple[int, int] | None:
     return reader, writer
 
 
-def _await_wake(reader: int, timeout: float) -> None:
-    if select.select([reader], [], [], timeout)[0]:
+def _await_wake(reader: int | None, timeout: float) -> None:
+    """Until a supervisor wakes the keeper or ``timeout`` passes (only that, with no FIFO)."""
+    if reader is None:
+        time.sleep(timeout)
+    elif select.select([reader], [], [], timeout)[0]:
         with contextlib.suppress(BlockingIOError):
             while os.read(reader, 4096):
                 pass
@@ -152,10 +156,7 @@ def _keep(
             if lock is not None:
                 os.close(lock)
             raise
-        if wakes is None:
-            select.select([], [], [], poll)
-        else:
-            _await_wake(wakes, poll)
+        _await_wake(wakes, poll)
     return 0
 
 

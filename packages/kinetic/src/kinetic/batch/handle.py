@@ -5,13 +5,12 @@ import contextlib
 import dataclasses
 import functools
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kinetic import _log
 from kinetic._interrupted import say_batch_left_running
-from kinetic._waiting import Backoff, Deadline, after_poll, check_timeout
+from kinetic._waiting import Backoff, Deadline, PollPace, check_timeout
 from kinetic.batch import logs as batch_logs
 from kinetic.batch.array import array_of
 from kinetic.batch.causes import child_failures, failed_children
@@ -170,13 +169,11 @@ class BatchHandle:
         low, high = self._backend.poll_bounds
         backoff = Backoff(min(low, poll_interval), min(high, poll_interval))
         seen = 0
-        next_poll = 0.0  # also after a poll that settled children: polls keep their share
+        pace = PollPace()  # also after a poll that settled children
         while True:
-            if not self._state.submitter_retries and time.monotonic() >= next_poll:
-                began = time.monotonic()
-                observe(self._manifest, self._backend, self._records, self._state, self._policy)
-                ended = time.monotonic()
-                next_poll = ended + after_poll(0.0, ended - began)
+            if not self._state.submitter_retries and pace.due():
+                with pace.polling():
+                    observe(self._manifest, self._backend, self._records, self._state, self._policy)
             with self._state.lock:
                 fresh = self._state.settle_order[seen:]
                 seen += len(fresh)
@@ -193,7 +190,7 @@ class BatchHandle:
                     f"({self.status_counts()}); its jobs keep running. Call batch.cancel() "
                     "to stop them."
                 )
-            delay = max(backoff.next_delay, next_poll - time.monotonic())
+            delay = max(backoff.next_delay, pace.wait())
             remaining = deadline.remaining()
             delay = delay if remaining is None else min(delay, remaining)
             self._state.wait_for_change(delay)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 from kinetic import _log
-from kinetic._waiting import Backoff, after_poll
+from kinetic._waiting import Backoff, PollPace
 from kinetic.batch.lease import LeaseHolder
 from kinetic.batch.spending import SpendingMeter
 from kinetic.batch.state import BatchState, Decision, child_state
@@ -142,8 +142,7 @@ class Submitter:
         self.inflight: dict[Future[JobHandle], tuple[int, int]] = {}
         self.active: dict[int, JobHandle] = dict(active or {})
         self.thread: threading.Thread | None = None
-        self.poll_cost = 0.0
-        self.next_poll = 0.0  # polls keep their share, also as each submission wakes the loop
+        self.pace = PollPace()  # also as each submission that lands wakes the loop
         self.vanished = False
         """A child failed or was deleted since the last look for a cancel request."""
         self.meter = meter
@@ -287,7 +286,7 @@ class Submitter:
                     future = pool.submit(functools.partial(self._submit_one, index, attempt))
                     self.inflight[future] = (index, attempt)
                 changed = self._collect_submissions()
-                due = time.monotonic() >= self.next_poll
+                due = self.pace.due()
                 if due and watch and self.active and (self.queue or self._must_watch()):
                     changed |= self._watch()
                     if self.vanished:  # failed or deleted: look for a cancel before relaunching
@@ -327,7 +326,7 @@ class Submitter:
 
     def _pause(self, backoff: Backoff) -> None:
         """Wait for a submission to finish, a stop, or the next poll, whichever comes first."""
-        delay = after_poll(backoff.next_delay, self.poll_cost)
+        delay = max(backoff.next_delay, self.pace.wait())
         if self.inflight:
             wait(list(self.inflight), timeout=delay, return_when=FIRST_COMPLETED)
         else:
@@ -393,14 +392,12 @@ class Submitter:
     def _watch(self) -> bool:
         """One poll of every active child; settles, retries and applies fail-fast."""
         handles = list(self.active.items())
-        began = time.monotonic()
         try:
-            states = self.backend.statuses([job.record for _, job in handles])
+            with self.pace.polling():
+                states = self.backend.statuses([job.record for _, job in handles])
         except Exception:
             log.warning("batch.poll_failed", group_id=self.manifest.group_id, exc_info=True)
             return False  # the next poll tries again; a passing API error must not end the batch
-        self.poll_cost = time.monotonic() - began
-        self.next_poll = time.monotonic() + after_poll(0.0, self.poll_cost)
         changed = False
         kept: Mapping[int, object] | None = None
 
